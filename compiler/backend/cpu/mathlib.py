@@ -1,0 +1,359 @@
+"""Vectorizable exp and log (f32, f64) written in arith/math ops that LLVM lowers to SIMD code.
+
+Why: ``math.exp``/``math.log`` on vectors become scalar libm calls on the CPU (6.5x slower), and the
+MLIR 22 wheels expose no polynomial-approximation pass.  The algorithms are written once against a
+tiny ``Emitter`` interface and emitted either as MLIR text (``exp_text``/``log_text``: SSA lines to
+paste into a ``linalg.generic`` body) or through the Python bindings (``emit_exp``/``emit_log``: ops
+created at the current ``InsertionPoint``).  Operands may be scalars or vectors.
+
+exp: Cody-Waite reduction x = n ln2 + r (|r| <= ln2/2), a minimax polynomial (Cephes, degree 5 for
+f32; Taylor to degree 13 for f64), scaling by 2^n in two halves so that subnormal results and
+overflow to +inf come out right; NaN propagates, exp(-inf) = 0, exp(+inf) = +inf.
+log: musl/fdlibm: reduce to x = 2^k (1+f) with 1+f in [sqrt2/2, sqrt2), s = f/(2+f), a polynomial
+in s^2; subnormal inputs are pre-scaled; log(0) = log(-0) = -inf, log(x<0) = NaN, log(+inf) = +inf.
+Float constants are emitted as exact bit patterns, so the text is deterministic and exact.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = ["Emitter", "TextEmitter", "BuilderEmitter", "exp_text", "log_text", "emit_exp", "emit_log",
+           "build_exp", "build_log", "FloatFormat", "F32", "F64"]
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """IEEE binary format facts used by the algorithms."""
+
+    name: str        # "f32" | "f64"
+    int_name: str    # "i32" | "i64"
+    bits: int
+    mant: int        # explicit mantissa bits
+    bias: int
+
+    def bits_of(self, v: float) -> int:
+        if self.bits == 32:
+            return struct.unpack("<I", struct.pack("<f", v))[0]
+        return struct.unpack("<Q", struct.pack("<d", v))[0]
+
+    def from_bits(self, b: int) -> float:
+        if self.bits == 32:
+            return struct.unpack("<f", struct.pack("<I", b))[0]
+        return struct.unpack("<d", struct.pack("<Q", b))[0]
+
+    def round(self, v: float) -> float:
+        """``v`` rounded to this format (exact for values already representable)."""
+        return struct.unpack("<f", struct.pack("<f", v))[0] if self.bits == 32 else float(v)
+
+
+F32 = FloatFormat("f32", "i32", 32, 23, 127)
+F64 = FloatFormat("f64", "i64", 64, 52, 1023)
+
+
+class Emitter:
+    """The operations the algorithms need; ``V`` is whatever represents an SSA value."""
+
+    fmt: FloatFormat
+
+    def fconst(self, v: float) -> Any: raise NotImplementedError
+    def iconst(self, v: int) -> Any: raise NotImplementedError
+    def fbin(self, op: str, a: Any, b: Any) -> Any: raise NotImplementedError  # addf subf mulf divf maximumf minimumf
+    def ibin(self, op: str, a: Any, b: Any) -> Any: raise NotImplementedError  # addi subi andi shli shrsi
+    def fma(self, a: Any, b: Any, c: Any) -> Any: raise NotImplementedError
+    def floor(self, a: Any) -> Any: raise NotImplementedError
+    def cmpf(self, pred: str, a: Any, b: Any) -> Any: raise NotImplementedError
+    def select(self, c: Any, a: Any, b: Any) -> Any: raise NotImplementedError
+    def to_int_bits(self, a: Any) -> Any: raise NotImplementedError     # bitcast float -> int
+    def from_int_bits(self, a: Any) -> Any: raise NotImplementedError   # bitcast int -> float
+    def fptosi(self, a: Any) -> Any: raise NotImplementedError
+    def sitofp(self, a: Any) -> Any: raise NotImplementedError
+
+
+def _poly(e: Emitter, x: Any, coeffs: list[float]) -> Any:
+    """Horner with fused multiply-adds; ``coeffs`` from the highest degree down."""
+    acc = e.fconst(coeffs[0])
+    for c in coeffs[1:]:
+        acc = e.fma(acc, x, e.fconst(c))
+    return acc
+
+
+_EXP_F32 = [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+            5.0000001201e-1]
+_EXP_F64 = [1.0 / math.factorial(k) for k in range(13, 1, -1)]
+
+
+def build_exp(e: Emitter, x: Any) -> Any:
+    """exp(x) with the ops of ``e``; see the module docstring for the algorithm."""
+    f = e.fmt
+    if f.bits == 32:
+        lo, hi, coeffs = -104.0, 89.0, _EXP_F32
+        ln2_hi, ln2_lo = 0.693359375, -2.12194440e-4
+    else:
+        lo, hi, coeffs = -746.0, 710.0, _EXP_F64
+        ln2_hi, ln2_lo = 6.93147180369123816490e-01, 1.90821492927058770002e-10
+    isnan = e.cmpf("uno", x, x)
+    xc = e.fbin("minimumf", e.fbin("maximumf", x, e.fconst(lo)), e.fconst(hi))
+    xs = e.select(isnan, e.fconst(0.0), xc)
+    n = e.floor(e.fma(xs, e.fconst(1.0 / math.log(2.0)), e.fconst(0.5)))
+    r = e.fma(n, e.fconst(-ln2_hi), xs)
+    r = e.fma(n, e.fconst(-ln2_lo), r)
+    q = _poly(e, r, coeffs)
+    y = e.fbin("addf", e.fma(q, e.fbin("mulf", r, r), r), e.fconst(1.0))
+    ni = e.fptosi(n)
+    n1 = e.ibin("shrsi", ni, e.iconst(1))
+    n2 = e.ibin("subi", ni, n1)
+    s1 = e.from_int_bits(e.ibin("shli", e.ibin("addi", n1, e.iconst(f.bias)), e.iconst(f.mant)))
+    s2 = e.from_int_bits(e.ibin("shli", e.ibin("addi", n2, e.iconst(f.bias)), e.iconst(f.mant)))
+    res = e.fbin("mulf", e.fbin("mulf", y, s1), s2)
+    return e.select(isnan, x, res)
+
+
+def _hexf(bits: int, fmt: FloatFormat) -> float:
+    return fmt.from_bits(bits)
+
+
+def build_log(e: Emitter, x: Any) -> Any:
+    """log(x) with the ops of ``e``; see the module docstring for the algorithm."""
+    f = e.fmt
+    if f.bits == 32:
+        one_bits, sqrth_bits, mask = 0x3F800000, 0x3F3504F3, 0x007FFFFF
+        ln2_hi, ln2_lo = _hexf(0x3F317180, f), _hexf(0x3717F7D1, f)
+        lg = [0xAAAAAA / 2.0**24, 0xCCCE13 / 2.0**25, 0x91E9EE / 2.0**25, 0xF89E26 / 2.0**26]
+        pre, min_normal = 25, 2.0**-126
+    else:
+        one_bits, sqrth_bits, mask = 0x3FF0000000000000, 0x3FE6A09E00000000, 0x000FFFFFFFFFFFFF
+        ln2_hi, ln2_lo = 6.93147180369123816490e-01, 1.90821492927058770002e-10
+        lg = [6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,
+              2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01,
+              1.479819860511658591e-01]
+        pre, min_normal = 54, 2.0**-1022
+    tiny = e.cmpf("olt", x, e.fconst(min_normal))
+    xs = e.select(tiny, e.fbin("mulf", x, e.fconst(2.0**pre)), x)
+    kadj = e.select(tiny, e.iconst(-pre), e.iconst(0))
+    ix = e.ibin("addi", e.to_int_bits(xs), e.iconst(one_bits - sqrth_bits))
+    k = e.ibin("addi", e.ibin("subi", e.ibin("shrsi", ix, e.iconst(f.mant)), e.iconst(f.bias)), kadj)
+    ix = e.ibin("addi", e.ibin("andi", ix, e.iconst(mask)), e.iconst(sqrth_bits))
+    fm = e.fbin("subf", e.from_int_bits(ix), e.fconst(1.0))
+    s = e.fbin("divf", fm, e.fbin("addf", e.fconst(2.0), fm))
+    z = e.fbin("mulf", s, s)
+    w = e.fbin("mulf", z, z)
+    odd = lg[0::2]   # Lg1, Lg3, ...
+    even = lg[1::2]  # Lg2, Lg4, ...
+    t1 = e.fbin("mulf", w, _poly(e, w, list(reversed(even))))
+    t2 = e.fbin("mulf", z, _poly(e, w, list(reversed(odd))))
+    big_r = e.fbin("addf", t2, t1)
+    hfsq = e.fbin("mulf", e.fbin("mulf", e.fconst(0.5), fm), fm)
+    dk = e.sitofp(k)
+    res = e.fbin("mulf", s, e.fbin("addf", hfsq, big_r))
+    res = e.fma(dk, e.fconst(ln2_lo), res)
+    res = e.fbin("subf", res, hfsq)
+    res = e.fbin("addf", res, fm)
+    res = e.fma(dk, e.fconst(ln2_hi), res)
+    inf = e.fconst(math.inf)
+    res = e.select(e.cmpf("oeq", x, inf), inf, res)
+    res = e.select(e.cmpf("oeq", x, e.fconst(0.0)), e.fconst(-math.inf), res)
+    res = e.select(e.cmpf("olt", x, e.fconst(0.0)), e.fconst(math.nan), res)
+    return e.select(e.cmpf("uno", x, x), x, res)
+
+
+# ------------------------------------------------------------------------------------ text emission
+
+class TextEmitter(Emitter):
+    """Emits textual SSA lines (MLIR custom syntax); ``ty`` is ``f32``/``f64`` or ``vector<...xf32>``."""
+
+    def __init__(self, ty: str, prefix: str = "m") -> None:
+        elem = ty.rsplit("x", 1)[-1].rstrip(">") if ty.startswith("vector<") else ty
+        if elem not in ("f32", "f64"):
+            raise ValueError(f"exp/log support f32 and f64, not {elem}")
+        self.fmt = F32 if elem == "f32" else F64
+        self.ty = ty
+        self.vec = ty.startswith("vector<")
+        self.ity = ty.replace(elem + ">", self.fmt.int_name + ">") if self.vec else self.fmt.int_name
+        self.bty = ty.replace(elem + ">", "i1>") if self.vec else "i1"
+        self.prefix = prefix
+        self.lines: list[str] = []
+        self._n = 0
+        self._consts: dict[tuple[str, int], str] = {}
+        self._ints: set[str] = set()  # names of integer-typed values
+
+    def _new(self) -> str:
+        self._n += 1
+        return f"%{self.prefix}{self._n}"
+
+    def _emit(self, rhs: str) -> str:
+        v = self._new()
+        self.lines.append(f"{v} = {rhs}")
+        return v
+
+    def _const(self, bits: int, ty: str, is_float: bool) -> str:
+        key = (ty, bits)
+        if key not in self._consts:
+            width = self.fmt.bits
+            if is_float:
+                lit = f"0x{bits:0{width // 4}X}"
+            else:
+                lit = str(bits - (1 << width) if bits >= 1 << (width - 1) else bits)
+            val = f"dense<{lit}>" if self.vec else lit
+            self._consts[key] = self._emit(f"arith.constant {val} : {ty}")
+        return self._consts[key]
+
+    def fconst(self, v: float) -> str:
+        return self._const(self.fmt.bits_of(self.fmt.round(v)), self.ty, True)
+
+    def iconst(self, v: int) -> str:
+        return self._int(self._const(v & ((1 << self.fmt.bits) - 1), self.ity, False))
+
+    def _int(self, v: str) -> str:
+        self._ints.add(v)
+        return v
+
+    def fbin(self, op: str, a: str, b: str) -> str:
+        return self._emit(f"arith.{op} {a}, {b} : {self.ty}")
+
+    def ibin(self, op: str, a: str, b: str) -> str:
+        return self._int(self._emit(f"arith.{op} {a}, {b} : {self.ity}"))
+
+    def fma(self, a: str, b: str, c: str) -> str:
+        return self._emit(f"math.fma {a}, {b}, {c} : {self.ty}")
+
+    def floor(self, a: str) -> str:
+        return self._emit(f"math.floor {a} : {self.ty}")
+
+    def cmpf(self, pred: str, a: str, b: str) -> str:
+        return self._emit(f"arith.cmpf {pred}, {a}, {b} : {self.ty}")
+
+    def select(self, c: str, a: str, b: str) -> str:
+        ty = self.ity if a in self._ints else self.ty
+        v = self._emit(f"arith.select {c}, {a}, {b} : {self.bty}, {ty}" if self.vec
+                       else f"arith.select {c}, {a}, {b} : {ty}")
+        if ty == self.ity:
+            self._ints.add(v)
+        return v
+
+    def to_int_bits(self, a: str) -> str:
+        return self._int(self._emit(f"arith.bitcast {a} : {self.ty} to {self.ity}"))
+
+    def from_int_bits(self, a: str) -> str:
+        return self._emit(f"arith.bitcast {a} : {self.ity} to {self.ty}")
+
+    def fptosi(self, a: str) -> str:
+        return self._int(self._emit(f"arith.fptosi {a} : {self.ty} to {self.ity}"))
+
+    def sitofp(self, a: str) -> str:
+        return self._emit(f"arith.sitofp {a} : {self.ity} to {self.ty}")
+
+
+def _text(build: Callable[[Emitter, Any], Any], x: str, ty: str, prefix: str) -> tuple[list[str], str]:
+    em = TextEmitter(ty, prefix)
+    out = build(em, x)
+    return em.lines, out
+
+
+def exp_text(x: str, ty: str = "f32", prefix: str = "exp") -> tuple[list[str], str]:
+    """SSA lines computing exp(``x``) (an SSA name like ``%in``) and the name of the result.
+
+    ``prefix`` must make the names unique in the enclosing region (one prefix per use).
+    """
+    return _text(build_exp, x, ty, prefix)
+
+
+def log_text(x: str, ty: str = "f32", prefix: str = "log") -> tuple[list[str], str]:
+    """SSA lines computing log(``x``) and the name of the result (see ``exp_text``)."""
+    return _text(build_log, x, ty, prefix)
+
+
+# --------------------------------------------------------------------------------- builder emission
+
+class BuilderEmitter(Emitter):
+    """Creates ops with the MLIR Python bindings at the current InsertionPoint and Location."""
+
+    def __init__(self, ty: Any) -> None:
+        from mlir import ir
+        self.ir = ir
+        self.ty = ty
+        elem = ty.element_type if isinstance(ty, ir.VectorType) else ty
+        if isinstance(elem, ir.F32Type):
+            self.fmt = F32
+        elif isinstance(elem, ir.F64Type):
+            self.fmt = F64
+        else:
+            raise ValueError(f"exp/log support f32 and f64, not {elem}")
+        ielem = ir.IntegerType.get_signless(self.fmt.bits)
+        self.ielem, self.elem = ielem, elem
+        self.ity = ir.VectorType.get(ty.shape, ielem) if isinstance(ty, ir.VectorType) else ielem
+
+    def _splat(self, ty: Any, elem_attr: Any) -> Any:
+        from mlir.dialects import arith
+        ir = self.ir
+        if isinstance(ty, ir.VectorType):
+            return arith.ConstantOp(ty, ir.DenseElementsAttr.get_splat(ty, elem_attr)).result
+        return arith.ConstantOp(ty, elem_attr).result
+
+    def fconst(self, v: float) -> Any:
+        return self._splat(self.ty, self.ir.FloatAttr.get(self.elem, self.fmt.round(v)))
+
+    def iconst(self, v: int) -> Any:
+        width = self.fmt.bits
+        v &= (1 << width) - 1
+        if v >= 1 << (width - 1):
+            v -= 1 << width
+        return self._splat(self.ity, self.ir.IntegerAttr.get(self.ielem, v))
+
+    def fbin(self, op: str, a: Any, b: Any) -> Any:
+        from mlir.dialects import arith
+        cls = {"addf": arith.AddFOp, "subf": arith.SubFOp, "mulf": arith.MulFOp, "divf": arith.DivFOp,
+               "maximumf": arith.MaximumFOp, "minimumf": arith.MinimumFOp}[op]
+        return cls(a, b).result
+
+    def ibin(self, op: str, a: Any, b: Any) -> Any:
+        from mlir.dialects import arith
+        cls = {"addi": arith.AddIOp, "subi": arith.SubIOp, "andi": arith.AndIOp, "shli": arith.ShLIOp,
+               "shrsi": arith.ShRSIOp}[op]
+        return cls(a, b).result
+
+    def fma(self, a: Any, b: Any, c: Any) -> Any:
+        from mlir.dialects import math as mmath
+        return mmath.FmaOp(a, b, c).result
+
+    def floor(self, a: Any) -> Any:
+        from mlir.dialects import math as mmath
+        return mmath.FloorOp(a).result
+
+    def cmpf(self, pred: str, a: Any, b: Any) -> Any:
+        from mlir.dialects import arith
+        codes = {"oeq": 1, "olt": 4, "uno": 14}
+        return arith.CmpFOp(codes[pred], a, b).result
+
+    def select(self, c: Any, a: Any, b: Any) -> Any:
+        from mlir.dialects import arith
+        return arith.SelectOp(c, a, b).result
+
+    def to_int_bits(self, a: Any) -> Any:
+        from mlir.dialects import arith
+        return arith.BitcastOp(self.ity, a).result
+
+    def from_int_bits(self, a: Any) -> Any:
+        from mlir.dialects import arith
+        return arith.BitcastOp(self.ty, a).result
+
+    def fptosi(self, a: Any) -> Any:
+        from mlir.dialects import arith
+        return arith.FPToSIOp(self.ity, a).result
+
+    def sitofp(self, a: Any) -> Any:
+        from mlir.dialects import arith
+        return arith.SIToFPOp(self.ty, a).result
+
+
+def emit_exp(value: Any) -> Any:
+    """Create exp(``value``) (f32/f64 scalar or vector ``mlir.ir.Value``) at the insertion point."""
+    return build_exp(BuilderEmitter(value.type), value)
+
+
+def emit_log(value: Any) -> Any:
+    """Create log(``value``) at the current insertion point (see ``emit_exp``)."""
+    return build_log(BuilderEmitter(value.type), value)

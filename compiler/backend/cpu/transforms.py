@@ -1,0 +1,305 @@
+"""Transform-dialect schedules: tile and vectorize linalg ops of a payload module.
+
+Why generated and not pasted: tile sizes must divide the static shapes (partial tiles have dynamic
+shapes, which ``vectorize_children_and_apply_patterns`` leaves scalar) and must shrink for small
+shapes, so each script is built from parameters chosen per op.  Every scheduled op is tagged with a
+unique ``mind.sched`` attribute and matched by it, so ops of different ranks get their own tiles.
+If any linalg op in a function cannot be scheduled, the whole module stays unscheduled (everything is
+then lowered to scalar loops: slow but correct), because vectorizing an untiled op can create huge
+vectors that crash LLVM (toolchain.md, pitfall 2).
+
+MLIR is imported inside functions only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+__all__ = [
+    "MatmulTiles", "ElementwiseTiles", "choose_matmul_tiles", "choose_elementwise_tiles",
+    "matmul_section", "elementwise_section", "fill_section", "wrap_script", "schedule_module",
+    "apply_script", "largest_divisor_at_most",
+]
+
+SCHED_ATTR = "mind.sched"
+
+
+def largest_divisor_at_most(n: int, bound: int, multiple_of: int = 1) -> int:
+    """Largest d with d | n, d <= bound and multiple_of | d (falls back to ``multiple_of``)."""
+    best = multiple_of
+    for d in range(multiple_of, min(n, bound) + 1, multiple_of):
+        if n % d == 0:
+            best = d
+    return best
+
+
+@dataclass(frozen=True)
+class MatmulTiles:
+    """Tiles of ``C[m,n] += A[m,k] B[k,n]``: K slab, parallel (forall) block, register block."""
+
+    k: int
+    par_m: int
+    par_n: int
+    reg_m: int
+    reg_n: int
+    batch: bool = False
+
+
+@dataclass(frozen=True)
+class ElementwiseTiles:
+    """Forall tiles on parallel loops and sequential tiles on reduction loops (0 = not tiled)."""
+
+    parallel: tuple[int, ...]
+    reduction: tuple[int, ...]
+
+
+def choose_matmul_tiles(m: int, n: int, k: int, elem_bits: int = 32, batch: bool = False) -> MatmulTiles:
+    """Tiles for AVX-512: an 8 x (2 zmm) accumulator, 64x128 blocks per thread, K slabs of 128."""
+    lanes = max(1, 512 // elem_bits)
+    reg_m = largest_divisor_at_most(m, 8)
+    reg_n = largest_divisor_at_most(n, 2 * lanes)
+    par_m = reg_m * largest_divisor_at_most(m // reg_m, max(1, 64 // reg_m))
+    par_n = reg_n * largest_divisor_at_most(n // reg_n, max(1, (4 * 2 * lanes) // reg_n))
+    kt = largest_divisor_at_most(k, 128)
+    return MatmulTiles(kt, par_m, par_n, reg_m, reg_n, batch)
+
+
+def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_bits: int = 32) -> ElementwiseTiles:
+    """Innermost loop gets up to 4 vectors, the one above up to 2 rows, outer loops 1."""
+    lanes = max(1, 512 // elem_bits)
+    par: list[int] = []
+    red: list[int] = []
+    par_dims = [i for i, k in enumerate(kinds) if k == "parallel"]
+    red_dims = [i for i, k in enumerate(kinds) if k != "parallel"]
+    for i, size in enumerate(ranges):
+        if kinds[i] == "parallel":
+            pos = len(par_dims) - 1 - par_dims.index(i)  # 0 = innermost parallel loop
+            if red_dims and i < max(red_dims):
+                bound = 1 if pos > 0 else 8
+            else:
+                bound = 4 * lanes if pos == 0 else (2 if pos == 1 else 1)
+            par.append(largest_divisor_at_most(size, bound))
+            red.append(0)
+        else:
+            par.append(0)
+            red.append(largest_divisor_at_most(size, 4 * lanes))
+    return ElementwiseTiles(tuple(par), tuple(red))
+
+
+def _sizes(ts: Sequence[int]) -> str:
+    return "[" + ", ".join(str(t) for t in ts) + "]"
+
+
+def _handles(n: int) -> str:
+    return ", ".join(["!transform.any_op"] * n)
+
+
+def _match(var: str, op: str, tag: int) -> str:
+    return (f"    {var} = transform.structured.match ops{{[\"{op}\"]}} attributes {{{SCHED_ATTR} = {tag} : i64}}"
+            f" in %root : (!transform.any_op) -> !transform.any_op\n")
+
+
+def _tile_for(res: str, src: str, sizes: Sequence[int]) -> str:
+    nloops = sum(1 for s in sizes if s)
+    loops = f"%{res}_l" if nloops == 1 else f"%{res}_l:{nloops}"
+    return (f"    %{res}, {loops} = transform.structured.tile_using_for {src} tile_sizes {_sizes(sizes)}"
+            f" : (!transform.any_op) -> ({_handles(nloops + 1)})\n")
+
+
+def _tile_forall(res: str, src: str, sizes: Sequence[int]) -> str:
+    return (f"    %{res}, %{res}_f = transform.structured.tile_using_forall {src} tile_sizes {_sizes(sizes)}"
+            f" : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n")
+
+
+def matmul_section(tag: int, t: MatmulTiles) -> str:
+    """K slab (scf.for), parallel block (scf.forall), register block (scf.for) of one matmul."""
+    op = "linalg.batch_matmul" if t.batch else "linalg.matmul"
+    b = [1] if t.batch else []
+    zb = [0] if t.batch else []
+    s = _match(f"%mm{tag}", op, tag)
+    s += _tile_for(f"mk{tag}", f"%mm{tag}", zb + [0, 0, t.k])
+    s += _tile_forall(f"mp{tag}", f"%mk{tag}", b + [t.par_m, t.par_n])
+    s += _tile_for(f"mr{tag}", f"%mp{tag}", b + [t.reg_m, t.reg_n, 1])
+    return s
+
+
+def fill_section(tag: int, shape: Sequence[int]) -> str:
+    """Sequential tiling of a fill into (<=8) x (<=64) pieces so that it vectorizes in registers."""
+    if not shape:
+        return ""
+    sizes = [1] * (len(shape) - 2) + ([largest_divisor_at_most(shape[-2], 8)] if len(shape) >= 2 else [])
+    sizes.append(largest_divisor_at_most(shape[-1], 64))
+    return _match(f"%fl{tag}", "linalg.fill", tag) + _tile_for(f"ft{tag}", f"%fl{tag}", sizes)
+
+
+def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles) -> str:
+    """Forall over parallel loops, then scf.for over reduction loops (if any)."""
+    s = _match(f"%ew{tag}", op_name, tag)
+    src = f"%ew{tag}"
+    if any(t.parallel):
+        s += _tile_forall(f"ep{tag}", src, t.parallel)
+        src = f"%ep{tag}"
+    if any(t.reduction):
+        s += _tile_for(f"er{tag}", src, t.reduction)
+    return s
+
+
+_LOWERING = """\
+    %func = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+    %vf = transform.structured.vectorize_children_and_apply_patterns %func : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %vf {
+      transform.apply_patterns.canonicalization
+      transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers
+    } : !transform.any_op
+    transform.apply_cse to %vf : !transform.any_op
+    %loops = transform.structured.match ops{["scf.for"]} in %vf : (!transform.any_op) -> !transform.any_op
+    transform.apply_licm to %loops : !transform.any_op
+    transform.loop.hoist_loop_invariant_subsets %loops : !transform.any_op
+    transform.apply_patterns to %vf {
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerparallel"
+      transform.apply_patterns.vector.split_transfer_full_partial split_transfer_strategy = "vector-transfer"
+      transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.vector.lower_shape_cast
+      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_1d"
+      transform.apply_patterns.vector.lower_broadcast
+      transform.apply_patterns.vector.lower_outerproduct
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+"""
+
+
+def wrap_script(sections: Sequence[str], name: str = "__mind_schedule") -> str:
+    """A complete transform module: the per-op sections, then vectorization and vector lowering."""
+    body = "".join(sections)
+    return ("module attributes {transform.with_named_sequence} {\n"
+            f"  transform.named_sequence @{name}(%root: !transform.any_op {{transform.readonly}}) {{\n"
+            f"{body}{_LOWERING}    transform.yield\n  }}\n}}\n")
+
+
+# ---------------------------------------------------------------- payload inspection (needs MLIR)
+
+def _static_shape(t: Any) -> list[int] | None:
+    from mlir import ir
+    if not isinstance(t, ir.ShapedType):
+        return [] if t is not None else None
+    st = t
+    if not st.has_static_shape:
+        return None
+    return list(st.shape)
+
+
+def _elem_bits(t: Any) -> int:
+    from mlir import ir
+    et = t.element_type if isinstance(t, ir.ShapedType) else t
+    try:
+        return max(8, int(et.width))
+    except AttributeError:
+        return 32
+
+
+def _generic_loops(op: Any) -> tuple[list[int], list[str]] | None:
+    """Static loop ranges and iterator kinds of a linalg.generic, read from its indexing maps."""
+    from mlir import ir
+    maps = [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
+    kinds_attr = op.attributes["iterator_types"]
+    kinds = ["parallel" if "parallel" in str(k) else "reduction" for k in kinds_attr]
+    ranges: list[int | None] = [None] * len(kinds)
+    for operand, amap in zip(op.operands, maps):
+        shape = _static_shape(operand.type)
+        if shape is None:
+            return None
+        for pos, expr in enumerate(amap.results):
+            if isinstance(expr, ir.AffineDimExpr):
+                d = expr.position
+                ranges[d] = shape[pos]
+    if any(r is None for r in ranges):
+        return None
+    return [int(r) for r in ranges], kinds  # type: ignore[misc]
+
+
+_DEFAULT_MAPS = {
+    "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
+                     "affine_map<(d0, d1, d2) -> (d0, d1)>]",
+    "linalg.batch_matmul": "[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, "
+                           "affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]",
+}
+
+
+def schedule_module(module: Any) -> str | None:
+    """Tag every linalg op of ``module`` and return a transform script for them, or None.
+
+    None means: nothing to schedule, or an op we cannot schedule safely (then nothing is tagged).
+    """
+    from mlir import ir
+    plans: list[tuple[Any, str]] = []
+    ok = True
+
+    def visit(op: Any) -> ir.WalkResult:
+        nonlocal ok
+        name = op.name
+        if not name.startswith("linalg."):
+            return ir.WalkResult.ADVANCE
+        tag = len(plans)
+        if name in ("linalg.matmul", "linalg.batch_matmul"):
+            a, b = (_static_shape(v.type) for v in list(op.operands)[:2])
+            if a is None or b is None or len(list(op.operands)) != 3 or \
+                    str(op.attributes["indexing_maps"]) != _DEFAULT_MAPS[name]:
+                ok = False
+                return ir.WalkResult.INTERRUPT
+            batch = name == "linalg.batch_matmul"
+            m, k = a[-2], a[-1]
+            n = b[-1]
+            t = choose_matmul_tiles(m, n, k, _elem_bits(op.operands[0].type), batch)
+            plans.append((op, matmul_section(tag, t)))
+        elif name == "linalg.fill":
+            shape = _static_shape(op.results[0].type) if len(op.results) else _static_shape(op.operands[1].type)
+            if shape is None:
+                ok = False
+                return ir.WalkResult.INTERRUPT
+            plans.append((op, fill_section(tag, shape)))
+        elif name == "linalg.generic":
+            loops = _generic_loops(op)
+            if loops is None:
+                ok = False
+                return ir.WalkResult.INTERRUPT
+            ranges, kinds = loops
+            if not ranges:
+                plans.append((op, ""))  # rank 0: vectorizes as is
+            else:
+                bits = min(_elem_bits(v.type) for v in op.operands)
+                plans.append((op, elementwise_section(tag, name, choose_elementwise_tiles(ranges, kinds, bits))))
+        elif name == "linalg.yield" or name == "linalg.index":
+            pass
+        else:
+            ok = False
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if not ok or not plans:
+        return None
+    i64 = ir.IntegerType.get_signless(64)
+    for tag, (op, _) in enumerate(plans):
+        op.attributes[SCHED_ATTR] = ir.IntegerAttr.get(i64, tag)
+    return wrap_script([s for _, s in plans])
+
+
+def apply_script(module: Any, script: str, entry: str = "__mind_schedule") -> None:
+    """Run ``script`` (a transform module text) on ``module`` in place, in the module's context."""
+    from mlir import ir
+    from mlir.dialects.transform import interpreter
+
+    with module.context, ir.Location.unknown():
+        tmod = ir.Module.parse(script)
+        entry_op = None
+        for op in tmod.body.operations:
+            if op.operation.name == "transform.named_sequence" and \
+                    ir.StringAttr(op.attributes["sym_name"]).value == entry:
+                entry_op = op
+        if entry_op is None:
+            raise ValueError(f"transform script has no named sequence @{entry}")
+        interpreter.apply_named_sequence(module.operation, entry_op, tmod)

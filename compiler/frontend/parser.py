@@ -1,0 +1,695 @@
+"""The MIND parser: recursive descent for statements and types, precedence climbing for operators.
+
+Entry points::
+
+    parse(source: str | bytes, filename: str = "<input>") -> ast.Module
+    parse_expr(source: str | bytes, filename: str = "<input>") -> ast.Expr
+    parse_type(source: str | bytes, filename: str = "<input>") -> ast.Type
+
+All raise ``mind.diagnostics.MindError`` (never anything else) on bad input:
+
+* E1001-E1006 from the lexer (all lexical errors of the file, before any parsing);
+* E1010 ``expected X, found Y`` with a help line;
+* E1011 for a delimiter that is never closed (or closed by the wrong bracket), pointing at the
+  opener;
+* E1012 when a resource limit is exceeded (input size, nesting depth ``MAX_DEPTH``).
+
+Syntax errors are recovered from at statement level (the rest of the statement is skipped, up to
+the next ``;``/line break at the same bracket depth, a ``}`` closing the enclosing block, or a
+statement keyword), so independent errors in one file are reported together, up to
+``lexer.MAX_ERRORS``.  The grammar is ``spec/grammar/mind.ebnf``.
+"""
+
+from __future__ import annotations
+
+from mind.diagnostics import Diagnostic, MindError
+
+from . import ast as A
+from .lexer import MAX_ERRORS, Tokens, tokenize
+
+__all__ = ["parse", "parse_expr", "parse_type", "parse_tokens", "MAX_DEPTH"]
+
+#: Maximum nesting of brackets, closures, blocks and types (E1012).  Each level costs at most
+#: about five Python frames, so the default recursion limit is never approached.
+MAX_DEPTH = 100
+
+_BINARY = A.BINARY_OPS
+_COMPARISON = frozenset({"==", "!=", "<", "<=", ">", ">="})
+_SEPARATORS = frozenset({"NL", ";"})
+_STMT_KEYWORDS = frozenset({"let", "fn", "import", "return"})
+_CLOSERS = {"(": ")", "[": "]", "{": "}", "|": "|"}
+_ESCAPES = {"\\": "\\", '"': '"', "'": "'", "n": "\n", "t": "\t", "r": "\r", "0": "\0"}
+_EXPR_HELP = ("an expression starts with a number, `true`/`false`, a string, a name, `(`, `[`, "
+              "`-`, `!` or a closure `|x| ...`")
+_TYPE_HELP = ("types are `f32`, `i32`, `i64`, `f64`, `bool`, `Tensor<f32, [B, 10]>`, "
+              "`Tensor[f32,(10,20)]`, `tensor<f32[10,20]>`, `diff <tensor type>` or a tuple `(T, U)`")
+
+
+class _Abort(Exception):
+    """A syntax error: unwinds to the enclosing statement loop."""
+
+    def __init__(self, diag: Diagnostic) -> None:
+        self.diag = diag
+
+
+class _Stop(Exception):
+    """Parsing cannot go on (too many errors or a resource limit)."""
+
+
+def _describe(kind: str, text: str) -> str:
+    if kind == "EOF":
+        return "end of file"
+    if kind == "NL":
+        return "a line break"
+    if kind == "IDENT":
+        return f"identifier `{text}`"
+    if kind == "INT":
+        return f"integer literal `{text}`"
+    if kind == "FLOAT":
+        return f"float literal `{text}`"
+    if kind == "STR":
+        return f"string literal {text}"
+    if kind.isalpha():
+        return f"keyword `{text}`"
+    return f"`{text}`"
+
+
+def _decode_string(raw: str) -> str:
+    body = raw[1:-1]
+    if "\\" not in body:
+        return body
+    out = []
+    i, n = 0, len(body)
+    while i < n:
+        c = body[i]
+        if c != "\\":
+            j = body.find("\\", i)
+            j = n if j < 0 else j
+            out.append(body[i:j])
+            i = j
+            continue
+        c = body[i + 1]
+        if c == "u":  # \u{XXXX}, validated by the lexer
+            j = body.index("}", i)
+            cp = int(body[i + 3:j], 16)
+            out.append(chr(cp) if cp <= 0x10FFFF and not 0xD800 <= cp <= 0xDFFF else "\ufffd")
+            i = j + 1
+        else:
+            out.append(_ESCAPES[c])
+            i += 2
+    return "".join(out)
+
+
+class _Parser:
+    __slots__ = ("k", "t", "s", "e", "i", "depth", "errors", "src")
+
+    def __init__(self, toks: Tokens) -> None:
+        self.k = toks.kinds
+        self.t = toks.texts
+        self.s = toks.starts
+        self.e = toks.ends
+        self.i = 0
+        self.depth = 0
+        self.errors: list[Diagnostic] = []
+        self.src = toks.source
+
+    # -- errors ---------------------------------------------------------------------------------
+
+    def _err(self, code: str, message: str, i: int, help: str | None = None,
+             notes: tuple[str, ...] = ()) -> _Abort:
+        s, e = self.s[i], self.e[i]
+        return _Abort(Diagnostic(code, message, self.src.span(s, e), help=help, notes=notes))
+
+    def _unexpected(self, expected: str, help: str | None = None) -> _Abort:
+        i = self.i
+        return self._err("E1010", f"expected {expected}, found {_describe(self.k[i], self.t[i])}",
+                         i, help)
+
+    def _expect(self, kind: str, help: str | None = None) -> int:
+        i = self.i
+        if self.k[i] == kind:
+            self.i = i + 1
+            return i
+        raise self._unexpected(f"`{kind}`", help)
+
+    def _close(self, closer: str, opener: int, expected: str) -> int:
+        """Consume ``closer`` for the bracket opened at token ``opener``, or report why not."""
+        i = self.i
+        kind = self.k[i]
+        if kind == closer:
+            self.i = i + 1
+            return i
+        if kind == "EOF" or kind in (")", "]", "}"):
+            found = _describe(kind, self.t[i])
+            line, col = self.src.line_col(self.s[i])
+            raise self._err("E1011", f"unclosed delimiter `{self.t[opener]}`", opener,
+                            f"close it with `{closer}`",
+                            (f"expected {expected}, found {found} at {line}:{col}",))
+        raise self._unexpected(expected)
+
+    def _enter(self, i: int) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self.errors.append(Diagnostic(
+                "E1012", f"nesting is too deep (the limit is {MAX_DEPTH} levels)",
+                self.src.span(self.s[i], self.e[i]), help="split the expression with `let`"))
+            raise _Stop
+
+    def _skip_nl(self) -> None:
+        while self.k[self.i] == "NL":
+            self.i += 1
+
+    # -- statements -----------------------------------------------------------------------------
+
+    def parse_module(self) -> A.Module:
+        stmts, result = self.parse_stmts("EOF")
+        n = len(self.src.text)
+        return A.Module(stmts, result, (0, n), self.src)
+
+    def parse_stmts(self, closer: str) -> tuple[tuple[A.Stmt, ...], A.Expr | None]:
+        k = self.k
+        stmts: list[A.Stmt] = []
+        while True:
+            kind = k[self.i]
+            while kind == "NL" or kind == ";":
+                self.i += 1
+                kind = k[self.i]
+            if kind == closer or kind == "EOF":
+                break
+            start = self.i
+            try:
+                st = self.parse_stmt()
+                kind = k[self.i]
+                if kind == "NL" or kind == ";":
+                    self.i += 1
+                elif kind != closer and kind != "EOF" and kind != "}" and type(st) is not A.FnDef:
+                    raise self._unexpected(
+                        "`;` or a line break after the statement",
+                        "statements are separated by `;` or line breaks")
+                stmts.append(st)
+            except _Abort as ab:
+                self.errors.append(ab.diag)
+                if len(self.errors) >= MAX_ERRORS:
+                    raise _Stop from None
+                self._sync(start)
+        if stmts and type(stmts[-1]) is A.ExprStmt:
+            return tuple(stmts[:-1]), stmts[-1].expr  # type: ignore[attr-defined]
+        return tuple(stmts), None
+
+    def _sync(self, start: int) -> None:
+        """Skip the rest of a statement that had a syntax error."""
+        k = self.k
+        i = self.i
+        if i == start and k[i] != "EOF":
+            i += 1
+        braces = parens = 0
+        while True:
+            kind = k[i]
+            if kind == "EOF":
+                break
+            if kind == "(" or kind == "[":
+                parens += 1
+            elif kind == ")" or kind == "]":
+                parens -= 1
+            elif kind == "{":
+                braces += 1
+            elif kind == "}":
+                if braces <= 0:
+                    break
+                braces -= 1
+            elif braces <= 0:
+                if (kind == "NL" or kind == ";") and parens <= 0:
+                    i += 1
+                    break
+                if kind in _STMT_KEYWORDS:
+                    break
+            i += 1
+        self.i = i
+
+    def parse_stmt(self) -> A.Stmt:
+        k = self.k
+        i = self.i
+        kind = k[i]
+        if kind == "let":
+            return self.parse_let()
+        if kind == "IDENT" and k[i + 1] == "=":
+            self.i = i + 2
+            self._skip_nl()
+            value = self.parse_expr()
+            return A.Assign(self.t[i], value, (self.s[i], value.span[1]), (self.s[i], self.e[i]))
+        if kind == "fn":
+            return self.parse_fn()
+        if kind == "return":
+            self.i = i + 1
+            nk = k[i + 1]
+            if nk == "NL" or nk == ";" or nk == "}" or nk == "EOF":
+                return A.Return(None, (self.s[i], self.e[i]))
+            value = self.parse_expr()
+            return A.Return(value, (self.s[i], value.span[1]))
+        if kind == "import":
+            return self.parse_import()
+        expr = self.parse_expr()
+        return A.ExprStmt(expr, expr.span)
+
+    def parse_let(self) -> A.Let:
+        i0 = self.i
+        self.i += 1
+        target = self.parse_pattern()
+        ty = None
+        if self.k[self.i] == ":":
+            self.i += 1
+            ty = self.parse_type()
+        if self.k[self.i] != "=":
+            raise self._unexpected("`=`" if ty is not None else "`:` or `=`",
+                                   "a `let` binds a value: `let x = ...` or `let x: T = ...`")
+        self.i += 1
+        self._skip_nl()
+        value = self.parse_expr()
+        return A.Let(target, ty, value, (self.s[i0], value.span[1]))
+
+    def parse_pattern(self) -> A.Pattern:
+        i = self.i
+        kind = self.k[i]
+        if kind == "IDENT":
+            self.i = i + 1
+            return A.NamePattern(self.t[i], (self.s[i], self.e[i]))
+        if kind == "(":
+            self._enter(i)
+            self.i = i + 1
+            elts: list[A.Pattern] = []
+            trailing = False
+            while self.k[self.i] != ")":
+                elts.append(self.parse_pattern())
+                trailing = False
+                if self.k[self.i] != ",":
+                    break
+                self.i += 1
+                trailing = True
+            j = self._close(")", i, "`,` or `)`")
+            self.depth -= 1
+            if len(elts) == 1 and not trailing:
+                return elts[0]
+            return A.TuplePattern(tuple(elts), (self.s[i], self.e[j]))
+        raise self._unexpected("a name or a tuple pattern `(a, b)`",
+                               "`let` binds a name, e.g. `let h = ...` or `let (a, b) = ...`")
+
+    def parse_fn(self) -> A.FnDef:
+        k = self.k
+        i0 = self.i
+        self.i += 1
+        ni = self._expect("IDENT", "a function needs a name: `fn name(x: f32) -> f32 { ... }`")
+        op = self._expect("(", "the parameter list comes next: `fn name(x: f32, ...)`")
+        params: list[A.Param] = []
+        while k[self.i] != ")":
+            pi = self.i
+            if k[pi] != "IDENT":
+                raise self._unexpected("a parameter name or `)`",
+                                       "parameters look like `x: Tensor<f32, [B, 784]>`")
+            self.i += 1
+            self._expect(":", "every parameter needs a type: `x: f32`")
+            ty = self.parse_type()
+            params.append(A.Param(self.t[pi], ty, (self.s[pi], ty.span[1])))
+            if k[self.i] != ",":
+                break
+            self.i += 1
+        self._close(")", op, "`,` or `)`")
+        ret = None
+        self._skip_nl()
+        if k[self.i] == "->":
+            self.i += 1
+            ret = self.parse_type()
+        self._skip_nl()
+        if k[self.i] != "{":
+            raise self._unexpected("`{`" if ret is not None else "`->` or `{`",
+                                   "the function body is a block: `{ ... }`")
+        body = self.parse_block()
+        return A.FnDef(self.t[ni], tuple(params), ret, body, (self.s[i0], body.span[1]),
+                       (self.s[ni], self.e[ni]))
+
+    def parse_block(self) -> A.Block:
+        op = self.i
+        self._enter(op)
+        self.i += 1
+        stmts, tail = self.parse_stmts("}")
+        j = self._close("}", op, "`}`")
+        self.depth -= 1
+        return A.Block(stmts, tail, (self.s[op], self.e[j]))
+
+    def parse_import(self) -> A.Import:
+        k = self.k
+        i0 = self.i
+        self.i += 1
+        help = "imports look like `import tensor::zeros` or `import tensor::{zeros, ones}`"
+        path = [self.t[self._expect("IDENT", help)]]
+        names = None
+        end = self.e[self.i - 1]
+        while k[self.i] == "::" or k[self.i] == ".":
+            self.i += 1
+            if k[self.i] == "{":
+                op = self.i
+                self.i += 1
+                self._skip_nl()
+                names = []
+                while k[self.i] == "IDENT":
+                    names.append(self.t[self.i])
+                    self.i += 1
+                    self._skip_nl()
+                    if k[self.i] != ",":
+                        break
+                    self.i += 1
+                    self._skip_nl()
+                j = self._close("}", op, "a name, `,` or `}`")
+                end = self.e[j]
+                names = tuple(names)
+                break
+            j = self._expect("IDENT", help)
+            path.append(self.t[j])
+            end = self.e[j]
+        return A.Import(tuple(path), names, (self.s[i0], end))
+
+    # -- types ----------------------------------------------------------------------------------
+
+    def parse_type(self) -> A.Type:
+        k, t = self.k, self.t
+        i = self.i
+        kind = k[i]
+        if kind == "IDENT":
+            word = t[i]
+            if word in A.SCALAR_TYPES:
+                self.i = i + 1
+                return A.ScalarType(word, (self.s[i], self.e[i]))
+            if word == "Tensor" or word == "tensor":
+                return self._tensor_type(i, False)
+            if word == "diff" and k[i + 1] == "IDENT" and t[i + 1] in ("Tensor", "tensor"):
+                return self._tensor_type(i + 1, True)
+        elif kind == "(":
+            self._enter(i)
+            self.i = i + 1
+            elts: list[A.Type] = []
+            trailing = False
+            while k[self.i] != ")":
+                elts.append(self.parse_type())
+                trailing = False
+                if k[self.i] != ",":
+                    break
+                self.i += 1
+                trailing = True
+            j = self._close(")", i, "`,` or `)`")
+            self.depth -= 1
+            if len(elts) == 1 and not trailing:
+                return elts[0]
+            return A.TupleType(tuple(elts), (self.s[i], self.e[j]))
+        raise self._unexpected("a type", _TYPE_HELP)
+
+    def _tensor_type(self, i: int, diff: bool) -> A.TensorType:
+        k = self.k
+        start = self.s[i - 1] if diff else self.s[i]
+        word = self.t[i]
+        self.i = i + 1
+        op = self.i
+        if word == "Tensor":
+            if k[op] == "<":  # Tensor<f32, [2, 3]>
+                style, dims_open, dims_close = "angle", "[", "]"
+            elif k[op] == "[":  # Tensor[f32,(2,3)]
+                style, dims_open, dims_close = "legacy", "(", ")"
+            else:
+                raise self._unexpected("`<` or `[` after `Tensor`",
+                                       "write `Tensor<f32, [2, 3]>` or `Tensor[f32,(2,3)]`")
+        else:  # tensor<f32[2, 3]>
+            if k[op] != "<":
+                raise self._unexpected("`<` after `tensor`", "write `tensor<f32[2, 3]>`")
+            style, dims_open, dims_close = "compact", "[", "]"
+        self.i = op + 1
+        di = self.i
+        if k[di] != "IDENT" or self.t[di] not in A.SCALAR_TYPES:
+            raise self._unexpected("an element type", "element types are `f32`, `f64`, `i32`, "
+                                   "`i64` and `bool`")
+        self.i = di + 1
+        if style != "compact":
+            self._expect(",", f"the shape follows the element type: `{self._example(style)}`")
+        if k[self.i] != dims_open:
+            raise self._unexpected(f"`{dims_open}`", f"write `{self._example(style)}`")
+        dims = self._dims(dims_close)
+        closer = ">" if style != "legacy" else "]"
+        j = self.i
+        if closer == ">" and k[j] == ">=":  # `tensor<f32[2]>= 1`: split the token
+            k[j] = "="
+            self.t[j] = "="
+            self.s[j] += 1
+            self.i = j
+            return A.TensorType(self.t[di], dims, diff, style, (start, self.s[j]))
+        j = self._close(closer, op, f"`{closer}`")
+        return A.TensorType(self.t[di], dims, diff, style, (start, self.e[j]))
+
+    @staticmethod
+    def _example(style: str) -> str:
+        return {"angle": "Tensor<f32, [2, 3]>", "legacy": "Tensor[f32,(2,3)]",
+                "compact": "tensor<f32[2,3]>"}[style]
+
+    def _dims(self, close: str) -> tuple[A.Dim, ...]:
+        k, t, s, e = self.k, self.t, self.s, self.e
+        op = self.i
+        self.i = op + 1
+        dims: list[A.Dim] = []
+        while True:
+            i = self.i
+            kind = k[i]
+            if kind == "INT":
+                dims.append(A.Dim(int(t[i]), (s[i], e[i])))
+            elif kind == "IDENT":
+                dims.append(A.Dim(t[i], (s[i], e[i])))
+            elif kind == "?":
+                dims.append(A.Dim(None, (s[i], e[i])))
+            elif kind == close:
+                break
+            else:
+                raise self._unexpected(f"a dimension or `{close}`",
+                                       "dimensions are integers, names (symbolic sizes) or `?`")
+            self.i = i + 1
+            if k[self.i] != ",":
+                break
+            self.i += 1
+        self._close(close, op, f"`,` or `{close}`")
+        return tuple(dims)
+
+    # -- expressions ----------------------------------------------------------------------------
+
+    def parse_expr(self, min_prec: int = 1) -> A.Expr:
+        k = self.k
+        left = self.parse_operand()
+        while True:
+            op = k[self.i]
+            prec = _BINARY.get(op)
+            if prec is None or prec < min_prec:
+                return left
+            self.i += 1
+            while k[self.i] == "NL":
+                self.i += 1
+            right = self.parse_expr(prec + 1)
+            left = A.Binary(op, left, right, (left.span[0], right.span[1]))
+            if prec == 3 and k[self.i] in _COMPARISON:
+                raise self._err("E1010", "comparison operators cannot be chained", self.i,
+                                "use parentheses or `&&`: `a < b && b < c`")
+
+    def parse_operand(self) -> A.Expr:
+        k = self.k
+        i = self.i
+        kind = k[i]
+        if kind == "-" or kind == "!":
+            ops = []
+            while kind == "-" or kind == "!":
+                ops.append(i)
+                i += 1
+                kind = k[i]
+            self.i = i
+            expr = self.parse_operand()
+            s = self.s
+            for oi in reversed(ops):
+                expr = A.Unary(k[oi], expr, (s[oi], expr.span[1]))
+            return expr
+        expr = self.parse_primary()
+        kind = k[self.i]
+        if kind != "(" and kind != ".":
+            return expr
+        dotted = expr.id if type(expr) is A.Name else None  # type: ignore[attr-defined]
+        while True:
+            if kind == ".":
+                j = self.i + 1
+                if k[j] != "IDENT":
+                    self.i = j
+                    raise self._unexpected("a name after `.`", "e.g. `tensor.matmul(a, b)`")
+                attr = self.t[j]
+                expr = A.Attribute(expr, attr, (expr.span[0], self.e[j]))
+                dotted = dotted + "." + attr if dotted is not None else None
+                self.i = j + 1
+            elif kind == "(":
+                expr = self._call(expr, dotted)
+                dotted = None
+            else:
+                return expr
+            kind = k[self.i]
+
+    def _call(self, func: A.Expr, name: str | None) -> A.Call:
+        k = self.k
+        op = self.i
+        self._enter(op)
+        self.i = op + 1
+        args: list[A.Expr] = []
+        kwargs: list[A.Keyword] = []
+        while k[self.i] != ")":
+            i = self.i
+            if k[i] == "IDENT" and k[i + 1] == "=":
+                self.i = i + 2
+                value = self.parse_expr()
+                kwargs.append(A.Keyword(self.t[i], value, (self.s[i], value.span[1])))
+            else:
+                value = self.parse_expr()
+                if kwargs:
+                    raise _err_at(self, "E1010", "positional argument after a keyword argument",
+                                value.span, "put positional arguments first: "
+                                "`tensor.sum(x, axes=[0])`")
+                args.append(value)
+            if k[self.i] != ",":
+                break
+            self.i += 1
+        j = self._close(")", op, "`,` or `)`")
+        self.depth -= 1
+        return A.Call(func, tuple(args), tuple(kwargs), name, (func.span[0], self.e[j]))
+
+    def parse_primary(self) -> A.Expr:
+        k = self.k
+        i = self.i
+        kind = k[i]
+        if kind == "IDENT":
+            self.i = i + 1
+            return A.Name(self.t[i], (self.s[i], self.e[i]))
+        if kind == "INT":
+            self.i = i + 1
+            return A.IntLit(int(self.t[i]), (self.s[i], self.e[i]))
+        if kind == "FLOAT":
+            self.i = i + 1
+            text = self.t[i]
+            value = float(text)
+            if value == float("inf"):
+                raise self._err("E1005", f"float literal `{text}` is out of range", i,
+                                "the largest finite f64 is about 1.8e308")
+            return A.FloatLit(value, text, (self.s[i], self.e[i]))
+        if kind == "(":
+            return self._paren(i)
+        if kind == "[":
+            self._enter(i)
+            self.i = i + 1
+            elts: list[A.Expr] = []
+            while k[self.i] != "]":
+                elts.append(self.parse_expr())
+                if k[self.i] != ",":
+                    break
+                self.i += 1
+            j = self._close("]", i, "`,` or `]`")
+            self.depth -= 1
+            return A.ArrayLit(tuple(elts), (self.s[i], self.e[j]))
+        if kind == "true" or kind == "false":
+            self.i = i + 1
+            return A.BoolLit(kind == "true", (self.s[i], self.e[i]))
+        if kind == "STR":
+            self.i = i + 1
+            return A.StrLit(_decode_string(self.t[i]), (self.s[i], self.e[i]))
+        if kind == "|" or kind == "||":
+            return self._closure(i)
+        raise self._unexpected("an expression", _EXPR_HELP)
+
+    def _paren(self, i: int) -> A.Expr:
+        k = self.k
+        self._enter(i)
+        self.i = i + 1
+        elts: list[A.Expr] = []
+        trailing = False
+        while k[self.i] != ")":
+            elts.append(self.parse_expr())
+            trailing = False
+            if k[self.i] != ",":
+                break
+            self.i += 1
+            trailing = True
+        j = self._close(")", i, "`,` or `)`")
+        self.depth -= 1
+        if len(elts) == 1 and not trailing:
+            return elts[0]
+        return A.TupleExpr(tuple(elts), (self.s[i], self.e[j]))
+
+    def _closure(self, i: int) -> A.Closure:
+        k = self.k
+        self._enter(i)
+        params: list[A.Param] = []
+        if k[i] == "||":
+            self.i = i + 1
+        else:
+            self.i = i + 1
+            while k[self.i] != "|":
+                pi = self.i
+                if k[pi] != "IDENT":
+                    raise self._unexpected("a parameter name or `|`",
+                                           "closures look like `|a, b| f(a, b)`")
+                self.i += 1
+                ty = None
+                end = self.e[pi]
+                if k[self.i] == ":":
+                    self.i += 1
+                    ty = self.parse_type()
+                    end = ty.span[1]
+                params.append(A.Param(self.t[pi], ty, (self.s[pi], end)))
+                if k[self.i] != ",":
+                    break
+                self.i += 1
+            self._close("|", i, "`,` or `|`")
+        body = self.parse_expr()
+        self.depth -= 1
+        return A.Closure(tuple(params), body, (self.s[i], body.span[1]))
+
+
+def _err_at(p: _Parser, code: str, message: str, span: A.Offsets, help: str | None) -> _Abort:
+    return _Abort(Diagnostic(code, message, p.src.span(span), help=help))
+
+
+def _run(toks: Tokens, what: str) -> A.Node:
+    p = _Parser(toks)
+    src = toks.source
+    try:
+        if what == "module":
+            node: A.Node = p.parse_module()
+        else:
+            try:
+                node = p.parse_expr() if what == "expr" else p.parse_type()
+                while p.k[p.i] == "NL" or p.k[p.i] == ";":
+                    p.i += 1
+                if p.k[p.i] != "EOF":
+                    raise p._unexpected("end of input")
+            except _Abort as ab:
+                p.errors.append(ab.diag)
+    except _Stop:
+        pass
+    except RecursionError:  # pragma: no cover - MAX_DEPTH keeps far from the limit
+        p.errors.append(Diagnostic("E1012", "input is nested too deeply",
+                                   src.span(0, 1)))
+    if p.errors:
+        raise MindError(p.errors, {src.file: src.text})
+    return node
+
+
+def parse_tokens(toks: Tokens) -> A.Module:
+    return _run(toks, "module")  # type: ignore[return-value]
+
+
+def parse(source: str | bytes, filename: str = "<input>") -> A.Module:
+    """Parse a whole MIND source file (either surface syntax) into an ``ast.Module``."""
+    return _run(tokenize(source, filename), "module")  # type: ignore[return-value]
+
+
+def parse_expr(source: str | bytes, filename: str = "<input>") -> A.Expr:
+    """Parse a single expression (the whole input)."""
+    return _run(tokenize(source, filename), "expr")  # type: ignore[return-value]
+
+
+def parse_type(source: str | bytes, filename: str = "<input>") -> A.Type:
+    """Parse a single type (the whole input)."""
+    return _run(tokenize(source, filename), "type")  # type: ignore[return-value]

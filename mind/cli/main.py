@@ -1,0 +1,74 @@
+"""The ``mind`` command: one subcommand per module in ``mind.cli``, each with ``register`` and ``run``.
+
+Exit status: 0 success, 1 diagnostics about the program, 2 usage errors or unreadable input.  Every
+failure is a coded diagnostic; a Python traceback from this command is a bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from mind.diagnostics import MindError, error
+
+# Subcommand modules, in help order.  Each defines NAME, HELP, register(parser) and run(args) -> int.
+COMMANDS = ("cmd_run", "cmd_check", "cmd_ir", "cmd_grad", "cmd_verify", "cmd_spec")
+
+
+class UsageError(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but usage errors become E7002 diagnostics instead of a bare exit."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="mind", description="MIND: a formally specified tensor language.")
+    from mind import __version__
+
+    parser.add_argument("--version", action="version", version=f"mind {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"mind.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"mind.cli.{name}":
+                continue  # a subcommand not built yet
+            raise
+        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        module.register(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv
+    from mind.cli.output import report_error
+
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except UsageError as exc:
+            raise error("E7002", str(exc), help="run `mind --help` or `mind COMMAND --help`") from None
+        if not getattr(args, "_run", None):
+            parser.print_help(sys.stderr)
+            return 2
+        return int(args._run(args))
+    except MindError as exc:
+        return report_error(exc, as_json)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""Printing results and diagnostics for people (text) and programs (``--json``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Sequence
+
+from mind.diagnostics import MindError, render_all, to_json
+
+
+def json_value(arr: Any) -> Any:
+    """Array values as JSON: nested lists, with NaN and infinities as the strings "nan", "inf", "-inf"."""
+    import numpy as np
+
+    a = np.asarray(arr)
+    if a.dtype.kind == "f":
+        def enc(x: Any) -> Any:
+            if isinstance(x, list):
+                return [enc(i) for i in x]
+            if x != x:
+                return "nan"
+            if x in (float("inf"), float("-inf")):
+                return "inf" if x > 0 else "-inf"
+            return x
+        return enc(a.tolist())
+    return a.tolist()
+
+
+def format_result(index: int, arr: Any, dtype_name: str) -> str:
+    import numpy as np
+
+    shape = ", ".join(str(d) for d in np.shape(arr))
+    with np.printoptions(threshold=1000, edgeitems=4, linewidth=100):
+        body = np.array2string(np.asarray(arr), separator=" ") if np.ndim(arr) else repr(np.asarray(arr)[()].item())
+    return f"result{index}: {dtype_name}[{shape}]\n{body}"
+
+
+def emit_json(payload: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(payload, indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+
+def report_error(exc: MindError, as_json: bool) -> int:
+    """Print every diagnostic; exit status 2 for unreadable input or usage, else 1."""
+    if as_json:
+        emit_json({"ok": False, "diagnostics": to_json(exc.diagnostics)})
+    else:
+        color = sys.stderr.isatty()
+        sys.stderr.write(render_all(exc.diagnostics, exc.sources, color=color) + "\n")
+    return exit_status(exc.codes)
+
+
+def exit_status(codes: Sequence[str]) -> int:
+    return 2 if any(c.startswith("E7") or c in ("E1001", "E6011") for c in codes) else 1

@@ -1,0 +1,132 @@
+"""Diagnostics: the one way every part of MIND reports bad input.
+
+A diagnostic carries a stable code (see ``mind.spec.errors``), a message, an optional source span,
+an optional spec constraint label (``matmul.C2``), a help line and notes.  It renders like rustc
+for people and as plain data for ``--json``.  Code that finds bad input raises ``MindError`` with
+one or more diagnostics; the CLI catches it, so no input ever yields a Python traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from mind.spec.errors import lookup
+
+
+@dataclass(frozen=True)
+class Span:
+    """A half-open range of one source text; lines and columns are 1-based, columns count characters."""
+
+    file: str
+    line: int
+    col: int
+    end_line: int | None = None
+    end_col: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "column": self.col,
+            "end_line": self.end_line if self.end_line is not None else self.line,
+            "end_column": self.end_col if self.end_col is not None else self.col + 1,
+        }
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    message: str
+    span: Span | None = None
+    label: str | None = None  # spec constraint label, e.g. "matmul.C2"
+    help: str | None = None
+    notes: tuple[str, ...] = ()
+    severity: str = "error"
+
+    def __post_init__(self) -> None:
+        lookup(self.code)  # unknown codes are programming errors, caught by the tests
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "severity": self.severity,
+            "code": self.code,
+            "title": lookup(self.code).title,
+            "message": self.message,
+            "label": self.label,
+            "span": self.span.to_json() if self.span else None,
+            "help": self.help,
+            "notes": list(self.notes),
+        }
+
+
+@dataclass
+class MindError(Exception):
+    """Raised with every diagnostic found; ``sources`` maps file names to their text for rendering."""
+
+    diagnostics: list[Diagnostic]
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__init__(self.diagnostics[0].message if self.diagnostics else "error")
+
+    def __str__(self) -> str:
+        return render_all(self.diagnostics, self.sources, color=False)
+
+    @property
+    def codes(self) -> list[str]:
+        return [d.code for d in self.diagnostics]
+
+
+def error(code: str, message: str, span: Span | None = None, *, label: str | None = None,
+          help: str | None = None, notes: Iterable[str] = (), source: str | None = None) -> MindError:
+    """Build a ``MindError`` holding one diagnostic (callers ``raise error(...)``)."""
+    diag = Diagnostic(code, message, span, label, help, tuple(notes))
+    sources = {span.file: source} if (span is not None and source is not None) else {}
+    return MindError([diag], sources)
+
+
+def render(diag: Diagnostic, sources: dict[str, str] | None = None, *, color: bool = False) -> str:
+    """Render one diagnostic in the rustc style: header, location, source line, carets, help."""
+    bold, red, blue, cyan, reset = ("\x1b[1m", "\x1b[31m", "\x1b[34m", "\x1b[36m", "\x1b[0m") if color \
+        else ("", "", "", "", "")
+    label = f" [{diag.label}]" if diag.label else ""
+    out = [f"{bold}{red}{diag.severity}[{diag.code}]{reset}{bold}: {diag.message}{label}{reset}"]
+    span = diag.span
+    if span is not None:
+        out.append(f"{blue} --> {reset}{span.file}:{span.line}:{span.col}")
+        text = (sources or {}).get(span.file)
+        lines = text.split("\n") if text is not None else []
+        if 1 <= span.line <= len(lines):
+            src = lines[span.line - 1].replace("\t", " ")
+            gutter = str(span.line)
+            pad = " " * len(gutter)
+            if span.end_line is None or span.end_line == span.line:
+                end_col = span.end_col if span.end_col is not None else span.col + 1
+            else:
+                end_col = len(src) + 1
+            width = max(1, end_col - span.col)
+            out.append(f"{blue}{pad} |{reset}")
+            out.append(f"{blue}{gutter} |{reset} {src}")
+            out.append(f"{blue}{pad} |{reset} {' ' * (span.col - 1)}{red}{'^' * width}{reset}")
+    for note in diag.notes:
+        out.append(f"  = note: {note}")
+    if diag.help:
+        out.append(f"  = {cyan}help{reset}: {diag.help}")
+    return "\n".join(out)
+
+
+def render_all(diags: Iterable[Diagnostic], sources: dict[str, str] | None = None, *,
+               color: bool = False) -> str:
+    return "\n\n".join(render(d, sources, color=color) for d in diags)
+
+
+def to_json(diags: Iterable[Diagnostic]) -> list[dict[str, Any]]:
+    return [d.to_json() for d in diags]
+
+
+def position(text: str, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of a character offset in ``text``."""
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return line, col

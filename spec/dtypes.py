@@ -1,0 +1,84 @@
+"""Element types of Core IR: bool, i32, i64, f32, f64.
+
+The NumPy mapping is lazy so that ``import mind`` stays cheap; everything that needs a dtype's
+facts (bit width, range, machine epsilon) asks here instead of keeping its own table.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+
+class DType(enum.Enum):
+    BOOL = "bool"
+    I32 = "i32"
+    I64 = "i64"
+    F32 = "f32"
+    F64 = "f64"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def is_float(self) -> bool:
+        return self in (DType.F32, DType.F64)
+
+    @property
+    def is_int(self) -> bool:
+        return self in (DType.I32, DType.I64)
+
+    @property
+    def is_numeric(self) -> bool:
+        return self is not DType.BOOL
+
+    @property
+    def bits(self) -> int:
+        return {"bool": 8, "i32": 32, "i64": 64, "f32": 32, "f64": 64}[self.value]
+
+    @property
+    def numpy(self) -> Any:
+        import numpy as np
+
+        return np.dtype({"bool": np.bool_, "i32": np.int32, "i64": np.int64,
+                         "f32": np.float32, "f64": np.float64}[self.value])
+
+    @property
+    def int_min(self) -> int:
+        return -(1 << (self.bits - 1))
+
+    @property
+    def int_max(self) -> int:
+        return (1 << (self.bits - 1)) - 1
+
+    @property
+    def mantissa_bits(self) -> int:
+        """Significand precision p (including the implicit bit): unit roundoff is 2**-p."""
+        return {"f32": 24, "f64": 53}[self.value]
+
+    @property
+    def unit_roundoff(self) -> float:
+        return 2.0 ** -self.mantissa_bits
+
+
+ALL_DTYPES: tuple[DType, ...] = tuple(DType)
+FLOAT_DTYPES: tuple[DType, ...] = (DType.F32, DType.F64)
+INT_DTYPES: tuple[DType, ...] = (DType.I32, DType.I64)
+NUMERIC_DTYPES: tuple[DType, ...] = INT_DTYPES + FLOAT_DTYPES
+
+_BY_NAME = {d.value: d for d in DType}
+
+
+def parse_dtype(name: str) -> DType | None:
+    """The dtype named ``name`` ("f32", ...), or None."""
+    return _BY_NAME.get(name)
+
+
+def from_numpy(np_dtype: Any) -> DType | None:
+    import numpy as np
+
+    dt = np.dtype(np_dtype)
+    for d in DType:
+        if d.numpy == dt:
+            return d
+    return None

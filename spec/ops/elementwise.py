@@ -1,0 +1,224 @@
+"""Elementwise ops: add, sub, mul, div, exp, log, compare, select, convert."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from mind.spec.dtypes import DType
+from mind.spec.ops.base import (AttrDef, ConstraintDef, Example, OpDef, OperandDef, ShapeContext,
+                                TensorType)
+from mind.spec.ops.common import broadcast, same_dtype
+
+_BINARY_CONSTRAINTS = (
+    ConstraintDef("C1", "E2004", "dtype(lhs) = dtype(rhs)"),
+    ConstraintDef("C2", "E2005", "dtype(lhs) ∈ {i32, i64, f32, f64}"),
+    ConstraintDef("C3", "E3001", "shape(lhs) and shape(rhs) broadcast (see Broadcasting)"),
+)
+
+
+def _binary_infer(ctx: ShapeContext, xs: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
+    same_dtype(ctx, "C1", xs)
+    ctx.require("C2", xs[0].dtype.is_numeric, lambda: f"dtype {xs[0].dtype.value} is not numeric",
+                help="use `convert` to a numeric dtype first")
+    return TensorType(xs[0].dtype, broadcast(ctx, "C3", xs[0].shape, xs[1].shape))
+
+
+def _binary(name: str, symbol: str, summary: str, semantics: str, edge: str, accuracy: str,
+            vjp_text: str, examples: tuple[Example, ...]) -> OpDef:
+    return OpDef(
+        name=name, summary=summary,
+        operands=(OperandDef("lhs", "tensor"), OperandDef("rhs", "tensor of the same dtype")),
+        attrs=(),
+        dtype_rule="result dtype = dtype(lhs)",
+        shape_rule_text="shape(result) = broadcast(shape(lhs), shape(rhs))",
+        constraints=_BINARY_CONSTRAINTS,
+        infer=_binary_infer,
+        semantics=semantics, edge_cases=edge, accuracy=accuracy, vjp_text=vjp_text,
+        examples=examples, laws=(f"broadcast(shape(lhs), shape(rhs)) is commutative",),
+        extra={"symbol": symbol},
+    )
+
+
+def _ex(title: str, body: str, inputs: Mapping[str, Any], expected: Sequence[Any]) -> Example:
+    return Example(title, body, inputs, expected)
+
+
+_INT_WRAP = ("Integers wrap modulo 2^bits (two's complement). Floats follow IEEE 754 binary32/64 "
+             "round-to-nearest-even: NaN operands give NaN, infinities and signed zeros as IEEE.")
+
+ADD = _binary(
+    "add", "+", "Elementwise sum with broadcasting.",
+    "result[i] = lhs[bl(i)] + rhs[br(i)], where bl/br map a result index to the broadcast operand index",
+    _INT_WRAP + " inf + (-inf) = NaN; (-0) + (-0) = -0; (+0) + (-0) = +0.",
+    "exact", "d lhs = unbroadcast(g, shape(lhs)); d rhs = unbroadcast(g, shape(rhs))",
+    (_ex("broadcast a row", """func @main(%a: f32[2, 3], %b: f32[3]) -> (f32[2, 3]) {
+  %0 = add(%a, %b) : f32[2, 3]
+  return %0
+}""", {"a": [[1, 2, 3], [4, 5, 6]], "b": [10, 20, 30]}, [[[11, 22, 33], [14, 25, 36]]]),
+     _ex("i32 wraps", """func @main(%a: i32[2], %b: i32[2]) -> (i32[2]) {
+  %0 = add(%a, %b) : i32[2]
+  return %0
+}""", {"a": [2147483647, -2147483648], "b": [1, -1]}, [[-2147483648, 2147483647]])),
+)
+
+SUB = _binary(
+    "sub", "-", "Elementwise difference with broadcasting.",
+    "result[i] = lhs[bl(i)] - rhs[br(i)]",
+    _INT_WRAP + " inf - inf = NaN.",
+    "exact", "d lhs = unbroadcast(g, shape(lhs)); d rhs = unbroadcast(-g, shape(rhs))",
+    (_ex("scalar rhs", """func @main(%a: f64[3], %b: f64[]) -> (f64[3]) {
+  %0 = sub(%a, %b) : f64[3]
+  return %0
+}""", {"a": [1.5, 0.0, -2.0], "b": 0.5}, [[1.0, -0.5, -2.5]]),),
+)
+
+MUL = _binary(
+    "mul", "*", "Elementwise product with broadcasting.",
+    "result[i] = lhs[bl(i)] * rhs[br(i)]",
+    _INT_WRAP + " 0 * inf = NaN; the sign of a zero product is the XOR of the operand signs.",
+    "exact", "d lhs = unbroadcast(g * rhs, shape(lhs)); d rhs = unbroadcast(g * lhs, shape(rhs))",
+    (_ex("outer product by broadcasting", """func @main(%a: i64[2, 1], %b: i64[3]) -> (i64[2, 3]) {
+  %0 = mul(%a, %b) : i64[2, 3]
+  return %0
+}""", {"a": [[1], [2]], "b": [1, 2, 3]}, [[[1, 2, 3], [2, 4, 6]]]),),
+)
+
+DIV = _binary(
+    "div", "/", "Elementwise quotient with broadcasting.",
+    "floats: result[i] = lhs[bl(i)] / rhs[br(i)] (IEEE); integers: the quotient truncated toward zero",
+    "Integer division truncates toward zero; x / 0 = 0 for every integer x (no trap); "
+    "INT_MIN / -1 = INT_MIN (the wrapped quotient). Floats: x / ±0 = ±inf with the XOR sign for "
+    "x ≠ 0, 0 / 0 = NaN, inf / inf = NaN, NaN propagates.",
+    "exact", "d lhs = unbroadcast(g / rhs, shape(lhs)); d rhs = unbroadcast(-(g * lhs) / (rhs * rhs), shape(rhs))",
+    (_ex("integer division truncates toward zero and is total", """func @main(%a: i32[5], %b: i32[5]) -> (i32[5]) {
+  %0 = div(%a, %b) : i32[5]
+  return %0
+}""", {"a": [7, -7, 5, -2147483648, 3], "b": [2, 2, 0, -1, -4]}, [[3, -3, 0, -2147483648, 0]]),
+     _ex("float division by signed zero", """func @main(%a: f32[4], %b: f32[4]) -> (f32[4]) {
+  %0 = div(%a, %b) : f32[4]
+  return %0
+}""", {"a": [1.0, 1.0, 0.0, 6.0], "b": [0.0, -0.0, 0.0, 4.0]}, [["inf", "-inf", "nan", 1.5]])),
+)
+
+_UNARY_FLOAT = (ConstraintDef("C1", "E2005", "dtype(operand) ∈ {f32, f64}"),)
+
+
+def _unary_float_infer(ctx: ShapeContext, xs: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
+    ctx.require("C1", xs[0].dtype.is_float, lambda: f"dtype {xs[0].dtype.value} is not a float dtype",
+                help="`convert` the operand to f32 or f64 first")
+    return xs[0]
+
+
+EXP = OpDef(
+    name="exp", summary="Elementwise natural exponential.",
+    operands=(OperandDef("operand", "float tensor"),), attrs=(),
+    dtype_rule="result dtype = dtype(operand)", shape_rule_text="shape(result) = shape(operand)",
+    constraints=_UNARY_FLOAT, infer=_unary_float_infer,
+    semantics="result[i] = e ** operand[i]",
+    edge_cases="exp(NaN) = NaN, exp(+inf) = +inf, exp(-inf) = +0, exp(±0) = 1; results above the "
+               "largest finite value are +inf, results below the smallest subnormal round to +0.",
+    accuracy="exp", vjp_text="d operand = g * result",
+    examples=(Example("special values", """func @main(%x: f32[5]) -> (f32[5]) {
+  %0 = exp(%x) : f32[5]
+  return %0
+}""", {"x": [0.0, "-inf", "inf", "nan", 1000.0]}, [[1.0, 0.0, "inf", "nan", "inf"]]),),
+)
+
+LOG = OpDef(
+    name="log", summary="Elementwise natural logarithm.",
+    operands=(OperandDef("operand", "float tensor"),), attrs=(),
+    dtype_rule="result dtype = dtype(operand)", shape_rule_text="shape(result) = shape(operand)",
+    constraints=_UNARY_FLOAT, infer=_unary_float_infer,
+    semantics="result[i] = ln(operand[i])",
+    edge_cases="log(±0) = -inf, log(x < 0) = NaN, log(-inf) = NaN, log(+inf) = +inf, log(NaN) = NaN, "
+               "log(1) = +0; subnormal inputs are honoured (not flushed).",
+    accuracy="log", vjp_text="d operand = g / operand",
+    examples=(Example("domain edges", """func @main(%x: f64[6]) -> (f64[6]) {
+  %0 = log(%x) : f64[6]
+  return %0
+}""", {"x": [1.0, 0.0, -0.0, -1.0, "inf", "nan"]}, [[0.0, "-inf", "-inf", "nan", "inf", "nan"]]),),
+)
+
+_DIRECTIONS = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def _compare_infer(ctx: ShapeContext, xs: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
+    same_dtype(ctx, "C1", xs)
+    return TensorType(DType.BOOL, broadcast(ctx, "C2", xs[0].shape, xs[1].shape))
+
+
+COMPARE = OpDef(
+    name="compare", summary="Elementwise comparison, giving a bool tensor.",
+    operands=(OperandDef("lhs", "tensor"), OperandDef("rhs", "tensor of the same dtype")),
+    attrs=(AttrDef("direction", "enum", "the comparison", _DIRECTIONS),),
+    dtype_rule="result dtype = bool", shape_rule_text="shape(result) = broadcast(shape(lhs), shape(rhs))",
+    constraints=(ConstraintDef("C1", "E2004", "dtype(lhs) = dtype(rhs)"),
+                 ConstraintDef("C2", "E3001", "shape(lhs) and shape(rhs) broadcast")),
+    infer=_compare_infer,
+    semantics="result[i] = lhs[bl(i)] <direction> rhs[br(i)]",
+    edge_cases="IEEE comparisons: every comparison with NaN is false except `ne`, which is true; "
+               "-0 == +0. Booleans order false < true.",
+    accuracy="exact", vjp_text="not differentiable (bool result): operands receive no cotangent",
+    examples=(Example("NaN compares unordered", """func @main(%a: f32[3], %b: f32[3]) -> (bool[3], bool[3]) {
+  %0 = compare(%a, %b) {direction = lt} : bool[3]
+  %1 = compare(%a, %b) {direction = ne} : bool[3]
+  return %0, %1
+}""", {"a": [1.0, "nan", -0.0], "b": [2.0, 1.0, 0.0]}, [[True, False, False], [True, True, False]]),),
+)
+
+
+def _select_infer(ctx: ShapeContext, xs: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
+    ctx.require("C1", xs[0].dtype is DType.BOOL, lambda: f"condition has dtype {xs[0].dtype.value}, not bool",
+                help="produce the condition with `compare`")
+    same_dtype(ctx, "C2", xs[1:])
+    return TensorType(xs[1].dtype, broadcast(ctx, "C3", xs[0].shape, xs[1].shape, xs[2].shape))
+
+
+SELECT = OpDef(
+    name="select", summary="Elementwise choice between two tensors by a bool condition.",
+    operands=(OperandDef("pred", "bool tensor"), OperandDef("on_true", "tensor"),
+              OperandDef("on_false", "tensor of the same dtype")),
+    attrs=(),
+    dtype_rule="result dtype = dtype(on_true)",
+    shape_rule_text="shape(result) = broadcast(shape(pred), shape(on_true), shape(on_false))",
+    constraints=(ConstraintDef("C1", "E2005", "dtype(pred) = bool"),
+                 ConstraintDef("C2", "E2004", "dtype(on_true) = dtype(on_false)"),
+                 ConstraintDef("C3", "E3001", "the three shapes broadcast together")),
+    infer=_select_infer,
+    semantics="result[i] = on_true[bt(i)] if pred[bp(i)] else on_false[bf(i)]",
+    edge_cases="Total: the unselected value is ignored, even if NaN.",
+    accuracy="exact",
+    vjp_text="d pred: none; d on_true = unbroadcast(select(pred, g, 0)); d on_false = unbroadcast(select(pred, 0, g))",
+    examples=(Example("relu as select", """func @main(%x: f32[4]) -> (f32[4]) {
+  %z = const {value = 0.0} : f32[]
+  %c = compare(%x, %z) {direction = le} : bool[4]
+  %0 = select(%c, %z, %x) : f32[4]
+  return %0
+}""", {"x": [-1.0, 0.0, 2.5, "nan"]}, [[0.0, 0.0, 2.5, "nan"]]),),
+)
+
+
+def _convert_infer(ctx: ShapeContext, xs: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
+    return TensorType(attrs["dtype"], xs[0].shape)
+
+
+CONVERT = OpDef(
+    name="convert", summary="Elementwise dtype conversion.",
+    operands=(OperandDef("operand", "tensor"),),
+    attrs=(AttrDef("dtype", "dtype", "the result dtype"),),
+    dtype_rule="result dtype = attribute dtype", shape_rule_text="shape(result) = shape(operand)",
+    constraints=(), infer=_convert_infer,
+    semantics="result[i] = cast(operand[i])",
+    edge_cases="float→float rounds to nearest even (overflow gives ±inf). float→int truncates toward "
+               "zero and saturates: values above the range give INT_MAX, below give INT_MIN, NaN gives 0. "
+               "int→int wraps (two's complement). int→float rounds to nearest even. "
+               "x→bool is x != 0 (NaN → true, -0 → false); bool→x is 0 or 1.",
+    accuracy="exact",
+    vjp_text="between float dtypes: d operand = convert(g, dtype(operand)); otherwise no cotangent",
+    examples=(Example("saturating float to int", """func @main(%x: f32[5]) -> (i32[5]) {
+  %0 = convert(%x) {dtype = i32} : i32[5]
+  return %0
+}""", {"x": [2.9, -2.9, 1e10, "-inf", "nan"]}, [[2, -2, 2147483647, -2147483648, 0]]),),
+)
+
+OPS = (ADD, SUB, MUL, DIV, EXP, LOG, COMPARE, SELECT, CONVERT)
