@@ -394,6 +394,8 @@ def walk(node: Node) -> Iterator[Node]:
 
 def dump(node: Any) -> str:
     """A compact S-expression of the tree without spans, e.g. ``(Binary + (IntLit 1) (Name a))``."""
+    if isinstance(node, StrLit):
+        return f"(StrLit {node.value!r})"
     if isinstance(node, Node):
         parts = [type(node).__name__]
         for name in _child_fields(type(node)):

@@ -1,0 +1,49 @@
+"""Common-subexpression elimination: identical op, operands and attributes compute the same value.
+
+Sound because every Core IR op is a pure, deterministic function of its operands and attributes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from mind.ir.core import Function, Operation, Value
+from mind.compiler.passes.rewrite import RewriteContext, rewrite
+
+
+def attr_key(value: Any) -> Any:
+    """A hashable key for an attribute value; constants key on dtype, shape and exact bytes."""
+    if hasattr(value, "dtype") and hasattr(value, "shape"):
+        import numpy as np
+
+        arr = np.ascontiguousarray(value)
+        return ("tensor", str(arr.dtype), arr.shape, hashlib.sha256(arr.tobytes()).hexdigest())
+    if isinstance(value, tuple):
+        return tuple(attr_key(v) for v in value)
+    return (type(value).__name__, value)
+
+
+COMMUTATIVE = {"add", "mul"}  # exactly commutative in IEEE arithmetic (NaN payloads are unspecified)
+
+
+def op_key(op: Operation, operands: tuple[Value, ...]) -> tuple:
+    ids = tuple(id(v) for v in operands)
+    if op.op in COMMUTATIVE:
+        ids = tuple(sorted(ids))
+    return (op.op, ids,
+            tuple((k, attr_key(v)) for k, v in op.attrs.items()), op.result.type)
+
+
+def common_subexpression_elimination(fn: Function) -> Function:
+    seen: dict[tuple, Value] = {}
+
+    def rule(op: Operation, operands: tuple[Value, ...], ctx: RewriteContext) -> Value | None:
+        key = op_key(op, operands)
+        prior = seen.get(key)
+        if prior is not None:
+            return prior
+        seen[key] = op.result
+        return None
+
+    return rewrite(fn, rule)

@@ -1,0 +1,68 @@
+"""Constant folding, bit-exact with the reference semantics because it *is* the reference.
+
+An op whose operands are all constants is evaluated by ``mind.reference.ops`` and replaced by a
+``const``.  Folding is bounded: results larger than ``FOLD_LIMIT`` elements are folded only when
+every operand is a splat and the op is elementwise (then one element is computed and splatted).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mind.ir.core import Function, Operation, Value
+from mind.compiler.passes.rewrite import RewriteContext, rewrite
+
+FOLD_LIMIT = 1 << 16
+ELEMENTWISE = {"add", "sub", "mul", "div", "exp", "log", "compare", "select", "convert"}
+
+
+def is_splat(arr: Any) -> bool:
+    import numpy as np
+
+    if arr.size <= 1:
+        return True
+    if 0 in arr.strides and arr.strides.count(0) == arr.ndim:
+        return True
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    if arr.dtype.kind == "f":
+        bits = flat.view(np.uint32 if arr.dtype.itemsize == 4 else np.uint64)
+        return bool(np.all(bits == bits[0]))
+    return bool(np.all(flat == flat[0]))
+
+
+def static_size(shape: tuple) -> int | None:
+    n = 1
+    for d in shape:
+        if not isinstance(d, int):
+            return None
+        n *= d
+    return n
+
+
+def constant_folding(fn: Function) -> Function:
+    import numpy as np
+
+    from mind.reference.ops import OP_FUNCTIONS
+
+    def rule(op: Operation, operands: tuple[Value, ...], ctx: RewriteContext) -> Operation | None:
+        if op.op == "const" or not operands:
+            return None
+        producers = [ctx.defining_op(v) for v in operands]
+        if any(p is None or p.op != "const" for p in producers):
+            return None
+        size = static_size(op.result.type.shape)
+        if size is None:
+            return None
+        values = [p.attrs["value"] for p in producers]
+        if size <= FOLD_LIMIT:
+            out = OP_FUNCTIONS[op.op](*[np.asarray(v) for v in values], **op.attrs)
+        elif op.op in ELEMENTWISE and all(is_splat(v) for v in values):
+            scalars = [np.asarray(v).reshape(-1)[:1].reshape(()) for v in values]
+            one = OP_FUNCTIONS[op.op](*scalars, **op.attrs)
+            out = np.broadcast_to(np.asarray(one), tuple(op.result.type.shape))
+        else:
+            return None
+        out = np.asarray(out) if size <= FOLD_LIMIT else out
+        return Operation("const", (), {"value": out}, op.result, op.span)
+
+    return rewrite(fn, rule)

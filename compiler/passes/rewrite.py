@@ -1,0 +1,75 @@
+"""The one mechanism all canonicalization passes share: rebuild a function op by op.
+
+A pass is a function ``rule(op, operands, ctx) -> Value | Operation | None`` applied to every op in
+order, with operands already replaced by earlier rewrites.  Returning an existing ``Value``
+replaces the op's result by it; returning an ``Operation`` substitutes it; ``None`` keeps the op.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from mind.ir.core import Function, Operation, Value
+
+Rule = Callable[[Operation, tuple[Value, ...], "RewriteContext"], "Value | Operation | None"]
+
+
+class RewriteContext:
+    def __init__(self, fn: Function):
+        self.fn = fn
+        self.arith = fn.arith()
+        self.producer: dict[int, Operation] = {}  # id(result) -> op in the rewritten function
+
+    def defining_op(self, v: Value) -> Operation | None:
+        return self.producer.get(id(v))
+
+
+def rewrite(fn: Function, rule: Rule) -> Function:
+    ctx = RewriteContext(fn)
+    replace: dict[int, Value] = {}
+    new_ops: list[Operation] = []
+    for op in fn.ops:
+        operands = tuple(replace.get(id(v), v) for v in op.operands)
+        if operands != op.operands:
+            op = Operation(op.op, operands, op.attrs, op.result, op.span)
+        out = rule(op, operands, ctx)
+        if isinstance(out, Value):
+            replace[id(op.result)] = out
+            continue
+        if isinstance(out, Operation):
+            if out.result is not op.result:
+                replace[id(op.result)] = out.result
+            op = out
+        new_ops.append(op)
+        ctx.producer[id(op.result)] = op
+    results = [replace.get(id(v), v) for v in fn.results]
+    return Function(fn.name, list(fn.params), new_ops, results, list(fn.assumptions), fn.span)
+
+
+def dead_code_elimination(fn: Function) -> Function:
+    """Drop ops whose results no result depends on (every Core IR op is pure)."""
+    live: set[int] = {id(v) for v in fn.results}
+    kept: list[Operation] = []
+    for op in reversed(fn.ops):
+        if id(op.result) in live:
+            kept.append(op)
+            live.update(id(v) for v in op.operands)
+    kept.reverse()
+    return Function(fn.name, list(fn.params), kept, list(fn.results), list(fn.assumptions), fn.span)
+
+
+def renumber(fn: Function) -> Function:
+    """Canonical names: parameters keep theirs, op results become %0, %1, … in program order."""
+    taken = {p.name for p in fn.params}
+    counter = 0
+    mapping: dict[int, Value] = {id(p): p for p in fn.params}
+    ops: list[Operation] = []
+    for op in fn.ops:
+        while str(counter) in taken:
+            counter += 1
+        result = Value(str(counter), op.result.type, op.result.span)
+        counter += 1
+        mapping[id(op.result)] = result
+        ops.append(Operation(op.op, tuple(mapping[id(v)] for v in op.operands), op.attrs, result, op.span))
+    return Function(fn.name, list(fn.params), ops, [mapping[id(v)] for v in fn.results],
+                    list(fn.assumptions), fn.span)
