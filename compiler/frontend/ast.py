@@ -1,4 +1,10 @@
-"""The MIND surface AST: immutable, slotted dataclasses, one class per construct.
+"""The MIND surface AST: slotted dataclasses, one class per construct, to be treated as immutable.
+
+Nodes are not ``frozen`` (a frozen dataclass's ``__init__`` goes through ``object.__setattr__``
+for every field, which made node construction the largest cost of parsing), but they must be
+treated as immutable all the same: never assign to a field of a node that another part of the
+compiler may hold.  Equality and hashing are unchanged: both compare the fields (``unsafe_hash``
+gives exactly the field-based ``__hash__`` that ``frozen=True`` gave), ``Module.source`` excluded.
 
 Every node has a ``span``: the half-open ``(start, end)`` character offsets of the construct in
 its source text.  Offsets are cheap to build in the parser; ``Module.source.span(node.span)``
@@ -73,7 +79,7 @@ class Pattern(Node):
     __slots__ = ()
 
 
-_node = dataclass(frozen=True, slots=True)
+_node = dataclass(slots=True, unsafe_hash=True)
 
 # ---------------------------------------------------------------------------------------------
 # Types

@@ -16,12 +16,23 @@ keywords: they are identifiers with a meaning in type position only (``CONTEXTUA
 
 Lexical errors (E1001-E1006) are all collected (up to ``MAX_ERRORS``) and raised together as one
 ``MindError``.
+
+Speed: ``tokenize`` first tries a fast path that does no per-token Python work on valid input:
+one ``findall`` with a regex that has only the *valid* token alternatives of ``_TOKEN_RE`` (in an
+equivalent order), offsets rebuilt from the match lengths with ``itertools.accumulate``, kinds
+looked up in a (self-filling) dict keyed by token text, and line breaks filtered by a bracket-depth
+prefix sum.  If the matches do not tile the whole text (there is a lexical error somewhere) the
+precise single-pass lexer (``_tokenize_precise``) runs instead and produces the diagnostics; when a
+line break lies inside brackets, a small loop over the already split tokens applies the newline
+rules.  ``tests/frontend/test_frontend_speed_equivalence.py`` checks both paths agree.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from itertools import accumulate, chain, repeat
+from operator import itemgetter, sub
 
 from mind.diagnostics import Diagnostic, MindError, Span
 
@@ -77,6 +88,62 @@ _TOKEN_RE = re.compile(
 )
 _BAD_ESCAPE_RE = re.compile(_ESCAPE_OK + r"|(\\[^\n]?)")
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
+
+# The fast path: the valid alternatives of _TOKEN_RE only, without groups, most frequent first.
+# Reordering is safe because alternatives that can start with the same character keep their
+# relative order (multi-character operators before one-character ones, FLOAT before INT) or are
+# disjoint by a lookahead (`.` vs `.5`, `/` vs `/*`).  A position where _TOKEN_RE would produce an
+# error token matches nothing here, so ``findall`` skips it and the matches do not tile the text.
+_VALID = (
+    r"[A-Za-z_][A-Za-z0-9_]*+"
+    r"|[(\[{)\]},;\n]"
+    r"|->|::|==|!=|<=|>=|&&|\|\||[-+*@<>=!:|?]|\.(?!\d)|/(?!\*)"
+    rf"|(?:(?:{_DIGITS})?\.{_DIGITS}(?:{_EXP})?|{_DIGITS}{_EXP}|{_DIGITS}\.(?![\w.]))(?![\w.])"
+    rf"|{_DIGITS}(?!\w|\.\d)"
+    rf"|\"(?:[^\"\\\n]|{_ESCAPE_OK})*\""
+)
+# Text without `//` and `/*`: trivia is blanks only, one string per token (blanks + token).
+_FAST_BLANK_RE = re.compile(r"[ \t\r\f\v]*+(?:" + _VALID + r"|\Z)", re.DOTALL | re.ASCII)
+# Text with comments: (trivia, token) pairs; a block comment spanning lines is a line break.
+_FAST_TRIVIA_RE = re.compile(
+    r"((?:[ \t\r\f\v]+|//[^\n]*|/\*(?:[^*\n]|\*(?!/))*\*/)*+)"
+    r"(" + _VALID + r"|/\*[^*]*(?:\*(?!/)[^*]*)*\*/|\Z)",
+    re.DOTALL | re.ASCII,
+)
+_BLANKS = " \t\r\f\v"
+_SECOND = itemgetter(1)
+_DEPTH = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+_KIND_CACHE_LIMIT = 4096
+_BAD_NL_RE = re.compile(r"\A[ \t\r\f\v]*+\n|\n[ \t\r\f\v]*+\n")
+_STRUCTURE = {c: None for c in range(128) if chr(c) not in "()[]{}\n"}
+
+
+class _KindTable(dict):
+    """Token text -> kind.  Punctuation, keywords, ``"\\n"`` and ``""`` are fixed entries; other
+    (valid) texts are classified on first sight and remembered, up to a size limit."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: dict[str, str]) -> None:
+        super().__init__(base)
+        self.base = base
+
+    def __missing__(self, text: str) -> str:
+        c = text[0]
+        if c == '"':
+            return "STR"
+        if c == "/":  # a block comment containing a line break
+            return "NL"
+        if "0" <= c <= "9" or c == ".":
+            kind = "INT" if text.replace("_", "").isdigit() else "FLOAT"
+        else:
+            kind = "IDENT"
+        if len(text) <= 64:
+            if len(self) >= _KIND_CACHE_LIMIT:
+                self.clear()
+                self.update(self.base)
+            self[text] = kind
+        return kind
 
 
 class SourceMap:
@@ -200,13 +267,112 @@ def _lex_error(k: str, m: re.Match[str], source: SourceMap, errors: list[Diagnos
                             "close the comment with `*/`"))
 
 
+_KINDS = _KindTable({**{p: p for p in PUNCTUATION}, **{w: w for w in KEYWORDS},
+                     "\n": "NL", "": "EOF"})
+
+
 def tokenize(data: str | bytes, filename: str = "<input>") -> Tokens:
     """Split ``data`` into tokens; raises ``MindError`` with every lexical error found."""
-    text = decode_source(data, filename)
+    text = data if type(data) is str and not data.startswith("\ufeff") \
+        else decode_source(data, filename)
+    n = len(text)
+    if n > MAX_SOURCE_CHARS:
+        raise MindError([_diag("E1012", f"input is too large ({n} characters; the limit is "
+                               f"{MAX_SOURCE_CHARS})", SourceMap(filename, text), 0, 1)],
+                        {filename: text})
+    plain = '"' not in text
+    if "//" in text or "/*" in text:
+        plain = False
+        pairs = _FAST_TRIVIA_RE.findall(text)
+        offs = list(accumulate(map(len, chain.from_iterable(pairs))))
+        if offs[-1] != n:  # a lexical error somewhere
+            return _tokenize_precise(text, filename)
+        texts = list(map(_SECOND, pairs))
+        starts = offs[0::2]
+        ends = offs[1::2]
+    else:
+        raw = _FAST_BLANK_RE.findall(text)
+        ends = list(accumulate(map(len, raw)))
+        if ends[-1] != n:
+            return _tokenize_precise(text, filename)
+        texts = list(map(str.lstrip, raw, repeat(_BLANKS)))
+        starts = list(map(sub, ends, map(len, texts)))
+    if len(texts) > 1 and not texts[-2]:  # `\Z` matched twice (after trailing trivia)
+        del texts[-1], starts[-1], ends[-1]
+    kinds = list(map(_KINDS.__getitem__, texts))
+    if "\n" in text and not (plain and _newlines_all_separate(text)):
+        return _newlines(kinds, texts, starts, ends, SourceMap(filename, text))
+    return Tokens(kinds, texts, starts, ends, SourceMap(filename, text))
+
+
+def _newlines_all_separate(text: str) -> bool:
+    """For a text without comments and strings (so every ``\\n`` is an NL token and every bracket
+    character a bracket token): true when every line break is a statement separator that is kept,
+    i.e. none is inside brackets, leading or repeated.  (False means: apply the rules.)"""
+    if _BAD_NL_RE.search(text):
+        return False
+    brackets = text.translate(_STRUCTURE)  # brackets and line breaks only
+    for _ in range(8):  # removes matched pairs, innermost first (8 levels, then give up)
+        reduced = brackets.replace("()", "").replace("[]", "").replace("{}", "")
+        if reduced == brackets:
+            return not reduced.replace("\n", "")
+        brackets = reduced
+    return False
+
+
+def _newlines(kinds: list[str], texts: list[str], starts: list[int], ends: list[int],
+              source: SourceMap) -> Tokens:
+    """Drops the NL tokens that do not separate statements (leading, repeated, inside ``()`` or
+    ``[]``); multi-line block comments become ``"\\n"``."""
+    count = kinds.count("NL")
+    if count:
+        nls = []
+        j = -1
+        for _ in range(count):
+            j = kinds.index("NL", j + 1)
+            nls.append(j)
+        depth = list(accumulate(map(_DEPTH.get, kinds, repeat(0))))
+        if min(depth) < 0 or any(map(depth.__getitem__, nls)):
+            # a line break inside brackets (or a stray closer): apply the rules token by token
+            return _filter_newlines(kinds, texts, starts, ends, source)
+        for j in reversed(nls):  # no brackets open: only leading and repeated breaks go
+            if j == 0 or kinds[j - 1] == "NL":
+                del kinds[j], texts[j], starts[j], ends[j]
+            elif texts[j] != "\n":
+                texts[j] = "\n"
+    return Tokens(kinds, texts, starts, ends, source)
+
+
+def _filter_newlines(kinds: list[str], texts: list[str], starts: list[int], ends: list[int],
+                     source: SourceMap) -> Tokens:
+    """The newline rules of ``_tokenize_precise`` applied to an already split token list."""
+    ok: list[str] = []
+    ot: list[str] = []
+    os_: list[int] = []
+    oe: list[int] = []
+    stack: list[str] = []
+    last = "NL"
+    for kind, t, s, e in zip(kinds, texts, starts, ends):
+        if kind == "NL":
+            if last == "NL" or (stack and stack[-1] != "{"):
+                continue
+            t = "\n"
+        elif kind in _OPENERS:
+            stack.append(kind)
+        elif kind == ")" or kind == "]" or kind == "}":
+            if stack:
+                stack.pop()
+        ok.append(kind)
+        ot.append(t)
+        os_.append(s)
+        oe.append(e)
+        last = kind
+    return Tokens(ok, ot, os_, oe, source)
+
+
+def _tokenize_precise(text: str, filename: str) -> Tokens:
+    """The reference lexer: one ``finditer`` pass, every lexical error diagnosed."""
     source = SourceMap(filename, text)
-    if len(text) > MAX_SOURCE_CHARS:
-        raise MindError([_diag("E1012", f"input is too large ({len(text)} characters; the limit is "
-                               f"{MAX_SOURCE_CHARS})", source, 0, 1)], {filename: text})
     kinds: list[str] = []
     texts: list[str] = []
     starts: list[int] = []

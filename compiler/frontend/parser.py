@@ -100,7 +100,35 @@ def _decode_string(raw: str) -> str:
     return "".join(out)
 
 
+_Name = A.Name
+_IntLit = A.IntLit
+_Binary = A.Binary
+_Attribute = A.Attribute
+_Call = A.Call
+_Keyword = A.Keyword
+_Dim = A.Dim
+_TensorType = A.TensorType
+_ScalarType = A.ScalarType
+_NamePattern = A.NamePattern
+_Let = A.Let
+_SCALAR_TYPES = A.SCALAR_TYPES
+#: _NESTS[p]: the tokens after a simple operand (a name or an integer) on the right of an operator
+#: of precedence ``p`` that make it more than that operand (a call, an attribute, a tighter op).
+_NESTS = {p: frozenset({"(", "."} | {op for op, q in _BINARY.items() if q > p})
+          for p in set(_BINARY.values())}
+_TYPE_EXAMPLES = {"angle": "Tensor<f32, [2, 3]>", "legacy": "Tensor[f32,(2,3)]",
+                  "compact": "tensor<f32[2,3]>"}
+
+
 class _Parser:
+    """Recursive descent over the token lists.
+
+    Written for speed (it runs once per compilation): the common cases of the hot rules (a name or
+    an integer operand, a ``let`` with a name, tensor types, call arguments) are handled inline with
+    local variables, and help strings that need formatting are built only on error paths.  Every
+    error path reports exactly what the straightforward formulation does.
+    """
+
     __slots__ = ("k", "t", "s", "e", "i", "depth", "errors", "src")
 
     def __init__(self, toks: Tokens) -> None:
@@ -150,10 +178,13 @@ class _Parser:
     def _enter(self, i: int) -> None:
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            self.errors.append(Diagnostic(
-                "E1012", f"nesting is too deep (the limit is {MAX_DEPTH} levels)",
-                self.src.span(self.s[i], self.e[i]), help="split the expression with `let`"))
-            raise _Stop
+            self._too_deep(i)
+
+    def _too_deep(self, i: int) -> None:
+        self.errors.append(Diagnostic(
+            "E1012", f"nesting is too deep (the limit is {MAX_DEPTH} levels)",
+            self.src.span(self.s[i], self.e[i]), help="split the expression with `let`"))
+        raise _Stop
 
     def _skip_nl(self) -> None:
         while self.k[self.i] == "NL":
@@ -170,15 +201,16 @@ class _Parser:
         k = self.k
         stmts: list[A.Stmt] = []
         while True:
-            kind = k[self.i]
+            i = self.i
+            kind = k[i]
             while kind == "NL" or kind == ";":
-                self.i += 1
-                kind = k[self.i]
+                i += 1
+                kind = k[i]
+            self.i = i
             if kind == closer or kind == "EOF":
                 break
-            start = self.i
             try:
-                st = self.parse_stmt()
+                st = self.parse_let() if kind == "let" else self.parse_stmt()
                 kind = k[self.i]
                 if kind == "NL" or kind == ";":
                     self.i += 1
@@ -191,7 +223,7 @@ class _Parser:
                 self.errors.append(ab.diag)
                 if len(self.errors) >= MAX_ERRORS:
                     raise _Stop from None
-                self._sync(start)
+                self._sync(i)
         if stmts and type(stmts[-1]) is A.ExprStmt:
             return tuple(stmts[:-1]), stmts[-1].expr  # type: ignore[attr-defined]
         return tuple(stmts), None
@@ -233,8 +265,10 @@ class _Parser:
         if kind == "let":
             return self.parse_let()
         if kind == "IDENT" and k[i + 1] == "=":
-            self.i = i + 2
-            self._skip_nl()
+            j = i + 2
+            while k[j] == "NL":
+                j += 1
+            self.i = j
             value = self.parse_expr()
             return A.Assign(self.t[i], value, (self.s[i], value.span[1]), (self.s[i], self.e[i]))
         if kind == "fn":
@@ -252,27 +286,38 @@ class _Parser:
         return A.ExprStmt(expr, expr.span)
 
     def parse_let(self) -> A.Let:
+        k = self.k
         i0 = self.i
-        self.i += 1
-        target = self.parse_pattern()
+        i = i0 + 1
+        if k[i] == "IDENT":
+            target: A.Pattern = _NamePattern(self.t[i], (self.s[i], self.e[i]))
+            i += 1
+            self.i = i
+        else:
+            self.i = i
+            target = self.parse_pattern()
+            i = self.i
         ty = None
-        if self.k[self.i] == ":":
-            self.i += 1
+        if k[i] == ":":
+            self.i = i + 1
             ty = self.parse_type()
-        if self.k[self.i] != "=":
+            i = self.i
+        if k[i] != "=":
             raise self._unexpected("`=`" if ty is not None else "`:` or `=`",
                                    "a `let` binds a value: `let x = ...` or `let x: T = ...`")
-        self.i += 1
-        self._skip_nl()
+        i += 1
+        while k[i] == "NL":
+            i += 1
+        self.i = i
         value = self.parse_expr()
-        return A.Let(target, ty, value, (self.s[i0], value.span[1]))
+        return _Let(target, ty, value, (self.s[i0], value.span[1]))
 
     def parse_pattern(self) -> A.Pattern:
         i = self.i
         kind = self.k[i]
         if kind == "IDENT":
             self.i = i + 1
-            return A.NamePattern(self.t[i], (self.s[i], self.e[i]))
+            return _NamePattern(self.t[i], (self.s[i], self.e[i]))
         if kind == "(":
             self._enter(i)
             self.i = i + 1
@@ -375,9 +420,9 @@ class _Parser:
         kind = k[i]
         if kind == "IDENT":
             word = t[i]
-            if word in A.SCALAR_TYPES:
+            if word in _SCALAR_TYPES:
                 self.i = i + 1
-                return A.ScalarType(word, (self.s[i], self.e[i]))
+                return _ScalarType(word, (self.s[i], self.e[i]))
             if word == "Tensor" or word == "tensor":
                 return self._tensor_type(i, False)
             if word == "diff" and k[i + 1] == "IDENT" and t[i + 1] in ("Tensor", "tensor"):
@@ -402,94 +447,132 @@ class _Parser:
         raise self._unexpected("a type", _TYPE_HELP)
 
     def _tensor_type(self, i: int, diff: bool) -> A.TensorType:
-        k = self.k
-        start = self.s[i - 1] if diff else self.s[i]
-        word = self.t[i]
-        self.i = i + 1
-        op = self.i
+        k, t, s, e = self.k, self.t, self.s, self.e
+        start = s[i - 1] if diff else s[i]
+        word = t[i]
+        op = i + 1
+        self.i = op
+        kind = k[op]
         if word == "Tensor":
-            if k[op] == "<":  # Tensor<f32, [2, 3]>
-                style, dims_open, dims_close = "angle", "[", "]"
-            elif k[op] == "[":  # Tensor[f32,(2,3)]
-                style, dims_open, dims_close = "legacy", "(", ")"
+            if kind == "<":  # Tensor<f32, [2, 3]>
+                style, dims_open, close = "angle", "[", "]"
+            elif kind == "[":  # Tensor[f32,(2,3)]
+                style, dims_open, close = "legacy", "(", ")"
             else:
                 raise self._unexpected("`<` or `[` after `Tensor`",
                                        "write `Tensor<f32, [2, 3]>` or `Tensor[f32,(2,3)]`")
         else:  # tensor<f32[2, 3]>
-            if k[op] != "<":
+            if kind != "<":
                 raise self._unexpected("`<` after `tensor`", "write `tensor<f32[2, 3]>`")
-            style, dims_open, dims_close = "compact", "[", "]"
-        self.i = op + 1
-        di = self.i
-        if k[di] != "IDENT" or self.t[di] not in A.SCALAR_TYPES:
+            style, dims_open, close = "compact", "[", "]"
+        di = op + 1
+        self.i = di
+        if k[di] != "IDENT" or t[di] not in _SCALAR_TYPES:
             raise self._unexpected("an element type", "element types are `f32`, `f64`, `i32`, "
                                    "`i64` and `bool`")
-        self.i = di + 1
+        i = di + 1
+        self.i = i
         if style != "compact":
-            self._expect(",", f"the shape follows the element type: `{self._example(style)}`")
-        if k[self.i] != dims_open:
-            raise self._unexpected(f"`{dims_open}`", f"write `{self._example(style)}`")
-        dims = self._dims(dims_close)
-        closer = ">" if style != "legacy" else "]"
-        j = self.i
-        if closer == ">" and k[j] == ">=":  # `tensor<f32[2]>= 1`: split the token
-            k[j] = "="
-            self.t[j] = "="
-            self.s[j] += 1
-            self.i = j
-            return A.TensorType(self.t[di], dims, diff, style, (start, self.s[j]))
-        j = self._close(closer, op, f"`{closer}`")
-        return A.TensorType(self.t[di], dims, diff, style, (start, self.e[j]))
-
-    @staticmethod
-    def _example(style: str) -> str:
-        return {"angle": "Tensor<f32, [2, 3]>", "legacy": "Tensor[f32,(2,3)]",
-                "compact": "tensor<f32[2,3]>"}[style]
-
-    def _dims(self, close: str) -> tuple[A.Dim, ...]:
-        k, t, s, e = self.k, self.t, self.s, self.e
-        op = self.i
-        self.i = op + 1
+            if k[i] != ",":
+                raise self._unexpected(
+                    "`,`", f"the shape follows the element type: `{_TYPE_EXAMPLES[style]}`")
+            i += 1
+            self.i = i
+        if k[i] != dims_open:
+            raise self._unexpected(f"`{dims_open}`", f"write `{_TYPE_EXAMPLES[style]}`")
+        # the dimensions (`_dims`, inlined)
+        dop = i
+        i += 1
         dims: list[A.Dim] = []
         while True:
-            i = self.i
             kind = k[i]
             if kind == "INT":
-                dims.append(A.Dim(int(t[i]), (s[i], e[i])))
+                dims.append(_Dim(int(t[i]), (s[i], e[i])))
             elif kind == "IDENT":
-                dims.append(A.Dim(t[i], (s[i], e[i])))
+                dims.append(_Dim(t[i], (s[i], e[i])))
             elif kind == "?":
-                dims.append(A.Dim(None, (s[i], e[i])))
+                dims.append(_Dim(None, (s[i], e[i])))
             elif kind == close:
                 break
             else:
+                self.i = i
                 raise self._unexpected(f"a dimension or `{close}`",
                                        "dimensions are integers, names (symbolic sizes) or `?`")
-            self.i = i + 1
-            if k[self.i] != ",":
+            i += 1
+            if k[i] != ",":
                 break
-            self.i += 1
-        self._close(close, op, f"`,` or `{close}`")
-        return tuple(dims)
+            i += 1
+        if k[i] == close:
+            i += 1
+        else:
+            self.i = i
+            i = self._close(close, dop, f"`,` or `{close}`") + 1
+        closer = "]" if style == "legacy" else ">"
+        kind = k[i]
+        if kind == closer:
+            self.i = i + 1
+            return _TensorType(t[di], tuple(dims), diff, style, (start, e[i]))
+        self.i = i
+        if kind == ">=" and closer == ">":  # `tensor<f32[2]>= 1`: split the token
+            k[i] = "="
+            t[i] = "="
+            s[i] += 1
+            return _TensorType(t[di], tuple(dims), diff, style, (start, s[i]))
+        j = self._close(closer, op, f"`{closer}`")  # raises
+        return _TensorType(t[di], tuple(dims), diff, style, (start, e[j]))  # pragma: no cover
 
     # -- expressions ----------------------------------------------------------------------------
 
     def parse_expr(self, min_prec: int = 1) -> A.Expr:
         k = self.k
-        left = self.parse_operand()
+        i = self.i
+        kind = k[i]
+        # the operand; names and integers (most operands) inline
+        if kind == "IDENT":
+            left: A.Expr = _Name(self.t[i], (self.s[i], self.e[i]))
+            i += 1
+            self.i = i
+            kind = k[i]
+            if kind == "(" or kind == ".":
+                left = self._postfix(left, kind)
+                kind = k[self.i]
+        elif kind == "INT":
+            left = _IntLit(int(self.t[i]), (self.s[i], self.e[i]))
+            i += 1
+            self.i = i
+            kind = k[i]
+            if kind == "(" or kind == ".":
+                left = self._postfix(left, kind)
+                kind = k[self.i]
+        else:
+            left = self.parse_operand()
+            kind = k[self.i]
+        prec = _BINARY.get(kind)
+        if prec is None or prec < min_prec:
+            return left
+        # precedence climbing: `kind` is a binary operator binding at least as tight as min_prec
         while True:
-            op = k[self.i]
-            prec = _BINARY.get(op)
-            if prec is None or prec < min_prec:
-                return left
-            self.i += 1
-            while k[self.i] == "NL":
-                self.i += 1
-            right = self.parse_expr(prec + 1)
-            left = A.Binary(op, left, right, (left.span[0], right.span[1]))
-            if prec == 3 and k[self.i] in _COMPARISON:
+            i = self.i + 1
+            while k[i] == "NL":
+                i += 1
+            rkind = k[i]
+            if rkind == "IDENT" and k[i + 1] not in _NESTS[prec]:  # `op name`, no recursion
+                right: A.Expr = _Name(self.t[i], (self.s[i], self.e[i]))
+                self.i = i + 1
+            elif rkind == "INT" and k[i + 1] not in _NESTS[prec]:
+                right = _IntLit(int(self.t[i]), (self.s[i], self.e[i]))
+                self.i = i + 1
+            else:
+                self.i = i
+                right = self.parse_expr(prec + 1)
+            left = _Binary(kind, left, right, (left.span[0], right.span[1]))
+            kind = k[self.i]
+            if prec == 3 and kind in _COMPARISON:
                 raise self._err("E1010", "comparison operators cannot be chained", self.i,
                                 "use parentheses or `&&`: `a < b && b < c`")
+            prec = _BINARY.get(kind)
+            if prec is None or prec < min_prec:
+                return left
 
     def parse_operand(self) -> A.Expr:
         k = self.k
@@ -511,7 +594,12 @@ class _Parser:
         kind = k[self.i]
         if kind != "(" and kind != ".":
             return expr
-        dotted = expr.id if type(expr) is A.Name else None  # type: ignore[attr-defined]
+        return self._postfix(expr, kind)
+
+    def _postfix(self, expr: A.Expr, kind: str) -> A.Expr:
+        """Attribute accesses and calls after an operand; ``kind`` is ``"("`` or ``"."``."""
+        k = self.k
+        dotted = expr.id if type(expr) is _Name else None  # type: ignore[attr-defined]
         while True:
             if kind == ".":
                 j = self.i + 1
@@ -519,7 +607,7 @@ class _Parser:
                     self.i = j
                     raise self._unexpected("a name after `.`", "e.g. `tensor.matmul(a, b)`")
                 attr = self.t[j]
-                expr = A.Attribute(expr, attr, (expr.span[0], self.e[j]))
+                expr = _Attribute(expr, attr, (expr.span[0], self.e[j]))
                 dotted = dotted + "." + attr if dotted is not None else None
                 self.i = j + 1
             elif kind == "(":
@@ -532,29 +620,37 @@ class _Parser:
     def _call(self, func: A.Expr, name: str | None) -> A.Call:
         k = self.k
         op = self.i
-        self._enter(op)
-        self.i = op + 1
+        depth = self.depth + 1
+        self.depth = depth
+        if depth > MAX_DEPTH:
+            self._too_deep(op)
+        i = op + 1
+        self.i = i
         args: list[A.Expr] = []
         kwargs: list[A.Keyword] = []
-        while k[self.i] != ")":
-            i = self.i
+        while k[i] != ")":
             if k[i] == "IDENT" and k[i + 1] == "=":
                 self.i = i + 2
                 value = self.parse_expr()
-                kwargs.append(A.Keyword(self.t[i], value, (self.s[i], value.span[1])))
+                kwargs.append(_Keyword(self.t[i], value, (self.s[i], value.span[1])))
             else:
                 value = self.parse_expr()
                 if kwargs:
                     raise _err_at(self, "E1010", "positional argument after a keyword argument",
-                                value.span, "put positional arguments first: "
-                                "`tensor.sum(x, axes=[0])`")
+                                  value.span, "put positional arguments first: "
+                                  "`tensor.sum(x, axes=[0])`")
                 args.append(value)
-            if k[self.i] != ",":
+            i = self.i
+            if k[i] != ",":
                 break
-            self.i += 1
-        j = self._close(")", op, "`,` or `)`")
+            i += 1
+            self.i = i
+        if k[i] == ")":
+            self.i = i + 1
+        else:
+            i = self._close(")", op, "`,` or `)`")
         self.depth -= 1
-        return A.Call(func, tuple(args), tuple(kwargs), name, (func.span[0], self.e[j]))
+        return _Call(func, tuple(args), tuple(kwargs), name, (func.span[0], self.e[i]))
 
     def parse_primary(self) -> A.Expr:
         k = self.k

@@ -65,7 +65,7 @@ SUB = _binary(
     "sub", "-", "Elementwise difference with broadcasting.",
     "result[i] = lhs[bl(i)] - rhs[br(i)]",
     _INT_WRAP + " inf - inf = NaN.",
-    "exact", "d lhs = unbroadcast(g, shape(lhs)); d rhs = unbroadcast(-g, shape(rhs))",
+    "exact", "d lhs = unbroadcast(g, shape(lhs)); d rhs = -unbroadcast(g, shape(rhs)) (negation as mul(·, -1))",
     (_ex("scalar rhs", """func @main(%a: f64[3], %b: f64[]) -> (f64[3]) {
   %0 = sub(%a, %b) : f64[3]
   return %0
@@ -89,7 +89,8 @@ DIV = _binary(
     "Integer division truncates toward zero; x / 0 = 0 for every integer x (no trap); "
     "INT_MIN / -1 = INT_MIN (the wrapped quotient). Floats: x / ±0 = ±inf with the XOR sign for "
     "x ≠ 0, 0 / 0 = NaN, inf / inf = NaN, NaN propagates.",
-    "exact", "d lhs = unbroadcast(g / rhs, shape(lhs)); d rhs = unbroadcast(-(g * lhs) / (rhs * rhs), shape(rhs))",
+    "exact", "d lhs = unbroadcast(g / rhs, shape(lhs)); d rhs = -unbroadcast((g / rhs) * result, shape(rhs)) "
+    "(= -g * lhs / rhs², sharing g / rhs; negation as mul(·, -1))",
     (_ex("integer division truncates toward zero and is total", """func @main(%a: i32[5], %b: i32[5]) -> (i32[5]) {
   %0 = div(%a, %b) : i32[5]
   return %0
@@ -214,11 +215,88 @@ CONVERT = OpDef(
                "int→int wraps (two's complement). int→float rounds to nearest even. "
                "x→bool is x != 0 (NaN → true, -0 → false); bool→x is 0 or 1.",
     accuracy="exact",
-    vjp_text="between float dtypes: d operand = convert(g, dtype(operand)); otherwise no cotangent",
+    vjp_text="between float dtypes: d operand = convert(g, dtype(operand)) (g itself when the dtypes are equal); "
+             "otherwise no cotangent",
     examples=(Example("saturating float to int", """func @main(%x: f32[5]) -> (i32[5]) {
   %0 = convert(%x) {dtype = i32} : i32[5]
   return %0
 }""", {"x": [2.9, -2.9, 1e10, "-inf", "nan"]}, [[2, -2, 2147483647, -2147483648, 0]]),),
 )
+
+
+# ---------------------------------------------------------------------------------------------
+# VJP rules: vjp(b, op, g, wants) -> one cotangent (Value) or None (zero) per operand, emitted
+# through the FunctionBuilder ``b`` (see mind.compiler.autodiff.transform).
+# ---------------------------------------------------------------------------------------------
+
+def _vjp_add(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    from mind.compiler.autodiff.helpers import unbroadcast
+
+    lhs, rhs = op.operands
+    return [unbroadcast(b, g, lhs.type, op.span) if wants[0] else None,
+            unbroadcast(b, g, rhs.type, op.span) if wants[1] else None]
+
+
+def _vjp_sub(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    from mind.compiler.autodiff.helpers import neg, unbroadcast
+
+    lhs, rhs = op.operands
+    return [unbroadcast(b, g, lhs.type, op.span) if wants[0] else None,
+            neg(b, unbroadcast(b, g, rhs.type, op.span)) if wants[1] else None]
+
+
+def _vjp_mul(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    from mind.compiler.autodiff.helpers import unbroadcast
+
+    lhs, rhs = op.operands
+    return [unbroadcast(b, b.emit("mul", g, rhs), lhs.type, op.span) if wants[0] else None,
+            unbroadcast(b, b.emit("mul", g, lhs), rhs.type, op.span) if wants[1] else None]
+
+
+def _vjp_div(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    from mind.compiler.autodiff.helpers import neg, unbroadcast
+
+    lhs, rhs = op.operands
+    t = b.emit("div", g, rhs)
+    return [unbroadcast(b, t, lhs.type, op.span) if wants[0] else None,
+            neg(b, unbroadcast(b, b.emit("mul", t, op.result), rhs.type, op.span)) if wants[1] else None]
+
+
+def _vjp_exp(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    return [b.emit("mul", g, op.result)]
+
+
+def _vjp_log(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    return [b.emit("div", g, op.operands[0])]
+
+
+def _vjp_none(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    return [None] * len(op.operands)
+
+
+def _vjp_select(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    from mind.compiler.autodiff.helpers import scalar, unbroadcast
+
+    pred, on_true, on_false = op.operands
+    out: list[Any] = [None, None, None]
+    if wants[1] or wants[2]:
+        zero = scalar(b, 0, g.type.dtype)
+        if wants[1]:
+            out[1] = unbroadcast(b, b.emit("select", pred, g, zero), on_true.type, op.span)
+        if wants[2]:
+            out[2] = unbroadcast(b, b.emit("select", pred, zero, g), on_false.type, op.span)
+    return out
+
+
+def _vjp_convert(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    src = op.operands[0].type.dtype
+    if not (src.is_float and op.result.type.dtype.is_float):
+        return [None]
+    return [g if src is g.type.dtype else b.emit("convert", g, dtype=src)]
+
+
+for _op, _rule in ((ADD, _vjp_add), (SUB, _vjp_sub), (MUL, _vjp_mul), (DIV, _vjp_div), (EXP, _vjp_exp),
+                   (LOG, _vjp_log), (COMPARE, _vjp_none), (SELECT, _vjp_select), (CONVERT, _vjp_convert)):
+    _op.vjp = _rule
 
 OPS = (ADD, SUB, MUL, DIV, EXP, LOG, COMPARE, SELECT, CONVERT)

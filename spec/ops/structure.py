@@ -73,7 +73,9 @@ REDUCE_SUM = OpDef(
                "summation order is unspecified (the bound in Accuracy holds for every order); a sum of "
                "no elements is +0.",
     accuracy="sum", vjp_text="d operand = broadcast of g (reshaped to keepdims form) to shape(operand), "
-                              "written as add(reshape(g), zeros(shape(operand)))",
+                              "written as add(reshape(g), zeros(shape(operand))) for a concrete shape and as "
+                              "select(compare(operand, operand, eq), reshape(g), reshape(g)) for a symbolic one "
+                              "(NaN-free: no multiplication by 0)",
     examples=(Example("rows and all", """func @main(%x: f32[2, 3]) -> (f32[2], f32[]) {
   %0 = reduce_sum(%x) {axes = [1], keepdims = false} : f32[2]
   %1 = reduce_sum(%x) {axes = [0, 1], keepdims = false} : f32[]
@@ -96,7 +98,9 @@ REDUCE_MAX = OpDef(
                "elements is the identity of max: -inf for floats, INT_MIN for integers, false for bool.",
     accuracy="exact",
     vjp_text="d operand = g broadcast back, masked by (operand == result broadcast back) and divided by "
-             "the number of maximal elements in the window (ties share the gradient equally)",
+             "the number of maximal elements in the window (ties share the gradient equally): "
+             "mask = convert(compare(operand, reshape(result, keepdims), eq)); "
+             "d operand = mul(mask, div(reshape(g, keepdims), reduce_sum(mask, axes, keepdims = true)))",
     examples=(Example("NaN, signed zero and empty windows", """func @main(%x: f32[3, 2], %e: f32[2, 0]) -> (f32[3], f32[2]) {
   %0 = reduce_max(%x) {axes = [1], keepdims = false} : f32[3]
   %1 = reduce_max(%e) {axes = [1], keepdims = false} : f32[2]
@@ -215,7 +219,9 @@ SLICE = OpDef(
     accuracy="exact",
     vjp_text="step > 0: d operand = pad(g, 0, lo = start, hi = n - 1 - last, interior = step - 1); "
              "step < 0: reverse g along the axis (slice with step -1), then pad as for the mirrored "
-             "positive-step window",
+             "positive-step window (lo = last, hi = n - 1 - start, interior = -step - 1), "
+             "with last = start + (m - 1) * step; an empty window gives no cotangent; lo and hi must be "
+             "concrete (E5004 otherwise)",
     examples=(Example("forward and backward strides", """func @main(%x: i32[6]) -> (i32[3], i32[3]) {
   %0 = slice(%x) {start = [0], stop = [6], step = [2]} : i32[3]
   %1 = slice(%x) {start = [5], stop = [-1], step = [-2]} : i32[3]
@@ -262,8 +268,10 @@ PAD = OpDef(
     semantics="result[lo + i * (interior + 1)] = operand[i] per axis; every other element is value",
     edge_cases="None: the op is total on every input that satisfies its constraints.",
     accuracy="exact",
-    vjp_text="d operand = slice(g, start = lo, stop = lo + (n - 1) * (interior + 1) + 1, step = interior + 1); "
-             "d value = reduce_sum(g) - reduce_sum(d operand)",
+    vjp_text="d operand = slice(g, start = lo, stop = lo + n * (interior + 1) - interior, step = interior + 1) "
+             "(= lo + (n - 1) * (interior + 1) + 1; start = stop = lo when n = 0); "
+             "d value = reduce_sum(g * pad(zeros(shape(operand)), 1)) over all axes "
+             "(g summed over the padding positions, without cancellation)",
     examples=(Example("edge and interior padding", """func @main(%x: i32[3], %v: i32[]) -> (i32[8]) {
   %0 = pad(%x, %v) {lo = [1], hi = [2], interior = [1]} : i32[8]
   return %0
@@ -295,11 +303,155 @@ GATHER = OpDef(
                "do not count from the end). If n = 0 every result element is 0 (false for bool).",
     accuracy="exact",
     vjp_text="d operand = the scatter-add of g at the clamped indices, written as a contraction of g with "
-             "the one-hot matrix compare(eq, clamp(indices), iota(n)); d indices: none",
+             "the one-hot matrix compare(eq, clamp(indices), iota(n)): "
+             "reshape(matmul(onehot, reshape(g, [P, M, Q])), shape(operand)) where onehot[k, j] = "
+             "(clamp(indices[j], 0, n - 1) == k), written without a clamp as "
+             "convert(compare(lower, idx, le)) * convert(compare(upper, idx, ge)) with idx = reshape(indices, [1, M]), "
+             "lower = iota(n) as [n, 1] with lower[0] = INT_MIN, upper = iota(n) with upper[n - 1] = INT_MAX; "
+             "P, M, Q the products of the leading, index and trailing extents; n must be concrete "
+             "(E5004 otherwise); d indices: none",
     examples=(Example("clamped indices", """func @main(%x: f32[3, 2], %i: i64[4]) -> (f32[4, 2]) {
   %0 = gather(%x, %i) {axis = 0} : f32[4, 2]
   return %0
 }""", {"x": [[1, 2], [3, 4], [5, 6]], "i": [2, 0, 7, -1]}, [[[5, 6], [1, 2], [5, 6], [1, 2]]]),),
 )
+
+
+# ---------------------------------------------------------------------------------------------
+# VJP rules: vjp(b, op, g, wants) -> one cotangent (Value) or None (zero) per operand, emitted
+# through the FunctionBuilder ``b`` (see mind.compiler.autodiff.transform).
+# ---------------------------------------------------------------------------------------------
+
+def _vjp_const(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    return []
+
+
+def _vjp_reduce_sum(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    from mind.compiler.autodiff.helpers import broadcast_like, keep_shape, reshape_to
+
+    x = op.operands[0]
+    g_keep = reshape_to(b, g, keep_shape(x.type.shape, op.attrs["axes"]))
+    return [broadcast_like(b, g_keep, x)]
+
+
+def _vjp_reduce_max(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    from mind.compiler.autodiff.helpers import keep_shape, reshape_to
+
+    x = op.operands[0]
+    axes = tuple(op.attrs["axes"])
+    kshape = keep_shape(x.type.shape, axes)
+    hit = b.emit("compare", x, reshape_to(b, op.result, kshape), direction="eq")
+    mask = b.emit("convert", hit, dtype=x.type.dtype)
+    count = b.emit("reduce_sum", mask, axes=axes, keepdims=True)
+    share = b.emit("div", reshape_to(b, g, kshape), count)
+    return [b.emit("mul", mask, share)]
+
+
+def _vjp_reshape(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    from mind.compiler.autodiff.helpers import reshape_to
+
+    return [reshape_to(b, g, op.operands[0].type.shape)]
+
+
+def _vjp_transpose(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    perm = tuple(op.attrs["permutation"])
+    inverse = tuple(sorted(range(len(perm)), key=lambda i: perm[i]))
+    if inverse == tuple(range(len(perm))):
+        return [g]
+    return [b.emit("transpose", g, permutation=inverse)]
+
+
+def _vjp_slice(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    from mind.compiler.autodiff.helpers import need_int, scalar, slice_vjp_params
+
+    A = b.arith
+    x = op.operands[0]
+    starts, stops, steps, los, his, inters = [], [], [], [], [], []
+    for axis, (n, start, step, m) in enumerate(zip(x.type.shape, op.attrs["start"], op.attrs["step"],
+                                                    op.result.type.shape)):
+        nonempty = A.ge(m, 1)
+        if nonempty is False:
+            return [None]  # an empty window reads nothing: the cotangent is zero
+        if nonempty is not True and abs(step) != 1:
+            need_int(m, f"the extent of sliced axis {axis} (step {step})", op.span)
+        lo, hi, interior, rev = slice_vjp_params(A, n, start, step, m)
+        los.append(need_int(lo, f"the low padding of axis {axis}", op.span))
+        his.append(need_int(hi, f"the high padding of axis {axis}", op.span))
+        inters.append(interior)
+        starts.append(m - 1 if rev else 0)
+        stops.append(-1 if rev else m)
+        steps.append(-1 if rev else 1)
+    if any(s < 0 for s in steps):
+        g = b.emit("slice", g, start=tuple(starts), stop=tuple(stops), step=tuple(steps))
+    if any(los) or any(his) or any(inters):
+        g = b.emit("pad", g, scalar(b, 0, g.type.dtype), lo=tuple(los), hi=tuple(his), interior=tuple(inters))
+    return [g]
+
+
+def _vjp_pad(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    from mind.compiler.autodiff.helpers import pad_vjp_params, scalar, zeros_like
+
+    A = b.arith
+    x, value = op.operands
+    out: list[Any] = [None, None]
+    if wants[0]:
+        starts, stops, steps = [], [], []
+        for axis, (n, lo, interior) in enumerate(zip(x.type.shape, op.attrs["lo"], op.attrs["interior"])):
+            start, stop, step = pad_vjp_params(A, n, lo, interior)
+            if A.ge(stop, 0) is not True:  # n = 0 with lo < interior: read nothing
+                if A.eq(n, 0) is not True:
+                    from mind.compiler.autodiff.helpers import need_int
+                    need_int(n, f"the extent of padded axis {axis}", op.span)
+                stop = start
+            starts.append(start)
+            stops.append(stop)
+            steps.append(step)
+        if all(s == 1 for s in steps) and all(a == 0 for a in starts) and \
+                all(A.eq(e, m) is True for e, m in zip(stops, g.type.shape)):
+            out[0] = g
+        else:
+            out[0] = b.emit("slice", g, start=tuple(starts), stop=tuple(stops), step=tuple(steps))
+    if wants[1]:
+        holes = b.emit("pad", zeros_like(b, x), scalar(b, 1, x.type.dtype), lo=op.attrs["lo"],
+                       hi=op.attrs["hi"], interior=op.attrs["interior"])
+        out[1] = b.emit("reduce_sum", b.emit("mul", g, holes), axes=tuple(range(g.type.rank)), keepdims=False)
+    return out
+
+
+def _vjp_gather(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+    import numpy as np
+
+    from mind.compiler.autodiff.helpers import need_int, reshape_to
+
+    A = b.arith
+    x, idx = op.operands
+    axis = op.attrs["axis"]
+    n = need_int(x.type.shape[axis], f"the extent of gathered axis {axis} (for the one-hot iota constant)",
+                 op.span)
+    if n == 0:
+        return [b.splat(0, x.type.dtype, x.type.shape) if all(isinstance(d, int) for d in x.type.shape)
+                else None, None]
+    pre, post = x.type.shape[:axis], x.type.shape[axis + 1:]
+    m = A.prod(idx.type.shape)
+    p, q = A.prod(pre), A.prod(post)
+    itype = idx.type.dtype
+    flat = reshape_to(b, idx, (1, m))
+    # onehot[k, j] = (clamp(idx[j], 0, n - 1) == k) = (lower[k] <= idx[j]) * (idx[j] <= upper[k]) with
+    # lower = iota except lower[0] = INT_MIN and upper = iota except upper[n - 1] = INT_MAX.
+    lower = np.arange(n, dtype=itype.numpy).reshape(n, 1)
+    upper = lower.copy()
+    lower[0, 0], upper[n - 1, 0] = itype.int_min, itype.int_max
+    ge = b.emit("convert", b.emit("compare", b.const(lower, itype), flat, direction="le"), dtype=x.type.dtype)
+    le = b.emit("convert", b.emit("compare", b.const(upper, itype), flat, direction="ge"), dtype=x.type.dtype)
+    onehot = b.emit("mul", ge, le)  # [n, m]
+    g3 = reshape_to(b, g, (p, m, q))
+    d = b.emit("matmul", onehot, g3)  # [p, n, q]
+    return [reshape_to(b, d, x.type.shape), None]
+
+
+for _op, _rule in ((CONST, _vjp_const), (REDUCE_SUM, _vjp_reduce_sum), (REDUCE_MAX, _vjp_reduce_max),
+                   (RESHAPE, _vjp_reshape), (TRANSPOSE, _vjp_transpose), (SLICE, _vjp_slice),
+                   (PAD, _vjp_pad), (GATHER, _vjp_gather)):
+    _op.vjp = _rule
 
 OPS = (CONST, REDUCE_SUM, REDUCE_MAX, RESHAPE, TRANSPOSE, SLICE, PAD, GATHER)

@@ -1,0 +1,884 @@
+"""Elaboration: type checking and lowering to Core IR in one pass over the AST.
+
+Every tensor operation is emitted through the IR builder, so every result type comes from the op's
+shape rule in ``mind.spec.ops`` (the single source of shape rules); a rule that fails becomes a
+diagnostic with the op's constraint code and the span of the surface expression.  User functions
+are inlined at each call; each top-level function is also elaborated on its own (its parameters
+become IR parameters, its symbolic dims IR symbols with the assumption ``S >= 1``).  Statements
+outside functions form the function ``main``.
+
+Errors do not stop elaboration: an expression that fails evaluates to ``POISON``, whose uses are
+silent, so every independent error in a file is reported once.  See ``docs/frontend.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from mind.diagnostics import Diagnostic, MindError, Span
+from mind.ir.core import Assumption, Function, Module, Value
+from mind.spec.dims import DimExpr, Unknown, format_dim, substitute
+from mind.spec.dtypes import DType, parse_dtype
+from mind.spec.ops import OPS, ConstraintUndecided, ConstraintViolation, TensorType
+
+from . import ast as A
+from .values import POISON, ArrLit, FnRef, LeanBuilder, Lit, Scope, Tup
+
+#: Resource limits: ops emitted per function (inlining can multiply code), inlining depth.
+MAX_OPS = 200_000
+MAX_INLINE_DEPTH = 64
+MAX_DIAGNOSTICS = 50
+
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+_DEFAULT_HELP = {
+    "E2004": "make the dtypes equal, e.g. with `cast(x, f32)`",
+    "E2005": "`cast` the operand to a suitable dtype first",
+    "E3001": "extents must be equal, or one of them 1",
+    "E3002": "check the ranks of the operands",
+    "E3003": "check the dimensions of the operands",
+    "E3004": "axes are in [-rank, rank)",
+    "E3005": "list each axis once",
+    "E3007": "the element count must be preserved",
+    "E3008": "a permutation lists each axis exactly once",
+}
+_CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+_ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+
+
+class Reported(Exception):
+    """A diagnostic was recorded; unwinds to the enclosing expression, which becomes POISON."""
+
+
+class _Abort(Exception):
+    """Elaboration cannot go on (a resource limit or too many diagnostics)."""
+
+
+class Frame:
+    """One function being elaborated (or inlined): its dim symbols and inline stack."""
+
+    __slots__ = ("dims", "stack")
+
+    def __init__(self, dims: dict[str, Any], stack: tuple[str, ...]):
+        self.dims = dims
+        self.stack = stack
+
+
+class Elaborator:
+    def __init__(self, module: A.Module):
+        self.module = module
+        self.src = module.source
+        self.diags: list[Diagnostic] = []
+        self._seen: set[tuple] = set()
+        self.b: LeanBuilder = None  # type: ignore[assignment]
+        self.frame: Frame = None  # type: ignore[assignment]
+        self._consts: dict[tuple, Value] = {}
+        self._syms: dict[str, DimExpr] = {}
+        self._fresh = 0
+
+    # -- diagnostics ------------------------------------------------------------------------------
+    def span(self, off: tuple[int, int] | None) -> Span | None:
+        return self.src.span(off) if off is not None else None
+
+    def report(self, code: str, message: str, off: tuple[int, int] | None, help: str | None = None,
+               label: str | None = None, notes: Sequence[str] = ()) -> None:
+        key = (code, message, off)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self.diags.append(Diagnostic(code, message, self.span(off), label, help, tuple(notes)))
+        if len(self.diags) >= MAX_DIAGNOSTICS:
+            raise _Abort()
+
+    def fail(self, code: str, message: str, off: tuple[int, int] | None, help: str | None = None,
+             **kw: Any) -> Reported:
+        self.report(code, message, off, help, **kw)
+        return Reported()
+
+    # -- emission ---------------------------------------------------------------------------------
+    def emit(self, op: str, operands: tuple, off: tuple[int, int], surface: str | None = None,
+             **attrs: Any) -> Value:
+        """Emit ``op``; a failing spec constraint becomes a diagnostic at ``off`` (raises Reported)."""
+        b = self.b
+        if len(b.ops) >= MAX_OPS:
+            self.report("E1012", f"the program expands to more than {MAX_OPS} operations", off,
+                        "inlining multiplies code: call fewer functions or split the program")
+            raise _Abort()
+        try:
+            return b.emit_fast(op, operands, None, attrs)
+        except ConstraintViolation as exc:
+            c = OPS[op].constraint(exc.label)
+            what = f"`{surface}`: " if surface and surface != op else ""
+            raise self.fail(c.code, what + exc.detail, off, exc.help or _DEFAULT_HELP.get(c.code),
+                            label=f"{op}.{exc.label}", notes=(f"{op}.{exc.label}: {c.text}",))
+        except ConstraintUndecided as exc:
+            raise self.undecided(op, exc, off, surface)
+
+    def undecided(self, op: str, exc: ConstraintUndecided, off: tuple[int, int],
+                  surface: str | None) -> Reported:
+        c = OPS[op].constraint(exc.label)
+        alts = _alternatives(exc.cond)
+        what = f"`{surface or op}`" if surface else f"`{op}`"
+        msg = f"{what} needs {alts}, which the declared dimensions do not decide"
+        if len(alts.split(" or ")) > 1:
+            help = f"make the dimension concrete, or use the same symbol: this holds only if {alts}"
+        else:
+            help = f"make the dimension concrete or use the same symbol, so that {alts}"
+        return self.fail("E3011", msg, off, help, label=f"{op}.{exc.label}",
+                         notes=(f"{op}.{exc.label}: {c.text}",))
+
+    def const(self, value: Any, dtype: DType, off: tuple[int, int] | None = None) -> Value:
+        """A rank-0 constant (shared within a function)."""
+        key = (dtype, type(value), repr(value))
+        v = self._consts.get(key)
+        if v is None:
+            v = self.b.const_array(_np_scalar(value, dtype), None, dtype)
+            self._consts[key] = v
+        return v
+
+    def splat(self, value: Any, dtype: DType, shape: tuple[int, ...]) -> Value:
+        """A constant of ``shape`` whose elements all equal ``value`` (zero strides, read-only)."""
+        import numpy as np
+
+        one = _np_scalar(value, dtype)
+        arr = np.ndarray(shape, dtype=one.dtype, buffer=one, strides=(0,) * len(shape))
+        arr.flags.writeable = False
+        return self.b.const_array(arr, None, dtype)
+
+    # -- literals ---------------------------------------------------------------------------------
+    def lit_value(self, lit: Lit, dtype: DType) -> Any:
+        """The Python value of ``lit`` as ``dtype``; E2004/E2001 when it does not fit exactly."""
+        kind = lit.kind
+        if dtype is DType.BOOL:
+            if kind != "bool":
+                raise self.fail("E2004", f"{kind} literal `{_lit_text(lit)}` used where a bool is expected",
+                                lit.span, "write `true` or `false`, or compare: `x != 0`")
+            return lit.value
+        if kind == "bool":
+            raise self.fail("E2004", f"bool literal used where {dtype.value} is expected", lit.span,
+                            f"write a number, or `cast(...)` the bool to {dtype.value}")
+        if dtype.is_int:
+            if kind == "float":
+                raise self.fail("E2004", f"float literal `{_lit_text(lit)}` used with {dtype.value}",
+                                lit.span, f"write an integer, or `cast` the {dtype.value} operand to f32")
+            if not dtype.int_min <= lit.value <= dtype.int_max:
+                raise self.fail("E2001", f"integer literal {lit.value} does not fit in {dtype.value}",
+                                lit.span, f"{dtype.value} holds {dtype.int_min} ..= {dtype.int_max}")
+            return lit.value
+        if kind == "int":
+            import numpy as np
+
+            f = _np_scalar(lit.value, dtype)[()] if abs(lit.value) < (1 << 1000) else None
+            if f is None or not (f == f and abs(f) != float("inf")) or int(f) != lit.value:
+                raise self.fail("E2001", f"integer literal {lit.value} is not exactly representable "
+                                         f"as {dtype.value}", lit.span,
+                                "write it as a float literal to accept rounding")
+            return float(f)
+        return float(lit.text.replace("_", "")) if lit.text is not None else lit.value
+
+    def materialize(self, v: Any, dtype: DType | None = None) -> Any:
+        """A Value for ``v`` (literals get ``dtype`` or their default); Tup/FnRef pass through."""
+        if type(v) is Lit:
+            dt = dtype or _default_dtype(v.kind)
+            return self.const(self.lit_value(v, dt), dt, v.span)
+        if type(v) is ArrLit:
+            dt = dtype or _default_dtype(v.kind)
+            import numpy as np
+
+            vals = [self.lit_value(x, dt) for x in v.items]
+            arr = np.array(vals, dtype=_np_scalar(0, dt).dtype).reshape(v.shape)
+            return self.b.const_array(arr, None, dt)
+        return v
+
+    def tensor(self, v: Any, off: tuple[int, int], what: str = "this argument") -> Any:
+        """``v`` as a tensor Value (literals default-typed); POISON passes; else E2001."""
+        if v is POISON or type(v) is Value:
+            return v
+        if type(v) is Lit or type(v) is ArrLit:
+            return self.materialize(v)
+        if type(v) is Tup:
+            raise self.fail("E2001", f"{what} is a tuple of {len(v.items)} values, a tensor is expected",
+                            off, "destructure it first: `let (a, b) = ...`")
+        if type(v) is FnRef:
+            raise self.fail("E2001", f"{what} is the function `{v.node.name}`, a tensor is expected",
+                            off, f"call it: `{v.node.name}(...)`")
+        raise self.fail("E2009", f"{what} is not a tensor", off)
+
+    def pair(self, a: Any, b: Any, off: tuple[int, int]) -> tuple[Any, Any]:
+        """Materialize two operands: a literal adopts the other operand's dtype."""
+        la, lb = type(a) in (Lit, ArrLit), type(b) in (Lit, ArrLit)
+        if la and not lb and type(b) is Value:
+            return self.materialize(a, b.type.dtype), b
+        if lb and not la and type(a) is Value:
+            return a, self.materialize(b, a.type.dtype)
+        if la and lb:
+            dt = DType.F32 if "float" in (a.kind, b.kind) else (DType.BOOL if a.kind == b.kind == "bool"
+                                                                 else DType.I32)
+            if a.kind == "bool" or b.kind == "bool":
+                dt = DType.BOOL if a.kind == b.kind else dt
+            return self.materialize(a, dt), self.materialize(b, dt)
+        return self.tensor(a, off, "the left operand"), self.tensor(b, off, "the right operand")
+
+    # -- symbols and types ------------------------------------------------------------------------
+    def sym(self, name: str) -> DimExpr:
+        s = self._syms.get(name)
+        if s is None:
+            s = self._syms[name] = DimExpr.symbol(name)
+        return s
+
+    def fresh_sym(self) -> DimExpr:
+        self._fresh += 1
+        return self.sym(f"_{self._fresh}")
+
+    def type_of(self, t: A.Type, env: dict[str, Any] | None, bind: bool) -> Any:
+        """A ``TensorType`` (or tuple of them) from a type annotation.
+
+        Symbols resolve through ``env``; with ``bind`` an unknown symbol becomes an IR symbol
+        (parameters), otherwise it stays ``None`` to be unified with the value's dim."""
+        if type(t) is A.ScalarType:
+            return TensorType(parse_dtype(t.name), ())
+        if type(t) is A.TensorType:
+            dt = parse_dtype(t.dtype)
+            if dt is None:
+                raise self.fail("E2005", f"`{t.dtype}` is not a dtype", t.span,
+                                "dtypes are f32, f64, i32, i64 and bool")
+            dims: list[Any] = []
+            for d in t.dims:
+                v = d.value
+                if type(v) is int:
+                    dims.append(v)
+                elif v is None:
+                    dims.append(self.fresh_sym() if bind else None)
+                else:
+                    if env is not None and v in env:
+                        dims.append(env[v])
+                    elif bind:
+                        s = self.sym(v)
+                        if env is not None:
+                            env[v] = s
+                        dims.append(s)
+                    else:
+                        dims.append(("?", v))
+            return TensorType(dt, tuple(dims))
+        if type(t) is A.TupleType:
+            return tuple(self.type_of(e, env, bind) for e in t.elts)
+        raise self.fail("E2009", "unsupported type", t.span)
+
+    def check_type(self, v: Any, want: Any, env: dict[str, Any], off: tuple[int, int], what: str) -> Any:
+        """Check (and coerce literals of) ``v`` against an annotation type; bind unknown symbols."""
+        if v is POISON:
+            return v
+        if isinstance(want, tuple):
+            if type(v) is not Tup or len(v.items) != len(want):
+                n = len(v.items) if type(v) is Tup else 1
+                raise self.fail("E2001", f"{what} has {n} value(s), the declared type has {len(want)}",
+                                off, "make the value match the declared tuple type")
+            return Tup([self.check_type(x, w, env, off, what) for x, w in zip(v.items, want)], v.span)
+        if type(v) is Lit:
+            if want.shape:
+                shape = self.static_shape(want, off, "a literal fill")
+                return self.splat(self.lit_value(v, want.dtype), want.dtype, shape)
+            return self.materialize(v, want.dtype)
+        if type(v) is ArrLit:
+            shape = tuple(d if type(d) is int else None for d in want.shape)
+            if len(v.shape) != len(shape) or any(s is not None and s != d for s, d in zip(shape, v.shape)):
+                raise self.fail("E3010", f"array literal has shape {_fmt(v.shape)}, the declared type "
+                                         f"is {_fmt_type(want)}", v.span,
+                                "give the literal the declared number of rows and columns")
+            v = self.materialize(v, want.dtype)
+        v = self.tensor(v, off, what)
+        t = v.type
+        if t.dtype is not want.dtype:
+            raise self.fail("E2004", f"{what} has dtype {t.dtype.value}, the declared type is "
+                                     f"{_fmt_type(want)}", off, f"`cast(..., {want.dtype.value})` the value")
+        if t.rank != len(want.shape):
+            raise self.fail("E3002", f"{what} has type {t}, rank {t.rank}; the declared type "
+                                     f"{_fmt_type(want)} has rank {len(want.shape)}", off)
+        arith = self.b.arith
+        for i, (have, d) in enumerate(zip(t.shape, want.shape)):
+            if d is None:
+                continue
+            if type(d) is tuple:  # an unbound symbol: bind it
+                env[d[1]] = have
+                continue
+            c = arith.eq(have, d)
+            if c is True:
+                continue
+            if c is False:
+                raise self.fail("E3003", f"{what} has type {t}; the declared type is {_fmt_type(want)} "
+                                         f"(axis {i}: {format_dim(have)} vs {format_dim(d)})", off)
+            raise self.fail("E3011", f"{what} has type {t}; the declared type {_fmt_type(want)} needs "
+                                     f"{format_dim(have)} == {format_dim(d)}, which the declared "
+                                     f"dimensions do not decide", off,
+                            "use the same symbol or a concrete dimension")
+        return v
+
+    def static_shape(self, t: TensorType, off: tuple[int, int], what: str) -> tuple[int, ...]:
+        if all(type(d) is int for d in t.shape):
+            return t.shape  # type: ignore[return-value]
+        raise self.fail("E3011", f"{what} needs a static shape, not {_fmt_type(t)}", off,
+                        "fills and constants have concrete shapes; derive symbolic shapes from parameters")
+
+    # -- static (compile-time) arguments ----------------------------------------------------------
+    def static_int(self, node: A.Expr, what: str) -> int:
+        t = type(node)
+        if t is A.IntLit:
+            return node.value
+        if t is A.Unary and node.op == "-":
+            return -self.static_int(node.operand, what)
+        if t is A.Name:
+            v, _ = self.scope.lookup(node.id)
+            if type(v) is Lit and v.kind == "int":
+                return v.value
+        raise self.fail("E2009", f"{what} must be an integer constant", node.span,
+                        "write an integer literal, e.g. `axis=1`")
+
+    def static_ints(self, node: A.Expr, what: str, allow_scalar: bool = True) -> list[int]:
+        t = type(node)
+        if t is A.ArrayLit or t is A.TupleExpr:
+            return [self.static_int(e, what) for e in node.elts]
+        if allow_scalar:
+            return [self.static_int(node, what)]
+        raise self.fail("E2009", f"{what} must be a list of integers", node.span, "e.g. `[0, 1]`")
+
+    def static_dim(self, node: A.Expr, what: str) -> Any:
+        if type(node) is A.Name:
+            v, _ = self.scope.lookup(node.id)
+            if v is None and node.id in self.frame.dims:
+                return self.frame.dims[node.id]
+        return self.static_int(node, what)
+
+    def static_dims(self, node: A.Expr, what: str) -> list[Any]:
+        t = type(node)
+        if t is A.ArrayLit or t is A.TupleExpr:
+            return [self.static_dim(e, what) for e in node.elts]
+        return [self.static_dim(node, what)]
+
+    # -- expressions ------------------------------------------------------------------------------
+    def ev(self, node: A.Expr) -> Any:
+        try:
+            return self._ev(node)
+        except Reported:
+            return POISON
+
+    def _ev(self, node: A.Expr) -> Any:
+        t = type(node)
+        if t is A.Name:
+            return self.name(node)
+        if t is A.Call:
+            return self.call(node)
+        if t is A.Binary:
+            return self.binary(node)
+        if t is A.IntLit:
+            return Lit(node.value, "int", node.span)
+        if t is A.FloatLit:
+            return Lit(node.value, "float", node.span, node.text)
+        if t is A.Unary:
+            return self.unary(node)
+        if t is A.BoolLit:
+            return Lit(node.value, "bool", node.span)
+        if t is A.TupleExpr:
+            return Tup([self.ev(e) for e in node.elts], node.span)
+        if t is A.ArrayLit:
+            return self.array(node)
+        if t is A.StrLit:
+            raise self.fail("E2009", "a string is not a value here", node.span,
+                            "strings are accepted only as options, e.g. `padding=\"same\"`")
+        if t is A.Closure:
+            raise self.fail("E2008", "closures are reserved for `grad` and not supported yet", node.span,
+                            "define a function with `fn` and call it")
+        if t is A.Attribute:
+            raise self.fail("E2009", "field access is not supported", node.span,
+                            "builtins are called: `tensor.relu(x)`")
+        raise self.fail("E2009", "unsupported expression", node.span)
+
+    def name(self, node: A.Name) -> Any:
+        v, crossed = self.scope.lookup(node.id)
+        if v is not None:
+            if crossed and type(v) is not FnRef:
+                raise self.fail("E2002", f"`{node.id}` is a value of an enclosing function; functions "
+                                         f"do not capture values", node.span,
+                                f"pass `{node.id}` as a parameter")
+            return v
+        from .builtins import BUILTINS
+
+        if node.id in BUILTINS:
+            raise self.fail("E2009", f"the builtin `{node.id}` must be called", node.span,
+                            f"call it: `{node.id}(...)`")
+        if node.id in self.frame.dims:
+            raise self.fail("E2009", f"`{node.id}` is a dimension symbol, not a value", node.span,
+                            "dimension symbols may appear in shapes, e.g. `reshape(x, [B, 4])`")
+        raise self.fail("E2002", f"cannot find `{node.id}` in this scope", node.span,
+                        _suggest(node.id, self.visible_names()))
+
+    def visible_names(self) -> list[str]:
+        out: list[str] = []
+        s: Scope | None = self.scope
+        while s is not None:
+            out.extend(s.names)
+            s = s.parent
+        return out
+
+    def unary(self, node: A.Unary) -> Any:
+        v = self.ev(node.operand)
+        if v is POISON:
+            return v
+        if node.op == "-":
+            if type(v) is Lit:
+                if v.kind == "bool":
+                    raise self.fail("E2005", "cannot negate a bool", node.span, "use `!` for logical not")
+                text = None if v.text is None else (v.text[1:] if v.text.startswith("-") else "-" + v.text)
+                return Lit(-v.value, v.kind, node.span, text)
+            v = self.tensor(v, node.operand.span, "the operand of `-`")
+            if not v.type.dtype.is_numeric:
+                raise self.fail("E2005", f"cannot negate a {v.type.dtype.value} tensor", node.span,
+                                "use `!` for logical not")
+            return self.emit("mul", (v, self.const(-1, v.type.dtype)), node.span, "-")
+        # logical not
+        if type(v) is Lit:
+            if v.kind != "bool":
+                raise self.fail("E2005", f"`!` needs a bool, found a {v.kind} literal", node.span,
+                                "compare first: `x != 0`")
+            return Lit(not v.value, "bool", node.span)
+        v = self.tensor(v, node.operand.span, "the operand of `!`")
+        if v.type.dtype is not DType.BOOL:
+            raise self.fail("E2005", f"`!` needs a bool tensor, found {v.type}", node.span,
+                            "compare first: `x != 0`")
+        return self.emit("compare", (v, self.const(False, DType.BOOL)), node.span, "!", direction="eq")
+
+    def binary(self, node: A.Binary) -> Any:
+        op = node.op
+        a = self.ev(node.left)
+        b = self.ev(node.right)
+        if a is POISON or b is POISON:
+            return POISON
+        if op == "@":
+            from .builtins import matmul_values
+
+            return matmul_values(self, self.tensor(a, node.left.span, "the left operand of `@`"),
+                                 self.tensor(b, node.right.span, "the right operand of `@`"), node.span, "@")
+        if type(a) is Lit and type(b) is Lit and a.kind == b.kind == "int" and op in _ARITH:
+            return Lit(_int_fold(op, a.value, b.value), "int", node.span)
+        a, b = self.pair(a, b, node.span)
+        ir = _ARITH.get(op)
+        if ir is not None:
+            return self.emit(ir, (a, b), node.span, op)
+        d = _CMP.get(op)
+        if d is not None:
+            return self.emit("compare", (a, b), node.span, op, direction=d)
+        # && and ||
+        for v, side in ((a, node.left), (b, node.right)):
+            if v.type.dtype is not DType.BOOL:
+                raise self.fail("E2005", f"`{op}` needs bool operands, found {v.type}", side.span,
+                                "compare first: `x != 0`")
+        if op == "&&":
+            return self.emit("select", (a, b, self.const(False, DType.BOOL)), node.span, op)
+        return self.emit("select", (a, self.const(True, DType.BOOL), b), node.span, op)
+
+    def array(self, node: A.ArrayLit) -> ArrLit:
+        items: list[Lit] = []
+        shape = self._array_shape(node, 0, items)
+        kinds = {x.kind for x in items}
+        if "bool" in kinds and len(kinds) > 1:
+            raise self.fail("E2004", "array literal mixes bools and numbers", node.span)
+        kind = "bool" if kinds == {"bool"} else ("float" if "float" in kinds else "int")
+        return ArrLit(items, shape, kind, node.span)
+
+    def _array_shape(self, node: A.Expr, depth: int, items: list[Lit]) -> tuple[int, ...]:
+        if type(node) is A.ArrayLit:
+            shapes = [self._array_shape(e, depth + 1, items) for e in node.elts]
+            for s, e in zip(shapes[1:], node.elts[1:]):
+                if s != shapes[0]:
+                    raise self.fail("E3010", f"ragged array literal: an element has shape {_fmt(s)}, "
+                                             f"the first {_fmt(shapes[0])}", e.span,
+                                    "every row of an array literal has the same length")
+            return (len(node.elts),) + (shapes[0] if shapes else ())
+        v = self._ev(node)
+        if type(v) is not Lit:
+            if v is POISON:
+                raise Reported()
+            raise self.fail("E2009", "array literal elements must be number or bool literals", node.span,
+                            "build tensors from values with builtins, e.g. `concat([a, b], axis=0)`")
+        items.append(v)
+        return ()
+
+    # -- calls ------------------------------------------------------------------------------------
+    def call(self, node: A.Call) -> Any:
+        name = node.name
+        if name is None:
+            if type(node.func) is A.Call and node.func.name in ("grad", "tensor.grad"):
+                return self.grad(node.func)
+            raise self.fail("E2009", "only named functions and builtins can be called", node.func.span)
+        if name in ("grad", "tensor.grad"):
+            return self.grad(node)
+        from .builtins import BUILTINS, call_builtin
+
+        if name.startswith("tensor."):
+            base = name[7:]
+            if base in BUILTINS:
+                return call_builtin(self, base, node)
+            raise self.fail("E2008", f"unknown builtin `{name}`", node.func.span,
+                            _suggest(base, BUILTINS, prefix="tensor."))
+        if "." in name:
+            raise self.fail("E2008", f"unknown function `{name}`", node.func.span,
+                            "builtins are `tensor.NAME` or plain `NAME`")
+        v, _ = self.scope.lookup(name)
+        if type(v) is FnRef:
+            return self.inline(v, node)
+        if v is None and name in BUILTINS:
+            return call_builtin(self, name, node)
+        if v is not None:
+            raise self.fail("E2009", f"`{name}` is a value, not a function", node.func.span)
+        raise self.fail("E2008", f"cannot find function `{name}`", node.func.span,
+                        _suggest(name, list(BUILTINS) + self.visible_names()))
+
+    def grad(self, node: A.Call) -> Any:
+        raise self.fail("E2008", "`grad` (automatic differentiation) is not supported by the frontend yet",
+                        node.span, "differentiate the Core IR with the autodiff transform instead")
+
+    def inline(self, ref: FnRef, node: A.Call) -> Any:
+        fn: A.FnDef = ref.node
+        if fn.name in self.frame.stack:
+            raise self.fail("E2003", f"recursive call to `{fn.name}`: functions are inlined, so "
+                                     f"recursion is not supported", node.span,
+                            "rewrite the recursion as a loop-free computation")
+        if len(self.frame.stack) >= MAX_INLINE_DEPTH:
+            raise self.fail("E1012", f"calls nest more than {MAX_INLINE_DEPTH} deep", node.span)
+        params = fn.params
+        args: list[Any] = [None] * len(params)
+        if len(node.args) > len(params):
+            raise self.fail("E2007", f"`{fn.name}` takes {len(params)} argument(s), {len(node.args)} given",
+                            node.span, f"the signature is `{_sig(fn)}`")
+        for i, a in enumerate(node.args):
+            args[i] = (a, self.ev(a))
+        index = {p.name: i for i, p in enumerate(params)}
+        for kw in node.kwargs:
+            i = index.get(kw.name)
+            if i is None:
+                raise self.fail("E2009", f"`{fn.name}` has no parameter `{kw.name}`", kw.span,
+                                f"the signature is `{_sig(fn)}`")
+            if args[i] is not None:
+                raise self.fail("E2009", f"parameter `{kw.name}` is given twice", kw.span)
+            args[i] = (kw.value, self.ev(kw.value))
+        missing = [p.name for p, a in zip(params, args) if a is None]
+        if missing:
+            raise self.fail("E2007", f"`{fn.name}` takes {len(params)} argument(s), {len(params) - len(missing)} "
+                                     f"given (missing {', '.join(missing)})", node.span,
+                            f"the signature is `{_sig(fn)}`")
+        if any(v is POISON for _, v in args):
+            return POISON
+        env: dict[str, Any] = {}
+        scope = Scope(ref.scope, values_visible=False)
+        for p, (anode, v) in zip(params, args):
+            if p.type is None:
+                raise self.fail("E2003", f"parameter `{p.name}` needs a type", p.span)
+            want = self.type_of(p.type, env, bind=False)
+            scope.names[p.name] = self.check_type(v, want, env, anode.span, f"argument `{p.name}`")
+        return self.body(fn, scope, env, node.span)
+
+    def body(self, fn: A.FnDef, scope: Scope, env: dict[str, Any], call_off: tuple[int, int] | None) -> Any:
+        saved_scope, saved_frame = self.scope, self.frame
+        self.scope = scope
+        self.frame = Frame(env, saved_frame.stack + (fn.name,) if saved_frame else (fn.name,))
+        try:
+            value = self.block(fn.body)
+            if value is POISON:
+                return POISON
+            if fn.ret is not None:
+                try:
+                    want = self.type_of(fn.ret, env, bind=False)
+                except Reported:
+                    return POISON
+                off = _result_span(fn.body)
+                try:
+                    value = self.check_type(value, want, env, off, f"the result of `{fn.name}`")
+                except Reported:
+                    return POISON
+            elif type(value) is Tup and not value.items:
+                pass
+            return value
+        finally:
+            self.scope, self.frame = saved_scope, saved_frame
+
+    # -- statements -------------------------------------------------------------------------------
+    def hoist(self, stmts: Sequence[A.Stmt], scope: Scope) -> None:
+        for s in stmts:
+            if type(s) is A.FnDef:
+                if s.name in scope.names:
+                    self.report("E2010", f"function `{s.name}` is defined more than once", s.name_span,
+                                "rename one of them")
+                    continue
+                scope.names[s.name] = FnRef(s, scope)
+            elif type(s) is A.Import:
+                self.check_import(s)
+
+    def check_import(self, s: A.Import) -> None:
+        from .builtins import BUILTINS
+
+        path = s.path
+        names = list(s.names) if s.names is not None else ([path[-1]] if len(path) > 1 else [])
+        module = path if s.names is not None else path[:-1]
+        if len(path) == 1 and s.names is None:
+            module = path
+        if tuple(module) not in (("tensor",), ("std", "tensor")):
+            self.report("E2008", f"unknown module `{'::'.join(module)}`", s.span,
+                        "builtins live in `tensor`, e.g. `import tensor::zeros;`")
+            return
+        for n in names:
+            if n not in BUILTINS:
+                self.report("E2008", f"`tensor` has no builtin `{n}`", s.span, _suggest(n, BUILTINS))
+
+    def block(self, blk: A.Block) -> Any:
+        scope = Scope(self.scope)
+        saved = self.scope
+        self.scope = scope
+        try:
+            self.hoist(blk.stmts, scope)
+            result, returned = self.stmts(blk.stmts)
+            if returned:
+                return result
+            if blk.tail is not None:
+                return self.ev(blk.tail)
+            return Tup((), blk.span)
+        finally:
+            self.scope = saved
+
+    def stmts(self, stmts: Sequence[A.Stmt]) -> tuple[Any, bool]:
+        result: Any = None
+        returned = False
+        for s in stmts:
+            t = type(s)
+            if t is A.Let:
+                self.let(s)
+            elif t is A.ExprStmt:
+                self.ev(s.expr)
+            elif t is A.Return:
+                v = self.ev(s.value) if s.value is not None else Tup((), s.span)
+                if not returned:
+                    result, returned = v, True
+            elif t is A.Assign:
+                old, crossed = self.scope.lookup(s.target)
+                v = self.ev(s.value)
+                if old is None or crossed:
+                    self.report("E2002", f"cannot assign to `{s.target}`: it is not defined", s.target_span,
+                                f"declare it first: `let {s.target} = ...`")
+                else:
+                    sc = self.scope
+                    while s.target not in sc.names:
+                        sc = sc.parent  # type: ignore[assignment]
+                    sc.names[s.target] = v
+            # FnDef and Import were hoisted
+        return result, returned
+
+    def let(self, s: A.Let) -> None:
+        v = self.ev(s.value)
+        if s.type is not None and v is not POISON:
+            try:
+                want = self.type_of(s.type, self.frame.dims, bind=False)
+                v = self.check_type(v, want, self.frame.dims, s.value.span, "the value")
+            except Reported:
+                v = POISON
+        self.bind(s.target, v)
+
+    def bind(self, pat: A.Pattern, v: Any) -> None:
+        if type(pat) is A.NamePattern:
+            if pat.name != "_":
+                self.scope.names[pat.name] = v
+            return
+        n = len(pat.elts)
+        if v is not POISON and (type(v) is not Tup or len(v.items) != n):
+            have = f"a tuple of {len(v.items)}" if type(v) is Tup else "a single value"
+            self.report("E2001", f"the pattern has {n} elements, the value is {have}", pat.span,
+                        "make the pattern match the value")
+            v = POISON
+        seen: set[str] = set()
+        for i, p in enumerate(pat.elts):
+            if type(p) is A.NamePattern and p.name != "_":
+                if p.name in seen:
+                    self.report("E2010", f"`{p.name}` is bound twice in this pattern", p.span)
+                seen.add(p.name)
+            self.bind(p, POISON if v is POISON else v.items[i])
+
+    # -- functions and modules --------------------------------------------------------------------
+    def function(self, fn: A.FnDef, scope: Scope) -> Function | None:
+        self.b = LeanBuilder(fn.name)
+        self._consts = {}
+        env: dict[str, Any] = {}
+        params: list[Value] = []
+        seen: set[str] = set()
+        inner = Scope(scope, values_visible=False)
+        self.scope, self.frame = inner, Frame(env, ())
+        ok = True
+        for p in fn.params:
+            if p.name in seen:
+                self.report("E2010", f"parameter `{p.name}` is declared twice", p.span)
+                ok = False
+                continue
+            seen.add(p.name)
+            try:
+                if p.type is None:
+                    raise self.fail("E2003", f"parameter `{p.name}` needs a type", p.span)
+                t = self.type_of(p.type, env, bind=True)
+                if isinstance(t, tuple):
+                    raise self.fail("E2009", "tuple parameters are not supported", p.type.span,
+                                    "pass the elements as separate parameters")
+            except Reported:
+                ok = False
+                inner.names[p.name] = POISON
+                continue
+            v = Value(p.name, t, None)
+            params.append(v)
+            inner.names[p.name] = v
+        self.b.params = params
+        for name in sorted({s for p in params for d in p.type.shape if type(d) is DimExpr
+                            for s in d.symbols()}):
+            self.b.assume(Assumption(self.sym(name), ">=", 1))
+        value = self.body(fn, inner, env, None)
+        return self.finish(fn.name, value, ok, fn.span)
+
+    def finish(self, name: str, value: Any, ok: bool, off: tuple[int, int]) -> Function | None:
+        if value is POISON or not ok:
+            return None
+        results: list[Value] = []
+        try:
+            self._flatten(value, results)
+        except Reported:
+            return None
+        return self.b.finish(results, self.span(off))
+
+    def _flatten(self, v: Any, out: list[Value]) -> None:
+        if type(v) is Tup:
+            for x in v.items:
+                self._flatten(x, out)
+            return
+        if v is POISON:
+            raise Reported()
+        out.append(self.tensor(v, None, "the result"))
+
+    def main(self, stmts: Sequence[A.Stmt], result: A.Expr | None, scope: Scope) -> Function | None:
+        self.b = LeanBuilder("main")
+        self._consts = {}
+        self.scope, self.frame = Scope(scope), Frame({}, ("main",))
+        body = [s for s in stmts if type(s) is not A.FnDef and type(s) is not A.Import]
+        value, returned = self.stmts(body)
+        if not returned:
+            value = self.ev(result) if result is not None else Tup((), self.module.span)
+        return self.finish("main", value, True, self.module.span)
+
+
+def elaborate(module: A.Module) -> Module:
+    """Check and lower a parsed module; raises ``MindError`` with every diagnostic found."""
+    E = Elaborator(module)
+    functions: list[Function] = []
+    try:
+        scope = Scope()
+        E.scope = scope
+        E.frame = Frame({}, ())
+        E.hoist(module.stmts, scope)
+        has_main = module.result is not None or any(
+            type(s) not in (A.FnDef, A.Import) for s in module.stmts)
+        for s in module.stmts:
+            if type(s) is A.FnDef and scope.names.get(s.name) is not None and scope.names[s.name].node is s:
+                if s.name == "main" and has_main:
+                    E.report("E2010", "`fn main` conflicts with the top-level statements, which form `main`",
+                             s.name_span, "rename the function or move the statements into it")
+                    continue
+                f = E.function(s, scope)
+                if f is not None:
+                    functions.append(f)
+        if has_main:
+            f = E.main(module.stmts, module.result, scope)
+            if f is not None:
+                functions.append(f)
+    except _Abort:
+        pass
+    except RecursionError:
+        E.diags.append(Diagnostic("E1012", "the program nests too deeply", E.span(module.span)))
+    if E.diags:
+        raise MindError(E.diags, {E.src.file: E.src.text})
+    return Module(functions)
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+_NP: dict[DType, Any] = {}
+
+
+def _np_scalar(value: Any, dtype: DType) -> Any:
+    npdt = _NP.get(dtype)
+    if npdt is None:
+        npdt = _NP[dtype] = dtype.numpy
+    import numpy as np
+
+    return np.array(value, dtype=npdt)
+
+
+def _int_fold(op: str, a: int, b: int) -> int:
+    """Exact integer arithmetic on literals; ``/`` truncates toward zero and x / 0 = 0 (as the spec)."""
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if b == 0:
+        return 0
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _default_dtype(kind: str) -> DType:
+    return DType.I32 if kind == "int" else (DType.F32 if kind == "float" else DType.BOOL)
+
+
+def _lit_text(lit: Lit) -> str:
+    if lit.text is not None:
+        return lit.text
+    if lit.kind == "bool":
+        return "true" if lit.value else "false"
+    return str(lit.value)
+
+
+def _fmt(shape: Sequence[Any]) -> str:
+    return "[" + ", ".join(format_dim(d) for d in shape) + "]"
+
+
+def _fmt_type(t: TensorType) -> str:
+    dims = []
+    for d in t.shape:
+        if d is None:
+            dims.append("?")
+        elif type(d) is tuple:
+            dims.append(d[1])
+        else:
+            dims.append(format_dim(d))
+    return f"{t.dtype.value}[{', '.join(dims)}]"
+
+
+def _alternatives(cond: Unknown) -> str:
+    text = cond.text
+    if text.startswith("(") and ") or (" in text and text.endswith(")"):
+        return " or ".join(p.strip("()") for p in text.split(") or ("))
+    return text
+
+
+def _sig(fn: A.FnDef) -> str:
+    return f"fn {fn.name}({', '.join(p.name for p in fn.params)})"
+
+
+def _suggest(name: str, candidates: Any, prefix: str = "") -> str | None:
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    return f"did you mean `{prefix}{close[0]}`?" if close else None
+
+
+def _result_span(blk: A.Block) -> tuple[int, int]:
+    if blk.tail is not None:
+        return blk.tail.span
+    for s in reversed(blk.stmts):
+        if type(s) is A.Return:
+            return s.value.span if s.value is not None else s.span
+    return blk.span
+
+
+__all__ = ["elaborate", "Elaborator", "MAX_OPS"]

@@ -1,0 +1,26 @@
+"""Shared test configuration: hypothesis profiles.
+
+``MIND_HYPOTHESIS_PROFILE=ci`` (default) is fast; ``thorough`` runs at least 2000 examples per
+property.  Failing examples persist in ``.hypothesis/examples`` and are replayed first.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+_DB = DirectoryBasedExampleDatabase(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                                 ".hypothesis", "examples"))
+
+settings.register_profile("ci", max_examples=30, deadline=None, derandomize=False, database=_DB,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("thorough", max_examples=2000, deadline=None, derandomize=False, database=_DB,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROFILE = os.environ.get("MIND_HYPOTHESIS_PROFILE", "ci")
+settings.load_profile(PROFILE)
+
+
+def pytest_report_header(config):
+    return f"hypothesis profile: {PROFILE} (MIND_HYPOTHESIS_PROFILE; max_examples={settings().max_examples})"

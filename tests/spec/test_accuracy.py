@@ -1,0 +1,145 @@
+"""The accuracy classes (spec/accuracy.py): ULP distance, histograms and check()."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from mind.spec import accuracy
+from mind.spec.accuracy import ACCURACY, ULP_MAX, check, gamma, ulp_distance
+from mind.spec.dtypes import DType
+from mind.spec.ops import OPS
+
+
+def test_every_op_names_a_known_class():
+    for op in OPS.values():
+        assert op.accuracy in ACCURACY, op.name
+
+
+def test_class_assignment_matches_the_issue():
+    exact = {"add", "sub", "mul", "div", "compare", "select", "convert", "const", "reduce_max", "reshape",
+             "transpose", "slice", "pad", "gather"}
+    for name in exact:
+        assert OPS[name].accuracy == "exact"
+    assert OPS["exp"].accuracy == "exp" and OPS["log"].accuracy == "log"
+    assert OPS["reduce_sum"].accuracy == "sum"
+    assert OPS["matmul"].accuracy == OPS["conv2d"].accuracy == "dot"
+    assert accuracy.ULP_BOUNDS == {"f32": 4, "f64": 2}
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_ulp_distance_basics(dtype):
+    dt = DType(dtype)
+    f = dt.numpy.type
+    one = f(1.0)
+    nxt = np.nextafter(one, f(2.0))
+    assert ulp_distance(one, nxt, dt) == 1
+    assert ulp_distance(f(0.0), f(-0.0), dt) == 0
+    assert ulp_distance(f("nan"), f("nan"), dt) == 0
+    assert ulp_distance(f("nan"), one, dt) == ULP_MAX
+    assert ulp_distance(f("inf"), np.finfo(dt.numpy).max, dt) == ULP_MAX
+    assert ulp_distance(f("inf"), f("inf"), dt) == 0
+    assert ulp_distance(f("-inf"), f("inf"), dt) == ULP_MAX
+    tiny = np.nextafter(f(0.0), f(1.0))  # smallest subnormal: one ULP from +0 and from -0
+    assert ulp_distance(tiny, f(0.0), dt) == 1 and ulp_distance(tiny, f(-0.0), dt) == 1
+    assert ulp_distance(tiny, -tiny, dt) == 2
+
+
+@given(st.floats(width=32, allow_nan=False), st.integers(0, 50))
+def test_ulp_distance_counts_nextafter_steps(x, k):
+    x = np.float32(x)
+    y = x
+    with np.errstate(over="ignore"):
+        for _ in range(k):
+            y = np.nextafter(y, np.float32(np.inf))
+    if not np.isfinite(y) or not np.isfinite(x):
+        return
+    assert int(ulp_distance(x, y, "f32")) == k or (x == 0 and y == 0)
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False), st.floats(allow_nan=False, allow_infinity=False))
+def test_ulp_distance_symmetric(a, b):
+    assert ulp_distance(a, b, "f64") == ulp_distance(b, a, "f64")
+
+
+def test_histogram_buckets():
+    assert accuracy.ulp_histogram(np.array([0, 0, 1, 2, 3, 4, 100], dtype=np.uint64)) == \
+        {"0": 2, "1": 1, "2": 1, "3": 1, ">=4": 2}
+
+
+def test_exact_class():
+    f = np.float32
+    assert check("exact", "f32", f([1, np.nan]), f([1, -np.nan])) is None  # any NaN matches any NaN
+    m = check("exact", "f32", f([0.0, 1.0]), f([-0.0, 1.0]))  # signed zeros differ
+    assert m is not None and m.index == (0,) and m.failing == 1 and m.histogram["0"] == 2
+    m = check("exact", "f64", np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.5, 3.5]))
+    assert m.index == (1,) and m.failing == 2 and m.actual == 2.0 and m.expected == 2.5
+    assert "histogram" in str(m)
+
+
+def test_integers_are_always_exact():
+    for cls in ACCURACY:
+        assert check(cls, "i32", np.int32([5]), np.int32([5]), n=1, abs_sum=[5]) is None
+        assert check(cls, "i64", np.int64([5]), np.int64([6]), n=1, abs_sum=[5]) is not None
+    assert check("exact", "bool", np.array([True]), np.array([False])) is not None
+
+
+def test_shape_and_dtype_mismatch():
+    assert "shape" in check("exact", "f32", np.zeros(2, np.float32), np.zeros(3, np.float32)).reason
+    assert "dtype" in check("exact", "f32", np.zeros(2, np.float64), np.zeros(2, np.float32)).reason
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_ulp_classes_allow_bound_plus_reference(dtype):
+    dt = DType(dtype)
+    bound = accuracy.ULP_BOUNDS[dtype] + accuracy.REFERENCE_ULP
+    x = dt.numpy.type(1.5)
+    y = x
+    for _ in range(bound):
+        y = np.nextafter(y, dt.numpy.type(2))
+    assert check("exp", dt, np.array([y]), np.array([x])) is None
+    y = np.nextafter(y, dt.numpy.type(2))
+    m = check("log", dt, np.array([y]), np.array([x]))
+    assert m is not None and m.histogram[">=4"] == 1
+
+
+def test_gamma():
+    assert gamma(0, "f32") == 0
+    u = 2.0 ** -24
+    assert math.isclose(gamma(10, "f32"), 10 * u / (1 - 10 * u))
+    assert gamma(2 ** 24, "f32") == math.inf
+    assert gamma(10, "f64") < gamma(10, "f32")
+
+
+def test_sum_class_bound():
+    n = 100
+    abs_sum = np.array([100.0])
+    tol = 2 * (gamma(n, "f32") * 100.0 + n * 2.0 ** -149)
+    exp = np.float32([10.0])
+    ok = np.float32([10.0 + tol * 0.9])
+    bad = np.float32([10.0 + tol * 4])
+    assert check("sum", "f32", ok, exp, n=n, abs_sum=abs_sum) is None
+    assert check("sum", "f32", bad, exp, n=n, abs_sum=abs_sum) is not None
+    # non-finite expected values must be matched exactly
+    assert check("dot", "f64", np.array([np.nan]), np.array([np.nan]), n=2, abs_sum=[np.inf]) is None
+    assert check("dot", "f64", np.array([np.inf]), np.array([np.nan]), n=2, abs_sum=[np.inf]) is not None
+    assert check("dot", "f64", np.array([-np.inf]), np.array([np.inf]), n=2, abs_sum=[np.inf]) is not None
+    with pytest.raises(ValueError):
+        check("sum", "f32", exp, exp)
+
+
+def test_accumulation_of_each_op():
+    x = np.array([[1.0, -2.0], [3.0, -4.0]], dtype=np.float32)
+    n, s = accuracy.accumulation("reduce_sum", [x], {"axes": (1,), "keepdims": False})
+    assert n == 2 and s.tolist() == [3.0, 7.0]
+    n, s = accuracy.accumulation("matmul", [x, x], {})
+    assert n == 2 and s.tolist() == [[7.0, 10.0], [15.0, 22.0]]
+    x4 = np.ones((1, 3, 3, 2), np.float32)
+    w4 = -np.ones((2, 2, 2, 1), np.float32)
+    attrs = {"strides": (1, 1), "padding": ((0, 0), (0, 0)), "lhs_dilation": (1, 1), "rhs_dilation": (1, 1)}
+    n, s = accuracy.accumulation("conv2d", [x4, w4], attrs)
+    assert n == 8 and s.shape == (1, 2, 2, 1) and np.all(s == 8)
+    assert accuracy.accumulation("add", [x, x], {}) is None

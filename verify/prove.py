@@ -1,0 +1,234 @@
+"""Discharging proof obligations with Z3: proved, refuted (minimized counterexample) or unknown.
+
+Verdicts are reproducible: every query runs under a Z3 resource limit (``rlimit``, counted per
+``check`` call) and a fixed random seed, never a wall-clock timeout.  A refutation's model is
+minimized by iterative tightening: while the solver finds a model whose sum of absolute values of
+the named variables is smaller than the last one, keep it (each round under the same rlimit).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import z3
+
+DEFAULT_RLIMIT = 2_000_000
+SEED = 0
+MINIMIZE_ROUNDS = 24
+
+
+@dataclass
+class Case:
+    """One query: ``premises ⊢ goal``; ``vars`` are named in a counterexample.
+
+    A case with ``check`` instead is decided by evaluation (sampled concrete agreement): ``check()``
+    returns None when it holds, or a counterexample dict.
+    """
+
+    desc: str
+    premises: Sequence[Any] = ()
+    goal: Any = None
+    vars: Sequence[Any] = ()
+    check: Callable[[], dict | None] | None = None
+
+
+@dataclass
+class Outcome:
+    status: str  # proved | refuted | unknown
+    counterexample: dict[str, int] | None = None
+    case: str | None = None
+    reason: str | None = None
+
+
+def new_solver(rlimit: int = DEFAULT_RLIMIT, tactic: bool = False) -> Any:
+    """A solver with the resource limit and seed set.  ``tactic``: first eliminate variables that
+    the query defines by equations (``solve-eqs``), which closes the product identities of
+    reshape-like rules that the default nonlinear engine may not."""
+    if tactic:
+        s = z3.Then("simplify", "propagate-values", "solve-eqs", "smt").solver()
+    else:
+        s = z3.Solver()
+    s.set("rlimit", rlimit)
+    s.set("random_seed", SEED)
+    return s
+
+
+def _conjuncts(e: Any, out: list) -> list:
+    if z3.is_and(e):
+        for c in e.children():
+            _conjuncts(c, out)
+    else:
+        out.append(e)
+    return out
+
+
+def syntactically_implied(premises: Sequence[Any], goal: Any) -> bool:
+    """Every conjunct of ``goal`` is literally a conjunct of the premises (no solver needed)."""
+    have = set()
+    for p in premises:
+        if not isinstance(p, bool):
+            for c in _conjuncts(p, []):
+                have.add(c.get_id())
+    return all(z3.is_true(c) or c.get_id() in have for c in _conjuncts(goal, []))
+
+
+def _sum_abs(vs: Sequence[Any]) -> Any:
+    return z3.Sum([z3.If(v >= 0, v, -v) for v in vs]) if vs else z3.IntVal(0)
+
+
+def model_values(model: Any, vs: Sequence[Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in vs:
+        val = model.eval(v, model_completion=True)
+        if z3.is_int_value(val):
+            out[str(v)] = val.as_long()
+    return out
+
+
+def minimize(solver: Any, vs: Sequence[Any], model: Any, rounds: int = MINIMIZE_ROUNDS) -> dict[str, int]:
+    """Tighten ``Σ|v|`` below the current model's until unsat/unknown (solver already holds the query)."""
+    best = model_values(model, vs)
+    if not vs:
+        return best
+    cost = _sum_abs(vs)
+    for _ in range(rounds):
+        bound = sum(abs(x) for x in best.values())
+        if bound == 0:
+            break
+        solver.push()
+        # halve the gap when far off; the last rounds step by one
+        solver.add(cost < bound)
+        r = solver.check()
+        if r == z3.sat:
+            best = model_values(solver.model(), vs)
+            solver.pop()
+        else:
+            solver.pop()
+            break
+    return best
+
+
+def reason_text(solver: Any, rlimit: int) -> str:
+    r = solver.reason_unknown()
+    if r in ("canceled", "max. resource limit exceeded", "resource limit exceeded"):
+        return f"resource limit (rlimit {rlimit}) exhausted"
+    return r or "unknown"
+
+
+class Prover:
+    def __init__(self, rlimit: int = DEFAULT_RLIMIT, smt2_dir: str | None = None):
+        self.rlimit = rlimit
+        self.smt2_dir = smt2_dir
+        self._n = 0
+        self._solver: Any = None
+
+    def run_case(self, case: Case, tag: str = "query") -> Outcome:
+        if case.check is not None:
+            cex = case.check()
+            return Outcome("proved") if cex is None else Outcome("refuted", cex, case.desc)
+        goal = case.goal
+        if isinstance(goal, bool):
+            goal = z3.BoolVal(goal)
+        if z3.is_true(goal):
+            return Outcome("proved")
+        if goal.num_args() <= 8 and syntactically_implied(case.premises, goal):
+            return Outcome("proved")
+        query = z3.And(*[z3.BoolVal(p) if isinstance(p, bool) else p for p in case.premises], z3.Not(goal)) \
+            if case.premises else z3.Not(goal)
+        simple = z3.simplify(query)
+        if z3.is_false(simple):
+            return Outcome("proved")
+        if self.smt2_dir:
+            self._write_smt2(simple, tag, case.desc)
+        s = self._shared()
+        s.push()
+        try:
+            s.add(simple)
+            r = s.check()
+            if r == z3.unsat:
+                return Outcome("proved")
+            if r == z3.sat:
+                return Outcome("refuted", minimize(s, list(case.vars), s.model()), case.desc)
+            reason = reason_text(s, self.rlimit)
+        finally:
+            s.pop()
+        # the tactic pipeline gave up: try the default engine once before answering unknown
+        s2 = new_solver(self.rlimit)
+        s2.add(simple)
+        r = s2.check()
+        if r == z3.unsat:
+            return Outcome("proved")
+        if r == z3.sat:
+            return Outcome("refuted", minimize(s2, list(case.vars), s2.model()), case.desc)
+        return Outcome("unknown", None, case.desc, reason)
+
+    def _shared(self) -> Any:
+        if self._solver is None:
+            self._solver = new_solver(self.rlimit, tactic=True)
+        return self._solver
+
+    def _write_smt2(self, query: Any, tag: str, desc: str) -> None:
+        from mind.driver_io import atomic_write
+
+        self._n += 1
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", tag)[:80]
+        path = os.path.join(self.smt2_dir, f"{self._n:04d}-{safe}.smt2")
+        s = z3.Solver()
+        s.add(query)
+        text = (f"; {tag}: {desc}\n; unsat = proved.  rlimit {self.rlimit}, random_seed {SEED}\n"
+                f"(set-option :rlimit {self.rlimit})\n(set-option :random-seed {SEED})\n" + s.to_smt2())
+        atomic_write(path, lambda fh: fh.write(text), mode="w")
+
+
+@dataclass
+class Verdict:
+    op: str
+    name: str
+    text: str
+    status: str
+    seconds: float
+    cases: int
+    case: str | None = None
+    counterexample: dict[str, int] | None = None
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "obligation": self.name, "statement": self.text, "verdict": self.status,
+                "seconds": round(self.seconds, 6), "cases": self.cases, "case": self.case,
+                "counterexample": self.counterexample, "reason": self.reason}
+
+
+def discharge(op: str, name: str, text: str, cases: Iterable[Case], prover: Prover) -> Verdict:
+    """Prove every case; the first refutation (or unknown) decides the verdict."""
+    t0 = time.perf_counter()
+    n = 0
+    unknown: Outcome | None = None
+    for case in cases:
+        n += 1
+        out = prover.run_case(case, f"{op}.{name}")
+        if out.status == "refuted":
+            return Verdict(op, name, text, "refuted", time.perf_counter() - t0, n, out.case,
+                           out.counterexample)
+        if out.status == "unknown" and unknown is None:
+            unknown = out
+    dt = time.perf_counter() - t0
+    if unknown is not None:
+        return Verdict(op, name, text, "unknown", dt, n, unknown.case, None, unknown.reason)
+    return Verdict(op, name, text, "proved", dt, n)
+
+
+@dataclass
+class SpecReport:
+    verdicts: list[Verdict] = field(default_factory=list)
+    seconds: float = 0.0
+    rank_bound: int = 6
+
+    def counts(self) -> dict[str, int]:
+        out = {"proved": 0, "refuted": 0, "unknown": 0}
+        for v in self.verdicts:
+            out[v.status] += 1
+        return out
