@@ -63,7 +63,7 @@ def bind_arguments(fn: Function, args: Sequence[Any] | Mapping[str, Any]) -> tup
             if expected != n:
                 diags.append(Diagnostic("E6009", f"argument %{p.name} axis {axis} has extent {n}, expected "
                                                  f"{format_dim(d)} = {expected}", help=f"the parameter type is {p.type}"))
-        arrays.append(np.ascontiguousarray(arr))
+        arrays.append(np.asarray(arr, order="C"))
     if not diags:
         for p, arr in zip(fn.params, arrays):
             for axis, (d, n) in enumerate(zip(p.type.shape, arr.shape)):

@@ -179,8 +179,8 @@ def is_const(d: Any) -> bool:
 
 def format_dim(d: Dim) -> str:
     """Canonical text of a dimension: terms by descending degree then name, constant last."""
-    if isinstance(d, int):
-        return str(d)
+    if isinstance(d, int) or not isinstance(d, DimExpr):
+        return str(d)  # ints, and Z3 terms when a rule runs in the verifier
     terms = sorted(d.terms.items(), key=lambda mc: (-sum(p for _, p in mc[0]), _mono_key(mc[0])))
     parts: list[str] = []
     for mono, coef in terms:
@@ -462,20 +462,18 @@ class SymArith(Arith):
     def max(self, a: Dim, b: Dim) -> Dim:
         if type(a) is int and type(b) is int:
             return a if a >= b else b
-        c = self.le(b, a)
-        if c is True:
+        if self.le(b, a) is True:
             return a
-        if c is False:
+        if self.le(a, b) is True:
             return b
         return _apply_atom("max", *sorted((a, b), key=format_dim))
 
     def min(self, a: Dim, b: Dim) -> Dim:
         if type(a) is int and type(b) is int:
             return a if a <= b else b
-        c = self.le(a, b)
-        if c is True:
+        if self.le(a, b) is True:
             return a
-        if c is False:
+        if self.le(b, a) is True:
             return b
         return _apply_atom("min", *sorted((a, b), key=format_dim))
 

@@ -74,11 +74,22 @@ def parse_dtype(name: str) -> DType | None:
     return _BY_NAME.get(name)
 
 
+_BY_NUMPY: dict[Any, DType] = {}
+
+
 def from_numpy(np_dtype: Any) -> DType | None:
+    """The dtype of a NumPy dtype (or array dtype), or None if Core IR has no such dtype."""
+    hit = _BY_NUMPY.get(np_dtype)
+    if hit is not None:
+        return hit
     import numpy as np
 
     dt = np.dtype(np_dtype)
     for d in DType:
         if d.numpy == dt:
+            try:
+                _BY_NUMPY[np_dtype] = d
+            except TypeError:
+                pass
             return d
     return None

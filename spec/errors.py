@@ -97,6 +97,7 @@ _TABLE: tuple[tuple[str, str], ...] = (
     ("E7001", "file not found or unreadable"),
     ("E7002", "invalid command-line usage"),
     ("E7003", "output cannot be written"),
+    ("E7009", "internal compiler error"),
 )
 
 CODES: dict[str, ErrorCode] = {code: ErrorCode(code, title) for code, title in _TABLE}

@@ -384,8 +384,8 @@ class Elaborator:
             raise self.fail("E2009", "a string is not a value here", node.span,
                             "strings are accepted only as options, e.g. `padding=\"same\"`")
         if t is A.Closure:
-            raise self.fail("E2008", "closures are reserved for `grad` and not supported yet", node.span,
-                            "define a function with `fn` and call it")
+            raise self.fail("E2009", "a closure is only allowed as the argument of `grad`", node.span,
+                            "differentiate it: `grad(|a| f(a, y))(x)`, or define a function with `fn`")
         if t is A.Attribute:
             raise self.fail("E2009", "field access is not supported", node.span,
                             "builtins are called: `tensor.relu(x)`")
@@ -506,7 +506,7 @@ class Elaborator:
         name = node.name
         if name is None:
             if type(node.func) is A.Call and node.func.name in ("grad", "tensor.grad"):
-                return self.grad(node.func)
+                return self.grad_apply(node.func, node)
             raise self.fail("E2009", "only named functions and builtins can be called", node.func.span)
         if name in ("grad", "tensor.grad"):
             return self.grad(node)
@@ -532,8 +532,75 @@ class Elaborator:
                         _suggest(name, list(BUILTINS) + self.visible_names()))
 
     def grad(self, node: A.Call) -> Any:
-        raise self.fail("E2008", "`grad` (automatic differentiation) is not supported by the frontend yet",
-                        node.span, "differentiate the Core IR with the autodiff transform instead")
+        """``grad(loss, wrt=[a, b])``: the gradients of the scalar ``loss`` as a tuple (one value for
+        ``wrt=a``), generated at compile time by the autodiff transform into this function."""
+        wrt_expr = node.kwarg("wrt")
+        if len(node.args) != 1 or wrt_expr is None or len(node.kwargs) != 1:
+            if len(node.args) == 1 and wrt_expr is None and not node.kwargs:
+                raise self.fail("E2009", "`grad(f)` is a function: call it with the point, `grad(f)(x)`",
+                                node.span, "or name the variables: `grad(loss, wrt=[w, b])`")
+            raise self.fail("E2007", "`grad` takes a loss and `wrt=[...]`", node.span,
+                            "e.g. `let (gw, gb) = grad(loss, wrt=[w, b]);`")
+        loss = self.tensor(self.ev(node.args[0]), node.args[0].span, "the loss")
+        targets = wrt_expr.elts if type(wrt_expr) is A.ArrayLit else (wrt_expr,)
+        wrt = []
+        for t in targets:
+            if type(t) is not A.Name:
+                raise self.fail("E2009", "`wrt` lists variable names", t.span, "e.g. `wrt=[w1, b1]`")
+            wrt.append(self.tensor(self.ev(t), t.span, f"`{t.id}`"))
+        if loss is POISON or any(w is POISON for w in wrt):
+            return POISON
+        grads = self.differentiate(loss, wrt, node.span)
+        return grads[0] if type(wrt_expr) is not A.ArrayLit else Tup(grads, node.span)
+
+    def grad_apply(self, gcall: A.Call, node: A.Call) -> Any:
+        """``grad(f)(x, y)`` and ``grad(|a| body)(x)``: the gradient of a scalar function with respect
+        to its first argument, evaluated at the given point."""
+        if len(gcall.args) != 1 or gcall.kwargs:
+            raise self.fail("E2007", "`grad(f)` takes one function", gcall.span, "e.g. `grad(loss_fn)(w)`")
+        target = gcall.args[0]
+        if node.kwargs or not node.args:
+            raise self.fail("E2007", "call `grad(f)` with positional arguments", node.span)
+        args = [(a, self.ev(a)) for a in node.args]
+        if any(v is POISON for _, v in args):
+            return POISON
+        point = self.tensor(args[0][1], args[0][0].span, "the point of differentiation")
+        if point is POISON:
+            return POISON
+        if type(target) is A.Closure:
+            if len(target.params) != len(args):
+                raise self.fail("E2007", f"the closure takes {len(target.params)} argument(s), "
+                                         f"{len(args)} given", node.span)
+            scope = Scope(self.scope)  # closures see the enclosing values (e.g. `y` in |a| f(a, y))
+            for p, (_a, v) in zip(target.params, args):
+                scope.names[p.name] = v
+            saved = self.scope
+            self.scope = scope
+            try:
+                loss = self.ev(target.body)
+            finally:
+                self.scope = saved
+        elif type(target) is A.Name:
+            ref, _ = self.scope.lookup(target.id)
+            if type(ref) is not FnRef:
+                raise self.fail("E2009", f"`{target.id}` is not a function", target.span)
+            loss = self.inline_values(ref, args, node)
+        else:
+            raise self.fail("E2009", "`grad` differentiates a function name or a closure `|a| ...`",
+                            target.span)
+        if loss is POISON:
+            return POISON
+        loss = self.tensor(loss, node.span, "the function's result")
+        return self.differentiate(loss, [point], node.span)[0]
+
+    def differentiate(self, loss: Value, wrt: list[Value], off: tuple[int, int]) -> list[Value]:
+        from mind.compiler.autodiff.transform import grad_values
+
+        try:
+            return grad_values(self.b, loss, wrt)
+        except MindError as exc:
+            d = exc.diagnostics[0]
+            raise self.fail(d.code, d.message, off, d.help) from None
 
     def inline(self, ref: FnRef, node: A.Call) -> Any:
         fn: A.FnDef = ref.node
@@ -566,6 +633,15 @@ class Elaborator:
                             f"the signature is `{_sig(fn)}`")
         if any(v is POISON for _, v in args):
             return POISON
+        return self.inline_values(ref, args, node)
+
+    def inline_values(self, ref: FnRef, args: list[tuple[Any, Any]], node: A.Call) -> Any:
+        """Inline ``ref`` on already evaluated (argument node, value) pairs."""
+        fn: A.FnDef = ref.node
+        params = fn.params
+        if len(args) != len(params):
+            raise self.fail("E2007", f"`{fn.name}` takes {len(params)} argument(s), {len(args)} given",
+                            node.span, f"the signature is `{_sig(fn)}`")
         env: dict[str, Any] = {}
         scope = Scope(ref.scope, values_visible=False)
         for p, (anode, v) in zip(params, args):

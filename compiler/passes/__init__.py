@@ -1,30 +1,44 @@
-"""Canonicalization: constant folding, algebraic simplification, CSE and DCE, to a fixed point.
+"""Canonicalization: constant folding, exact algebraic simplification, CSE and DCE.
 
-``canonicalize`` is what the frontend, the autodiff transform and the backends call; its output
-is deterministic, verifies, and (with ``renumber=True``) names op results %0, %1, … in order.
+Every rule looks only at an op and the producers of its operands, which a forward walk has already
+rewritten, so one walk that applies fold → simplify → CSE to each op (repeating on an op while a
+rule changes it) reaches the fixed point; DCE and renumbering follow.  The output is deterministic,
+verifies, and (with ``rename=True``) names op results %0, %1, … in program order.
 """
 
 from __future__ import annotations
 
-from mind.ir.core import Function, Module
-from mind.compiler.passes.cse import common_subexpression_elimination
-from mind.compiler.passes.fold import constant_folding
-from mind.compiler.passes.rewrite import dead_code_elimination, renumber, rewrite
-from mind.compiler.passes.simplify import algebraic_simplification
+from mind.ir.core import Function, Module, Operation, Value
+from mind.compiler.passes.cse import common_subexpression_elimination, cse_rule
+from mind.compiler.passes.fold import constant_folding, fold_rule
+from mind.compiler.passes.rewrite import RewriteContext, dead_code_elimination, renumber, rewrite
+from mind.compiler.passes.simplify import algebraic_simplification, simplify_rule
 
-PIPELINE = (constant_folding, algebraic_simplification, common_subexpression_elimination,
-            dead_code_elimination)
-MAX_ROUNDS = 8
+MAX_STEPS_PER_OP = 8
+
+
+def combined_rule():
+    cse = cse_rule()
+
+    def rule(op: Operation, operands: tuple[Value, ...], ctx: RewriteContext) -> Value | Operation | None:
+        current, changed = op, False
+        for _ in range(MAX_STEPS_PER_OP):
+            out = fold_rule(current, current.operands, ctx) or simplify_rule(current, current.operands, ctx)
+            if out is None:
+                break
+            if isinstance(out, Value):
+                return out
+            current, changed = out, True
+        prior = cse(current, current.operands, ctx)
+        if prior is not None:
+            return prior
+        return current if changed else None
+
+    return rule
 
 
 def canonicalize(fn: Function, *, rename: bool = True) -> Function:
-    for _ in range(MAX_ROUNDS):
-        before = len(fn.ops)
-        signature = [(op.op, id(op.result)) for op in fn.ops]
-        for p in PIPELINE:
-            fn = p(fn)
-        if len(fn.ops) == before and [(op.op, id(op.result)) for op in fn.ops] == signature:
-            break
+    fn = dead_code_elimination(rewrite(fn, combined_rule()))
     return renumber(fn) if rename else fn
 
 

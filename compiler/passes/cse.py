@@ -6,7 +6,7 @@ Sound because every Core IR op is a pure, deterministic function of its operands
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Callable
 
 from mind.ir.core import Function, Operation, Value
 from mind.compiler.passes.rewrite import RewriteContext, rewrite
@@ -17,6 +17,9 @@ def attr_key(value: Any) -> Any:
     if hasattr(value, "dtype") and hasattr(value, "shape"):
         import numpy as np
 
+        if value.ndim and value.size and all(st == 0 for st in value.strides):
+            # a splat view: key on the one element, never on a materialised copy
+            return ("splat", str(value.dtype), value.shape, np.asarray(value).reshape(-1)[:1].tobytes())
         arr = np.ascontiguousarray(value)
         return ("tensor", str(arr.dtype), arr.shape, hashlib.sha256(arr.tobytes()).hexdigest())
     if isinstance(value, tuple):
@@ -35,7 +38,8 @@ def op_key(op: Operation, operands: tuple[Value, ...]) -> tuple:
             tuple((k, attr_key(v)) for k, v in op.attrs.items()), op.result.type)
 
 
-def common_subexpression_elimination(fn: Function) -> Function:
+def cse_rule() -> "Callable[[Operation, tuple[Value, ...], RewriteContext], Value | None]":
+    """A rule that maps an op to an earlier identical op's result (state: the ops seen so far)."""
     seen: dict[tuple, Value] = {}
 
     def rule(op: Operation, operands: tuple[Value, ...], ctx: RewriteContext) -> Value | None:
@@ -46,4 +50,8 @@ def common_subexpression_elimination(fn: Function) -> Function:
         seen[key] = op.result
         return None
 
-    return rewrite(fn, rule)
+    return rule
+
+
+def common_subexpression_elimination(fn: Function) -> Function:
+    return rewrite(fn, cse_rule())

@@ -12,7 +12,8 @@ from typing import Any
 from mind.ir.core import Function, Operation, Value
 from mind.compiler.passes.rewrite import RewriteContext, rewrite
 
-FOLD_LIMIT = 1 << 16
+FOLD_LIMIT = 1 << 16  # elements of a folded result
+WORK_LIMIT = 1 << 18  # multiply-adds or elements read to fold one op; programs are not run at compile time
 ELEMENTWISE = {"add", "sub", "mul", "div", "exp", "log", "compare", "select", "convert"}
 
 
@@ -39,12 +40,23 @@ def static_size(shape: tuple) -> int | None:
     return n
 
 
-def constant_folding(fn: Function) -> Function:
+def fold_work(op: Operation, operand_sizes: list[int], result_size: int) -> int:
+    """Elements touched to evaluate ``op``: contractions count multiply-adds."""
+    if op.op == "matmul":
+        return result_size * int(op.operands[0].type.shape[-1])
+    if op.op == "conv2d":
+        kh, kw, c, _ = op.operands[1].type.shape
+        return result_size * int(kh) * int(kw) * int(c)
+    return max([result_size, *operand_sizes])
+
+
+def fold_rule(op: Operation, operands: tuple[Value, ...], ctx: RewriteContext) -> Operation | None:
+    """Replace an op on constants by the constant the reference computes (bounded work)."""
     import numpy as np
 
     from mind.reference.ops import OP_FUNCTIONS
 
-    def rule(op: Operation, operands: tuple[Value, ...], ctx: RewriteContext) -> Operation | None:
+    if True:
         if op.op == "const" or not operands:
             return None
         producers = [ctx.defining_op(v) for v in operands]
@@ -54,7 +66,7 @@ def constant_folding(fn: Function) -> Function:
         if size is None:
             return None
         values = [p.attrs["value"] for p in producers]
-        if size <= FOLD_LIMIT:
+        if size <= FOLD_LIMIT and fold_work(op, [v.size for v in values], size) <= WORK_LIMIT:
             out = OP_FUNCTIONS[op.op](*[np.asarray(v) for v in values], **op.attrs)
         elif op.op in ELEMENTWISE and all(is_splat(v) for v in values):
             scalars = [np.asarray(v).reshape(-1)[:1].reshape(()) for v in values]
@@ -65,4 +77,6 @@ def constant_folding(fn: Function) -> Function:
         out = np.asarray(out) if size <= FOLD_LIMIT else out
         return Operation("const", (), {"value": out}, op.result, op.span)
 
-    return rewrite(fn, rule)
+
+def constant_folding(fn: Function) -> Function:
+    return rewrite(fn, fold_rule)

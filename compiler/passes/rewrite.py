@@ -17,8 +17,14 @@ Rule = Callable[[Operation, tuple[Value, ...], "RewriteContext"], "Value | Opera
 class RewriteContext:
     def __init__(self, fn: Function):
         self.fn = fn
-        self.arith = fn.arith()
+        self._arith = None
         self.producer: dict[int, Operation] = {}  # id(result) -> op in the rewritten function
+
+    @property
+    def arith(self):
+        if self._arith is None:
+            self._arith = self.fn.arith()
+        return self._arith
 
     def defining_op(self, v: Value) -> Operation | None:
         return self.producer.get(id(v))
@@ -28,6 +34,7 @@ def rewrite(fn: Function, rule: Rule) -> Function:
     ctx = RewriteContext(fn)
     replace: dict[int, Value] = {}
     new_ops: list[Operation] = []
+    changed = False
     for op in fn.ops:
         operands = tuple(replace.get(id(v), v) for v in op.operands)
         if operands != op.operands:
@@ -35,13 +42,17 @@ def rewrite(fn: Function, rule: Rule) -> Function:
         out = rule(op, operands, ctx)
         if isinstance(out, Value):
             replace[id(op.result)] = out
+            changed = True
             continue
         if isinstance(out, Operation):
             if out.result is not op.result:
                 replace[id(op.result)] = out.result
             op = out
+            changed = True
         new_ops.append(op)
         ctx.producer[id(op.result)] = op
+    if not changed:
+        return fn  # passes signal "nothing to do" by identity, so canonicalize stops early
     results = [replace.get(id(v), v) for v in fn.results]
     return Function(fn.name, list(fn.params), new_ops, results, list(fn.assumptions), fn.span)
 
@@ -54,6 +65,8 @@ def dead_code_elimination(fn: Function) -> Function:
         if id(op.result) in live:
             kept.append(op)
             live.update(id(v) for v in op.operands)
+    if len(kept) == len(fn.ops):
+        return fn
     kept.reverse()
     return Function(fn.name, list(fn.params), kept, list(fn.results), list(fn.assumptions), fn.span)
 

@@ -16,6 +16,8 @@ HELP = "prove an IR dump shape-correct for all values of its symbolic dims, or p
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("dump", nargs="?", help="a Core IR dump (.mir text) or a public MIND IR dump (`%%0 = Input() ...`)")
     p.add_argument("--spec", action="store_true", help="prove the spec's obligations for every op and print a table")
+    p.add_argument("--autodiff", action="store_true",
+                   help="check every op's VJP rule (sympy proofs, adjoint tests, Z3 shape proofs, finite differences)")
     p.add_argument("--format", choices=("auto", "core", "public"), default="auto", help="dump format (default: detect)")
     p.add_argument("--rank-bound", type=int, default=6, metavar="R", help="--spec: enumerate ranks up to R (default 6)")
     p.add_argument("--op", action="append", default=[], metavar="OP", help="--spec: only this op (repeatable)")
@@ -28,13 +30,29 @@ def register(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from mind.diagnostics import error
 
-    if args.spec and args.dump:
-        raise error("E7002", "give either --spec or a DUMP, not both")
-    if not args.spec and not args.dump:
-        raise error("E7002", "nothing to verify", help="`mind verify DUMP` or `mind verify --spec`")
+    if sum(bool(x) for x in (args.spec, args.autodiff, args.dump)) > 1:
+        raise error("E7002", "give one of --spec, --autodiff or a DUMP")
+    if not args.spec and not args.dump and not args.autodiff:
+        raise error("E7002", "nothing to verify",
+                    help="`mind verify DUMP`, `mind verify --spec` or `mind verify --autodiff`")
+    if args.autodiff:
+        return run_autodiff(args)
     if args.spec:
         return run_spec(args)
     return run_dump(args)
+
+
+def run_autodiff(args: argparse.Namespace) -> int:
+    from mind.cli.output import emit_json
+    from mind.verify.autodiff_report import all_ok, autodiff_table, format_table as format_rules
+
+    rows = autodiff_table()
+    ok = all_ok(rows)
+    if args.json:
+        emit_json({"ok": ok, "rules": rows})
+    else:
+        sys.stdout.write(format_rules(rows) + "\n")
+    return 0 if ok else 1
 
 
 def run_spec(args: argparse.Namespace) -> int:

@@ -68,6 +68,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a bug in MIND: still a coded diagnostic, never a traceback
+        import traceback
+
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+        err = error("E7009", f"internal compiler error: {type(exc).__name__}: {exc}",
+                    help="this is a bug in MIND; please report it with the input that caused it",
+                    notes=(f"raised at {where}",))
+        report_error(err, as_json)
+        return 3
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ def emit_json(payload: dict[str, Any]) -> None:
 
 
 def report_error(exc: MindError, as_json: bool) -> int:
-    """Print every diagnostic; exit status 2 for unreadable input or usage, else 1."""
+    """Print every diagnostic; exit status 2 for unreadable input or usage, else 1 (3: internal error)."""
     if as_json:
         emit_json({"ok": False, "diagnostics": to_json(exc.diagnostics)})
     else:
@@ -51,4 +51,6 @@ def report_error(exc: MindError, as_json: bool) -> int:
 
 
 def exit_status(codes: Sequence[str]) -> int:
+    if "E7009" in codes:
+        return 3
     return 2 if any(c.startswith("E7") or c in ("E1001", "E6011") for c in codes) else 1

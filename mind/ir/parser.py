@@ -7,11 +7,12 @@ IR text is untrusted input: the parser never evaluates anything it reads, bounds
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from mind.diagnostics import Diagnostic, MindError, Span, position
+from mind.diagnostics import Diagnostic, MindError, Span
 from mind.ir.core import RELATIONS, Assumption, Function, Module, Operation, Value
 from mind.spec.dims import Dim, INT_ARITH, sym
 from mind.spec.dtypes import DType, parse_dtype
@@ -55,20 +56,39 @@ class IRParser:
     def __init__(self, text: str, filename: str = "<ir>", limits: Limits = DEFAULT_LIMITS):
         self.text = text
         self.filename = filename
+        self._line_starts: list[int] | None = None
         self.limits = limits
         self.toks = self._tokenize()
         self.pos = 0
         self.n_ops = 0
 
     # errors -------------------------------------------------------------------------------------
+    def _position(self, offset: int) -> tuple[int, int]:
+        """1-based line and column by binary search in a line-start table (linear-time parsing)."""
+        if self._line_starts is None:
+            starts = [0]
+            find = self.text.find
+            i = find("\n")
+            while i >= 0:
+                starts.append(i + 1)
+                i = find("\n", i + 1)
+            self._line_starts = starts
+        line = bisect.bisect_right(self._line_starts, offset)
+        return line, offset - self._line_starts[line - 1] + 1
+
     def span(self, start: int, end: int) -> Span:
-        line, col = position(self.text, start)
-        eline, ecol = position(self.text, max(start, end))
+        line, col = self._position(start)
+        eline, ecol = self._position(max(start, end))
         return Span(self.filename, line, col, eline, ecol)
 
     def fail(self, code: str, message: str, start: int, end: int | None = None,
-             help: str | None = None) -> MindError:
-        diag = Diagnostic(code, message, self.span(start, end if end is not None else start + 1), help=help)
+             help: str | None = None, label: str | None = None) -> MindError:
+        notes: tuple[str, ...] = ()
+        if label is not None:
+            op, _, c = label.partition(".")
+            notes = (f"{label}: {OPS[op].constraint(c).text}",)
+        diag = Diagnostic(code, message, self.span(start, end if end is not None else start + 1),
+                          label=label, help=help, notes=notes)
         return MindError([diag], {self.filename: self.text})
 
     # lexing -------------------------------------------------------------------------------------
@@ -456,7 +476,7 @@ class IRParser:
 
         lit, start_tok = raw
         if any(not isinstance(d, int) for d in ty.shape):
-            raise self.fail("E4005", "a constant must have a static shape", start_tok.start, start_tok.end)
+            raise self.fail("E4005", "a constant must have a static shape", start_tok.start, start_tok.end, label="const.C1")
         count = 1
         for d in ty.shape:
             count *= d
@@ -468,7 +488,7 @@ class IRParser:
         shape = self._literal_shape(lit, flat, start_tok)
         if tuple(shape) != tuple(ty.shape) and not (count == 0 and not flat):
             raise self.fail("E4005", f"constant literal has shape {list(shape)} but its type is {ty}",
-                            start_tok.start, start_tok.end)
+                            start_tok.start, start_tok.end, label="const.C1")
         values = [self._convert_scalar(x, ty.dtype) for x in flat]
         return np.array(values, dtype=ty.dtype.numpy).reshape(ty.shape)
 
@@ -476,10 +496,10 @@ class IRParser:
         if isinstance(lit, list):
             shapes = [self._literal_shape(x, flat, tok) for x in lit]
             if any(s != shapes[0] for s in shapes):
-                raise self.fail("E4005", "constant literal is ragged", tok.start, tok.end)
+                raise self.fail("E4005", "constant literal is ragged", tok.start, tok.end, label="const.C1")
             return [len(lit)] + (shapes[0] if shapes else [])
         if isinstance(lit, tuple) and lit and lit[0] == "splat":
-            raise self.fail("E4005", "`splat` is only allowed as the whole value", tok.start, tok.end)
+            raise self.fail("E4005", "`splat` is only allowed as the whole value", tok.start, tok.end, label="const.C1")
         flat.append(lit)
         return []
 
@@ -491,16 +511,16 @@ class IRParser:
         body = text.lstrip("-")
         if dtype is DType.BOOL:
             if body not in ("true", "false") or text.startswith("-"):
-                raise self.fail("E4005", f"`{text}` is not a bool literal", start, end)
+                raise self.fail("E4005", f"`{text}` is not a bool literal", start, end, label="const.C1")
             return body == "true"
         if body in ("true", "false"):
-            raise self.fail("E4005", f"`{text}` is not a {dtype.value} literal", start, end)
+            raise self.fail("E4005", f"`{text}` is not a {dtype.value} literal", start, end, label="const.C1")
         if dtype.is_int:
             if not body.isdigit():
-                raise self.fail("E4005", f"`{text}` is not an integer literal", start, end)
+                raise self.fail("E4005", f"`{text}` is not an integer literal", start, end, label="const.C1")
             v = int(text)
             if not dtype.int_min <= v <= dtype.int_max:
-                raise self.fail("E4005", f"{v} does not fit in {dtype.value}", start, end)
+                raise self.fail("E4005", f"{v} does not fit in {dtype.value}", start, end, label="const.C1")
             return v
         with np.errstate(over="ignore"):
             return dtype.numpy.type(float(text))

@@ -19,6 +19,9 @@ def broadcast(ctx: ShapeContext, label: str, *shapes: Sequence[Any]) -> tuple[An
     The result dim is ``ite(a == 1, b, a)``, so with a symbol ``B`` against ``1`` it stays ``B``
     (true whether or not ``B`` is 1), and ``B`` against ``3`` is undecided rather than merged.
     """
+    fast = _broadcast_ints(shapes)
+    if fast is not None:
+        return fast
     A = ctx.A
     rank = max((len(s) for s in shapes), default=0)
     padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
@@ -35,6 +38,28 @@ def broadcast(ctx: ShapeContext, label: str, *shapes: Sequence[Any]) -> tuple[An
                         help="extents must be equal, or one of them 1")
             acc = ctx.dim_choice(label, lambda a=a, b=b: A.ite(A.eq(a, 1), b, a))
         out.append(acc)
+    return tuple(out)
+
+
+def _broadcast_ints(shapes: Sequence[Sequence[Any]]) -> tuple[int, ...] | None:
+    """The common case of concrete, compatible shapes, without building conditions; None otherwise."""
+    rank = 0
+    for s in shapes:
+        for d in s:
+            if type(d) is not int:
+                return None
+        rank = max(rank, len(s))
+    out = [1] * rank
+    for s in shapes:
+        offset = rank - len(s)
+        for i, d in enumerate(s):
+            cur = out[offset + i]
+            if d == cur or d == 1:
+                continue
+            if cur == 1:
+                out[offset + i] = d
+            else:
+                return None  # incompatible: the general path reports it with its label
     return tuple(out)
 
 

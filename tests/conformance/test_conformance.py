@@ -21,11 +21,7 @@ PATHS = runner.case_paths()
 IDS = [os.path.relpath(p, runner.CASES_DIR)[:-5] for p in PATHS]
 
 # Cases that fail on the reference because of known bugs (StableHLO-style: the reason is in the file).
-KNOWN_FAILURES = {
-    "edge/pad_rank0": "BUG: reference/interpreter.py bind_arguments turns rank-0 arguments into shape [1] "
-                      "(np.ascontiguousarray returns ndim >= 1)",
-    "negative/const_c1": "BUG: the parser reports E4005 for a constant literal without the label const.C1",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _load_gen():

@@ -68,8 +68,6 @@ def test_select_function():
     assert select_function(parse_module(two), "g").name == "g"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: reference/interpreter.py bind_arguments uses np.ascontiguousarray, "
-                                       "which turns rank-0 arguments into shape (1,)")
 def test_rank0_argument_keeps_rank0():
     fn = _fn("func @main(%a: f32[]) -> (f32[]) {\n  %0 = exp(%a) : f32[]\n  return %0\n}\n")
     (out,) = run_function(fn, [np.float32(0.0)])

@@ -79,8 +79,7 @@ def test_every_constraint_code_exists():
             assert c.code in CODES, (op.name, c.label)
 
 
-_KNOWN = {"const.C1": "BUG: the parser reports a constant literal that does not match its type as E4005 "
-                      "without the spec label const.C1 (mind/ir/parser.py _tensor_value)"}
+_KNOWN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("label", [pytest.param(l, marks=pytest.mark.xfail(strict=True, reason=_KNOWN[l]))
