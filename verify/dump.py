@@ -38,27 +38,6 @@ class SafeIRParser(IRParser):
     refused (E1012) before they are built.
     """
 
-    def span(self, start: int, end: int) -> Span:
-        # ``diagnostics.position`` counts newlines from the start of the text for every span, which
-        # makes parsing quadratic in the number of ops; use a line table instead (same result).
-        import bisect
-
-        starts = self.__dict__.get("_line_starts")
-        if starts is None:
-            starts = [0]
-            find = self.text.find
-            i = find("\n")
-            while i >= 0:
-                starts.append(i + 1)
-                i = find("\n", i + 1)
-            self._line_starts = starts
-
-        def pos(off: int) -> tuple[int, int]:
-            ln = bisect.bisect_right(starts, off)
-            return ln, off - starts[ln - 1] + 1
-        line, col = pos(start)
-        eline, ecol = pos(max(start, end))
-        return Span(self.filename, line, col, eline, ecol)
 
     def _dim_term(self, depth: int):
         start = self.tok.start
@@ -298,23 +277,13 @@ class FunctionVerifier:
         self.rep.findings.append(Finding(diag, cex))
 
     def run(self) -> None:
-        from mind.ir.verify import _attr_problems
+        from mind.ir.verify import _attr_problems, signature_problems
 
         fn = self.fn
         st = self.rep.stats
         st.functions += 1
-        param_symbols: set[str] = set()
-        for p in fn.params:
-            for d in p.type.shape:
-                if isinstance(d, DimExpr):
-                    param_symbols |= d.symbols()
-                elif d < 0:
-                    self.add(Diagnostic("E3006", f"parameter %{p.name} has a negative dimension", p.span))
-        for a in fn.assumptions:
-            unknown = a.symbols() - param_symbols
-            if unknown:
-                self.add(Diagnostic("E4011", f"assumption `{a}` names {', '.join(sorted(unknown))}, "
-                                             f"which no parameter type uses", fn.span))
+        for diag in signature_problems(fn):
+            self.add(diag)
         if fn.assumptions and not self.assumptions_consistent():
             self.add(Diagnostic("E4011", f"the assumptions of @{fn.name} contradict each other "
                                          f"(no values satisfy them), so every check would hold vacuously",

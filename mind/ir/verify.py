@@ -34,7 +34,8 @@ def check_module(module: Module) -> list[Diagnostic]:
     return diags
 
 
-def check_function(fn: Function) -> list[Diagnostic]:
+def signature_problems(fn: Function) -> list[Diagnostic]:
+    """Parameter dims are non-negative and every assumption names only the parameters' symbols."""
     diags: list[Diagnostic] = []
     param_symbols: set[str] = set()
     for p in fn.params:
@@ -48,6 +49,11 @@ def check_function(fn: Function) -> list[Diagnostic]:
         if unknown:
             diags.append(Diagnostic("E4011", f"assumption `{a}` names {', '.join(sorted(unknown))}, "
                                              f"which no parameter type uses", fn.span))
+    return diags
+
+
+def check_function(fn: Function) -> list[Diagnostic]:
+    diags = signature_problems(fn)
     arith = fn.arith()
     defined: set[int] = set()
     names: set[str] = set()
@@ -142,4 +148,4 @@ def _attr_problems(opdef: OpDef, attrs: dict[str, Any]) -> list[str]:
     return out
 
 
-__all__ = ["verify_module", "check_module", "check_function", "check_operation", "Unknown"]
+__all__ = ["verify_module", "check_module", "check_function", "check_operation", "signature_problems", "Unknown"]

@@ -1,5 +1,4 @@
-"""The training example: train_step = forward + generated gradient + SGD, loss falls ≥ 5×;
-and the gradient-generation benchmark runs."""
+"""The gradient-generation benchmark runs and writes its results (training: test_train_example.py)."""
 
 from __future__ import annotations
 
@@ -17,14 +16,6 @@ def _load(path, name):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-def test_training_loss_falls_fivefold():
-    mod = _load("examples/train_mlp.py", "train_mlp_example")
-    losses, fn = mod.train(steps=60, lr=0.1, verbose=False)
-    assert np.mean(losses[:3]) / np.mean(losses[-3:]) >= 5
-    assert [v.name for v in fn.params] == ["x", "y", "w1", "b1", "w2", "b2"]
-    assert len(fn.results) == 5
 
 
 def test_benchmark_writes_results(tmp_path):

@@ -14,7 +14,7 @@ from mind.cli.main import main
 from mind.spec.ops import OPS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-QUICK = os.path.join(ROOT, "examples", "quickstart.mir")
+QUICK = os.path.join(ROOT, "examples", "quickstart.mind")
 AFFINE = os.path.join(ROOT, "examples", "affine.mir")
 
 
