@@ -885,7 +885,8 @@ def _np_scalar(value: Any, dtype: DType) -> Any:
         npdt = _NP[dtype] = dtype.numpy
     import numpy as np
 
-    return np.array(value, dtype=npdt)
+    with np.errstate(over="ignore"):  # a literal beyond the dtype's range rounds to ±inf (IEEE)
+        return np.array(value, dtype=npdt)
 
 
 def _int_fold(op: str, a: int, b: int) -> int:

@@ -1,0 +1,169 @@
+"""The ``cpu`` backend: Core IR functions compiled to native code through MLIR and LLVM.
+
+``compile_function(fn, **options)`` returns a runner ``runner(args) -> list[np.ndarray]`` (args: a
+sequence in parameter order or a mapping by parameter name).  Each call binds the arguments with
+the reference interpreter's ``bind_arguments`` (same checks and diagnostics: E6009/E6010), so
+symbolic dims get their values from the arrays; the function is specialized to those values the
+first time they are seen, and the compiled kernel is kept in memory keyed by the symbol values
+(the engine also caches the shared library on disk, keyed by a SHA-256 of the MLIR text, the
+pipeline, the thread count and the target, so a second process starts warm).
+
+``emit_stage(module, "mlir" | "llvm")`` prints a stage for ``mind ir --emit``.  Only functions
+whose parameter types are concrete can be printed: a function with symbolic dims raises E6003
+asking for concrete shapes (the text depends on them).
+
+``compile(source_or_module, backend="cpu", fn=None)`` is the ``mind.compile`` convenience: MIND
+source text, Core IR text, a ``Module`` or a ``Function`` -> a callable taking NumPy arrays
+(positionally or by name) and returning one array, or a tuple when the function has several results.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from mind.diagnostics import error
+from mind.ir.core import Function, Module
+
+from .emit import ELEM, emit_mlir, has_empty_tensor
+
+__all__ = ["compile_function", "emit_stage", "compile", "CpuFunction"]
+
+_KNOWN_OPTIONS = ("threads", "schedule", "cpu", "cache")
+
+
+class CpuFunction:
+    """A Core IR function with its compiled specializations (one per symbol environment)."""
+
+    def __init__(self, fn: Function, *, threads: int | None = None, schedule: bool = True, cpu: str = "host",
+                 cache: Any = True) -> None:
+        self.fn = fn
+        self.options = {"threads": threads, "schedule": schedule, "cpu": cpu, "cache": cache}
+        self._kernels: dict[tuple[tuple[str, int], ...], Any] = {}
+        self._lock = threading.Lock()
+        self._out_specs = None
+
+    def kernel(self, env: Mapping[str, int]) -> Any:
+        key = tuple(sorted(env.items()))
+        k = self._kernels.get(key)
+        if k is None:
+            with self._lock:
+                k = self._kernels.get(key)
+                if k is None:
+                    from .engine import compile_kernel
+                    text, name = emit_mlir(self.fn, env)
+                    opts = dict(self.options)
+                    if has_empty_tensor(self.fn, env):
+                        # the tiling schedules assume non-empty extents (a 0 extent aborts MLIR's
+                        # tiling); such kernels do no work worth vectorizing
+                        opts["schedule"] = False
+                    k = compile_kernel(text, name, **opts)
+                    self._kernels[key] = k
+        return k
+
+    def __call__(self, args: Sequence[Any] | Mapping[str, Any]) -> list[np.ndarray]:
+        from mind.reference.interpreter import bind_arguments
+
+        arrays, env = bind_arguments(self.fn, args)
+        k = self.kernel(env)
+        ins = []
+        for a, spec in zip(arrays, k.signature.inputs):
+            if not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a).reshape(a.shape)
+            if a.dtype != np.dtype(spec.dtype):
+                a = a.astype(spec.dtype)
+            ins.append(a)
+        outs = [np.empty(o.shape, dtype=np.dtype(o.dtype)) for o in k.signature.outputs]
+        k(*ins, out=outs)
+        return outs
+
+
+def compile_function(fn: Function, **options: Any) -> CpuFunction:
+    unknown = sorted(set(options) - set(_KNOWN_OPTIONS))
+    if unknown:
+        raise error("E6002", f"unknown cpu backend option(s): {', '.join(unknown)}",
+                    help="options: " + ", ".join(_KNOWN_OPTIONS))
+    return CpuFunction(fn, **options)
+
+
+def _concrete_env(fn: Function) -> dict[str, int]:
+    syms = fn.symbols()
+    if syms:
+        raise error("E6003", f"@{fn.name} has symbolic dims ({', '.join(syms)}); the compiled code is "
+                             "specialized per concrete shape",
+                    help="give the parameters concrete shapes to print the MLIR/LLVM stages")
+    return {}
+
+
+def emit_stage(module: Module | Function, stage: str, fn: str | None = None) -> str:
+    """The MLIR text (``"mlir"``) or LLVM IR (``"llvm"``) of every function of ``module``."""
+    if stage not in ("mlir", "llvm"):
+        raise error("E6002", f"unknown stage `{stage}`", help="stages: mlir, llvm")
+    fns = [module] if isinstance(module, Function) else list(module.functions)
+    if fn is not None:
+        fns = [f for f in fns if f.name == fn]
+    parts = []
+    for f in fns:
+        text, name = emit_mlir(f, _concrete_env(f))
+        if stage == "mlir":
+            parts.append(text)
+        else:
+            from .engine import mlir_to_llvm_ir
+            parts.append(mlir_to_llvm_ir(text, name, threads=1).llvm_ir)
+    return "\n".join(parts)
+
+
+def _to_function(source_or_module: Any, fn: str | None) -> Function:
+    from mind.reference.interpreter import select_function
+
+    if isinstance(source_or_module, Function):
+        return source_or_module
+    if isinstance(source_or_module, Module):
+        return select_function(source_or_module, fn)
+    if isinstance(source_or_module, str):
+        text = source_or_module
+        if text.lstrip().startswith("func "):
+            from mind.ir.parser import parse_module
+            from mind.ir.verify import verify_module
+            module = parse_module(text, "<ir>")
+            verify_module(module)
+        else:
+            from mind.compiler.frontend.api import compile_source
+            module = compile_source(text)
+            if not isinstance(module, Module) and hasattr(module, "module"):
+                module = module.module
+        return select_function(module, fn)
+    raise TypeError(f"cannot compile a {type(source_or_module).__name__}")
+
+
+def compile(source_or_module: Any, backend: str = "cpu", fn: str | None = None, **options: Any) -> Callable[..., Any]:
+    """A callable running the chosen function on ``backend``: ``f(*arrays)`` or ``f(**arrays)``."""
+    from mind.backends import compile_for
+
+    function = _to_function(source_or_module, fn)
+    runner = compile_for(function, backend, **options)
+    single = len(function.results) == 1
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs and args:
+            raise TypeError("pass arguments either positionally or by name")
+        res = runner(kwargs if kwargs else [_from_dlpack(a) for a in args])
+        return res[0] if single else tuple(res)
+
+    call.function = function  # type: ignore[attr-defined]
+    call.__name__ = function.name
+    return call
+
+
+def _from_dlpack(a: Any) -> Any:
+    if not isinstance(a, np.ndarray) and hasattr(a, "__dlpack__"):
+        try:
+            return np.from_dlpack(a)
+        except Exception:  # noqa: BLE001 - fall back to the array protocol
+            return np.asarray(a)
+    return a
+
+
+_ = ELEM
