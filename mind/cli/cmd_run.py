@@ -59,8 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         import numpy as np
 
-        os.makedirs(args.out, exist_ok=True)
-        for i, arr in enumerate(results):
+        for i, arr in enumerate(results):  # atomic_write creates the folder, or reports E7003
             atomic_write(os.path.join(args.out, f"result{i}.npy"), lambda fh, arr=arr: np.save(fh, arr))
     if args.json:
         emit_json({"ok": True, "function": fn.name, "backend": args.backend,

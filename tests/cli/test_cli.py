@@ -153,3 +153,8 @@ def test_non_utf8_source(tmp_path, capsys):
     p.write_bytes(b"func @main() -> () {\n\xff\n}\n")
     assert main(["ir", str(p)]) == 2
     assert "E1001" in capsys.readouterr().err
+
+
+def test_run_out_to_an_unwritable_place_is_e7003(capsys):
+    assert main(["run", QUICK, "--out", "/proc/mind-cannot-create-this"]) == 2
+    assert "E7003" in capsys.readouterr().err
