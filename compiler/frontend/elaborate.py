@@ -22,6 +22,7 @@ from mind.spec.dtypes import DType, parse_dtype
 from mind.spec.ops import OPS, ConstraintUndecided, ConstraintViolation, TensorType
 
 from . import ast as A
+from .builtins import BUILTINS, call_builtin
 from .values import POISON, ArrLit, FnRef, LeanBuilder, Lit, Scope, Tup
 
 #: Resource limits: ops emitted per function (inlining can multiply code), inlining depth.
@@ -148,6 +149,10 @@ class Elaborator:
     def lit_value(self, lit: Lit, dtype: DType) -> Any:
         """The Python value of ``lit`` as ``dtype``; E2004/E2001 when it does not fit exactly."""
         kind = lit.kind
+        if kind == "int" and (dtype is DType.I32 or dtype is DType.I64):  # the common case
+            v = lit.value
+            if _I32_MIN <= v <= _I32_MAX:  # fits both
+                return v
         if dtype is DType.BOOL:
             if kind != "bool":
                 raise self.fail("E2004", f"{kind} literal `{_lit_text(lit)}` used where a bool is expected",
@@ -165,8 +170,9 @@ class Elaborator:
                                 lit.span, f"{dtype.value} holds {dtype.int_min} ..= {dtype.int_max}")
             return lit.value
         if kind == "int":
-            import numpy as np
-
+            v = lit.value
+            if -16777216 <= v <= 16777216:  # exactly representable in f32 and f64
+                return float(v)
             f = _np_scalar(lit.value, dtype)[()] if abs(lit.value) < (1 << 1000) else None
             if f is None or not (f == f and abs(f) != float("inf")) or int(f) != lit.value:
                 raise self.fail("E2001", f"integer literal {lit.value} is not exactly representable "
@@ -510,8 +516,6 @@ class Elaborator:
             raise self.fail("E2009", "only named functions and builtins can be called", node.func.span)
         if name in ("grad", "tensor.grad"):
             return self.grad(node)
-        from .builtins import BUILTINS, call_builtin
-
         if name.startswith("tensor."):
             base = name[7:]
             if base in BUILTINS:
@@ -885,6 +889,9 @@ def _np_scalar(value: Any, dtype: DType) -> Any:
         npdt = _NP[dtype] = dtype.numpy
     import numpy as np
 
+    tv = type(value)
+    if (tv is int or tv is float or tv is bool) and -1e38 < value < 1e38:
+        return np.array(value, dtype=npdt)  # cannot overflow any MIND dtype's float range
     with np.errstate(over="ignore"):  # a literal beyond the dtype's range rounds to ±inf (IEEE)
         return np.array(value, dtype=npdt)
 

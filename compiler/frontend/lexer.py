@@ -94,8 +94,11 @@ _OPENERS = {"(": ")", "[": "]", "{": "}"}
 # relative order (multi-character operators before one-character ones, FLOAT before INT) or are
 # disjoint by a lookahead (`.` vs `.5`, `/` vs `/*`).  A position where _TOKEN_RE would produce an
 # error token matches nothing here, so ``findall`` skips it and the matches do not tile the text.
+# The second alternative is a shortcut for the most frequent number, digits not followed by a word
+# character or `.`: no FLOAT alternative matches there, and INT matches exactly those digits.
 _VALID = (
     r"[A-Za-z_][A-Za-z0-9_]*+"
+    r"|\d++(?![\w.])"  # a plain integer: FLOAT cannot match it and INT matches exactly it
     r"|[(\[{)\]},;\n]"
     r"|->|::|==|!=|<=|>=|&&|\|\||[-+*@<>=!:|?]|\.(?!\d)|/(?!\*)"
     rf"|(?:(?:{_DIGITS})?\.{_DIGITS}(?:{_EXP})?|{_DIGITS}{_EXP}|{_DIGITS}\.(?![\w.]))(?![\w.])"

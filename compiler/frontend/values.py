@@ -122,9 +122,13 @@ class LeanBuilder(FunctionBuilder):
         return ctx
 
     def emit_fast(self, op: str, operands: tuple[Value, ...], span: Span | None, attrs: dict[str, Any]) -> Value:
-        t = OPS[op].infer(self.context(), [v.type for v in operands], attrs)
-        result = Value(str(len(self.ops)), t, span)
-        self.ops.append(Operation(op, operands, attrs, result, span))
+        ctx = self._ctx
+        if ctx is None or ctx.A is not self._arith or self._arith is None:
+            ctx = self.context()
+        t = OPS[op].infer(ctx, [v.type for v in operands], attrs)
+        ops = self.ops
+        result = Value(str(len(ops)), t, span)
+        ops.append(Operation(op, operands, attrs, result, span))
         return result
 
     def const_array(self, arr: Any, span: Span | None, dtype: DType | None = None) -> Value:

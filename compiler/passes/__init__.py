@@ -4,12 +4,22 @@ Every rule looks only at an op and the producers of its operands, which a forwar
 rewritten, so one walk that applies fold → simplify → CSE to each op (repeating on an op while a
 rule changes it) reaches the fixed point; DCE and renumbering follow.  The output is deterministic,
 verifies, and (with ``rename=True``) names op results %0, %1, … in program order.
+
+Speed: ``canonicalize`` runs the walk of ``rewrite(fn, combined_rule())`` fused with cheap
+pre-checks, so a rule is called only when it can fire (``fold_rule`` needs every operand produced
+by a ``const``; the arithmetic identities of ``simplify_rule`` need a ``const`` operand; ops with
+no identity are skipped).  CSE first buckets ops by a coarse key (op, operands, result dtype and
+shape, and the bytes of a small constant), a projection of ``cse.op_key``, and computes the full
+keys only inside a bucket that already holds an op, so the result is exactly that of the dict of
+full keys.  DCE and renumbering are one backward and one forward pass; when the names are already
+canonical (``%0, %1, …`` in order, as the frontend emits them) the operations are reused instead
+of being rebuilt (the returned ``Function`` and its lists are always new).
 """
 
 from __future__ import annotations
 
 from mind.ir.core import Function, Module, Operation, Value
-from mind.compiler.passes.cse import common_subexpression_elimination, cse_rule
+from mind.compiler.passes.cse import common_subexpression_elimination, cse_rule, op_key
 from mind.compiler.passes.fold import constant_folding, fold_rule
 from mind.compiler.passes.rewrite import RewriteContext, dead_code_elimination, renumber, rewrite
 from mind.compiler.passes.simplify import algebraic_simplification, simplify_rule
@@ -37,9 +47,140 @@ def combined_rule():
     return rule
 
 
+# Ops for which ``simplify_rule`` has an identity; for the arithmetic ones it fires only when an
+# operand is produced by a ``const``.
+_SIMPLIFY_ANY = frozenset({"convert", "reshape", "transpose", "slice", "pad", "reduce_sum",
+                           "reduce_max", "select"})
+_SIMPLIFY_CONST = frozenset({"mul", "add", "sub", "div"})
+_COMMUTATIVE = frozenset({"add", "mul"})
+_SMALL_CONST = 64  # constants of at most this many elements bucket on their bytes
+
+
+def _coarse_key(op: Operation, operands: tuple[Value, ...]) -> tuple:
+    """A projection of ``op_key``: equal full keys give equal coarse keys."""
+    name = op.op
+    t = op.result.type
+    if name == "const":
+        arr = op.attrs.get("value")
+        small = None
+        try:
+            if arr.size <= _SMALL_CONST:
+                small = arr.tobytes()
+        except Exception:  # pragma: no cover - not an array: bucket by type only
+            small = None
+        return (name, id(t.dtype), t.shape, small)
+    ids = tuple(map(id, operands))
+    if name in _COMMUTATIVE:
+        ids = tuple(sorted(ids))
+    return (name, ids, id(t.dtype), t.shape)
+
+
 def canonicalize(fn: Function, *, rename: bool = True) -> Function:
-    fn = dead_code_elimination(rewrite(fn, combined_rule()))
-    return renumber(fn) if rename else fn
+    ctx = RewriteContext(fn)
+    producer = ctx.producer
+    replace: dict[int, Value] = {}
+    new_ops: list[Operation] = []
+    seen: dict[tuple, list] = {}  # coarse key -> [[op, full key or None, result], ...]
+    changed = False
+    append = new_ops.append
+    for op in fn.ops:
+        operands = op.operands
+        if replace:
+            new = tuple([replace.get(id(v), v) for v in operands])
+            if new != operands:
+                op = Operation(op.op, new, op.attrs, op.result, op.span)
+                operands = new
+        # fold → simplify, repeated while a rule rewrites the op (``combined_rule``)
+        current, rewritten = op, False
+        out = None
+        for _ in range(MAX_STEPS_PER_OP):
+            name = current.op
+            xs = current.operands
+            out = None
+            if name != "const" and xs:
+                for v in xs:
+                    p = producer.get(id(v))
+                    if p is None or p.op != "const":
+                        break
+                else:
+                    out = fold_rule(current, xs, ctx)
+            if out is None:
+                if name in _SIMPLIFY_CONST:
+                    for v in xs:
+                        p = producer.get(id(v))
+                        if p is not None and p.op == "const":
+                            out = simplify_rule(current, xs, ctx)
+                            break
+                elif name in _SIMPLIFY_ANY:
+                    out = simplify_rule(current, xs, ctx)
+            if out is None:
+                break
+            if isinstance(out, Value):
+                break
+            current, rewritten = out, True
+        if out is not None and isinstance(out, Value):
+            replace[id(op.result)] = out
+            changed = True
+            continue
+        # CSE
+        xs = current.operands
+        ck = _coarse_key(current, xs)
+        bucket = seen.get(ck)
+        if bucket is None:
+            seen[ck] = [[current, None, current.result]]
+        else:
+            full = op_key(current, xs)
+            prior = None
+            for entry in bucket:
+                k = entry[1]
+                if k is None:
+                    k = entry[1] = op_key(entry[0], entry[0].operands)
+                if k == full:
+                    prior = entry[2]
+                    break
+            if prior is not None:
+                replace[id(op.result)] = prior
+                changed = True
+                continue
+            bucket.append([current, full, current.result])
+        if rewritten:
+            if current.result is not op.result:
+                replace[id(op.result)] = current.result
+            op = current
+            changed = True
+        append(op)
+        producer[id(op.result)] = op
+    if changed:
+        results = [replace.get(id(v), v) for v in fn.results]
+    else:
+        new_ops = fn.ops
+        results = fn.results
+    # DCE
+    live: set[int] = {id(v) for v in results}
+    kept: list[Operation] = []
+    for op in reversed(new_ops):
+        if id(op.result) in live:
+            kept.append(op)
+            live.update(map(id, op.operands))
+    if len(kept) != len(new_ops):
+        changed = True
+    kept.reverse()
+    if not rename:
+        if not changed:
+            return fn
+        return Function(fn.name, list(fn.params), kept, list(results), list(fn.assumptions), fn.span)
+    # renumbering, skipped when the names are already canonical
+    taken = {p.name for p in fn.params}
+    counter = 0
+    for op in kept:
+        while str(counter) in taken:
+            counter += 1
+        if op.result.name != str(counter):
+            break
+        counter += 1
+    else:
+        return Function(fn.name, list(fn.params), kept, list(results), list(fn.assumptions), fn.span)
+    return renumber(Function(fn.name, list(fn.params), kept, list(results), list(fn.assumptions), fn.span))
 
 
 def canonicalize_module(module: Module, *, rename: bool = True) -> Module:
@@ -47,4 +188,5 @@ def canonicalize_module(module: Module, *, rename: bool = True) -> Module:
 
 
 __all__ = ["canonicalize", "canonicalize_module", "constant_folding", "algebraic_simplification",
-           "common_subexpression_elimination", "dead_code_elimination", "renumber", "rewrite"]
+           "common_subexpression_elimination", "dead_code_elimination", "renumber", "rewrite",
+           "combined_rule"]

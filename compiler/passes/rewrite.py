@@ -19,6 +19,7 @@ class RewriteContext:
         self.fn = fn
         self._arith = None
         self.producer: dict[int, Operation] = {}  # id(result) -> op in the rewritten function
+        self.splats: dict[int, object] = {}  # id(const op) -> its splat scalar or None (simplify)
 
     @property
     def arith(self):

@@ -15,6 +15,7 @@ broadcasting ops are never removed.  Identities and why they are exact:
 
 from __future__ import annotations
 
+from math import copysign
 from typing import Any
 
 from mind.ir.core import Operation, Value
@@ -24,30 +25,40 @@ from mind.compiler.passes.rewrite import RewriteContext, rewrite
 
 def _splat_value(ctx: RewriteContext, v: Value) -> Any | None:
     """The scalar if ``v`` is a constant whose elements are all bit-identical, else None."""
-    import numpy as np
-
     op = ctx.defining_op(v)
     if op is None or op.op != "const":
         return None
-    arr = op.attrs["value"]
+    memo = ctx.splats
+    key = id(op)
+    if key in memo:
+        return memo[key]
+    s = memo[key] = _splat_scalar(op.attrs["value"])
+    return s
+
+
+def _splat_scalar(arr: Any) -> Any | None:
+    import numpy as np
+
+    if type(arr) is np.ndarray and arr.size:
+        ndim = arr.ndim
+        if ndim == 0 or not any(arr.strides):  # a scalar or a zero-strided splat view
+            return arr[(0,) * ndim]
     if arr.size == 0 or not is_splat(arr):
         return None
     return np.asarray(arr).reshape(-1)[0]
 
 
 def _is(ctx: RewriteContext, v: Value, target: float, negative_zero: bool | None = None) -> bool:
-    import numpy as np
-
     s = _splat_value(ctx, v)
     if s is None or s != target:
         return False
     if negative_zero is not None and v.type.dtype.is_float:
-        return bool(np.signbit(s)) == negative_zero
+        return (copysign(1.0, s) < 0.0) == negative_zero
     return True
 
 
 def _same_type(a: Value, b: Value) -> bool:
-    return a.type == b.type
+    return a.type is b.type or a.type == b.type
 
 
 def simplify_rule(op: Operation, xs: tuple[Value, ...], ctx: RewriteContext) -> Value | Operation | None:
