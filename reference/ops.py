@@ -25,6 +25,11 @@ def _quiet() -> Any:
     return np.errstate(all="ignore")
 
 
+def _contiguous(x: Array) -> Array:
+    """A C-ordered array of the same shape (``np.ascontiguousarray`` would turn rank 0 into [1])."""
+    return np.asarray(x, order="C")
+
+
 def _wide(x: Array) -> Array:
     """The accumulation type: f32 → f64; ints → uint64 (wrapping arithmetic is defined there)."""
     if x.dtype == np.float32:
@@ -173,7 +178,7 @@ def reshape(operand: Array, *, shape: Sequence[int]) -> Array:
 
 
 def transpose(operand: Array, *, permutation: Sequence[int]) -> Array:
-    return np.ascontiguousarray(np.transpose(operand, tuple(permutation)))
+    return _contiguous(np.transpose(operand, tuple(permutation)))
 
 
 def _window(start: int, stop: int, step: int) -> Array:
@@ -189,7 +194,7 @@ def slice(operand: Array, *, start: Sequence[int], stop: Sequence[int], step: Se
     out = operand
     for axis, (b, e, s) in enumerate(zip(start, stop, step)):
         out = np.take(out, _window(int(b), int(e), int(s)), axis=axis)
-    return np.ascontiguousarray(out)
+    return _contiguous(out)
 
 
 def pad(operand: Array, value: Array, *, lo: Sequence[int], hi: Sequence[int],
@@ -210,7 +215,7 @@ def gather(operand: Array, indices: Array, *, axis: int) -> Array:
     if n == 0:
         return np.zeros(out_shape, dtype=operand.dtype)
     clamped = np.clip(indices.astype(np.int64), 0, n - 1)
-    return np.ascontiguousarray(np.take(operand, clamped, axis=axis))
+    return _contiguous(np.take(operand, clamped, axis=axis))
 
 
 # ---------------------------------------------------------------------------------------------
