@@ -89,3 +89,13 @@ def test_probe_mode_writes_every_value(tmp_path):
     assert np.array_equal(np.load(tmp_path / entries[-1]["file"]), out)
     npy = sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".npy")
     assert len(npy) == len(entries)
+
+
+def test_rank0_movement_ops_keep_rank0():
+    """Regression: np.ascontiguousarray turned rank-0 results into shape (1,)."""
+    import mind.reference.ops as R
+
+    x = np.array(np.float32(2.5))
+    assert R.transpose(x, permutation=()).shape == ()
+    assert R.slice(x, start=(), stop=(), step=()).shape == ()
+    assert R.gather(np.array([1.0, 2.0]), np.array(np.int64(5)), axis=0).shape == ()
