@@ -20,7 +20,7 @@ BACKENDS: dict[str, str] = {
     "cpu": "mind.compiler.backend.cpu.api:compile_function",
     "cuda": "mind.compiler.backend.cuda.api:compile_function",
 }
-DEFAULT_BACKEND = "reference"
+DEFAULT_BACKEND = "cpu"
 
 
 def compile_for(fn: Function, backend: str = DEFAULT_BACKEND, **options: Any) -> Runner:

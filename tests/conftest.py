@@ -24,3 +24,12 @@ settings.load_profile(PROFILE)
 
 def pytest_report_header(config):
     return f"hypothesis profile: {PROFILE} (MIND_HYPOTHESIS_PROFILE; max_examples={settings().max_examples})"
+
+
+def pytest_configure(config):
+    """Compiled kernels go to a private cache for the whole run (never the user's ~/.cache/mind);
+    subprocesses started by tests inherit it.  Tests that need their own cache set it themselves."""
+    if "MIND_CACHE_DIR" not in os.environ:
+        import tempfile
+
+        os.environ["MIND_CACHE_DIR"] = tempfile.mkdtemp(prefix="mind-test-cache-")

@@ -18,7 +18,8 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fn", dest="fn", metavar="NAME", help="function to run (default: main, or the only one)")
     p.add_argument("--input", action="append", default=[], metavar="NAME=PATH.npy",
                    help="an argument from a .npy file (repeatable)")
-    p.add_argument("--backend", default=DEFAULT_BACKEND, choices=sorted(BACKENDS))
+    p.add_argument("--backend", default=None, choices=sorted(BACKENDS),
+                   help=f"where to run (default: {DEFAULT_BACKEND}; `reference` with --probe)")
     p.add_argument("--out", metavar="DIR", help="write results as DIR/result0.npy, DIR/result1.npy, …")
     p.add_argument("--probe", metavar="DIR", help="save every intermediate value as .npy (reference backend)")
     p.add_argument("--json", action="store_true", help="print results as JSON")
@@ -52,17 +53,19 @@ def run(args: argparse.Namespace) -> int:
     module, _sources = load_module(args.file)
     fn = select_function(module, args.fn)
     inputs = load_inputs(args.input)
+    backend = args.backend or ("reference" if args.probe else DEFAULT_BACKEND)
     options = {"probe_dir": args.probe} if args.probe else {}
-    if args.probe and args.backend != "reference":
-        raise error("E7002", "--probe is available with --backend reference")
-    results = compile_for(fn, args.backend, **options)(inputs)
+    if args.probe and backend != "reference":
+        raise error("E7002", "--probe is available with --backend reference",
+                    help="locate a backend mismatch with mind.reference.bisect.first_divergence")
+    results = compile_for(fn, backend, **options)(inputs)
     if args.out:
         import numpy as np
 
         for i, arr in enumerate(results):  # atomic_write creates the folder, or reports E7003
             atomic_write(os.path.join(args.out, f"result{i}.npy"), lambda fh, arr=arr: np.save(fh, arr))
     if args.json:
-        emit_json({"ok": True, "function": fn.name, "backend": args.backend,
+        emit_json({"ok": True, "function": fn.name, "backend": backend,
                    "results": [{"index": i, "dtype": t.dtype.value, "shape": list(r.shape),
                                 "values": json_value(r)}
                                for i, (r, t) in enumerate(zip(results, fn.result_types))]})
