@@ -20,21 +20,19 @@ class DType(enum.Enum):
     def __str__(self) -> str:
         return self.value
 
-    @property
-    def is_float(self) -> bool:
-        return self in (DType.F32, DType.F64)
+    # ``is_float``, ``is_int``, ``is_numeric``, ``bits``, ``int_min`` and ``int_max`` are plain
+    # attributes of each member (set below the class), not properties: shape rules and the
+    # frontend read them for every op.
+    is_float: bool
+    is_int: bool
+    is_numeric: bool
+    bits: int
+    int_min: int
+    int_max: int
 
-    @property
-    def is_int(self) -> bool:
-        return self in (DType.I32, DType.I64)
-
-    @property
-    def is_numeric(self) -> bool:
-        return self is not DType.BOOL
-
-    @property
-    def bits(self) -> int:
-        return {"bool": 8, "i32": 32, "i64": 64, "f32": 32, "f64": 64}[self.value]
+    # Members are singletons compared by identity: hash them by identity too (C speed), instead of
+    # ``Enum.__hash__`` (a Python-level ``hash(self._name_)``).  Dicts keyed by dtype are hot.
+    __hash__ = object.__hash__
 
     @property
     def numpy(self) -> Any:
@@ -42,14 +40,6 @@ class DType(enum.Enum):
 
         return np.dtype({"bool": np.bool_, "i32": np.int32, "i64": np.int64,
                          "f32": np.float32, "f64": np.float64}[self.value])
-
-    @property
-    def int_min(self) -> int:
-        return -(1 << (self.bits - 1))
-
-    @property
-    def int_max(self) -> int:
-        return (1 << (self.bits - 1)) - 1
 
     @property
     def mantissa_bits(self) -> int:
@@ -60,6 +50,20 @@ class DType(enum.Enum):
     def unit_roundoff(self) -> float:
         return 2.0 ** -self.mantissa_bits
 
+
+for _d in DType:
+    _d.is_float = _d in (DType.F32, DType.F64)
+    _d.is_int = _d in (DType.I32, DType.I64)
+    _d.is_numeric = _d is not DType.BOOL
+    _d.bits = {"bool": 8, "i32": 32, "i64": 64, "f32": 32, "f64": 64}[_d.value]
+    _d.int_min = -(1 << (_d.bits - 1))
+    _d.int_max = (1 << (_d.bits - 1)) - 1
+del _d
+
+#: Membership sets for hot paths (``dt in FLOAT``).
+FLOAT: frozenset[DType] = frozenset({DType.F32, DType.F64})
+INT: frozenset[DType] = frozenset({DType.I32, DType.I64})
+NUMERIC: frozenset[DType] = frozenset({DType.I32, DType.I64, DType.F32, DType.F64})
 
 ALL_DTYPES: tuple[DType, ...] = tuple(DType)
 FLOAT_DTYPES: tuple[DType, ...] = (DType.F32, DType.F64)

@@ -17,6 +17,18 @@ from .parser import parse
 __all__ = ["compile_source", "lower_source", "check_source"]
 
 
+_CANONICALIZE = None
+
+
+def _load_canonicalize():
+    """``mind.compiler.passes.canonicalize``, imported on first use (not at import time)."""
+    global _CANONICALIZE
+    from mind.compiler.passes import canonicalize
+
+    _CANONICALIZE = canonicalize
+    return canonicalize
+
+
 def lower_source(text: str | bytes, path: str = "<input>") -> Module:
     """Parse and elaborate, without canonicalization (for tests and for inspecting lowering)."""
     return elaborate(parse(text, path))
@@ -24,10 +36,8 @@ def lower_source(text: str | bytes, path: str = "<input>") -> Module:
 
 def compile_source(text: str | bytes, path: str = "<input>", *, verify: bool = False) -> Module:
     """Parse, check, lower and canonicalize ``text``; ``verify`` also runs the IR verifier."""
-    from mind.compiler.passes import canonicalize
-
-    module = elaborate(parse(text, path))
-    module = Module([canonicalize(f) for f in module.functions])
+    canonicalize = _CANONICALIZE or _load_canonicalize()
+    module = Module([canonicalize(f) for f in elaborate(parse(text, path)).functions])
     if verify:
         from mind.ir.verify import check_module
 

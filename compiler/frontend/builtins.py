@@ -50,7 +50,12 @@ class Args:
         return v
 
     def tensor(self, key: str) -> Value:
-        v = self.E.tensor(self.value(key), self.span(key), f"argument `{key}` of `{self.name}`")
+        v = self.E.ev(self.nodes[key])
+        if v is POISON:
+            raise _Poisoned()
+        if type(v) is Value:  # what E.tensor returns unchanged
+            return v
+        v = self.E.tensor(v, self.span(key), f"argument `{key}` of `{self.name}`")
         if v is POISON:
             raise _Poisoned()
         return v
@@ -108,6 +113,15 @@ def _sig(name: str, params: tuple) -> str:
 def call_builtin(E: Any, name: str, node: A.Call) -> Any:
     params, fn = BUILTINS[name]
     try:
+        quick = _QUICK[name]
+        args = node.args
+        if not node.kwargs and quick[1] <= len(args) <= len(quick[0]):
+            # only positional arguments, every required one given: what ``bind`` returns, directly
+            names = quick[0]
+            nodes = dict(zip(names, args))
+            for pname in names[len(args):]:
+                nodes[pname] = None
+            return fn(Args(E, node, name, nodes))
         return fn(bind(E, name, node, params))
     except _Poisoned:
         return POISON
@@ -740,3 +754,13 @@ BUILTINS: dict[str, tuple[tuple, Callable[[Args], Any]]] = {
                 ("stride_h", (), None), ("stride_w", (), None)), b_conv2d),
     "cast": (X + (("dtype", (), R),), b_cast),
 }
+
+
+#: name -> (parameter names, the number of leading positional arguments that covers every required
+#: parameter): calls with only positional arguments in that range bind trivially.
+_QUICK: dict[str, tuple[tuple[str, ...], int]] = {
+    name: (tuple(p for p, _, _ in params),
+           max((i + 1 for i, (_, _, d) in enumerate(params) if d is REQUIRED), default=0))
+    for name, (params, _) in BUILTINS.items()
+}
+assert all(d is None or d is REQUIRED for params, _ in BUILTINS.values() for _, _, d in params)

@@ -13,6 +13,7 @@ silent, so every independent error in a file is reported once.  See ``docs/front
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Sequence
 
 from mind.diagnostics import Diagnostic, MindError, Span
@@ -23,7 +24,7 @@ from mind.spec.ops import OPS, ConstraintUndecided, ConstraintViolation, TensorT
 
 from . import ast as A
 from .builtins import BUILTINS, call_builtin
-from .values import POISON, ArrLit, FnRef, LeanBuilder, Lit, Scope, Tup
+from .values import POISON, ArrLit, FnRef, LeanBuilder, Lit, Scope, Tup, np_scalar
 
 #: Resource limits: ops emitted per function (inlining can multiply code), inlining depth.
 MAX_OPS = 200_000
@@ -42,6 +43,7 @@ _DEFAULT_HELP = {
     "E3007": "the element count must be preserved",
     "E3008": "a permutation lists each axis exactly once",
 }
+_DTYPES = {d.value: d for d in DType}
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
 
@@ -137,13 +139,9 @@ class Elaborator:
         return v
 
     def splat(self, value: Any, dtype: DType, shape: tuple[int, ...]) -> Value:
-        """A constant of ``shape`` whose elements all equal ``value`` (zero strides, read-only)."""
-        import numpy as np
-
-        one = _np_scalar(value, dtype)
-        arr = np.ndarray(shape, dtype=one.dtype, buffer=one, strides=(0,) * len(shape))
-        arr.flags.writeable = False
-        return self.b.const_array(arr, None, dtype)
+        """A constant of ``shape`` whose elements all equal ``value`` (zero strides, read-only; the
+        array is built when the op's ``attrs`` are first read)."""
+        return self.b.const_splat(value, dtype, shape)
 
     # -- literals ---------------------------------------------------------------------------------
     def lit_value(self, lit: Lit, dtype: DType) -> Any:
@@ -750,7 +748,27 @@ class Elaborator:
         return result, returned
 
     def let(self, s: A.Let) -> None:
-        v = self.ev(s.value)
+        ty = s.type
+        node = s.value
+        if ty is not None and type(ty) is A.TensorType and type(s.target) is A.NamePattern:
+            nt = type(node)
+            if nt is A.IntLit or nt is A.FloatLit:
+                # `let x: Tensor[f32, (2, 3)] = 1`: a literal fill of a static shape (the path of
+                # ev + type_of + check_type + splat, without the detours)
+                dt = _DTYPES.get(ty.dtype)
+                dims = tuple([d.value for d in ty.dims])
+                if dt is not None and dims and all(type(d) is int for d in dims):
+                    lit = Lit(node.value, "int", node.span) if nt is A.IntLit else \
+                        Lit(node.value, "float", node.span, node.text)
+                    try:
+                        v = self.b.const_splat(self.lit_value(lit, dt), dt, dims)
+                    except Reported:
+                        v = POISON
+                    name = s.target.name
+                    if name != "_":
+                        self.scope.names[name] = v
+                    return
+        v = self.ev(node)
         if s.type is not None and v is not POISON:
             try:
                 want = self.type_of(s.type, self.frame.dims, bind=False)
@@ -823,7 +841,10 @@ class Elaborator:
             self._flatten(value, results)
         except Reported:
             return None
-        return self.b.finish(results, self.span(off))
+        b = self.b
+        # the span is made when someone reads it (a diagnostic, a printer that shows locations)
+        return Function(b.name, list(b.params), list(b.ops), results, list(b.assumptions),
+                        span_fn=partial(self.src.span, off))
 
     def _flatten(self, v: Any, out: list[Value]) -> None:
         if type(v) is Tup:
@@ -880,20 +901,7 @@ def elaborate(module: A.Module) -> Module:
 
 # -- helpers -------------------------------------------------------------------------------------
 
-_NP: dict[DType, Any] = {}
-
-
-def _np_scalar(value: Any, dtype: DType) -> Any:
-    npdt = _NP.get(dtype)
-    if npdt is None:
-        npdt = _NP[dtype] = dtype.numpy
-    import numpy as np
-
-    tv = type(value)
-    if (tv is int or tv is float or tv is bool) and -1e38 < value < 1e38:
-        return np.array(value, dtype=npdt)  # cannot overflow any MIND dtype's float range
-    with np.errstate(over="ignore"):  # a literal beyond the dtype's range rounds to ±inf (IEEE)
-        return np.array(value, dtype=npdt)
+_np_scalar = np_scalar
 
 
 def _int_fold(op: str, a: int, b: int) -> int:

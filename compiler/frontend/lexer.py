@@ -117,7 +117,10 @@ _BLANKS = " \t\r\f\v"
 _SECOND = itemgetter(1)
 _DEPTH = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 _KIND_CACHE_LIMIT = 4096
-_BAD_NL_RE = re.compile(r"\A[ \t\r\f\v]*+\n|\n[ \t\r\f\v]*+\n")
+# A leading line break (``match``) or a repeated one (``search``).  Two patterns rather than one
+# alternation: a pattern that starts with a literal `\n` is searched for with a fast scan.
+_LEAD_NL_RE = re.compile(r"[ \t\r\f\v]*+\n")
+_REPEATED_NL_RE = re.compile(r"\n[ \t\r\f\v]*+\n")
 _STRUCTURE = {c: None for c in range(128) if chr(c) not in "()[]{}\n"}
 
 
@@ -312,7 +315,7 @@ def _newlines_all_separate(text: str) -> bool:
     """For a text without comments and strings (so every ``\\n`` is an NL token and every bracket
     character a bracket token): true when every line break is a statement separator that is kept,
     i.e. none is inside brackets, leading or repeated.  (False means: apply the rules.)"""
-    if _BAD_NL_RE.search(text):
+    if _LEAD_NL_RE.match(text) or _REPEATED_NL_RE.search(text):
         return False
     brackets = text.translate(_STRUCTURE)  # brackets and line breaks only
     for _ in range(8):  # removes matched pairs, innermost first (8 levels, then give up)

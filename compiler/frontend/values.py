@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from mind.diagnostics import Span
 from mind.ir.builder import FunctionBuilder
 from mind.ir.core import Operation, Value
-from mind.spec.dims import SymArith
+from mind.spec.dims import Facts, SymArith
 from mind.spec.dtypes import DType
 from mind.spec.ops import OPS, ShapeContext, TensorType
 
@@ -105,6 +105,58 @@ _NP_DTYPES: dict[str, DType] = {"bool": DType.BOOL, "int32": DType.I32, "int64":
                                 "float32": DType.F32, "float64": DType.F64}
 
 
+_EAGER_SPLAT = 1 << 40
+_NP: dict[DType, Any] = {}
+
+
+def np_scalar(value: Any, dtype: DType) -> Any:
+    """``value`` as a rank-0 NumPy array of ``dtype`` (a literal beyond a float dtype's range
+    rounds to ±inf, as IEEE conversion does)."""
+    npdt = _NP.get(dtype)
+    if npdt is None:
+        npdt = _NP[dtype] = dtype.numpy
+    import numpy as np
+
+    tv = type(value)
+    if (tv is int or tv is float or tv is bool) and -1e38 < value < 1e38:
+        return np.array(value, dtype=npdt)  # cannot overflow any MIND dtype's float range
+    with np.errstate(over="ignore"):
+        return np.array(value, dtype=npdt)
+
+
+class SplatAttrs:
+    """The deferred ``attrs`` of a splat constant: called (once; later calls return the same
+    dict) it builds ``{"value": a read-only zero-strided view of one element}``.
+
+    It is also the op's ``hint`` (``mind.ir.core.Operation.deferred``): ``size`` (the element
+    count) and ``scalar()`` (the element, as the array's ``arr[(0,) * ndim]`` gives it) let the
+    canonicalizer look at the constant without building the array."""
+
+    __slots__ = ("value", "dtype", "shape", "size", "attrs")
+
+    def __init__(self, value: Any, dtype: DType, shape: tuple[int, ...], size: int) -> None:
+        self.value = value
+        self.dtype = dtype
+        self.shape = shape
+        self.size = size
+        self.attrs: dict[str, Any] | None = None
+
+    def scalar(self) -> Any:
+        return np_scalar(self.value, self.dtype)[()]
+
+    def __call__(self) -> dict[str, Any]:
+        attrs = self.attrs
+        if attrs is None:
+            import numpy as np
+
+            one = np_scalar(self.value, self.dtype)
+            shape = self.shape
+            arr = np.ndarray(shape, dtype=one.dtype, buffer=one, strides=(0,) * len(shape))
+            arr.flags.writeable = False
+            attrs = self.attrs = {"value": arr}
+        return attrs
+
+
 class LeanBuilder(FunctionBuilder):
     """``FunctionBuilder`` with a leaner ``emit``: the result type still comes from the op's spec
     rule (``OpDef.infer``), but attributes are passed already in spec order and results are named
@@ -131,6 +183,25 @@ class LeanBuilder(FunctionBuilder):
         ops.append(Operation(op, operands, attrs, result, span))
         return result
 
+    def const_splat(self, value: Any, dtype: DType, shape: tuple[int, ...]) -> Value:
+        """A constant of ``shape`` whose elements all equal ``value`` (already checked to be a valid
+        ``dtype`` literal).  Its NumPy array (a read-only view with zero strides) is built on the
+        first read of the op's ``attrs``; the op's ``hint`` is the ``SplatAttrs``."""
+        n = 1
+        big = False
+        for d in shape:
+            n *= d
+            if d > _EAGER_SPLAT:
+                big = True
+        if big or n > _EAGER_SPLAT:
+            # NumPy refuses arrays this large: build it now, so the error surfaces where it did
+            return self.const_array(SplatAttrs(value, dtype, shape, n)()["value"], None, dtype)
+        ops = self.ops
+        result = Value(str(len(ops)), TensorType(dtype, shape), None)
+        make = SplatAttrs(value, dtype, shape, n)
+        ops.append(Operation.deferred("const", (), make, result, None, make))
+        return result
+
     def const_array(self, arr: Any, span: Span | None, dtype: DType | None = None) -> Value:
         t = TensorType(dtype or _NP_DTYPES[arr.dtype.name], arr.shape)
         result = Value(str(len(self.ops)), t, span)
@@ -142,5 +213,8 @@ class LeanBuilder(FunctionBuilder):
         if self._arith is None:
             from mind.ir.core import Function
 
-            self._arith = Function(self.name, self.params, [], [], self.assumptions).arith()
+            if self.assumptions:
+                self._arith = Function(self.name, self.params, [], [], self.assumptions).arith()
+            else:  # what Function(...).arith() gives without assumptions
+                self._arith = SymArith(Facts.empty())
         return self._arith

@@ -18,7 +18,7 @@ of being rebuilt (the returned ``Function`` and its lists are always new).
 
 from __future__ import annotations
 
-from mind.ir.core import Function, Module, Operation, Value
+from mind.ir.core import Function, Module, Operation, TensorType, Value
 from mind.compiler.passes.cse import common_subexpression_elimination, cse_rule, op_key
 from mind.compiler.passes.fold import constant_folding, fold_rule
 from mind.compiler.passes.rewrite import RewriteContext, dead_code_elimination, renumber, rewrite
@@ -61,18 +61,24 @@ def _coarse_key(op: Operation, operands: tuple[Value, ...]) -> tuple:
     name = op.op
     t = op.result.type
     if name == "const":
-        arr = op.attrs.get("value")
-        small = None
-        try:
-            if arr.size <= _SMALL_CONST:
-                small = arr.tobytes()
-        except Exception:  # pragma: no cover - not an array: bucket by type only
-            small = None
-        return (name, id(t.dtype), t.shape, small)
-    ids = tuple(map(id, operands))
+        return _const_coarse_key(op, t)
     if name in _COMMUTATIVE:
-        ids = tuple(sorted(ids))
-    return (name, ids, id(t.dtype), t.shape)
+        return (name, tuple(sorted(map(id, operands))), id(t.dtype), t.shape)
+    return (name, tuple(map(id, operands)), id(t.dtype), t.shape)
+
+
+def _const_coarse_key(op: Operation, t: TensorType) -> tuple:
+    hint = op.hint
+    if hint is not None and hint.size > _SMALL_CONST:  # a large deferred splat: no bytes needed
+        return ("const", id(t.dtype), t.shape, None)
+    arr = op.attrs.get("value")
+    small = None
+    try:
+        if arr.size <= _SMALL_CONST:
+            small = arr.tobytes()
+    except Exception:  # pragma: no cover - not an array: bucket by type only
+        small = None
+    return ("const", id(t.dtype), t.shape, small)
 
 
 def canonicalize(fn: Function, *, rename: bool = True) -> Function:
@@ -83,6 +89,9 @@ def canonicalize(fn: Function, *, rename: bool = True) -> Function:
     seen: dict[tuple, list] = {}  # coarse key -> [[op, full key or None, result], ...]
     changed = False
     append = new_ops.append
+    simplify_const = _SIMPLIFY_CONST
+    simplify_any = _SIMPLIFY_ANY
+    commutative = _COMMUTATIVE
     for op in fn.ops:
         operands = op.operands
         if replace:
@@ -90,41 +99,48 @@ def canonicalize(fn: Function, *, rename: bool = True) -> Function:
             if new != operands:
                 op = Operation(op.op, new, op.attrs, op.result, op.span)
                 operands = new
-        # fold → simplify, repeated while a rule rewrites the op (``combined_rule``)
+        name = op.op
         current, rewritten = op, False
-        out = None
-        for _ in range(MAX_STEPS_PER_OP):
-            name = current.op
-            xs = current.operands
+        if name != "const":
+            # fold → simplify, repeated while a rule rewrites the op (``combined_rule``)
             out = None
-            if name != "const" and xs:
-                for v in xs:
-                    p = producer.get(id(v))
-                    if p is None or p.op != "const":
-                        break
-                else:
-                    out = fold_rule(current, xs, ctx)
-            if out is None:
-                if name in _SIMPLIFY_CONST:
+            for _ in range(MAX_STEPS_PER_OP):
+                name = current.op
+                xs = current.operands
+                out = None
+                if name != "const" and xs:
                     for v in xs:
                         p = producer.get(id(v))
-                        if p is not None and p.op == "const":
-                            out = simplify_rule(current, xs, ctx)
+                        if p is None or p.op != "const":
                             break
-                elif name in _SIMPLIFY_ANY:
-                    out = simplify_rule(current, xs, ctx)
-            if out is None:
-                break
-            if isinstance(out, Value):
-                break
-            current, rewritten = out, True
-        if out is not None and isinstance(out, Value):
-            replace[id(op.result)] = out
-            changed = True
-            continue
+                    else:
+                        out = fold_rule(current, xs, ctx)
+                if out is None:
+                    if name in simplify_const:
+                        for v in xs:
+                            p = producer.get(id(v))
+                            if p is not None and p.op == "const":
+                                out = simplify_rule(current, xs, ctx)
+                                break
+                    elif name in simplify_any:
+                        out = simplify_rule(current, xs, ctx)
+                if out is None or out.__class__ is Value:
+                    break
+                current, rewritten = out, True
+            if out is not None and out.__class__ is Value:
+                replace[id(op.result)] = out
+                changed = True
+                continue
+            name = current.op
         # CSE
         xs = current.operands
-        ck = _coarse_key(current, xs)
+        t = current.result.type
+        if name == "const":
+            ck = _const_coarse_key(current, t)
+        elif name in commutative:
+            ck = (name, tuple(sorted(map(id, xs))), id(t.dtype), t.shape)
+        else:
+            ck = (name, tuple(map(id, xs)), id(t.dtype), t.shape)
         bucket = seen.get(ck)
         if bucket is None:
             seen[ck] = [[current, None, current.result]]
@@ -158,29 +174,44 @@ def canonicalize(fn: Function, *, rename: bool = True) -> Function:
     # DCE
     live: set[int] = {id(v) for v in results}
     kept: list[Operation] = []
+    keep = kept.append
+    update = live.update
     for op in reversed(new_ops):
         if id(op.result) in live:
-            kept.append(op)
-            live.update(map(id, op.operands))
+            keep(op)
+            if op.operands:
+                update(map(id, op.operands))
     if len(kept) != len(new_ops):
         changed = True
     kept.reverse()
     if not rename:
         if not changed:
             return fn
-        return Function(fn.name, list(fn.params), kept, list(results), list(fn.assumptions), fn.span)
+        return fn.rebuilt(kept, list(results))
     # renumbering, skipped when the names are already canonical
-    taken = {p.name for p in fn.params}
-    counter = 0
-    for op in kept:
-        while str(counter) in taken:
+    params = fn.params
+    if params:
+        taken = {p.name for p in params}
+        counter = 0
+        canonical = True
+        for op in kept:
+            while str(counter) in taken:
+                counter += 1
+            if op.result.name != str(counter):
+                canonical = False
+                break
             counter += 1
-        if op.result.name != str(counter):
-            break
-        counter += 1
-    else:
-        return Function(fn.name, list(fn.params), kept, list(results), list(fn.assumptions), fn.span)
-    return renumber(Function(fn.name, list(fn.params), kept, list(results), list(fn.assumptions), fn.span))
+    else:  # the common case: %0, %1, ... exactly
+        canonical = True
+        counter = 0
+        for op in kept:
+            if op.result.name != str(counter):
+                canonical = False
+                break
+            counter += 1
+    if canonical:
+        return fn.rebuilt(kept, list(results))
+    return renumber(fn.rebuilt(kept, list(results)))
 
 
 def canonicalize_module(module: Module, *, rename: bool = True) -> Module:

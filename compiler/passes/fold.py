@@ -50,6 +50,13 @@ def fold_work(op: Operation, operand_sizes: list[int], result_size: int) -> int:
     return max([result_size, *operand_sizes])
 
 
+def _const_size(op: Operation) -> int:
+    hint = op.hint
+    if hint is not None:
+        return hint.size
+    return op.attrs["value"].size
+
+
 def fold_rule(op: Operation, operands: tuple[Value, ...], ctx: RewriteContext) -> Operation | None:
     """Replace an op on constants by the constant the reference computes (bounded work)."""
     import numpy as np
@@ -65,10 +72,14 @@ def fold_rule(op: Operation, operands: tuple[Value, ...], ctx: RewriteContext) -
         size = static_size(op.result.type.shape)
         if size is None:
             return None
-        values = [p.attrs["value"] for p in producers]
-        if size <= FOLD_LIMIT and fold_work(op, [v.size for v in values], size) <= WORK_LIMIT:
+        # Sizes first (a deferred splat constant knows its size without building its array), so
+        # the operand arrays are read only when the op is actually folded.
+        sizes = [_const_size(p) for p in producers]
+        if size <= FOLD_LIMIT and fold_work(op, sizes, size) <= WORK_LIMIT:
+            values = [p.attrs["value"] for p in producers]
             out = OP_FUNCTIONS[op.op](*[np.asarray(v) for v in values], **op.attrs)
-        elif op.op in ELEMENTWISE and all(is_splat(v) for v in values):
+        elif op.op in ELEMENTWISE and all(is_splat(p.attrs["value"]) for p in producers):
+            values = [p.attrs["value"] for p in producers]
             scalars = [np.asarray(v).reshape(-1)[:1].reshape(()) for v in values]
             one = OP_FUNCTIONS[op.op](*scalars, **op.attrs)
             out = np.broadcast_to(np.asarray(one), tuple(op.result.type.shape))

@@ -55,7 +55,7 @@ def rewrite(fn: Function, rule: Rule) -> Function:
     if not changed:
         return fn  # passes signal "nothing to do" by identity, so canonicalize stops early
     results = [replace.get(id(v), v) for v in fn.results]
-    return Function(fn.name, list(fn.params), new_ops, results, list(fn.assumptions), fn.span)
+    return fn.rebuilt(new_ops, results)
 
 
 def dead_code_elimination(fn: Function) -> Function:
@@ -69,7 +69,7 @@ def dead_code_elimination(fn: Function) -> Function:
     if len(kept) == len(fn.ops):
         return fn
     kept.reverse()
-    return Function(fn.name, list(fn.params), kept, list(fn.results), list(fn.assumptions), fn.span)
+    return fn.rebuilt(kept, list(fn.results))
 
 
 def renumber(fn: Function) -> Function:
@@ -84,6 +84,5 @@ def renumber(fn: Function) -> Function:
         result = Value(str(counter), op.result.type, op.result.span)
         counter += 1
         mapping[id(op.result)] = result
-        ops.append(Operation(op.op, tuple(mapping[id(v)] for v in op.operands), op.attrs, result, op.span))
-    return Function(fn.name, list(fn.params), ops, [mapping[id(v)] for v in fn.results],
-                    list(fn.assumptions), fn.span)
+        ops.append(op.replaced(tuple([mapping[id(v)] for v in op.operands]), result))
+    return fn.rebuilt(ops, [mapping[id(v)] for v in fn.results])

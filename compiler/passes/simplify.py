@@ -32,6 +32,10 @@ def _splat_value(ctx: RewriteContext, v: Value) -> Any | None:
     key = id(op)
     if key in memo:
         return memo[key]
+    hint = op.hint
+    if hint is not None:  # a deferred splat constant: its element, without building the array
+        s = memo[key] = hint.scalar() if hint.size else None
+        return s
     s = memo[key] = _splat_scalar(op.attrs["value"])
     return s
 

@@ -18,25 +18,90 @@ from mind.spec.ops import TensorType
 __all__ = ["Value", "Operation", "Assumption", "Function", "Module", "TensorType"]
 
 
-@dataclass(eq=False)
 class Value:
     """An SSA value: a function parameter or the result of one operation (compared by identity)."""
 
-    name: str
-    type: TensorType
-    span: Span | None = None
+    # A plain slotted class (not a dataclass) because values are created for every op; the
+    # constructor, fields and identity semantics are those of ``@dataclass(eq=False)``.
+    __slots__ = ("name", "type", "span")
+    __match_args__ = ("name", "type", "span")
+
+    def __init__(self, name: str, type: TensorType, span: Span | None = None) -> None:
+        self.name = name
+        self.type = type
+        self.span = span
 
     def __repr__(self) -> str:
         return f"%{self.name}: {self.type}"
 
 
-@dataclass(eq=False)
 class Operation:
-    op: str
-    operands: tuple[Value, ...]
-    attrs: dict[str, Any]
-    result: Value
-    span: Span | None = None
+    """One op application: ``op`` name, operand values, attributes (in spec order), result value.
+
+    A slotted class with the constructor, fields and identity semantics of ``@dataclass(eq=False)``.
+    ``attrs`` may be computed on first read (``Operation.deferred``): the frontend creates splat
+    constants that way, so a constant's NumPy array is only built when someone looks at it.  Every
+    reader sees an ordinary dict either way.
+    """
+
+    __slots__ = ("op", "operands", "_attrs", "result", "span", "_make", "hint")
+    __match_args__ = ("op", "operands", "attrs", "result", "span")
+
+    def __init__(self, op: str, operands: tuple[Value, ...], attrs: dict[str, Any], result: Value,
+                 span: Span | None = None) -> None:
+        self.op = op
+        self.operands = operands
+        self._attrs = attrs
+        self.result = result
+        self.span = span
+        self._make = None
+        self.hint = None
+
+    @classmethod
+    def deferred(cls, op: str, operands: tuple[Value, ...], make: Any, result: Value,
+                 span: Span | None = None, hint: Any = None) -> "Operation":
+        """An op whose ``attrs`` dict is ``make()``, called once, on the first read of ``attrs``.
+        ``hint`` is an optional summary of the attributes for passes that can use it without
+        materializing them: for a ``const`` op, an object with ``size`` (the element count) and
+        ``scalar()`` (the one element of a splat, as ``value[(0,) * ndim]`` gives it; only
+        called when ``size > 0``) (the frontend's splat constants)."""
+        self = cls.__new__(cls)
+        self.op = op
+        self.operands = operands
+        self._attrs = None
+        self.result = result
+        self.span = span
+        self._make = make
+        self.hint = hint
+        return self
+
+    def replaced(self, operands: tuple[Value, ...], result: Value) -> "Operation":
+        """The same op and attributes (shared, still deferred if they were) on other operands and
+        result: ``Operation(op.op, operands, op.attrs, result, op.span)`` without reading ``attrs``."""
+        make = self._make
+        if make is not None:
+            return Operation.deferred(self.op, operands, make, result, self.span, self.hint)
+        new = Operation(self.op, operands, self._attrs, result, self.span)  # type: ignore[arg-type]
+        new.hint = self.hint
+        return new
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        make = self._make
+        if make is not None:
+            self._attrs = make()
+            self._make = None
+        return self._attrs  # type: ignore[return-value]
+
+    @attrs.setter
+    def attrs(self, value: dict[str, Any]) -> None:
+        self._attrs = value
+        self._make = None
+        self.hint = None
+
+    def __repr__(self) -> str:
+        return (f"Operation(op={self.op!r}, operands={self.operands!r}, attrs={self.attrs!r}, "
+                f"result={self.result!r}, span={self.span!r})")
 
 
 RELATIONS = (">=", "<=", "==", ">", "<")
@@ -59,14 +124,51 @@ class Assumption:
         return out
 
 
-@dataclass(eq=False)
 class Function:
-    name: str
-    params: list[Value]
-    ops: list[Operation]
-    results: list[Value]
-    assumptions: list[Assumption] = field(default_factory=list)
-    span: Span | None = None
+    """A function: parameters, an SSA list of ops, results, assumptions about its symbols.
+
+    A slotted class with the constructor, fields, ``repr`` and identity semantics of
+    ``@dataclass(eq=False)``.  ``span`` may be computed on first read (``span_fn``, a zero-argument
+    callable, instead of ``span``): the frontend makes every function's span that way, since a
+    source position is only needed when something is reported.
+    """
+
+    __slots__ = ("name", "params", "ops", "results", "assumptions", "_span", "_span_fn")
+    __match_args__ = ("name", "params", "ops", "results", "assumptions", "span")
+
+    def __init__(self, name: str, params: list[Value], ops: list[Operation], results: list[Value],
+                 assumptions: list[Assumption] | None = None, span: Span | None = None, *,
+                 span_fn: Any = None) -> None:
+        self.name = name
+        self.params = params
+        self.ops = ops
+        self.results = results
+        self.assumptions = [] if assumptions is None else assumptions
+        self._span = span
+        self._span_fn = span_fn
+
+    @property
+    def span(self) -> Span | None:
+        fn = self._span_fn
+        if fn is not None:
+            self._span = fn()
+            self._span_fn = None
+        return self._span
+
+    @span.setter
+    def span(self, value: Span | None) -> None:
+        self._span = value
+        self._span_fn = None
+
+    def rebuilt(self, ops: list[Operation], results: list[Value]) -> "Function":
+        """``Function(self.name, list(self.params), ops, results, list(self.assumptions),
+        self.span)``, keeping a span that has not been computed yet deferred."""
+        return Function(self.name, list(self.params), ops, results, list(self.assumptions),
+                        self._span, span_fn=self._span_fn)
+
+    def __repr__(self) -> str:
+        return (f"Function(name={self.name!r}, params={self.params!r}, ops={self.ops!r}, "
+                f"results={self.results!r}, assumptions={self.assumptions!r}, span={self.span!r})")
 
     @property
     def result_types(self) -> list[TensorType]:

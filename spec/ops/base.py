@@ -9,19 +9,50 @@ tests all read these objects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from mind.spec.dims import Arith, Cond, Dim, Undecidable, Unknown, format_dim, INT_ARITH
 from mind.spec.dtypes import DType
 
 
-@dataclass(frozen=True)
 class TensorType:
-    """A tensor type: element dtype and a shape of dims (ints, ``DimExpr``, or Z3 terms)."""
+    """A tensor type: element dtype and a shape of dims (ints, ``DimExpr``, or Z3 terms).
+
+    An immutable value type with the constructor, fields, equality, hashing and ``repr`` of
+    ``@dataclass(frozen=True)``; written by hand with ``__slots__`` because one is created for
+    every op (a frozen dataclass's ``__init__`` pays for ``object.__setattr__`` per field).
+    """
+
+    __slots__ = ("dtype", "shape")
+    __match_args__ = ("dtype", "shape")
 
     dtype: DType
     shape: tuple[Any, ...]
+
+    def __init__(self, dtype: DType, shape: tuple[Any, ...]) -> None:
+        _set_dtype(self, dtype)
+        _set_shape(self, shape)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return (self.dtype, self.shape) == (other.dtype, other.shape)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.dtype, self.shape))
+
+    def __repr__(self) -> str:
+        return f"TensorType(dtype={self.dtype!r}, shape={self.shape!r})"
+
+    def __reduce__(self) -> Any:
+        return (TensorType, (self.dtype, self.shape))
 
     @property
     def rank(self) -> int:
@@ -29,6 +60,10 @@ class TensorType:
 
     def __str__(self) -> str:
         return f"{self.dtype.value}[{', '.join(format_dim(d) for d in self.shape)}]"
+
+
+_set_dtype = TensorType.dtype.__set__  # type: ignore[attr-defined]
+_set_shape = TensorType.shape.__set__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

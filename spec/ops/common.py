@@ -48,7 +48,16 @@ def _broadcast_ints(shapes: Sequence[Sequence[Any]]) -> tuple[int, ...] | None:
         for d in s:
             if type(d) is not int:
                 return None
-        rank = max(rank, len(s))
+        if len(s) > rank:
+            rank = len(s)
+    if len(shapes) == 2:
+        a, b = shapes
+        if a == b:  # equal concrete shapes (the common case) broadcast to themselves
+            return tuple(a)
+        if not b and type(a) is tuple:  # against a scalar
+            return a
+        if not a and type(b) is tuple:
+            return b
     out = [1] * rank
     for s in shapes:
         offset = rank - len(s)
@@ -66,7 +75,9 @@ def _broadcast_ints(shapes: Sequence[Sequence[Any]]) -> tuple[int, ...] | None:
 def same_dtype(ctx: ShapeContext, label: str, types: Sequence[TensorType]) -> None:
     first = types[0].dtype
     for t in types[1:]:
-        ctx.require(label, t.dtype is first,
+        if t.dtype is first:  # ``require`` of True does nothing
+            continue
+        ctx.require(label, False,
                     lambda t=t: f"operand dtypes differ: {first.value} and {t.dtype.value}",
                     help="insert a `convert` to make the dtypes equal")
 
