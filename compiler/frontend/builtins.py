@@ -110,7 +110,50 @@ def _sig(name: str, params: tuple) -> str:
     return f"{name}({', '.join(parts)})"
 
 
+def _arg_tensor(E: Any, x: A.Expr, name: str, key: str) -> Any:
+    """``Args.tensor(key)`` of a positional argument node ``x`` (POISON where it raises _Poisoned)."""
+    v = E.ev(x)
+    if v is POISON or type(v) is Value:
+        return v
+    return E.tensor(v, x.span, f"argument `{key}` of `{name}`")
+
+
+def _relu_direct(E: Any, name: str, node: A.Call) -> Any:
+    """``b_relu`` for ``relu(x)``, without binding the arguments."""
+    x = _arg_tensor(E, node.args[0], name, "x")
+    if x is POISON:
+        return x
+    dt = x.type.dtype
+    if not dt.is_numeric:
+        raise E.fail("E2005", f"`{name}` needs a numeric tensor, found {x.type}", node.args[0].span,
+                     "`cast(x, f32)` first")
+    off = node.span
+    zero = E.const(0, dt)
+    c = E.emit("compare", (x, zero), off, "relu", direction="le")
+    return E.emit("select", (c, zero, x), off, "relu")
+
+
+def _matmul_direct(E: Any, name: str, node: A.Call) -> Any:
+    """``b_matmul`` for ``matmul(a, b)``, without binding the arguments."""
+    a, b = node.args
+    x = _arg_tensor(E, a, name, "a")
+    if x is POISON:
+        return x
+    y = _arg_tensor(E, b, name, "b")
+    if y is POISON:
+        return y
+    return matmul_values(E, x, y, node.span, name)
+
+
+#: builtin -> (number of positional arguments, a direct lowering for exactly that call shape, no
+#: keywords): the same result and diagnostics as the bound ``Args`` path.
+_DIRECT = {"relu": (1, _relu_direct), "matmul": (2, _matmul_direct)}
+
+
 def call_builtin(E: Any, name: str, node: A.Call) -> Any:
+    direct = _DIRECT.get(name)
+    if direct is not None and not node.kwargs and len(node.args) == direct[0]:
+        return direct[1](E, name, node)
     params, fn = BUILTINS[name]
     try:
         quick = _QUICK[name]

@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any, Sequence
 
 from mind.diagnostics import Diagnostic, MindError, Span
-from mind.ir.core import Assumption, Function, Module, Value
+from mind.ir.core import Assumption, Function, Module, Operation, Value
 from mind.spec.dims import DimExpr, Unknown, format_dim, substitute
 from mind.spec.dtypes import DType, parse_dtype
 from mind.spec.ops import OPS, ConstraintUndecided, ConstraintViolation, TensorType
@@ -102,10 +102,18 @@ class Elaborator:
              **attrs: Any) -> Value:
         """Emit ``op``; a failing spec constraint becomes a diagnostic at ``off`` (raises Reported)."""
         b = self.b
-        if len(b.ops) >= MAX_OPS:
+        ops = b.ops
+        if len(ops) >= MAX_OPS:
             self.report("E1012", f"the program expands to more than {MAX_OPS} operations", off,
                         "inlining multiplies code: call fewer functions or split the program")
             raise _Abort()
+        fast = OPS[op].fast_infer
+        if fast is not None:  # the spec rule's concrete fast path (``b.emit_fast``'s, inline)
+            t = fast([v.type for v in operands])
+            if t is not None:
+                result = Value(str(len(ops)), t, None)
+                ops.append(Operation(op, operands, attrs, result, None))
+                return result
         try:
             return b.emit_fast(op, operands, None, attrs)
         except ConstraintViolation as exc:
@@ -451,8 +459,29 @@ class Elaborator:
 
     def binary(self, node: A.Binary) -> Any:
         op = node.op
-        a = self.ev(node.left)
-        b = self.ev(node.right)
+        # ``self.ev`` of the operands, with the two most frequent kinds of node inlined
+        x = node.left
+        t = type(x)
+        if t is _IntLitNode:
+            a = Lit(x.value, "int", x.span)
+        elif t is _BinaryNode:
+            try:
+                a = self.binary(x)
+            except Reported:
+                a = POISON
+        else:
+            a = self.ev(x)
+        x = node.right
+        t = type(x)
+        if t is _IntLitNode:
+            b = Lit(x.value, "int", x.span)
+        elif t is _BinaryNode:
+            try:
+                b = self.binary(x)
+            except Reported:
+                b = POISON
+        else:
+            b = self.ev(x)
         if a is POISON or b is POISON:
             return POISON
         if op == "@":
@@ -552,6 +581,9 @@ class Elaborator:
             wrt.append(self.tensor(self.ev(t), t.span, f"`{t.id}`"))
         if loss is POISON or any(w is POISON for w in wrt):
             return POISON
+        self.check_loss(loss, node.args[0].span, f"`{self.source_text(node.args[0].span)}`")
+        for t, w in zip(targets, wrt):
+            self.check_wrt(w, t.span, f"`{t.id}`")
         grads = self.differentiate(loss, wrt, node.span)
         return grads[0] if type(wrt_expr) is not A.ArrayLit else Tup(grads, node.span)
 
@@ -593,7 +625,32 @@ class Elaborator:
         if loss is POISON:
             return POISON
         loss = self.tensor(loss, node.span, "the function's result")
+        what = f"the result of `{target.id}`" if type(target) is A.Name else "the closure's result"
+        self.check_loss(loss, target.span, what)
+        self.check_wrt(point, args[0][0].span, f"`{self.source_text(args[0][0].span)}`")
         return self.differentiate(loss, [point], node.span)[0]
+
+    def source_text(self, off: tuple[int, int]) -> str:
+        """The source text of ``off`` (long or multi-line expressions shortened)."""
+        text = " ".join(self.src.text[off[0]:off[1]].split())
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    def check_loss(self, loss: Value, off: tuple[int, int], what: str) -> None:
+        """E5006 unless ``loss`` is a rank-0 float (``what`` names it in the message)."""
+        t = loss.type
+        if t.rank != 0:
+            raise self.fail("E5006", f"the loss must be a scalar, but {what} has type {t}", off,
+                            "reduce it first, e.g. with `sum(...)` or `mean(...)` over every axis")
+        if not t.dtype.is_float:
+            raise self.fail("E5006", f"the loss must be a float scalar, but {what} has type {t}", off,
+                            "`cast` it to f32 or f64")
+
+    def check_wrt(self, w: Value, off: tuple[int, int], what: str) -> None:
+        """E5005 unless ``w`` (a differentiation variable, named by ``what``) is a float value."""
+        if not w.type.dtype.is_float:
+            raise self.fail("E5005", f"cannot differentiate with respect to {what} of type {w.type}: "
+                                     f"only float values have gradients", off,
+                            "integer and bool values are not differentiable")
 
     def differentiate(self, loss: Value, wrt: list[Value], off: tuple[int, int]) -> list[Value]:
         from mind.compiler.autodiff.transform import grad_values
@@ -757,13 +814,28 @@ class Elaborator:
                 # ev + type_of + check_type + splat, without the detours)
                 dt = _DTYPES.get(ty.dtype)
                 dims = tuple([d.value for d in ty.dims])
-                if dt is not None and dims and all(type(d) is int for d in dims):
-                    lit = Lit(node.value, "int", node.span) if nt is A.IntLit else \
-                        Lit(node.value, "float", node.span, node.text)
-                    try:
-                        v = self.b.const_splat(self.lit_value(lit, dt), dt, dims)
-                    except Reported:
-                        v = POISON
+                static = dt is not None and dims
+                if static:
+                    for d in dims:
+                        if type(d) is not int:
+                            static = False
+                            break
+                if static:
+                    v = node.value
+                    if nt is A.IntLit and dt.is_float and -16777216 <= v <= 16777216:
+                        v = float(v)  # what ``lit_value`` gives (exactly representable)
+                    else:
+                        lit = Lit(v, "int", node.span) if nt is A.IntLit else \
+                            Lit(v, "float", node.span, node.text)
+                        try:
+                            v = self.lit_value(lit, dt)
+                        except Reported:
+                            v = POISON
+                    if v is not POISON:
+                        try:
+                            v = self.b.const_splat(v, dt, dims)
+                        except Reported:
+                            v = POISON
                     name = s.target.name
                     if name != "_":
                         self.scope.names[name] = v
@@ -902,6 +974,8 @@ def elaborate(module: A.Module) -> Module:
 # -- helpers -------------------------------------------------------------------------------------
 
 _np_scalar = np_scalar
+_IntLitNode = A.IntLit
+_BinaryNode = A.Binary
 
 
 def _int_fold(op: str, a: int, b: int) -> int:

@@ -306,7 +306,11 @@ def tokenize(data: str | bytes, filename: str = "<input>") -> Tokens:
     if len(texts) > 1 and not texts[-2]:  # `\Z` matched twice (after trailing trivia)
         del texts[-1], starts[-1], ends[-1]
     kinds = list(map(_KINDS.__getitem__, texts))
-    if "\n" in text and not (plain and _newlines_all_separate(text)):
+    nl = text.find("\n")
+    if nl >= 0 and not (plain and (
+            # one line break, at the very end, not leading and with no bracket open: it is kept
+            (nl == n - 1 and kinds[0] != "NL" and "(" not in text and "[" not in text
+             and "{" not in text) or _newlines_all_separate(text))):
         return _newlines(kinds, texts, starts, ends, SourceMap(filename, text))
     return Tokens(kinds, texts, starts, ends, SourceMap(filename, text))
 

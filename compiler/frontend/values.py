@@ -107,6 +107,7 @@ _NP_DTYPES: dict[str, DType] = {"bool": DType.BOOL, "int32": DType.I32, "int64":
 
 _EAGER_SPLAT = 1 << 40
 _NP: dict[DType, Any] = {}
+_NP_SCALAR: dict[DType, Any] = {}
 
 
 def np_scalar(value: Any, dtype: DType) -> Any:
@@ -142,7 +143,15 @@ class SplatAttrs:
         self.attrs: dict[str, Any] | None = None
 
     def scalar(self) -> Any:
-        return np_scalar(self.value, self.dtype)[()]
+        v = self.value
+        tv = type(v)
+        if (tv is float or tv is int or tv is bool) and -1e38 < v < 1e38:
+            # the NumPy scalar type's constructor: the element ``np_scalar(v, dtype)[()]`` gives
+            st = _NP_SCALAR.get(self.dtype)
+            if st is None:
+                st = _NP_SCALAR[self.dtype] = self.dtype.numpy.type
+            return st(v)
+        return np_scalar(v, self.dtype)[()]
 
     def __call__(self) -> dict[str, Any]:
         attrs = self.attrs
@@ -174,6 +183,14 @@ class LeanBuilder(FunctionBuilder):
         return ctx
 
     def emit_fast(self, op: str, operands: tuple[Value, ...], span: Span | None, attrs: dict[str, Any]) -> Value:
+        fast = OPS[op].fast_infer
+        if fast is not None:
+            t = fast([v.type for v in operands])
+            if t is not None:
+                ops = self.ops
+                result = Value(str(len(ops)), t, span)
+                ops.append(Operation(op, operands, attrs, result, span))
+                return result
         ctx = self._ctx
         if ctx is None or ctx.A is not self._arith or self._arith is None:
             ctx = self.context()

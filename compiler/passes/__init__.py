@@ -82,6 +82,16 @@ def _const_coarse_key(op: Operation, t: TensorType) -> tuple:
 
 
 def canonicalize(fn: Function, *, rename: bool = True) -> Function:
+    ops = fn.ops
+    if len(ops) == 1 and not fn.params:
+        # one operation (e.g. a program folded to a constant): nothing to fold, simplify or merge
+        op = ops[0]
+        results = fn.results
+        if op.op == "const" and len(results) == 1 and results[0] is op.result:
+            if not rename:
+                return fn
+            if op.result.name == "0":
+                return fn.rebuilt([op], [op.result])
     ctx = RewriteContext(fn)
     producer = ctx.producer
     replace: dict[int, Value] = {}
@@ -92,6 +102,8 @@ def canonicalize(fn: Function, *, rename: bool = True) -> Function:
     simplify_const = _SIMPLIFY_CONST
     simplify_any = _SIMPLIFY_ANY
     commutative = _COMMUTATIVE
+    producer_get = producer.get
+    small_const = _SMALL_CONST
     for op in fn.ops:
         operands = op.operands
         if replace:
@@ -102,9 +114,34 @@ def canonicalize(fn: Function, *, rename: bool = True) -> Function:
         name = op.op
         current, rewritten = op, False
         if name != "const":
-            # fold → simplify, repeated while a rule rewrites the op (``combined_rule``)
+            # fold → simplify, repeated while a rule rewrites the op (``combined_rule``).  The
+            # first step, which on most ops finds that no rule can fire, with the producers of the
+            # operands looked up once.
             out = None
-            for _ in range(MAX_STEPS_PER_OP):
+            nconst = 0
+            for v in operands:
+                p = producer_get(id(v))
+                if p is not None and p.op == "const":
+                    nconst += 1
+            if nconst and nconst == len(operands):
+                out = fold_rule(op, operands, ctx)
+            if out is None:
+                if name in simplify_const:
+                    if nconst:
+                        out = simplify_rule(op, operands, ctx)
+                elif name == "select":
+                    # fires on select(c, x, x) or a constant predicate only
+                    if operands[1] is operands[2] or nconst and (
+                            (p := producer_get(id(operands[0]))) is not None and p.op == "const"):
+                        out = simplify_rule(op, operands, ctx)
+                elif name in simplify_any:
+                    out = simplify_rule(op, operands, ctx)
+            steps = MAX_STEPS_PER_OP - 1
+            if out is not None and out.__class__ is not Value:
+                current, rewritten = out, True
+            else:
+                steps = 0
+            for _ in range(steps):
                 name = current.op
                 xs = current.operands
                 out = None
@@ -136,7 +173,11 @@ def canonicalize(fn: Function, *, rename: bool = True) -> Function:
         xs = current.operands
         t = current.result.type
         if name == "const":
-            ck = _const_coarse_key(current, t)
+            hint = current.hint
+            if hint is not None and hint.size > small_const:  # (``_const_coarse_key``, inline)
+                ck = ("const", id(t.dtype), t.shape, None)
+            else:
+                ck = _const_coarse_key(current, t)
         elif name in commutative:
             ck = (name, tuple(sorted(map(id, xs))), id(t.dtype), t.shape)
         else:

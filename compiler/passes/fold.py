@@ -59,10 +59,6 @@ def _const_size(op: Operation) -> int:
 
 def fold_rule(op: Operation, operands: tuple[Value, ...], ctx: RewriteContext) -> Operation | None:
     """Replace an op on constants by the constant the reference computes (bounded work)."""
-    import numpy as np
-
-    from mind.reference.ops import OP_FUNCTIONS
-
     if True:
         if op.op == "const" or not operands:
             return None
@@ -75,6 +71,13 @@ def fold_rule(op: Operation, operands: tuple[Value, ...], ctx: RewriteContext) -
         # Sizes first (a deferred splat constant knows its size without building its array), so
         # the operand arrays are read only when the op is actually folded.
         sizes = [_const_size(p) for p in producers]
+        if not (size <= FOLD_LIMIT and fold_work(op, sizes, size) <= WORK_LIMIT) \
+                and op.op not in ELEMENTWISE:
+            return None  # (what the branches below decide, before any import)
+        import numpy as np
+
+        from mind.reference.ops import OP_FUNCTIONS
+
         if size <= FOLD_LIMIT and fold_work(op, sizes, size) <= WORK_LIMIT:
             values = [p.attrs["value"] for p in producers]
             out = OP_FUNCTIONS[op.op](*[np.asarray(v) for v in values], **op.attrs)

@@ -26,4 +26,8 @@ def infer_type(op: str | OpDef, operand_types: Sequence[TensorType], attrs: Mapp
                arith: Arith = INT_ARITH) -> TensorType:
     """Result type of ``op``; raises ``ConstraintViolation``/``ConstraintUndecided`` with a label."""
     opdef = OPS[op] if isinstance(op, str) else op
+    if opdef.fast_infer is not None:
+        fast = opdef.fast_infer(operand_types)
+        if fast is not None:
+            return fast
     return opdef.infer(ShapeContext(arith), operand_types, attrs)

@@ -123,6 +123,10 @@ class OpDef:
     # The VJP rule as code, next to its text: vjp(builder, op, cotangent) -> one cotangent (or None)
     # per operand, built from the 19 ops through ``mind.ir.builder`` (see the autodiff transform).
     vjp: Callable[..., Sequence[Any]] | None = None
+    # The same shape rule restricted to its common concrete case (equal dtypes, int dims that
+    # agree): returns the result type, or None when ``infer`` must decide (and report).  It lives
+    # here, next to ``infer``, and tests check the two agree; it exists only for compile speed.
+    fast_infer: Callable[[Sequence[TensorType]], TensorType | None] | None = None
     laws: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 

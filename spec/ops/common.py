@@ -19,7 +19,7 @@ def broadcast(ctx: ShapeContext, label: str, *shapes: Sequence[Any]) -> tuple[An
     The result dim is ``ite(a == 1, b, a)``, so with a symbol ``B`` against ``1`` it stays ``B``
     (true whether or not ``B`` is 1), and ``B`` against ``3`` is undecided rather than merged.
     """
-    fast = _broadcast_ints(shapes)
+    fast = broadcast_ints(shapes)
     if fast is not None:
         return fast
     A = ctx.A
@@ -41,7 +41,7 @@ def broadcast(ctx: ShapeContext, label: str, *shapes: Sequence[Any]) -> tuple[An
     return tuple(out)
 
 
-def _broadcast_ints(shapes: Sequence[Sequence[Any]]) -> tuple[int, ...] | None:
+def broadcast_ints(shapes: Sequence[Sequence[Any]]) -> tuple[int, ...] | None:
     """The common case of concrete, compatible shapes, without building conditions; None otherwise."""
     rank = 0
     for s in shapes:

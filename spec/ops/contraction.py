@@ -26,6 +26,22 @@ def _matmul_infer(ctx: ShapeContext, xs: Sequence[TensorType], attrs: Mapping[st
     return TensorType(a.dtype, batch + (a.shape[-2], b.shape[-1]))
 
 
+def _fast_matmul(xs: Sequence[TensorType]) -> TensorType | None:
+    """``_matmul_infer`` for rank-2 numeric operands of one dtype with equal concrete contracting
+    dims."""
+    if len(xs) != 2:
+        return None
+    a, b = xs
+    d = a.dtype
+    sa, sb = a.shape, b.shape
+    if (b.dtype is not d or not d.is_numeric or len(sa) != 2 or len(sb) != 2
+            or type(sa[0]) is not int or type(sa[1]) is not int or type(sb[0]) is not int
+            or type(sb[1]) is not int or sa[1] != sb[0]):
+        return None
+    return TensorType(d, (sa[0], sb[1]))
+
+
+
 MATMUL = OpDef(
     name="matmul", summary="Batched matrix product; batch dims broadcast.",
     operands=(OperandDef("lhs", "tensor [..., M, K]"), OperandDef("rhs", "tensor [..., K, N]")),
@@ -203,5 +219,7 @@ def _vjp_conv2d(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
 
 MATMUL.vjp = _vjp_matmul
 CONV2D.vjp = _vjp_conv2d
+
+MATMUL.fast_infer = _fast_matmul
 
 OPS = (MATMUL, CONV2D)

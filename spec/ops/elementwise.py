@@ -7,7 +7,38 @@ from typing import Any, Mapping, Sequence
 from mind.spec.dtypes import DType
 from mind.spec.ops.base import (AttrDef, ConstraintDef, Example, OpDef, OperandDef, ShapeContext,
                                 TensorType)
-from mind.spec.ops.common import broadcast, same_dtype
+from mind.spec.ops.common import broadcast, broadcast_ints, same_dtype
+
+
+def _fast_arith(xs: Sequence[TensorType]) -> TensorType | None:
+    """add/sub/mul/div of one numeric dtype and concrete shapes that broadcast: the type the spec
+    rule (``_binary_infer``) gives; None for every other case (the spec rule decides)."""
+    if len(xs) != 2:
+        return None
+    a, b = xs
+    d = a.dtype
+    if b.dtype is not d or not d.is_numeric:
+        return None
+    shape = broadcast_ints((a.shape, b.shape))
+    return None if shape is None else TensorType(d, shape)
+
+
+def _fast_compare(xs: Sequence[TensorType]) -> TensorType | None:
+    """``_compare_infer`` for one dtype and concrete shapes that broadcast."""
+    if len(xs) != 2 or xs[0].dtype is not xs[1].dtype:
+        return None
+    shape = broadcast_ints((xs[0].shape, xs[1].shape))
+    return None if shape is None else TensorType(DType.BOOL, shape)
+
+
+def _fast_select(xs: Sequence[TensorType]) -> TensorType | None:
+    """``_select_infer`` for a bool predicate, one branch dtype and concrete shapes that broadcast."""
+    if len(xs) != 3 or xs[0].dtype is not DType.BOOL or xs[1].dtype is not xs[2].dtype:
+        return None
+    shape = broadcast_ints((xs[0].shape, xs[1].shape, xs[2].shape))
+    return None if shape is None else TensorType(xs[1].dtype, shape)
+
+
 
 _BINARY_CONSTRAINTS = (
     ConstraintDef("C1", "E2004", "dtype(lhs) = dtype(rhs)"),
@@ -298,5 +329,10 @@ def _vjp_convert(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
 for _op, _rule in ((ADD, _vjp_add), (SUB, _vjp_sub), (MUL, _vjp_mul), (DIV, _vjp_div), (EXP, _vjp_exp),
                    (LOG, _vjp_log), (COMPARE, _vjp_none), (SELECT, _vjp_select), (CONVERT, _vjp_convert)):
     _op.vjp = _rule
+
+for _op in (ADD, SUB, MUL, DIV):
+    _op.fast_infer = _fast_arith
+COMPARE.fast_infer = _fast_compare
+SELECT.fast_infer = _fast_select
 
 OPS = (ADD, SUB, MUL, DIV, EXP, LOG, COMPARE, SELECT, CONVERT)

@@ -55,6 +55,12 @@ def _errors(src: str) -> list[tuple[str, int, int]]:
     return [(d.code, d.span.line, d.span.col) for d in info.value.diagnostics]
 
 
+def _messages(src: str) -> list[str]:
+    with pytest.raises(MindError) as info:
+        compile_source(src, "t.mind")
+    return [d.message for d in info.value.diagnostics]
+
+
 def _body(fn) -> str:
     return print_function(fn).split("\n", 1)[1]
 
@@ -149,7 +155,8 @@ def test_gradient_wrt_integer_is_e5005():
     let l = sum(x * cast(n, f32));
     grad(l, wrt=n)
 }"""
-    assert _errors(src) == [("E5005", 3, 5)]
+    assert _errors(src) == [("E5005", 3, 17)]  # at the `wrt` name
+    assert "`n` of type i32[3]" in _messages(src)[0]
 
 
 def test_function_form_at_integer_point_is_e5005():
@@ -157,7 +164,8 @@ def test_function_form_at_integer_point_is_e5005():
 fn f(n: Tensor<i32, [3]>) -> Tensor<i32, [3]> {
     grad(g)(n)
 }"""
-    assert _errors(src) == [("E5005", 3, 5)]
+    assert _errors(src) == [("E5005", 3, 13)]  # at the point argument
+    assert "`n` of type i32[3]" in _messages(src)[0]
 
 
 def test_non_scalar_loss_is_e5006():
@@ -165,7 +173,8 @@ def test_non_scalar_loss_is_e5006():
     let l = x * x;
     grad(l, wrt=[x])
 }"""
-    assert _errors(src) == [("E5006", 3, 5)]
+    assert _errors(src) == [("E5006", 3, 10)]  # at the loss argument
+    assert "`l` has type f32[3]" in _messages(src)[0]
 
 
 def test_non_scalar_function_is_e5006():
@@ -173,7 +182,16 @@ def test_non_scalar_function_is_e5006():
 fn f(x: Tensor<f32, [3]>) -> Tensor<f32, [3]> {
     grad(|a| sq(a))(x)
 }"""
-    assert _errors(src) == [("E5006", 3, 5)]
+    assert _errors(src) == [("E5006", 3, 10)]  # at the closure
+    assert "the closure's result has type f32[3]" in _messages(src)[0]
+
+
+def test_integer_loss_expression_is_e5006_at_the_expression():
+    src = """fn f(x: Tensor<f32, [3]>) -> Tensor<f32, [3]> {
+    grad(sum(cast(x, i32)), wrt=[x])
+}"""
+    assert _errors(src) == [("E5006", 2, 10)]
+    assert "`sum(cast(x, i32))` has type i32[]" in _messages(src)[0]
 
 
 @pytest.mark.parametrize("call, expected", [
