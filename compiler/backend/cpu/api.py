@@ -19,6 +19,7 @@ source text, Core IR text, a ``Module`` or a ``Function`` -> a callable taking N
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any, Callable, Mapping, Sequence
 
@@ -37,14 +38,16 @@ _KNOWN_OPTIONS = ("threads", "schedule", "cpu", "cache")
 class CpuFunction:
     """A Core IR function with its compiled specializations (one per symbol environment).
 
-    ``schedule`` defaults to False: the engine's tiling/vectorization schedule hangs or aborts MLIR
-    on several small shapes met in the conformance cases (see ``emit.schedule_safe``); with
-    ``schedule=True`` it is applied only to kernels ``schedule_safe`` admits.
+    ``schedule`` (default True) tiles and vectorizes the ops that have a validated schedule (2-D
+    matmul, fills, elementwise chains and reductions; see ``transforms.schedule_module``); every
+    other op is lowered to scalar loops.  ``$MIND_CPU_SCHEDULE=0`` turns it off for a process.
     """
 
-    def __init__(self, fn: Function, *, threads: int | None = None, schedule: bool = False, cpu: str = "host",
+    def __init__(self, fn: Function, *, threads: int | None = None, schedule: bool | None = None, cpu: str = "host",
                  cache: Any = True) -> None:
         self.fn = fn
+        if schedule is None:
+            schedule = os.environ.get("MIND_CPU_SCHEDULE", "1") != "0"
         self.options = {"threads": threads, "schedule": schedule, "cpu": cpu, "cache": cache}
         self._kernels: dict[tuple[tuple[str, int], ...], Any] = {}
         self._lock = threading.Lock()

@@ -485,17 +485,27 @@ def _lower_op(em: _Emitter, op: str, xs: list[_T], attrs: Mapping[str, Any], dty
         rank = len(shape)
         if rank == 0:
             return x.name
+        if any(s == 0 for s in shape):
+            return em.empty(shape, elem)
+        # Unit-step dims are cut with an extract_slice first: a map ``d_i + 0`` simplifies to ``d_i``
+        # and linalg would then infer that loop's range from the (larger) input extent.
+        starts = [int(b0) for b0 in attrs["start"]]
+        steps = [int(s) for s in attrs["step"]]
+        if any(s == 1 and x.shape[i] != shape[i] for i, s in enumerate(steps)):
+            offs = [starts[i] if s == 1 else 0 for i, s in enumerate(steps)]
+            sizes = [shape[i] if s == 1 else x.shape[i] for i, s in enumerate(steps)]
+            cut = em.fresh("x")
+            sub = _tty(tuple(sizes), elem)
+            em.emit(f"{cut} = tensor.extract_slice {x.name}[{', '.join(map(str, offs))}] "
+                    f"[{', '.join(map(str, sizes))}] [{', '.join('1' for _ in sizes)}] : {x.ty} to {sub}")
+            x = _T(cut, tuple(sizes), elem, x.dtype)
+            starts = [0 if s == 1 else b0 for b0, s in zip(starts, steps)]
         exprs = []
-        for i, (b0, s) in enumerate(zip(attrs["start"], attrs["step"])):
-            b0, s = int(b0), int(s)
-            if shape[i] == 0 or x.shape[i] == 0:
-                exprs.append("0")
-            elif s == 1:
+        for i, (b0, s) in enumerate(zip(starts, steps)):
+            if s == 1:
                 exprs.append(f"d{i} + {b0}")
             else:
                 exprs.append(f"d{i} * {s} + {b0}")
-        if any(s == 0 for s in shape):
-            return em.empty(shape, elem)
         return em.generic(shape, elem, [x], [_map(rank, exprs)], ["parallel"] * rank, lambda a, o: ([], a[0]))
 
     if op == "pad":
@@ -616,18 +626,20 @@ def has_empty_tensor(fn: Function, shapes: Mapping[str, int] | None = None) -> b
 def schedule_safe(fn: Function, shapes: Mapping[str, int] | None = None) -> bool:
     """Whether the engine's tiling schedule may be applied to the kernel of ``fn``.
 
-    The schedule (transforms.py) has known gaps that abort or hang MLIR, found by the conformance
-    cases: zero extents (tiling asserts), negative affine coefficients (negative slice steps
-    assert), and the transform interpreter not terminating on small shapes for reduction generics
-    (reduce_max on bool[2, 3], the batched-matmul generic) and for the transpose generic (f32[2, 3]).
-    So only kernels made of elementwise generics, reshapes, constants and 2-D ``linalg.matmul``
-    (which the engine itself leaves unscheduled for odd shapes) are scheduled; every other kernel is
-    compiled to scalar loops: slower but correct.
+    ``transforms.schedule_module`` decides per linalg op (2-D matmul + its fill, elementwise
+    generics), but differential runs showed kernels whose results diverged once the schedule ran even
+    on ops it leaves alone (elementwise fusion into reductions, vectorized neighbours of
+    accumulator generics, batched-matmul generics, gathers).  Until that is understood, whole
+    functions are admitted only when made of elementwise ops, constants, reshapes and 2-D matmuls
+    with no zero extents, and with one result; everything else compiles to scalar loops (correct).
     """
     env = dict(shapes or {})
+    if len(fn.results) != 1:
+        return False
     if any(0 in specialize_type(v.type, env)[1] for v in fn.values()):
         return False
-    return all(op.op in _SCHEDULED or (op.op == "matmul" and op.result.type.rank == 2) for op in fn.ops)
+    return all(op.op in _SCHEDULED or (op.op == "matmul" and op.result.type.rank == 2
+                                       and all(v.type.rank == 2 for v in op.operands)) for op in fn.ops)
 
 
 _SCHEDULED = ("const", "add", "sub", "mul", "div", "exp", "log", "compare", "select", "convert", "reshape")

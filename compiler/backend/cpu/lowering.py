@@ -147,13 +147,20 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
                 func_op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
                 scheduled = False
                 if schedule:
-                    stage = "fusion"
-                    PassManager.parse(prefusion().render()).run(module.operation)
-                    stage = "schedule"
-                    script = schedule_module(module)
-                    if script is not None:
-                        apply_script(module, script)
-                        scheduled = True
+                    try:
+                        stage = "fusion"
+                        PassManager.parse(prefusion().render()).run(module.operation)
+                        stage = "schedule"
+                        script = schedule_module(module)
+                        if script is not None:
+                            apply_script(module, script)
+                            scheduled = True
+                    except Exception:  # noqa: BLE001 - a schedule that MLIR rejects: use scalar loops
+                        diags.messages.clear()
+                        module = ir.Module.parse(mlir_text)
+                        func_op = _find_func(module, func_name)
+                        func_op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+                        scheduled = False
                 stage = "lower"
                 PassManager.parse(pipeline_text).run(module.operation)
             except LoweringError:
