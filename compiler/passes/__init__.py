@@ -18,6 +18,8 @@ of being rebuilt (the returned ``Function`` and its lists are always new).
 
 from __future__ import annotations
 
+from math import copysign
+
 from mind.ir.core import Function, Module, Operation, TensorType, Value
 from mind.compiler.passes.cse import common_subexpression_elimination, cse_rule, op_key
 from mind.compiler.passes.fold import constant_folding, fold_rule
@@ -69,8 +71,14 @@ def _coarse_key(op: Operation, operands: tuple[Value, ...]) -> tuple:
 
 def _const_coarse_key(op: Operation, t: TensorType) -> tuple:
     hint = op.hint
-    if hint is not None and hint.size > _SMALL_CONST:  # a large deferred splat: no bytes needed
-        return ("const", id(t.dtype), t.shape, None)
+    if hint is not None:
+        if hint.size > _SMALL_CONST:  # a large deferred splat: no bytes needed
+            return ("const", id(t.dtype), t.shape, None)
+        if hint.size:  # a small deferred splat: its bytes, unbuilt
+            try:
+                return ("const", id(t.dtype), t.shape, hint.scalar().tobytes() * hint.size)
+            except Exception:  # pragma: no cover - fall back to the array
+                pass
     arr = op.attrs.get("value")
     small = None
     try:
@@ -79,6 +87,32 @@ def _const_coarse_key(op: Operation, t: TensorType) -> tuple:
     except Exception:  # pragma: no cover - not an array: bucket by type only
         small = None
     return ("const", id(t.dtype), t.shape, small)
+
+
+def _may_simplify(name: str, operands: tuple[Value, ...], producer_get) -> bool:
+    """False only when no operand is a constant that ``simplify_rule`` could use for ``name``:
+    decided from the Python literal of a deferred float splat (other constants: True)."""
+    for v in operands:
+        p = producer_get(id(v))
+        if p is None or p.op != "const":
+            continue
+        hint = p.hint
+        if hint is None or not v.type.dtype.is_float:
+            return True
+        x = hint.value
+        tx = type(x)
+        if tx is not int and tx is not float:
+            return True
+        if name == "add" or name == "sub":
+            # fires on a zero (add: -0.0, sub: +0.0); |x| >= 1 never rounds to zero
+            if x == 0:
+                if (copysign(1.0, x) < 0.0) == (name == "add"):
+                    return True
+            elif not (1.0 <= abs(x) < 1e38):
+                return True
+        elif not (x <= 0.5 or 2.0 <= x < 1e38):  # mul, div: fire on a one
+            return True
+    return False
 
 
 def canonicalize(fn: Function, *, rename: bool = True) -> Function:
@@ -127,7 +161,7 @@ def canonicalize(fn: Function, *, rename: bool = True) -> Function:
                 out = fold_rule(op, operands, ctx)
             if out is None:
                 if name in simplify_const:
-                    if nconst:
+                    if nconst and _may_simplify(name, operands, producer_get):
                         out = simplify_rule(op, operands, ctx)
                 elif name == "select":
                     # fires on select(c, x, x) or a constant predicate only
