@@ -207,3 +207,37 @@ def test_importing_mind_does_not_import_mlir():
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["False", "False"]
+
+
+_WARM_FN = textwrap.dedent("""
+    import sys, numpy as np
+    sys.path.insert(0, {here!r})
+    import mind.compiler.backend.cpu.emit as E
+    from mind.compiler.backend.cpu import api
+    from mind.ir.parser import parse_module
+    fn = parse_module("func @f(%a: f32[B, 3], %b: f32[B, 3]) -> (f32[B, 3]) {{\\n"
+                      "  %c = add(%a, %b) : f32[B, 3]\\n  return %c\\n}}\\n", "<t>").functions[0]
+    calls = []
+    orig = E.emit_mlir
+    api.emit_mlir = lambda *a, **k: (calls.append(1), orig(*a, **k))[1]
+    r = api.compile_function(fn, threads=1, schedule={sched})
+    out = r([np.ones((2, 3), np.float32), np.ones((2, 3), np.float32)])[0]
+    assert (out == 2).all()
+    print(next(iter(r._kernels.values())).from_cache, len(calls))
+""")
+
+
+def test_warm_start_by_core_ir_key_skips_mlir_emission(tmp_path):
+    env = dict(os.environ, MIND_CACHE_DIR=str(tmp_path / "cache"))
+
+    def run(sched: bool) -> list[str]:
+        r = subprocess.run([sys.executable, "-c", _WARM_FN.format(here=HERE, sched=sched)], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.split()
+    assert run(True) == ["False", "1"]   # cold: emitted, compiled, stored under both keys
+    assert run(True) == ["True", "0"]    # warm: hit by the Core-IR key, no MLIR emitted
+    # other options miss the alias; the MLIR-text key may still hit, and then records the alias
+    first = run(False)
+    assert first[1] == "1"
+    assert run(False) == ["True", "0"]

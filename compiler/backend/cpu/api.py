@@ -6,7 +6,10 @@ the reference interpreter's ``bind_arguments`` (same checks and diagnostics: E60
 symbolic dims get their values from the arrays; the function is specialized to those values the
 first time they are seen, and the compiled kernel is kept in memory keyed by the symbol values
 (the engine also caches the shared library on disk, keyed by a SHA-256 of the MLIR text, the
-pipeline, the thread count and the target, so a second process starts warm).
+pipeline, the thread count and the target, so a second process starts warm).  A second key, from the
+canonical Core IR text (``mind.ir.printer``), the symbol values, the options, the target, the
+toolchain and the backend sources, aliases that entry: a warm start looks it up before emitting any
+MLIR, so it costs printing + hashing the Core IR, a JSON read and a ``dlopen``.
 
 ``emit_stage(module, "mlir" | "llvm")`` prints a stage for ``mind ir --emit``.  Only functions
 whose parameter types are concrete can be printed: a function with symbolic dims raises E6003
@@ -28,7 +31,11 @@ import numpy as np
 from mind.diagnostics import error
 from mind.ir.core import Function, Module
 
+from .cache import ir_cache_key
 from .emit import ELEM, emit_mlir, schedule_safe
+# the engine imports neither MLIR nor llvmlite; importing it here keeps module loading out of the
+# first call (the warm-start path is then printing + hashing the Core IR, a JSON read and a dlopen)
+from .engine import compile_kernel, load_cached, resolve_options
 
 __all__ = ["compile_function", "emit_stage", "compile", "CpuFunction"]
 
@@ -52,6 +59,7 @@ class CpuFunction:
         self._kernels: dict[tuple[tuple[str, int], ...], Any] = {}
         self._lock = threading.Lock()
         self._out_specs = None
+        self._ir_text: str | None = None
 
     def kernel(self, env: Mapping[str, int]) -> Any:
         key = tuple(sorted(env.items()))
@@ -60,15 +68,29 @@ class CpuFunction:
             with self._lock:
                 k = self._kernels.get(key)
                 if k is None:
-                    from .engine import compile_kernel
-                    text, name = emit_mlir(self.fn, env)
-                    opts = dict(self.options)
-                    if not schedule_safe(self.fn, env):
-                        # known gaps of the engine's schedule (see emit.schedule_safe)
-                        opts["schedule"] = False
-                    k = compile_kernel(text, name, **opts)
+                    k = self._compile(env)
                     self._kernels[key] = k
         return k
+
+    def _compile(self, env: Mapping[str, int]) -> Any:
+        """Disk-cache hit by the Core-IR key first (no MLIR emission), else emit and compile."""
+        opts = dict(self.options)
+        opts["threads"] = resolve_options(opts["threads"], opts["cpu"])
+        alias = None
+        if opts["cache"] is not False and opts["cache"] is not None:
+            if self._ir_text is None:
+                from mind.ir.printer import print_function
+                self._ir_text = print_function(self.fn)
+            alias = ir_cache_key(self._ir_text, dict(env), threads=opts["threads"], schedule=bool(opts["schedule"]),
+                                 cpu=opts["cpu"])
+            k = load_cached(alias, opts["threads"], opts["cache"])
+            if k is not None:
+                return k
+        text, name = emit_mlir(self.fn, env)
+        if not schedule_safe(self.fn, env):
+            # known gaps of the engine's schedule (see emit.schedule_safe)
+            opts["schedule"] = False
+        return compile_kernel(text, name, alias=alias, **opts)
 
     def __call__(self, args: Sequence[Any] | Mapping[str, Any]) -> list[np.ndarray]:
         from mind.reference.interpreter import bind_arguments

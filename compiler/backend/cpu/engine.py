@@ -24,7 +24,7 @@ from .cache import KernelCache, cache_key
 from .openmp import find_openmp_runtime, load_openmp_runtime
 from .pipeline import PipelineError, full_pipeline
 
-__all__ = ["Kernel", "compile_kernel", "translate_to_llvm_ir", "mlir_to_llvm_ir", "default_threads"]
+__all__ = ["Kernel", "compile_kernel", "load_cached", "resolve_options", "translate_to_llvm_ir", "mlir_to_llvm_ir", "default_threads"]
 
 E_BACKEND = "E6012"
 
@@ -80,17 +80,8 @@ def _load(path: str, sig: Signature, threads: int, from_cache: bool, scheduled: 
     return Kernel(sig, threads, path, from_cache, scheduled, lib, fn)
 
 
-def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None, schedule: bool = True,
-                   cpu: str = "host", cache: KernelCache | bool = True) -> Kernel:
-    """Compile ``func_name`` of ``mlir_text`` and return a callable kernel.
-
-    The function takes its inputs as ranked tensors and writes its results into memref
-    out-parameters (see ``abi``).  ``threads`` (default ``default_threads()``) > 1 parallelizes the
-    ``scf.forall`` loops of the schedule with OpenMP; without an OpenMP runtime it falls back to 1.
-    ``schedule`` applies the tiling/vectorization scripts of ``transforms``.  ``cache``: True for the
-    default folder, a ``KernelCache``, or False for none (the library then lives in a temp folder).
-    Raises ``MindError`` E6012 on any failure.
-    """
+def resolve_options(threads: int | None, cpu: str) -> int:
+    """The effective thread count (validated; 1 without an OpenMP runtime); E6012 on bad options."""
     if threads is None:
         threads = default_threads()
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
@@ -99,6 +90,35 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         threads = 1
     if cpu not in ("host", "generic"):
         raise _fail(f"unknown cpu option {cpu!r} (use 'host' or 'generic')")
+    return threads
+
+
+def load_cached(key: str, threads: int, cache: KernelCache | bool = True) -> Kernel | None:
+    """The kernel stored under ``key`` (an MLIR-text key or an alias such as ``cache.ir_cache_key``),
+    or None: a hit is a JSON read and a ``dlopen``, no MLIR emission or import."""
+    store = KernelCache.default() if cache is True else (cache or None)
+    if store is None:
+        return None
+    hit = store.lookup(key)
+    if hit is None:
+        return None
+    so, meta = hit
+    return _load(so, Signature.from_json(meta["signature"]), threads, True, meta.get("scheduled"))
+
+
+def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None, schedule: bool = True,
+                   cpu: str = "host", cache: KernelCache | bool = True, alias: str | None = None) -> Kernel:
+    """Compile ``func_name`` of ``mlir_text`` and return a callable kernel.
+
+    The function takes its inputs as ranked tensors and writes its results into memref
+    out-parameters (see ``abi``).  ``threads`` (default ``default_threads()``) > 1 parallelizes the
+    ``scf.forall`` loops of the schedule with OpenMP; without an OpenMP runtime it falls back to 1.
+    ``schedule`` applies the tiling/vectorization scripts of ``transforms``.  ``cache``: True for the
+    default folder, a ``KernelCache``, or False for none (the library then lives in a temp folder).
+    ``alias``: a second key (the Core-IR key of ``api``) recorded as pointing at this entry.
+    Raises ``MindError`` E6012 on any failure.
+    """
+    threads = resolve_options(threads, cpu)
     try:
         pipeline_text = full_pipeline(threads).render()
     except PipelineError as e:
@@ -109,6 +129,8 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         hit = store.lookup(key)
         if hit is not None:
             so, meta = hit
+            if alias is not None:
+                _store_alias(store, alias, key, meta)
             return _load(so, Signature.from_json(meta["signature"]), threads, True, meta.get("scheduled"))
 
     lowered = mlir_to_llvm_ir(mlir_text, func_name, threads=threads, schedule=schedule)
@@ -119,8 +141,11 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         if store is not None:
             so, _ = store.paths(key)
             link_shared(obj, so, libs)
-            store.store_metadata(key, {"signature": lowered.signature.to_json(), "scheduled": lowered.scheduled,
-                                       "threads": threads, "cpu": cpu})
+            meta = {"signature": lowered.signature.to_json(), "scheduled": lowered.scheduled,
+                    "threads": threads, "cpu": cpu}
+            store.store_metadata(key, meta)
+            if alias is not None:
+                _store_alias(store, alias, key, meta)
         else:
             tmp = tempfile.mkdtemp(prefix="mind-kernel-")
             so = os.path.join(tmp, f"{key}.so")
@@ -130,6 +155,17 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
     except OSError as e:
         raise _fail(f"could not write the compiled kernel for '{func_name}': {e}") from None
     return _load(so, lowered.signature, threads, False, lowered.scheduled)
+
+
+def _store_alias(store: KernelCache, alias: str, key: str, meta: dict[str, Any]) -> None:
+    if alias == key:
+        return
+    body = {k: v for k, v in meta.items() if k != "format"}
+    body["alias_of"] = key
+    try:
+        store.store_metadata(alias, body)
+    except OSError:
+        pass  # an alias is an optimization only
 
 
 def mlir_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool = True) -> Any:

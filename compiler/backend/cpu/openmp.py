@@ -23,6 +23,16 @@ def find_openmp_runtime() -> str | None:
     env = os.environ.get("MIND_OPENMP_LIB")
     if env:
         return env if os.path.exists(env) else None
+    if "" in _FOUND:  # the search (a glob over /usr/lib) runs once per process
+        return _FOUND[""]
+    _FOUND[""] = _search()
+    return _FOUND[""]
+
+
+_FOUND: dict[str, str | None] = {}
+
+
+def _search() -> str | None:
     candidates = [os.path.join(sys.prefix, "lib", "libiomp5.so"),
                   os.path.join(sys.base_prefix, "lib", "libiomp5.so")]
     candidates += sorted(glob.glob("/usr/lib/llvm-*/lib/libomp.so*"), reverse=True)
