@@ -18,7 +18,6 @@ Runner = Callable[[Sequence[Any] | Mapping[str, Any]], list[Any]]
 BACKENDS: dict[str, str] = {
     "reference": "mind.reference.api:compile_function",
     "cpu": "mind.compiler.backend.cpu.api:compile_function",
-    "cuda": "mind.compiler.backend.cuda.api:compile_function",
 }
 DEFAULT_BACKEND = "cpu"
 
