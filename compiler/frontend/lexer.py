@@ -2,6 +2,8 @@
 
 Tokens are kept in four parallel lists (``kinds``, ``texts``, ``starts``, ``ends``) instead of one
 object per token: that is what keeps lexing of a benchmark program in the low microseconds.
+The fast path of a text without comments leaves ``starts`` to be computed on first read (as
+``ends[i] - len(texts[i])``); the parser computes the start offsets it needs the same way.
 
 Token kinds
     * punctuation and operators: the kind is the text itself (``"("``, ``"->"``, ``"=="`` ...);
@@ -94,13 +96,14 @@ _OPENERS = {"(": ")", "[": "]", "{": "}"}
 # relative order (multi-character operators before one-character ones, FLOAT before INT) or are
 # disjoint by a lookahead (`.` vs `.5`, `/` vs `/*`).  A position where _TOKEN_RE would produce an
 # error token matches nothing here, so ``findall`` skips it and the matches do not tile the text.
-# The second alternative is a shortcut for the most frequent number, digits not followed by a word
+# The third alternative is a shortcut for the most frequent number, digits not followed by a word
 # character or `.`: no FLOAT alternative matches there, and INT matches exactly those digits.
 _VALID = (
     r"[A-Za-z_][A-Za-z0-9_]*+"
+    r"|[(\[{)\]},;\n+*@?]"  # one-character tokens that never start a longer one
     r"|\d++(?![\w.])"  # a plain integer: FLOAT cannot match it and INT matches exactly it
-    r"|[(\[{)\]},;\n]"
-    r"|->|::|==|!=|<=|>=|&&|\|\||[-+*@<>=!:|?]|\.(?!\d)|/(?!\*)"
+    # operators: the two-character form first (`->?` is `->` or `-`)
+    r"|->?|::?|==?|!=?|<=?|>=?|&&|\|\|?|\.(?!\d)|/(?!\*)"
     rf"|(?:(?:{_DIGITS})?\.{_DIGITS}(?:{_EXP})?|{_DIGITS}{_EXP}|{_DIGITS}\.(?![\w.]))(?![\w.])"
     rf"|{_DIGITS}(?!\w|\.\d)"
     rf"|\"(?:[^\"\\\n]|{_ESCAPE_OK})*\""
@@ -193,15 +196,24 @@ class SourceMap:
 class Tokens:
     """The token stream of one source: parallel lists plus the source map."""
 
-    __slots__ = ("kinds", "texts", "starts", "ends", "source")
+    __slots__ = ("kinds", "texts", "_starts", "ends", "source")
 
-    def __init__(self, kinds: list[str], texts: list[str], starts: list[int], ends: list[int],
-                 source: SourceMap) -> None:
+    def __init__(self, kinds: list[str], texts: list[str], starts: list[int] | None,
+                 ends: list[int], source: SourceMap) -> None:
         self.kinds = kinds
         self.texts = texts
-        self.starts = starts
+        self._starts = starts  # None: ``ends[i] - len(texts[i])`` (computed when first read)
         self.ends = ends
         self.source = source
+
+    @property
+    def starts(self) -> list[int]:
+        """Start offsets.  The fast lexer leaves them to be computed from ``ends`` and ``texts``
+        (exact there: it gives ``None`` only when no token's text was rewritten)."""
+        starts = self._starts
+        if starts is None:
+            starts = self._starts = list(map(sub, self.ends, map(len, self.texts)))
+        return starts
 
     def __len__(self) -> int:
         return len(self.kinds)
@@ -302,9 +314,11 @@ def tokenize(data: str | bytes, filename: str = "<input>") -> Tokens:
         if ends[-1] != n:
             return _tokenize_precise(text, filename)
         texts = list(map(str.lstrip, raw, repeat(_BLANKS)))
-        starts = list(map(sub, ends, map(len, texts)))
+        starts = None  # no comments: every text is the source text (see ``Tokens.starts``)
     if len(texts) > 1 and not texts[-2]:  # `\Z` matched twice (after trailing trivia)
-        del texts[-1], starts[-1], ends[-1]
+        del texts[-1], ends[-1]
+        if starts is not None:
+            del starts[-1]
     kinds = list(map(_KINDS.__getitem__, texts))
     nl = text.find("\n")
     if nl >= 0 and not (plain and (
@@ -330,7 +344,7 @@ def _newlines_all_separate(text: str) -> bool:
     return False
 
 
-def _newlines(kinds: list[str], texts: list[str], starts: list[int], ends: list[int],
+def _newlines(kinds: list[str], texts: list[str], starts: list[int] | None, ends: list[int],
               source: SourceMap) -> Tokens:
     """Drops the NL tokens that do not separate statements (leading, repeated, inside ``()`` or
     ``[]``); multi-line block comments become ``"\\n"``."""
@@ -347,13 +361,16 @@ def _newlines(kinds: list[str], texts: list[str], starts: list[int], ends: list[
             return _filter_newlines(kinds, texts, starts, ends, source)
         for j in reversed(nls):  # no brackets open: only leading and repeated breaks go
             if j == 0 or kinds[j - 1] == "NL":
-                del kinds[j], texts[j], starts[j], ends[j]
+                del kinds[j], texts[j], ends[j]
+                if starts is not None:
+                    del starts[j]
             elif texts[j] != "\n":
                 texts[j] = "\n"
     return Tokens(kinds, texts, starts, ends, source)
 
 
-def _filter_newlines(kinds: list[str], texts: list[str], starts: list[int], ends: list[int],
+def _filter_newlines(kinds: list[str], texts: list[str], starts: list[int] | None,
+                     ends: list[int],
                      source: SourceMap) -> Tokens:
     """The newline rules of ``_tokenize_precise`` applied to an already split token list."""
     ok: list[str] = []
@@ -362,6 +379,8 @@ def _filter_newlines(kinds: list[str], texts: list[str], starts: list[int], ends
     oe: list[int] = []
     stack: list[str] = []
     last = "NL"
+    if starts is None:
+        starts = list(map(sub, ends, map(len, texts)))
     for kind, t, s, e in zip(kinds, texts, starts, ends):
         if kind == "NL":
             if last == "NL" or (stack and stack[-1] != "{"):

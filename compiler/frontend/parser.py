@@ -129,12 +129,12 @@ class _Parser:
     error path reports exactly what the straightforward formulation does.
     """
 
-    __slots__ = ("k", "t", "s", "e", "i", "depth", "errors", "src")
+    __slots__ = ("k", "t", "toks", "e", "i", "depth", "errors", "src")
 
     def __init__(self, toks: Tokens) -> None:
         self.k = toks.kinds
         self.t = toks.texts
-        self.s = toks.starts
+        self.toks = toks
         self.e = toks.ends
         self.i = 0
         self.depth = 0
@@ -145,7 +145,7 @@ class _Parser:
 
     def _err(self, code: str, message: str, i: int, help: str | None = None,
              notes: tuple[str, ...] = ()) -> _Abort:
-        s, e = self.s[i], self.e[i]
+        s, e = self.toks.starts[i], self.e[i]
         return _Abort(Diagnostic(code, message, self.src.span(s, e), help=help, notes=notes))
 
     def _unexpected(self, expected: str, help: str | None = None) -> _Abort:
@@ -169,7 +169,7 @@ class _Parser:
             return i
         if kind == "EOF" or kind in (")", "]", "}"):
             found = _describe(kind, self.t[i])
-            line, col = self.src.line_col(self.s[i])
+            line, col = self.src.line_col(self.toks.starts[i])
             raise self._err("E1011", f"unclosed delimiter `{self.t[opener]}`", opener,
                             f"close it with `{closer}`",
                             (f"expected {expected}, found {found} at {line}:{col}",))
@@ -183,7 +183,7 @@ class _Parser:
     def _too_deep(self, i: int) -> None:
         self.errors.append(Diagnostic(
             "E1012", f"nesting is too deep (the limit is {MAX_DEPTH} levels)",
-            self.src.span(self.s[i], self.e[i]), help="split the expression with `let`"))
+            self.src.span(self.toks.starts[i], self.e[i]), help="split the expression with `let`"))
         raise _Stop
 
     def _skip_nl(self) -> None:
@@ -270,16 +270,18 @@ class _Parser:
                 j += 1
             self.i = j
             value = self.parse_expr()
-            return A.Assign(self.t[i], value, (self.s[i], value.span[1]), (self.s[i], self.e[i]))
+            e = self.e[i]
+            start = e - len(self.t[i])
+            return A.Assign(self.t[i], value, (start, value.span[1]), (start, e))
         if kind == "fn":
             return self.parse_fn()
         if kind == "return":
             self.i = i + 1
             nk = k[i + 1]
             if nk == "NL" or nk == ";" or nk == "}" or nk == "EOF":
-                return A.Return(None, (self.s[i], self.e[i]))
+                return A.Return(None, (self.e[i] - len(self.t[i]), self.e[i]))
             value = self.parse_expr()
-            return A.Return(value, (self.s[i], value.span[1]))
+            return A.Return(value, (self.e[i] - len(self.t[i]), value.span[1]))
         if kind == "import":
             return self.parse_import()
         expr = self.parse_expr()
@@ -290,7 +292,7 @@ class _Parser:
         i0 = self.i
         i = i0 + 1
         if k[i] == "IDENT":
-            target: A.Pattern = _NamePattern(self.t[i], (self.s[i], self.e[i]))
+            target: A.Pattern = _NamePattern(self.t[i], (self.e[i] - len(self.t[i]), self.e[i]))
             i += 1
             self.i = i
         else:
@@ -310,14 +312,14 @@ class _Parser:
             i += 1
         self.i = i
         value = self.parse_expr()
-        return _Let(target, ty, value, (self.s[i0], value.span[1]))
+        return _Let(target, ty, value, (self.e[i0] - len(self.t[i0]), value.span[1]))
 
     def parse_pattern(self) -> A.Pattern:
         i = self.i
         kind = self.k[i]
         if kind == "IDENT":
             self.i = i + 1
-            return _NamePattern(self.t[i], (self.s[i], self.e[i]))
+            return _NamePattern(self.t[i], (self.e[i] - len(self.t[i]), self.e[i]))
         if kind == "(":
             self._enter(i)
             self.i = i + 1
@@ -334,7 +336,7 @@ class _Parser:
             self.depth -= 1
             if len(elts) == 1 and not trailing:
                 return elts[0]
-            return A.TuplePattern(tuple(elts), (self.s[i], self.e[j]))
+            return A.TuplePattern(tuple(elts), (self.e[i] - len(self.t[i]), self.e[j]))
         raise self._unexpected("a name or a tuple pattern `(a, b)`",
                                "`let` binds a name, e.g. `let h = ...` or `let (a, b) = ...`")
 
@@ -353,7 +355,7 @@ class _Parser:
             self.i += 1
             self._expect(":", "every parameter needs a type: `x: f32`")
             ty = self.parse_type()
-            params.append(A.Param(self.t[pi], ty, (self.s[pi], ty.span[1])))
+            params.append(A.Param(self.t[pi], ty, (self.e[pi] - len(self.t[pi]), ty.span[1])))
             if k[self.i] != ",":
                 break
             self.i += 1
@@ -368,8 +370,9 @@ class _Parser:
             raise self._unexpected("`{`" if ret is not None else "`->` or `{`",
                                    "the function body is a block: `{ ... }`")
         body = self.parse_block()
-        return A.FnDef(self.t[ni], tuple(params), ret, body, (self.s[i0], body.span[1]),
-                       (self.s[ni], self.e[ni]))
+        return A.FnDef(self.t[ni], tuple(params), ret, body,
+                       (self.e[i0] - len(self.t[i0]), body.span[1]),
+                       (self.e[ni] - len(self.t[ni]), self.e[ni]))
 
     def parse_block(self) -> A.Block:
         op = self.i
@@ -378,7 +381,7 @@ class _Parser:
         stmts, tail = self.parse_stmts("}")
         j = self._close("}", op, "`}`")
         self.depth -= 1
-        return A.Block(stmts, tail, (self.s[op], self.e[j]))
+        return A.Block(stmts, tail, (self.e[op] - len(self.t[op]), self.e[j]))
 
     def parse_import(self) -> A.Import:
         k = self.k
@@ -410,7 +413,7 @@ class _Parser:
             j = self._expect("IDENT", help)
             path.append(self.t[j])
             end = self.e[j]
-        return A.Import(tuple(path), names, (self.s[i0], end))
+        return A.Import(tuple(path), names, (self.e[i0] - len(self.t[i0]), end))
 
     # -- types ----------------------------------------------------------------------------------
 
@@ -422,7 +425,7 @@ class _Parser:
             word = t[i]
             if word in _SCALAR_TYPES:
                 self.i = i + 1
-                return _ScalarType(word, (self.s[i], self.e[i]))
+                return _ScalarType(word, (self.e[i] - len(self.t[i]), self.e[i]))
             if word == "Tensor" or word == "tensor":
                 return self._tensor_type(i, False)
             if word == "diff" and k[i + 1] == "IDENT" and t[i + 1] in ("Tensor", "tensor"):
@@ -443,12 +446,12 @@ class _Parser:
             self.depth -= 1
             if len(elts) == 1 and not trailing:
                 return elts[0]
-            return A.TupleType(tuple(elts), (self.s[i], self.e[j]))
+            return A.TupleType(tuple(elts), (self.e[i] - len(self.t[i]), self.e[j]))
         raise self._unexpected("a type", _TYPE_HELP)
 
     def _tensor_type(self, i: int, diff: bool) -> A.TensorType:
-        k, t, s, e = self.k, self.t, self.s, self.e
-        start = s[i - 1] if diff else s[i]
+        k, t, e = self.k, self.t, self.e
+        start = e[i - 1] - len(t[i - 1]) if diff else e[i] - len(t[i])
         word = t[i]
         op = i + 1
         self.i = op
@@ -487,11 +490,11 @@ class _Parser:
         while True:
             kind = k[i]
             if kind == "INT":
-                dims.append(_Dim(int(t[i]), (s[i], e[i])))
+                dims.append(_Dim(int(t[i]), (e[i] - len(t[i]), e[i])))
             elif kind == "IDENT":
-                dims.append(_Dim(t[i], (s[i], e[i])))
+                dims.append(_Dim(t[i], (e[i] - len(t[i]), e[i])))
             elif kind == "?":
-                dims.append(_Dim(None, (s[i], e[i])))
+                dims.append(_Dim(None, (e[i] - len(t[i]), e[i])))
             elif kind == close:
                 break
             else:
@@ -516,8 +519,10 @@ class _Parser:
         if kind == ">=" and closer == ">":  # `tensor<f32[2]>= 1`: split the token
             k[i] = "="
             t[i] = "="
-            s[i] += 1
-            return _TensorType(t[di], tuple(dims), diff, style, (start, s[i]))
+            starts = self.toks._starts
+            if starts is not None:
+                starts[i] += 1
+            return _TensorType(t[di], tuple(dims), diff, style, (start, e[i] - 1))
         j = self._close(closer, op, f"`{closer}`")  # raises
         return _TensorType(t[di], tuple(dims), diff, style, (start, e[j]))  # pragma: no cover
 
@@ -529,7 +534,7 @@ class _Parser:
         kind = k[i]
         # the operand; names and integers (most operands) inline
         if kind == "IDENT":
-            left: A.Expr = _Name(self.t[i], (self.s[i], self.e[i]))
+            left: A.Expr = _Name(self.t[i], (self.e[i] - len(self.t[i]), self.e[i]))
             i += 1
             self.i = i
             kind = k[i]
@@ -537,7 +542,7 @@ class _Parser:
                 left = self._postfix(left, kind)
                 kind = k[self.i]
         elif kind == "INT":
-            left = _IntLit(int(self.t[i]), (self.s[i], self.e[i]))
+            left = _IntLit(int(self.t[i]), (self.e[i] - len(self.t[i]), self.e[i]))
             i += 1
             self.i = i
             kind = k[i]
@@ -557,10 +562,10 @@ class _Parser:
                 i += 1
             rkind = k[i]
             if rkind == "IDENT" and k[i + 1] not in _NESTS[prec]:  # `op name`, no recursion
-                right: A.Expr = _Name(self.t[i], (self.s[i], self.e[i]))
+                right: A.Expr = _Name(self.t[i], (self.e[i] - len(self.t[i]), self.e[i]))
                 self.i = i + 1
             elif rkind == "INT" and k[i + 1] not in _NESTS[prec]:
-                right = _IntLit(int(self.t[i]), (self.s[i], self.e[i]))
+                right = _IntLit(int(self.t[i]), (self.e[i] - len(self.t[i]), self.e[i]))
                 self.i = i + 1
             else:
                 self.i = i
@@ -586,9 +591,9 @@ class _Parser:
                 kind = k[i]
             self.i = i
             expr = self.parse_operand()
-            s = self.s
+            e = self.e
             for oi in reversed(ops):
-                expr = A.Unary(k[oi], expr, (s[oi], expr.span[1]))
+                expr = A.Unary(k[oi], expr, (e[oi] - 1, expr.span[1]))  # `-` or `!`
             return expr
         expr = self.parse_primary()
         kind = k[self.i]
@@ -632,7 +637,8 @@ class _Parser:
             if k[i] == "IDENT" and k[i + 1] == "=":
                 self.i = i + 2
                 value = self.parse_expr()
-                kwargs.append(_Keyword(self.t[i], value, (self.s[i], value.span[1])))
+                kwargs.append(_Keyword(self.t[i], value,
+                                       (self.e[i] - len(self.t[i]), value.span[1])))
             else:
                 value = self.parse_expr()
                 if kwargs:
@@ -658,10 +664,10 @@ class _Parser:
         kind = k[i]
         if kind == "IDENT":
             self.i = i + 1
-            return A.Name(self.t[i], (self.s[i], self.e[i]))
+            return A.Name(self.t[i], (self.e[i] - len(self.t[i]), self.e[i]))
         if kind == "INT":
             self.i = i + 1
-            return A.IntLit(int(self.t[i]), (self.s[i], self.e[i]))
+            return A.IntLit(int(self.t[i]), (self.e[i] - len(self.t[i]), self.e[i]))
         if kind == "FLOAT":
             self.i = i + 1
             text = self.t[i]
@@ -669,7 +675,7 @@ class _Parser:
             if value == float("inf"):
                 raise self._err("E1005", f"float literal `{text}` is out of range", i,
                                 "the largest finite f64 is about 1.8e308")
-            return A.FloatLit(value, text, (self.s[i], self.e[i]))
+            return A.FloatLit(value, text, (self.e[i] - len(self.t[i]), self.e[i]))
         if kind == "(":
             return self._paren(i)
         if kind == "[":
@@ -683,13 +689,13 @@ class _Parser:
                 self.i += 1
             j = self._close("]", i, "`,` or `]`")
             self.depth -= 1
-            return A.ArrayLit(tuple(elts), (self.s[i], self.e[j]))
+            return A.ArrayLit(tuple(elts), (self.e[i] - len(self.t[i]), self.e[j]))
         if kind == "true" or kind == "false":
             self.i = i + 1
-            return A.BoolLit(kind == "true", (self.s[i], self.e[i]))
+            return A.BoolLit(kind == "true", (self.e[i] - len(self.t[i]), self.e[i]))
         if kind == "STR":
             self.i = i + 1
-            return A.StrLit(_decode_string(self.t[i]), (self.s[i], self.e[i]))
+            return A.StrLit(_decode_string(self.t[i]), (self.e[i] - len(self.t[i]), self.e[i]))
         if kind == "|" or kind == "||":
             return self._closure(i)
         raise self._unexpected("an expression", _EXPR_HELP)
@@ -711,7 +717,7 @@ class _Parser:
         self.depth -= 1
         if len(elts) == 1 and not trailing:
             return elts[0]
-        return A.TupleExpr(tuple(elts), (self.s[i], self.e[j]))
+        return A.TupleExpr(tuple(elts), (self.e[i] - len(self.t[i]), self.e[j]))
 
     def _closure(self, i: int) -> A.Closure:
         k = self.k
@@ -733,14 +739,14 @@ class _Parser:
                     self.i += 1
                     ty = self.parse_type()
                     end = ty.span[1]
-                params.append(A.Param(self.t[pi], ty, (self.s[pi], end)))
+                params.append(A.Param(self.t[pi], ty, (self.e[pi] - len(self.t[pi]), end)))
                 if k[self.i] != ",":
                     break
                 self.i += 1
             self._close("|", i, "`,` or `|`")
         body = self.parse_expr()
         self.depth -= 1
-        return A.Closure(tuple(params), body, (self.s[i], body.span[1]))
+        return A.Closure(tuple(params), body, (self.e[i] - len(self.t[i]), body.span[1]))
 
 
 def _err_at(p: _Parser, code: str, message: str, span: A.Offsets, help: str | None) -> _Abort:
