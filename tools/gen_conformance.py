@@ -30,6 +30,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from mind.spec.dtypes import parse_dtype
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES_DIR = os.path.join(ROOT, "conformance", "cases")
 
@@ -478,7 +480,6 @@ def edge_cases() -> list[dict[str, Any]]:
 # 3. reference-computed cases on seeded random inputs
 # ---------------------------------------------------------------------------------------------
 
-_NP = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}
 
 
 def reference_cases() -> list[dict[str, Any]]:
@@ -486,10 +487,10 @@ def reference_cases() -> list[dict[str, Any]]:
     R: list[dict[str, Any]] = []
 
     def f(shape, dtype="f32", lo=-4.0, hi=4.0):
-        return rng.uniform(lo, hi, size=shape).astype(_NP[dtype])
+        return rng.uniform(lo, hi, size=shape).astype(parse_dtype(dtype).numpy)
 
     def i(shape, dtype="i32", lo=-100, hi=100):
-        return rng.integers(lo, hi, size=shape).astype(_NP[dtype])
+        return rng.integers(lo, hi, size=shape).astype(parse_dtype(dtype).numpy)
 
     def add(name, desc, ir, inputs):
         R.append(success_case("reference", name, desc, ir, inputs, None, source="reference"))

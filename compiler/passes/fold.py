@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from mind.spec.ops import elementwise as elementwise_ops
 from mind.ir.core import Function, Operation, Value
 from mind.compiler.passes.rewrite import RewriteContext, rewrite
 
 FOLD_LIMIT = 1 << 16  # elements of a folded result
 WORK_LIMIT = 1 << 18  # multiply-adds or elements read to fold one op; programs are not run at compile time
-ELEMENTWISE = {"add", "sub", "mul", "div", "exp", "log", "compare", "select", "convert"}
+ELEMENTWISE = frozenset(op.name for op in elementwise_ops.OPS)  # the spec groups the elementwise ops
 
 
 def is_splat(arr: Any) -> bool:
