@@ -250,9 +250,9 @@ def _fill(a: Args, default: Any) -> Any:
         if type(v) is not Lit:
             raise a.fail("E2009", "the fill value of `full` must be a literal", "value")
         dt = _dtype_arg(a, "dtype") or {"int": DType.I32, "float": DType.F32, "bool": DType.BOOL}[v.kind]
-        return E.splat(E.lit_value(v, dt), dt, tuple(dims))
+        return E.splat(E.lit_value(v, dt), dt, tuple(dims), a.node.span)
     dt = _dtype_arg(a, "dtype") or DType.F32
-    return E.splat(default, dt, tuple(dims))
+    return E.splat(default, dt, tuple(dims), a.node.span)
 
 
 def b_zeros(a: Args) -> Any:

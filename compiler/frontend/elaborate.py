@@ -24,7 +24,7 @@ from mind.spec.ops import OPS, ConstraintUndecided, ConstraintViolation, TensorT
 
 from . import ast as A
 from .builtins import BUILTINS, call_builtin
-from .values import POISON, ArrLit, FnRef, LeanBuilder, Lit, Scope, Tup, np_scalar
+from .values import MAX_CONST_ELEMENTS, POISON, ConstantTooLarge, ArrLit, FnRef, LeanBuilder, Lit, Scope, Tup, np_scalar
 
 #: Resource limits: ops emitted per function (inlining can multiply code), inlining depth.
 MAX_OPS = 200_000
@@ -146,10 +146,16 @@ class Elaborator:
             self._consts[key] = v
         return v
 
-    def splat(self, value: Any, dtype: DType, shape: tuple[int, ...]) -> Value:
+    def splat(self, value: Any, dtype: DType, shape: tuple[int, ...],
+              off: tuple[int, int] | None = None) -> Value:
         """A constant of ``shape`` whose elements all equal ``value`` (zero strides, read-only; the
-        array is built when the op's ``attrs`` are first read)."""
-        return self.b.const_splat(value, dtype, shape)
+        array is built when the op's ``attrs`` are first read).  Too many elements is E1012."""
+        try:
+            return self.b.const_splat(value, dtype, shape)
+        except ConstantTooLarge as exc:
+            raise self.fail("E1012", f"a constant of shape {_fmt(shape)} has {exc.count} elements, over "
+                                     f"the limit of {MAX_CONST_ELEMENTS}", off,
+                            "pass large tensors as function parameters instead of constant fills") from None
 
     # -- literals ---------------------------------------------------------------------------------
     def lit_value(self, lit: Lit, dtype: DType) -> Any:
@@ -288,7 +294,7 @@ class Elaborator:
         if type(v) is Lit:
             if want.shape:
                 shape = self.static_shape(want, off, "a literal fill")
-                return self.splat(self.lit_value(v, want.dtype), want.dtype, shape)
+                return self.splat(self.lit_value(v, want.dtype), want.dtype, shape, off)
             return self.materialize(v, want.dtype)
         if type(v) is ArrLit:
             shape = tuple(d if type(d) is int else None for d in want.shape)
@@ -457,31 +463,22 @@ class Elaborator:
                             "compare first: `x != 0`")
         return self.emit("compare", (v, self.const(False, DType.BOOL)), node.span, "!", direction="eq")
 
+    def operand(self, x: A.Expr) -> Any:
+        """``self.ev`` of a binary operand, with its two most frequent kinds of node inlined."""
+        t = type(x)
+        if t is _IntLitNode:
+            return Lit(x.value, "int", x.span)
+        if t is _BinaryNode:
+            try:
+                return self.binary(x)
+            except Reported:
+                return POISON
+        return self.ev(x)
+
     def binary(self, node: A.Binary) -> Any:
         op = node.op
-        # ``self.ev`` of the operands, with the two most frequent kinds of node inlined
-        x = node.left
-        t = type(x)
-        if t is _IntLitNode:
-            a = Lit(x.value, "int", x.span)
-        elif t is _BinaryNode:
-            try:
-                a = self.binary(x)
-            except Reported:
-                a = POISON
-        else:
-            a = self.ev(x)
-        x = node.right
-        t = type(x)
-        if t is _IntLitNode:
-            b = Lit(x.value, "int", x.span)
-        elif t is _BinaryNode:
-            try:
-                b = self.binary(x)
-            except Reported:
-                b = POISON
-        else:
-            b = self.ev(x)
+        a = self.operand(node.left)
+        b = self.operand(node.right)
         if a is POISON or b is POISON:
             return POISON
         if op == "@":
@@ -833,7 +830,7 @@ class Elaborator:
                             v = POISON
                     if v is not POISON:
                         try:
-                            v = self.b.const_splat(v, dt, dims)
+                            v = self.splat(v, dt, dims, ty.span)
                         except Reported:
                             v = POISON
                     name = s.target.name

@@ -19,8 +19,9 @@ from typing import Any, Sequence
 from mind.diagnostics import Span
 from mind.ir.builder import FunctionBuilder
 from mind.ir.core import Operation, Value
+from mind.ir.parser import DEFAULT_LIMITS
 from mind.spec.dims import Facts, SymArith
-from mind.spec.dtypes import DType
+from mind.spec.dtypes import DType, from_numpy
 from mind.spec.ops import OPS, ShapeContext, TensorType
 
 
@@ -101,8 +102,6 @@ class Scope:
         return None, crossed
 
 
-_NP_DTYPES: dict[str, DType] = {"bool": DType.BOOL, "int32": DType.I32, "int64": DType.I64,
-                                "float32": DType.F32, "float64": DType.F64}
 
 
 _EAGER_SPLAT = 1 << 40
@@ -166,6 +165,17 @@ class SplatAttrs:
         return attrs
 
 
+MAX_CONST_ELEMENTS = DEFAULT_LIMITS.max_const_elements
+
+
+class ConstantTooLarge(Exception):
+    """A constant with more elements than Core IR text admits (``mind.ir.parser.Limits``)."""
+
+    def __init__(self, count: int):
+        super().__init__(count)
+        self.count = count
+
+
 class LeanBuilder(FunctionBuilder):
     """``FunctionBuilder`` with a leaner ``emit``: the result type still comes from the op's spec
     rule (``OpDef.infer``), but attributes are passed already in spec order and results are named
@@ -203,13 +213,16 @@ class LeanBuilder(FunctionBuilder):
     def const_splat(self, value: Any, dtype: DType, shape: tuple[int, ...]) -> Value:
         """A constant of ``shape`` whose elements all equal ``value`` (already checked to be a valid
         ``dtype`` literal).  Its NumPy array (a read-only view with zero strides) is built on the
-        first read of the op's ``attrs``; the op's ``hint`` is the ``SplatAttrs``."""
+        first read of the op's ``attrs``; the op's ``hint`` is the ``SplatAttrs``.  Raises
+        ``ConstantTooLarge`` past the IR's constant limit (so the IR stays printable and parsable)."""
         n = 1
         big = False
         for d in shape:
             n *= d
             if d > _EAGER_SPLAT:
                 big = True
+        if n > MAX_CONST_ELEMENTS:
+            raise ConstantTooLarge(n)
         if big or n > _EAGER_SPLAT:
             # NumPy refuses arrays this large: build it now, so the error surfaces where it did
             return self.const_array(SplatAttrs(value, dtype, shape, n)()["value"], None, dtype)
@@ -220,7 +233,7 @@ class LeanBuilder(FunctionBuilder):
         return result
 
     def const_array(self, arr: Any, span: Span | None, dtype: DType | None = None) -> Value:
-        t = TensorType(dtype or _NP_DTYPES[arr.dtype.name], arr.shape)
+        t = TensorType(dtype or from_numpy(arr.dtype), arr.shape)
         result = Value(str(len(self.ops)), t, span)
         self.ops.append(Operation("const", (), {"value": arr}, result, span))
         return result
