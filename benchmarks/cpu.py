@@ -1,22 +1,46 @@
 """CPU backend benchmark: MIND (MLIR -> LLVM) vs numpy, PyTorch eager, torch.compile and jax.jit.
 
     python benchmarks/cpu.py            # prints the table, writes benchmarks/results/cpu.json
-    python benchmarks/cpu.py --quick    # fewer repetitions
+    python benchmarks/cpu.py --quick    # fewer repetitions (does not write the results file)
 
-One process prints one table; cold and warm start are measured in fresh subprocesses (that is what
-they mean): *cold* = MIND source -> first result with an empty ``MIND_CACHE_DIR`` (frontend, MLIR
-schedule + lowering, LLVM codegen, link, load, call); *warm* = the same in a new process whose disk
-cache is populated (``warm`` includes the frontend; ``warm_be`` is compile_function + first call on the
-already parsed Core IR).  Imports are not included (reported separately).  *per call* is the median
-steady-state time of ``compile_function(fn)(args)`` (argument binding + allocation + kernel).
+Every start-up figure is measured in a fresh subprocess; each column says what it includes:
+
+* ``import``: importing MIND's API, frontend and interpreter (``from mind... import ...``).
+* ``tools``: importing ``mlir.ir``, ``mlir.passmanager`` and ``llvmlite.binding`` (done lazily by a
+  cold compile; reported on its own, as ``import jax`` is for jax).
+* ``cold``: MIND source -> first result with an empty ``MIND_CACHE_DIR``, MIND and the tool
+  libraries already imported: frontend, MLIR emission + schedule + lowering, LLVM codegen,
+  in-process load, the first call (which also faults in the output pages).
+* ``cold cpu``: the CPU time of that process over the same span (all threads; a loaded machine
+  inflates wall times more than CPU times).
+* ``cold+imp``: the honest end-to-end in another fresh process: importing MIND + source -> first
+  result, every import included (only the interpreter start-up and ``import numpy`` are not).
+* ``warm``: source -> first result in a new process whose disk cache is populated (frontend,
+  Core-IR key, JSON read, ``dlopen``, first call); ``warm load``: the same without the first call.
+  ``warm imp``: whether that process imported MLIR or llvmlite (it must not).
+* ``per call``: median of ``compile_function(fn)(args)`` (argument binding + output allocation +
+  kernel); ``out=``: the same writing into preallocated outputs.  Measured in a fresh process that
+  loads only numpy and MIND (torch's and XLA's spinning thread pools would steal MIND's cores).
+* ``jax imp`` / ``jax cold``: ``import jax`` / the first call of ``jax.jit(f)`` in a fresh process.
+* ``numpy``, ``np best``: medians measured in the per-call child, before MIND's kernels;
+  ``torch``, ``t.compile``, ``jax.jit``: medians measured in the parent process.
+
+Bytecode: this environment may set ``PYTHONDONTWRITEBYTECODE=1``, so a fresh process would compile
+every ``.py`` of MIND (~56 ms inside *cold*) where a real install has bytecode.  The children get
+``PYTHONPYCACHEPREFIX`` pointing at a temporary folder (populated with ``compileall`` and a warm-up
+child before measuring; the repository is not touched) and no ``PYTHONDONTWRITEBYTECODE``.
 
 The seed programs in examples/bench/ take constant fills as inputs, so the frontend folds most of
 them to constants (scalar_math, small/medium/large_matmul fold entirely); the benchmark therefore runs
 the same computations written as functions of their inputs.  Peers that are not installed (jax) are
 skipped.  numpy/torch run with their default thread count, MIND with ``default_threads()`` (2 here
-with an OpenMP runtime); the matmul GFLOP/s rows are measured at 1 and 2 threads for both, each in a
-fresh process (numpy measured before MIND's OpenMP runtime is loaded).  ``KMP_BLOCKTIME`` defaults
-to 0 here so that Intel OpenMP's spinning threads do not slow the peers measured in this process.
+with an OpenMP runtime).  The thread rows measure the 512x1024x512 matmul and the fused chain at 1
+and 2 threads, each in a fresh process, with ``KMP_BLOCKTIME`` unset (MIND then sets 1 ms: idle
+OpenMP workers spin 1 ms before sleeping, see ``openmp.runtime_defaults``), 0 (they sleep at once:
+every parallel region pays a wake-up) and 200 (Intel OpenMP's own default: they spin 200 ms, which
+starves other threads); the median and the best time are both reported (on a shared machine the
+median of a multi-threaded kernel measures the other processes, the best its capability).  The machine's load average is recorded: other
+processes on a 2-core machine distort every multi-threaded figure.
 """
 
 from __future__ import annotations
@@ -30,10 +54,6 @@ import tempfile
 import time
 
 import numpy as np
-
-# Intel OpenMP threads spin for 200 ms after each parallel region by default, which starves
-# OpenBLAS/torch threads measured in the same process; sleep at once instead (MIND pays a wake-up).
-os.environ.setdefault("KMP_BLOCKTIME", "0")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -217,7 +237,7 @@ def jax_fn(name: str):
 
 # ------------------------------------------------------------------------------------------ timing
 
-def median_time(f, *, budget: float = 1.0, min_reps: int = 5, max_reps: int = 2000) -> float:
+def sample_times(f, *, budget: float = 1.0, min_reps: int = 5, max_reps: int = 2000) -> list[float]:
     f()  # warm-up
     times: list[float] = []
     start = time.perf_counter()
@@ -225,65 +245,174 @@ def median_time(f, *, budget: float = 1.0, min_reps: int = 5, max_reps: int = 20
         t0 = time.perf_counter()
         f()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return times
 
 
-def child_start(name: str) -> dict:
-    """Run in a fresh process: source -> first result, with whatever cache MIND_CACHE_DIR holds."""
-    arrays = inputs_of(name)
-    t0 = time.perf_counter()
-    from mind.compiler.backend.cpu.api import compile_function
+def median_time(f, **kw) -> float:
+    return statistics.median(sample_times(f, **kw))
+
+
+def median_and_best(f, **kw) -> tuple[float, float]:
+    times = sample_times(f, **kw)
+    return statistics.median(times), min(times)
+
+
+TOOL_MODULES = ("mlir.ir", "mlir.passmanager", "llvmlite.binding")
+
+
+def _compile_parts(name: str):
     from mind.compiler.frontend.api import compile_source
     from mind.reference.interpreter import select_function
-    t_import = time.perf_counter() - t0
     src, fn_name = source_of(name)
-    t0 = time.perf_counter()
     mod = compile_source(src)
-    mod = getattr(mod, "module", mod)
-    fn = select_function(mod, fn_name)
+    return select_function(getattr(mod, "module", mod), fn_name)
+
+
+def child_start(name: str, mode: str) -> dict:
+    """Run in a fresh process: source -> first result, with whatever cache MIND_CACHE_DIR holds.
+
+    ``mode``: "cold" (MIND and the tool libraries imported first, timed apart), "e2e" (one timer
+    from the first MIND import to the first result), "warm" (MIND imported first; no tool import)."""
+    import importlib
+    arrays = inputs_of(name)
+    res: dict = {}
+    t_start = time.perf_counter()
+    from mind.compiler.backend.cpu.api import compile_function
+    from mind.compiler.frontend.api import compile_source  # noqa: F401 - part of the import figure
+    from mind.reference.interpreter import bind_arguments, select_function  # noqa: F401
+    res["import_s"] = time.perf_counter() - t_start
+    if mode == "cold":
+        t0 = time.perf_counter()
+        for m in TOOL_MODULES:
+            importlib.import_module(m)
+        res["tools_s"] = time.perf_counter() - t0
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    fn = _compile_parts(name)
     t1 = time.perf_counter()
     runner = compile_function(fn)
-    out = runner(arrays)
+    _, env = bind_arguments(fn, arrays)
+    k = runner.kernel(env)
     t2 = time.perf_counter()
-    k = next(iter(runner._kernels.values()))
-    return {"import_s": t_import, "frontend_s": t1 - t0, "backend_s": t2 - t1, "total_s": t2 - t0,
-            "from_cache": k.from_cache, "scheduled": k.scheduled, "threads": k.threads,
-            "checksum": float(np.sum(np.asarray(out[0], dtype=np.float64)))}
+    out = runner(arrays)
+    t3 = time.perf_counter()
+    res["cpu_s"] = time.process_time() - c0  # CPU time of this process (all its threads)
+    res.update({"frontend_s": t1 - t0, "load_s": t2 - t1, "first_call_s": t3 - t2, "total_s": t3 - t0,
+                "from_cache": k.from_cache, "scheduled": k.scheduled, "threads": k.threads,
+                "mlir_imported": "mlir" in sys.modules, "llvmlite_imported": "llvmlite" in sys.modules,
+                "checksum": float(np.sum(np.asarray(out[0], dtype=np.float64)))})
+    if mode == "e2e":
+        res["e2e_s"] = t3 - t_start
+    res["stored"] = k.wait_stored(60)
+    return res
 
 
 def child_jax_cold(name: str) -> dict:
-    import jax
     arrays = inputs_of(name)
+    t0 = time.perf_counter()
+    import jax
+    import jax.numpy  # noqa: F401
+    t_import = time.perf_counter() - t0
     f = jax.jit(jax_fn(name))
     t0 = time.perf_counter()
     jax.block_until_ready(f(*arrays))
-    return {"total_s": time.perf_counter() - t0}
+    return {"import_s": t_import, "total_s": time.perf_counter() - t0}
 
 
-def child_gflops(threads: int) -> dict:
+def child_percall(name: str, budget: float) -> dict:
+    """MIND's and numpy's steady-state per-call times in a process with only numpy and MIND
+    loaded (numpy first, before MIND's OpenMP runtime exists), and MIND's error against numpy."""
     from mind.compiler.backend.cpu.api import compile_function
-    from mind.compiler.frontend.api import compile_source
-    from mind.reference.interpreter import select_function
-    src, fn_name = source_of("large_matmul")
-    mod = compile_source(src)
-    fn = select_function(getattr(mod, "module", mod), fn_name)
+    arrays = inputs_of(name)
+    res: dict = {}
+    refs = {}
+    for label, f in numpy_impls(name).items():
+        if label == "numpy_best":
+            buf = np.empty_like(arrays[0])
+            res[label + "_s"] = median_time(lambda: f(arrays[0], buf), budget=budget)
+        else:
+            res[label + "_s"] = median_time(lambda: f(*arrays), budget=budget)
+        refs[label] = f(*arrays)
+    time.sleep(0.3)  # let OpenBLAS's spinning threads go to sleep
+    fn = _compile_parts(name)
+    run = compile_function(fn)
+    outs = run(arrays)
+    k = next(iter(run._kernels.values()))
+    bufs = [np.empty_like(o) for o in outs]
+    res.update({"scheduled": k.scheduled, "threads": k.threads,
+                "mind_s": median_time(lambda: run(arrays), budget=budget),
+                "mind_out_s": median_time(lambda: run(arrays, out=bufs), budget=budget)})
+    np.testing.assert_array_equal(bufs[0], outs[0])
+    if refs:
+        ref = next(iter(refs.values()))
+        ref0 = ref[0] if isinstance(ref, tuple) else ref
+        res["max_abs_diff_vs_numpy"] = float(np.max(np.abs(np.asarray(outs[0], np.float64) -
+                                                           np.asarray(ref0, np.float64)))) if np.size(ref0) else 0.0
+    res["outputs_sha"] = [float(np.sum(np.asarray(o, np.float64))) for o in outs]
+    return res
+
+
+def child_threads(threads: int) -> dict:
+    """Matmul GFLOP/s and fused-chain GB/s at ``threads`` (numpy first, before MIND's OpenMP loads)."""
+    from mind.compiler.backend.cpu.api import compile_function
     a, b = inputs_of("large_matmul")
     out = np.empty((512, 512), F32)
-    t_numpy = median_time(lambda: np.matmul(a, b, out=out), budget=1.5)  # before MIND's OpenMP loads
-    run = compile_function(fn, threads=threads)
+    t_numpy, b_numpy = median_and_best(lambda: np.matmul(a, b, out=out), budget=1.5)
+    (x,) = inputs_of("fused_chain")
+    xbuf = np.empty_like(x)
+    t_np_chain = median_time(lambda: numpy_impls("fused_chain")["numpy_best"](x, xbuf), budget=1.0)
+    time.sleep(0.3)  # let OpenBLAS's spinning threads go to sleep
+    run = compile_function(_compile_parts("large_matmul"), threads=threads)
     np.testing.assert_allclose(run([a, b])[0], a @ b, rtol=2e-3, atol=2e-3)
     k = run.kernel({})
-    t_kernel = median_time(lambda: k(a, b, out=[out]), budget=1.5)
+    t_kernel, b_kernel = median_and_best(lambda: k(a, b, out=[out]), budget=1.5)
+    chain = compile_function(_compile_parts("fused_chain"), threads=threads)
+    kc = chain.kernel({})
+    t_chain, b_chain = median_and_best(lambda: kc(x, out=[xbuf]), budget=1.0)
     fl = FLOPS["large_matmul"]
-    return {"threads": threads, "mind_threads": k.threads, "mind_gflops": fl / t_kernel / 1e9,
-            "numpy_gflops": fl / t_numpy / 1e9}
+    gb = 2 * x.nbytes / 1e9
+    from mind.compiler.backend.cpu.openmp import DEFAULT_BLOCKTIME_MS
+    bt = os.environ.get("KMP_BLOCKTIME")
+    return {"threads": threads, "mind_threads": k.threads,
+            "blocktime": bt if bt is not None else f"unset (MIND sets {DEFAULT_BLOCKTIME_MS} ms)",
+            "mind_gflops": fl / t_kernel / 1e9, "numpy_gflops": fl / t_numpy / 1e9,
+            "mind_gflops_best": fl / b_kernel / 1e9, "numpy_gflops_best": fl / b_numpy / 1e9,
+            "mind_chain_gbs": gb / t_chain, "numpy_best_chain_gbs": gb / t_np_chain,
+            "mind_chain_gbs_best": gb / b_chain, "mind_chain_s": t_chain}
+
+
+_PYC: dict[str, str] = {}
+
+
+def _child_env(env_extra: dict[str, str]) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if "prefix" in _PYC:
+        env["PYTHONPYCACHEPREFIX"] = _PYC["prefix"]
+    env.update(env_extra)
+    return env
+
+
+def prepare_bytecode(tmp: str) -> None:
+    """Compile MIND's sources into a private pycache prefix, then run a warm-up child so the
+    libraries' bytecode is there too (with a prefix, Python ignores the __pycache__ folders)."""
+    prefix = os.path.join(tmp, "pycache")
+    _PYC["prefix"] = prefix
+    env = _child_env({})
+    dirs = [os.path.join(ROOT, d) for d in ("mind", "compiler", "reference", "spec", "verify", "conformance")]
+    subprocess.run([sys.executable, "-c", "import compileall, sys; [compileall.compile_dir(d, quiet=1) "
+                    "for d in sys.argv[1:]]", *dirs], env=env, check=True, timeout=300)
+    with tempfile.TemporaryDirectory(prefix="mind-bench-warmup-") as cache:
+        for args in (["--child-start", "fused_chain", "cold"], ["--child-start", "scalar_math", "e2e"],
+                     ["--child-start", "scalar_math", "warm"], ["--child-percall", "scalar_math", "0.05"]):
+            _run_child(args, {"MIND_CACHE_DIR": cache})
+        if have("jax"):
+            _run_child(["--child-jax", "scalar_math"], {})
 
 
 def _run_child(args: list[str], env_extra: dict[str, str]) -> dict:
-    env = dict(os.environ)
-    env.update(env_extra)
     r = subprocess.run([sys.executable, os.path.abspath(__file__), *args], capture_output=True, text=True,
-                       env=env, cwd=ROOT, timeout=900)
+                       env=_child_env(env_extra), cwd=ROOT, timeout=900)
     if r.returncode != 0:
         return {"error": (r.stderr or r.stdout).strip().splitlines()[-1:] or [f"rc={r.returncode}"]}
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -294,41 +423,48 @@ def have(mod: str) -> bool:
     return importlib.util.find_spec(mod) is not None
 
 
+def _loadavg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
 # ------------------------------------------------------------------------------------------ main
 
 def main(quick: bool = False) -> dict:
     budget = 0.3 if quick else 1.0
     has_torch, has_jax = have("torch"), have("jax")
-    from mind.compiler.backend.cpu.api import compile_function
-    from mind.compiler.frontend.api import compile_source
-    from mind.reference.interpreter import select_function
+    load_before = _loadavg()
     rows: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="mind-bench-") as tmp:
+        prepare_bytecode(tmp)
+        for name in ORDER:
+            row: dict = {}
+            with tempfile.TemporaryDirectory(prefix="mind-bench-cache-") as cache:
+                row["cold"] = _run_child(["--child-start", name, "cold"], {"MIND_CACHE_DIR": cache})
+                row["warm"] = _run_child(["--child-start", name, "warm"], {"MIND_CACHE_DIR": cache})
+            with tempfile.TemporaryDirectory(prefix="mind-bench-cache-") as cache:
+                row["e2e"] = _run_child(["--child-start", name, "e2e"], {"MIND_CACHE_DIR": cache})
+            with tempfile.TemporaryDirectory(prefix="mind-bench-cache-") as cache:
+                pc = _run_child(["--child-percall", name, str(budget)], {"MIND_CACHE_DIR": cache})
+            row.update({k: v for k, v in pc.items() if k != "outputs_sha"})
+            if has_jax:
+                row["jax_cold"] = _run_child(["--child-jax", name], {})
+            rows[name] = row
+        threads_rows = []
+        for bt in (None, "0", "200"):
+            for t in (1, 2):
+                env = {"OPENBLAS_NUM_THREADS": str(t), "OMP_NUM_THREADS": str(t)}
+                if bt is not None:
+                    env["KMP_BLOCKTIME"] = bt
+                with tempfile.TemporaryDirectory(prefix="mind-bench-cache-") as cache:
+                    env["MIND_CACHE_DIR"] = cache
+                    threads_rows.append(_run_child(["--child-threads", str(t)], env))
+    # torch and jax in this process (numpy and MIND were measured in the per-call children)
     for name in ORDER:
-        row: dict = {}
-        with tempfile.TemporaryDirectory(prefix="mind-bench-cache-") as cache:
-            cold = _run_child(["--child-start", name], {"MIND_CACHE_DIR": cache})
-            warm = _run_child(["--child-start", name], {"MIND_CACHE_DIR": cache})
-        row["cold"], row["warm"] = cold, warm
+        row = rows[name]
         arrays = inputs_of(name)
-        src, fn_name = source_of(name)
-        mod = compile_source(src)
-        fn = select_function(getattr(mod, "module", mod), fn_name)
-        run = compile_function(fn)
-        outs = run(arrays)
-        k = next(iter(run._kernels.values()))
-        row["scheduled"], row["threads"] = k.scheduled, k.threads
-        row["mind_s"] = median_time(lambda: run(arrays), budget=budget)
-        for label, f in numpy_impls(name).items():
-            if label == "numpy_best":
-                buf = np.empty_like(arrays[0])
-                row[label + "_s"] = median_time(lambda: f(arrays[0], buf), budget=budget)
-            else:
-                row[label + "_s"] = median_time(lambda: f(*arrays), budget=budget)
-            ref = f(*arrays)
-            ref0 = ref[0] if isinstance(ref, tuple) else ref
-            err = float(np.max(np.abs(np.asarray(outs[0], np.float64) - np.asarray(ref0, np.float64)))) \
-                if np.size(ref0) else 0.0
-            row.setdefault("max_abs_diff_vs_numpy", err)
         if has_torch:
             import torch
             tf = torch_fn(name)
@@ -348,13 +484,10 @@ def main(quick: bool = False) -> dict:
             jf = jax.jit(jax_fn(name))
             jargs = [jax.device_put(a) for a in arrays]
             row["jax_s"] = median_time(lambda: jax.block_until_ready(jf(*jargs)), budget=budget)
-            row["jax_cold"] = _run_child(["--child-jax", name], {})
-        rows[name] = row
         print(f"  measured {name}", file=sys.stderr, flush=True)
-    gflops = [_run_child(["--child-gflops", str(t)], {"OPENBLAS_NUM_THREADS": str(t), "OMP_NUM_THREADS": str(t)})
-              for t in (1, 2)]
-    result = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "numpy": np.__version__},
-              "rows": rows, "matmul_512x1024x512_gflops": gflops}
+    result = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "numpy": np.__version__,
+                          "loadavg_before": load_before, "loadavg_after": _loadavg()},
+              "rows": rows, "threads": threads_rows}
     if has_torch:
         import torch
         result["machine"]["torch"] = torch.__version__
@@ -374,49 +507,71 @@ def _ms(v) -> str:
 
 
 def render(result: dict) -> str:
-    cols = ["program", "sched", "cold", "warm", "warm_be", "per call", "numpy", "np best", "torch",
-            "t.compile", "jax.jit", "jax cold"]
+    cols = ["program", "sched", "import", "tools", "cold", "cold cpu", "cold+imp", "warm", "warm load", "warm imp",
+            "per call", "out=", "numpy", "np best", "torch", "t.compile", "jax.jit", "jax imp", "jax cold"]
     lines = []
     for name, r in result["rows"].items():
-        c, w = r.get("cold", {}), r.get("warm", {})
+        c, w, e = r.get("cold", {}), r.get("warm", {}), r.get("e2e", {})
         jc = r.get("jax_cold", {})
-        lines.append([name, str(r.get("scheduled")), _ms(c.get("total_s")), _ms(w.get("total_s")),
-                      _ms(w.get("backend_s")), _ms(r.get("mind_s")), _ms(r.get("numpy_s")),
+        err = next((x.get("error") for x in (c, w, e, jc) if "error" in x), None)
+        wl = None if "total_s" not in w else w["frontend_s"] + w["load_s"]
+        wi = "-" if "total_s" not in w else \
+            ("mlir" if w.get("mlir_imported") else "") + ("llvm" if w.get("llvmlite_imported") else "") or "none"
+        lines.append([name, str(r.get("scheduled")), _ms(c.get("import_s")), _ms(c.get("tools_s")),
+                      _ms(c.get("total_s")), _ms(c.get("cpu_s")), _ms(e.get("e2e_s")), _ms(w.get("total_s")), _ms(wl), wi,
+                      _ms(r.get("mind_s")), _ms(r.get("mind_out_s")), _ms(r.get("numpy_s")),
                       _ms(r.get("numpy_best_s")), _ms(r.get("torch_s")), _ms(r.get("torch_compile_s")),
-                      _ms(r.get("jax_s")), _ms(jc.get("total_s"))])
+                      _ms(r.get("jax_s")), _ms(jc.get("import_s")), _ms(jc.get("total_s"))])
+        if err:
+            lines[-1][0] += " (error: " + str(err)[:60] + ")"
     widths = [max(len(x) for x in col) for col in zip(cols, *lines)]
     fmt = "  ".join("{:<%d}" % w for w in widths)
     out = [fmt.format(*cols), fmt.format(*["-" * w for w in widths])] + [fmt.format(*ln) for ln in lines]
     out.append("")
-    for g in result["matmul_512x1024x512_gflops"]:
+    for g in result["threads"]:
         if "error" in g:
-            out.append(f"matmul GFLOP/s: error {g['error']}")
+            out.append(f"threads: error {g['error']}")
             continue
-        out.append(f"matmul 512x1024@1024x512 f32, {g['threads']} thread(s): MIND {g['mind_gflops']:.1f} GFLOP/s "
-                   f"(kernel threads {g['mind_threads']}), numpy {g['numpy_gflops']:.1f} GFLOP/s "
-                   f"-> {100 * g['mind_gflops'] / g['numpy_gflops']:.0f}%")
+        out.append(f"{g['threads']} thread(s), KMP_BLOCKTIME={g['blocktime']}: matmul 512x1024@1024x512 f32 MIND "
+                   f"{g['mind_gflops']:.0f} GFLOP/s median, {g['mind_gflops_best']:.0f} best (kernel threads "
+                   f"{g['mind_threads']}), numpy {g['numpy_gflops']:.0f} / {g['numpy_gflops_best']:.0f}; "
+                   f"fused chain out= MIND {g['mind_chain_gbs']:.1f} GB/s median, {g['mind_chain_gbs_best']:.1f} "
+                   f"best, numpy best {g['numpy_best_chain_gbs']:.1f} GB/s")
     ch = result["rows"].get("fused_chain", {})
     if ch.get("mind_s") and ch.get("numpy_best_s"):
         gbs = 2 * 4096 * 4096 * 4 / ch["mind_s"] / 1e9
-        out.append(f"fused chain: {gbs:.1f} GB/s, {ch['numpy_best_s'] / ch['mind_s']:.1f}x numpy's best "
-                   f"(in-place ufuncs), {ch['numpy_s'] / ch['mind_s']:.1f}x numpy's expression")
+        out.append(f"fused chain: {gbs:.1f} GB/s allocating its output: {ch['numpy_best_s'] / ch['mind_s']:.1f}x "
+                   f"numpy's best (in-place ufuncs, preallocated), {ch['numpy_s'] / ch['mind_s']:.1f}x numpy's "
+                   f"expression")
+        if ch.get("mind_out_s"):
+            out.append(f"fused chain with out= (both preallocated): "
+                       f"{2 * 4096 * 4096 * 4 / ch['mind_out_s'] / 1e9:.1f} GB/s, "
+                       f"{ch['numpy_best_s'] / ch['mind_out_s']:.1f}x numpy's best")
+    m = result.get("machine", {})
+    out.append(f"load average before/after: {m.get('loadavg_before')} / {m.get('loadavg_after')} "
+               f"({m.get('cpus')} CPUs; other processes distort multi-threaded figures)")
     return "\n".join(out)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) >= 3 and sys.argv[1] == "--child-start":
-        print(json.dumps(child_start(sys.argv[2])))
+    if len(sys.argv) >= 4 and sys.argv[1] == "--child-start":
+        print(json.dumps(child_start(sys.argv[2], sys.argv[3])))
     elif len(sys.argv) >= 3 and sys.argv[1] == "--child-jax":
         print(json.dumps(child_jax_cold(sys.argv[2])))
-    elif len(sys.argv) >= 3 and sys.argv[1] == "--child-gflops":
-        print(json.dumps(child_gflops(int(sys.argv[2]))))
+    elif len(sys.argv) >= 4 and sys.argv[1] == "--child-percall":
+        print(json.dumps(child_percall(sys.argv[2], float(sys.argv[3]))))
+    elif len(sys.argv) >= 3 and sys.argv[1] == "--child-threads":
+        print(json.dumps(child_threads(int(sys.argv[2]))))
     else:
-        res = main(quick="--quick" in sys.argv)
+        quick = "--quick" in sys.argv
+        res = main(quick=quick)
         text = render(res)
         print(text)
         res["table"] = text
-        path = os.path.join(ROOT, "benchmarks", "results", "cpu.json")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            json.dump(res, f, indent=1, default=str)
-            f.write("\n")
+        if not quick:
+            path = os.path.join(ROOT, "benchmarks", "results", "cpu.json")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path + ".tmp", "w") as f:
+                json.dump(res, f, indent=1, default=str)
+                f.write("\n")
+            os.replace(path + ".tmp", path)

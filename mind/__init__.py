@@ -20,8 +20,10 @@ def compile(source_or_module: Any, backend: str = "cpu", *, fn: str | None = Non
     """Compile MIND source text (or a Core IR ``Module``) and return a callable on NumPy arrays.
 
     The callable takes the function's parameters positionally (or by name as keywords) and returns
-    one array, or a tuple of arrays for several results.  ``backend`` names a ``mind.backends``
-    backend ("cpu", "reference").
+    one array, or a tuple of arrays for several results.  ``out=`` (an array, or a tuple with one
+    per result, of exactly the result's dtype and shape) receives the results instead of new arrays
+    (a wrong ``out`` raises E6009), unless the function has a parameter named ``out``.  ``backend`` names a ``mind.backends`` backend ("cpu",
+    "reference").
     """
     from mind.backends import compile_for
     from mind.ir.core import Module
@@ -36,8 +38,17 @@ def compile(source_or_module: Any, backend: str = "cpu", *, fn: str | None = Non
     function = select_function(module, fn)
     runner = compile_for(function, backend, **options)
 
-    def call(*args: Any, **kwargs: Any) -> Any:
-        results = runner(kwargs if kwargs and not args else list(args))
+    out_is_param = any(p.name == "out" for p in function.params)
+
+    def call(*args: Any, out: Any = None, **kwargs: Any) -> Any:
+        if out_is_param and out is not None:  # a parameter named `out` keeps its keyword
+            kwargs["out"], out = out, None
+        call_args = kwargs if kwargs and not args else list(args)
+        if out is None:
+            results = runner(call_args)
+        else:
+            from mind.backends import call_runner
+            results = call_runner(runner, function, call_args, out)
         return results[0] if len(results) == 1 else tuple(results)
 
     call.function = function  # type: ignore[attr-defined]

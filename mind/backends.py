@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
+
 from mind.diagnostics import error
 from mind.ir.core import Function
 
@@ -34,3 +36,42 @@ def compile_for(fn: Function, backend: str = DEFAULT_BACKEND, **options: Any) ->
             raise error("E6002", f"backend `{backend}` is not available in this build") from None
         raise
     return getattr(module, attr)(fn, **options)
+
+
+def check_out(name: str, out: Any, specs: Sequence[Any], ins: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Validate preallocated result arrays (E6009, never copied or converted)."""
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    if len(outs) != len(specs):
+        raise error("E6009", f"@{name} has {len(specs)} result(s), got {len(outs)} out array(s)")
+    for i, (o, spec) in enumerate(zip(outs, specs)):
+        what = f"out[{i}]" if len(specs) > 1 else "out"
+        if not isinstance(o, np.ndarray):
+            raise error("E6009", f"{what} of @{name} must be a numpy array, got {type(o).__name__}")
+        if o.dtype != np.dtype(spec.dtype) or o.shape != tuple(spec.shape):
+            raise error("E6009", f"{what} of @{name} must have dtype {np.dtype(spec.dtype)} and shape "
+                                 f"{tuple(spec.shape)}, got {o.dtype} {o.shape}")
+        if not (o.flags.c_contiguous and o.flags.writeable):
+            raise error("E6009", f"{what} of @{name} must be C-contiguous and writeable")
+        for a in list(ins) + outs[:i]:
+            if o.size and np.may_share_memory(o, a):
+                raise error("E6009", f"{what} of @{name} overlaps an argument or another result")
+    return outs
+
+
+def call_runner(runner: Any, function: Function, args: Any, out: Any = None) -> list[Any]:
+    """``runner(args)``, writing into ``out`` (an array, or a tuple with one per result) if given:
+    in place for runners that support it (``supports_out``), else validated and copied."""
+    if out is None:
+        return runner(args)
+    if getattr(runner, "supports_out", False):
+        return runner(args, out=out)
+    res = runner(args)
+    outs = check_out(function.name, out, [_Spec(np.asarray(r).dtype, np.shape(r)) for r in res], [])
+    for o, r in zip(outs, res):
+        np.copyto(o, r)
+    return outs
+
+
+class _Spec:
+    def __init__(self, dtype: Any, shape: tuple[int, ...]) -> None:
+        self.dtype, self.shape = dtype, shape

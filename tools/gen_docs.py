@@ -289,7 +289,8 @@ func @main(%x: f32[B, 3], %w: f32[3, 2], %b: f32[2]) -> (f32[B, 2]) where B >= 1
 * integers in decimal; floats as the shortest decimal that round-trips in their dtype, always with a
   `.`, `e`, or as `nan`/`inf`/`-inf`; `-0.0` keeps its sign;
 * a constant whose elements are all bit-identical (and that has more than one element) prints as
-  `splat(v)`.
+  `splat(v)`; a constant with no elements prints as `splat(0)` (zero in its dtype), because its nested
+  literal would list one empty row per index of the leading dimensions.
 
 ## Hashing
 

@@ -24,7 +24,8 @@ from mind.spec.ops import OPS, ConstraintUndecided, ConstraintViolation, TensorT
 
 from . import ast as A
 from .builtins import BUILTINS, call_builtin
-from .values import MAX_CONST_ELEMENTS, POISON, ConstantTooLarge, ArrLit, FnRef, LeanBuilder, Lit, Scope, Tup, np_scalar
+from .values import (MAX_CONST_ELEMENTS, NAMED_RESULTS, POISON, RESULT_NAMES, ConstantTooLarge, ArrLit, FnRef,
+                     LeanBuilder, Lit, Scope, Tup, np_scalar)
 
 #: Resource limits: ops emitted per function (inlining can multiply code), inlining depth.
 MAX_OPS = 200_000
@@ -101,21 +102,25 @@ class Elaborator:
     def emit(self, op: str, operands: tuple, off: tuple[int, int], surface: str | None = None,
              **attrs: Any) -> Value:
         """Emit ``op``; a failing spec constraint becomes a diagnostic at ``off`` (raises Reported)."""
-        b = self.b
-        ops = b.ops
-        if len(ops) >= MAX_OPS:
+        ops = self.b.ops
+        n = len(ops)
+        if n >= MAX_OPS:
             self.report("E1012", f"the program expands to more than {MAX_OPS} operations", off,
                         "inlining multiplies code: call fewer functions or split the program")
             raise _Abort()
         fast = OPS[op].fast_infer
         if fast is not None:  # the spec rule's concrete fast path (``b.emit_fast``'s, inline)
-            t = fast([v.type for v in operands])
+            if len(operands) == 2:  # most ops (a list display is cheaper than a comprehension)
+                x, y = operands
+                t = fast([x.type, y.type])
+            else:
+                t = fast([v.type for v in operands])
             if t is not None:
-                result = Value(str(len(ops)), t, None)
+                result = Value(RESULT_NAMES[n] if n < NAMED_RESULTS else str(n), t, None)
                 ops.append(Operation(op, operands, attrs, result, None))
                 return result
         try:
-            return b.emit_fast(op, operands, None, attrs)
+            return self.b.emit_fast(op, operands, None, attrs)
         except ConstraintViolation as exc:
             c = OPS[op].constraint(exc.label)
             what = f"`{surface}`: " if surface and surface != op else ""
@@ -153,9 +158,15 @@ class Elaborator:
         try:
             return self.b.const_splat(value, dtype, shape)
         except ConstantTooLarge as exc:
-            raise self.fail("E1012", f"a constant of shape {_fmt(shape)} has {exc.count} elements, over "
-                                     f"the limit of {MAX_CONST_ELEMENTS}", off,
-                            "pass large tensors as function parameters instead of constant fills") from None
+            raise self.too_large(shape, exc, off) from None
+
+    def too_large(self, shape: tuple[int, ...], exc: ConstantTooLarge,
+                  off: tuple[int, int] | None) -> Reported:
+        """Report E1012 for a constant fill of ``shape`` past the IR's constant limit (the
+        returned exception unwinds to the enclosing expression)."""
+        return self.fail("E1012", f"a constant of shape {_fmt(shape)} has {exc.count} elements, over "
+                                  f"the limit of {MAX_CONST_ELEMENTS}", off,
+                         "pass large tensors as function parameters instead of constant fills")
 
     # -- literals ---------------------------------------------------------------------------------
     def lit_value(self, lit: Lit, dtype: DType) -> Any:
@@ -223,6 +234,8 @@ class Elaborator:
 
     def pair(self, a: Any, b: Any, off: tuple[int, int]) -> tuple[Any, Any]:
         """Materialize two operands: a literal adopts the other operand's dtype."""
+        if type(a) is Value and type(b) is Value:  # the common case: nothing to materialize
+            return a, b
         la, lb = type(a) in (Lit, ArrLit), type(b) in (Lit, ArrLit)
         if la and not lb and type(b) is Value:
             return self.materialize(a, b.type.dtype), b
@@ -373,7 +386,20 @@ class Elaborator:
 
     # -- expressions ------------------------------------------------------------------------------
     def ev(self, node: A.Expr) -> Any:
+        """The value of ``node``; POISON if it reported a diagnostic."""
+        t = type(node)
         try:
+            # the most frequent nodes dispatched here, the rest by ``_ev``
+            if t is A.Name:
+                # a name bound in the innermost scope (no function boundary crossed), inline
+                v = self.scope.names.get(node.id)
+                return v if v is not None else self.name(node)
+            if t is A.Call:
+                return self.call(node)
+            if t is A.Binary:
+                return self.binary(node)
+            if t is A.IntLit:
+                return Lit(node.value, "int", node.span)
             return self._ev(node)
         except Reported:
             return POISON
@@ -463,22 +489,10 @@ class Elaborator:
                             "compare first: `x != 0`")
         return self.emit("compare", (v, self.const(False, DType.BOOL)), node.span, "!", direction="eq")
 
-    def operand(self, x: A.Expr) -> Any:
-        """``self.ev`` of a binary operand, with its two most frequent kinds of node inlined."""
-        t = type(x)
-        if t is _IntLitNode:
-            return Lit(x.value, "int", x.span)
-        if t is _BinaryNode:
-            try:
-                return self.binary(x)
-            except Reported:
-                return POISON
-        return self.ev(x)
-
     def binary(self, node: A.Binary) -> Any:
         op = node.op
-        a = self.operand(node.left)
-        b = self.operand(node.right)
+        a = self.ev(node.left)
+        b = self.ev(node.right)
         if a is POISON or b is POISON:
             return POISON
         if op == "@":
@@ -534,6 +548,9 @@ class Elaborator:
     # -- calls ------------------------------------------------------------------------------------
     def call(self, node: A.Call) -> Any:
         name = node.name
+        base = _QUALIFIED.get(name)  # type: ignore[arg-type]
+        if base is not None:  # `tensor.relu(...)`: the common case of the checks below
+            return call_builtin(self, base, node)
         if name is None:
             if type(node.func) is A.Call and node.func.name in ("grad", "tensor.grad"):
                 return self.grad_apply(node.func, node)
@@ -829,22 +846,28 @@ class Elaborator:
                         except Reported:
                             v = POISON
                     if v is not POISON:
-                        try:
-                            v = self.splat(v, dt, dims, ty.span)
-                        except Reported:
+                        try:  # (``splat``, inline)
+                            v = self.b.const_splat(v, dt, dims)
+                        except ConstantTooLarge as exc:
+                            self.too_large(dims, exc, ty.span)  # reports E1012
                             v = POISON
                     name = s.target.name
                     if name != "_":
                         self.scope.names[name] = v
                     return
         v = self.ev(node)
-        if s.type is not None and v is not POISON:
+        if ty is not None and v is not POISON:
             try:
-                want = self.type_of(s.type, self.frame.dims, bind=False)
-                v = self.check_type(v, want, self.frame.dims, s.value.span, "the value")
+                want = self.type_of(ty, self.frame.dims, bind=False)
+                v = self.check_type(v, want, self.frame.dims, node.span, "the value")
             except Reported:
                 v = POISON
-        self.bind(s.target, v)
+        target = s.target
+        if type(target) is A.NamePattern:  # (``bind``, inline)
+            if target.name != "_":
+                self.scope.names[target.name] = v
+            return
+        self.bind(target, v)
 
     def bind(self, pat: A.Pattern, v: Any) -> None:
         if type(pat) is A.NamePattern:
@@ -924,11 +947,12 @@ class Elaborator:
             raise Reported()
         out.append(self.tensor(v, None, "the result"))
 
-    def main(self, stmts: Sequence[A.Stmt], result: A.Expr | None, scope: Scope) -> Function | None:
+    def main(self, body: Sequence[A.Stmt], result: A.Expr | None, scope: Scope) -> Function | None:
+        """The function ``main``: the top-level statements ``body`` (definitions and imports
+        excluded) and the program ``result``."""
         self.b = LeanBuilder("main")
         self._consts = {}
         self.scope, self.frame = Scope(scope), Frame({}, ("main",))
-        body = [s for s in stmts if type(s) is not A.FnDef and type(s) is not A.Import]
         value, returned = self.stmts(body)
         if not returned:
             value = self.ev(result) if result is not None else Tup((), self.module.span)
@@ -943,20 +967,21 @@ def elaborate(module: A.Module) -> Module:
         scope = Scope()
         E.scope = scope
         E.frame = Frame({}, ())
-        E.hoist(module.stmts, scope)
-        has_main = module.result is not None or any(
-            type(s) not in (A.FnDef, A.Import) for s in module.stmts)
-        for s in module.stmts:
-            if type(s) is A.FnDef and scope.names.get(s.name) is not None and scope.names[s.name].node is s:
-                if s.name == "main" and has_main:
-                    E.report("E2010", "`fn main` conflicts with the top-level statements, which form `main`",
-                             s.name_span, "rename the function or move the statements into it")
-                    continue
-                f = E.function(s, scope)
-                if f is not None:
-                    functions.append(f)
+        body = [s for s in module.stmts if type(s) is not A.FnDef and type(s) is not A.Import]
+        has_main = module.result is not None or bool(body)
+        if len(body) != len(module.stmts):  # definitions (or imports): elaborate each function
+            E.hoist(module.stmts, scope)
+            for s in module.stmts:
+                if type(s) is A.FnDef and scope.names.get(s.name) is not None and scope.names[s.name].node is s:
+                    if s.name == "main" and has_main:
+                        E.report("E2010", "`fn main` conflicts with the top-level statements, which form `main`",
+                                 s.name_span, "rename the function or move the statements into it")
+                        continue
+                    f = E.function(s, scope)
+                    if f is not None:
+                        functions.append(f)
         if has_main:
-            f = E.main(module.stmts, module.result, scope)
+            f = E.main(body, module.result, scope)
             if f is not None:
                 functions.append(f)
     except _Abort:
@@ -971,8 +996,8 @@ def elaborate(module: A.Module) -> Module:
 # -- helpers -------------------------------------------------------------------------------------
 
 _np_scalar = np_scalar
-_IntLitNode = A.IntLit
-_BinaryNode = A.Binary
+#: "tensor.NAME" -> NAME for every builtin but `grad` (which ``Elaborator.call`` treats apart)
+_QUALIFIED = {"tensor." + b: b for b in BUILTINS if b != "grad"}
 
 
 def _int_fold(op: str, a: int, b: int) -> int:

@@ -14,6 +14,7 @@ A surface expression elaborates to one of:
 
 from __future__ import annotations
 
+from math import prod
 from typing import Any, Sequence
 
 from mind.diagnostics import Span
@@ -102,6 +103,17 @@ class Scope:
         return None, crossed
 
 
+
+
+#: Op results are named by their index, ``str(index)``; the names of the first ``NAMED_RESULTS``
+#: are built once (``RESULT_NAMES``): looking one up costs less than formatting the number per op.
+NAMED_RESULTS = 4096
+RESULT_NAMES: tuple[str, ...] = tuple(map(str, range(NAMED_RESULTS)))
+
+
+def result_name(index: int) -> str:
+    """``str(index)``, the name of the result of op number ``index``."""
+    return RESULT_NAMES[index] if index < NAMED_RESULTS else str(index)
 
 
 _EAGER_SPLAT = 1 << 40
@@ -198,7 +210,8 @@ class LeanBuilder(FunctionBuilder):
             t = fast([v.type for v in operands])
             if t is not None:
                 ops = self.ops
-                result = Value(str(len(ops)), t, span)
+                n = len(ops)
+                result = Value(RESULT_NAMES[n] if n < NAMED_RESULTS else str(n), t, span)
                 ops.append(Operation(op, operands, attrs, result, span))
                 return result
         ctx = self._ctx
@@ -206,7 +219,7 @@ class LeanBuilder(FunctionBuilder):
             ctx = self.context()
         t = OPS[op].infer(ctx, [v.type for v in operands], attrs)
         ops = self.ops
-        result = Value(str(len(ops)), t, span)
+        result = Value(result_name(len(ops)), t, span)
         ops.append(Operation(op, operands, attrs, result, span))
         return result
 
@@ -215,26 +228,24 @@ class LeanBuilder(FunctionBuilder):
         ``dtype`` literal).  Its NumPy array (a read-only view with zero strides) is built on the
         first read of the op's ``attrs``; the op's ``hint`` is the ``SplatAttrs``.  Raises
         ``ConstantTooLarge`` past the IR's constant limit (so the IR stays printable and parsable)."""
-        n = 1
-        big = False
-        for d in shape:
-            n *= d
-            if d > _EAGER_SPLAT:
-                big = True
+        n = prod(shape)
         if n > MAX_CONST_ELEMENTS:
             raise ConstantTooLarge(n)
-        if big or n > _EAGER_SPLAT:
-            # NumPy refuses arrays this large: build it now, so the error surfaces where it did
+        if n > _EAGER_SPLAT or not n and max(shape) > _EAGER_SPLAT:
+            # NumPy refuses arrays this large (an empty one, n == 0, can have such an extent):
+            # build it now, so the error surfaces where it did
             return self.const_array(SplatAttrs(value, dtype, shape, n)()["value"], None, dtype)
         ops = self.ops
-        result = Value(str(len(ops)), TensorType(dtype, shape), None)
+        index = len(ops)
+        t = TensorType(dtype, shape)
+        result = Value(RESULT_NAMES[index] if index < NAMED_RESULTS else str(index), t, None)
         make = SplatAttrs(value, dtype, shape, n)
         ops.append(Operation.deferred("const", (), make, result, None, make))
         return result
 
     def const_array(self, arr: Any, span: Span | None, dtype: DType | None = None) -> Value:
         t = TensorType(dtype or from_numpy(arr.dtype), arr.shape)
-        result = Value(str(len(self.ops)), t, span)
+        result = Value(result_name(len(self.ops)), t, span)
         self.ops.append(Operation("const", (), {"value": arr}, result, span))
         return result
 

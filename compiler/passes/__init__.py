@@ -8,12 +8,14 @@ verifies, and (with ``rename=True``) names op results %0, %1, … in program ord
 Speed: ``canonicalize`` runs the walk of ``rewrite(fn, combined_rule())`` fused with cheap
 pre-checks, so a rule is called only when it can fire (``fold_rule`` needs every operand produced
 by a ``const``; the arithmetic identities of ``simplify_rule`` need a ``const`` operand; ops with
-no identity are skipped).  CSE first buckets ops by a coarse key (op, operands, result dtype and
-shape, and the bytes of a small constant), a projection of ``cse.op_key``, and computes the full
-keys only inside a bucket that already holds an op, so the result is exactly that of the dict of
-full keys.  DCE and renumbering are one backward and one forward pass; when the names are already
-canonical (``%0, %1, …`` in order, as the frontend emits them) the operations are reused instead
-of being rebuilt (the returned ``Function`` and its lists are always new).
+no identity are skipped); the producer map the rules read is filled only when one runs.  CSE
+first buckets ops by a coarse key (op, operands, result shape; for a constant its dtype, shape and,
+if small, its bytes), a projection of ``cse.op_key``, and computes the full keys only inside a
+bucket that already holds an op, so the result is exactly that of the dict of full keys.  DCE
+first checks whether every op's result is used (then nothing is dead), else makes one backward
+pass; when the names are already canonical (``%0, %1, …`` in order, as the frontend emits them)
+the operations are reused instead of being renumbered (the returned ``Function`` and its lists are
+new unless ``rename`` is false and nothing changed).
 """
 
 from __future__ import annotations
@@ -54,29 +56,24 @@ def combined_rule():
 _SIMPLIFY_ANY = frozenset({"convert", "reshape", "transpose", "slice", "pad", "reduce_sum",
                            "reduce_max", "select"})
 _SIMPLIFY_CONST = frozenset({"mul", "add", "sub", "div"})
+_RULE_OPS = _SIMPLIFY_ANY | _SIMPLIFY_CONST  # ops a rule may rewrite without all operands constant
 _COMMUTATIVE = frozenset({"add", "mul"})
 _SMALL_CONST = 64  # constants of at most this many elements bucket on their bytes
-
-
-def _coarse_key(op: Operation, operands: tuple[Value, ...]) -> tuple:
-    """A projection of ``op_key``: equal full keys give equal coarse keys."""
-    name = op.op
-    t = op.result.type
-    if name == "const":
-        return _const_coarse_key(op, t)
-    if name in _COMMUTATIVE:
-        return (name, tuple(sorted(map(id, operands))), id(t.dtype), t.shape)
-    return (name, tuple(map(id, operands)), id(t.dtype), t.shape)
+#: The canonical result names ``"0"``, ``"1"``, ... built once (``_names_canonical`` compares
+#: against them instead of formatting a number per op).
+_NAMES = tuple(map(str, range(4096)))
 
 
 def _const_coarse_key(op: Operation, t: TensorType) -> tuple:
+    """The CSE bucket of a ``const``: dtype, shape and, for a small constant, its bytes (a
+    projection of ``op_key``: equal full keys give equal coarse keys)."""
     hint = op.hint
     if hint is not None:
         if hint.size > _SMALL_CONST:  # a large deferred splat: no bytes needed
-            return ("const", id(t.dtype), t.shape, None)
+            return ("const", t.dtype, t.shape, None)
         if hint.size:  # a small deferred splat: its bytes, unbuilt
             try:
-                return ("const", id(t.dtype), t.shape, hint.scalar().tobytes() * hint.size)
+                return ("const", t.dtype, t.shape, hint.scalar().tobytes() * hint.size)
             except Exception:  # pragma: no cover - fall back to the array
                 pass
     arr = op.attrs.get("value")
@@ -86,15 +83,16 @@ def _const_coarse_key(op: Operation, t: TensorType) -> tuple:
             small = arr.tobytes()
     except Exception:  # pragma: no cover - not an array: bucket by type only
         small = None
-    return ("const", id(t.dtype), t.shape, small)
+    return ("const", t.dtype, t.shape, small)
 
 
-def _may_simplify(name: str, operands: tuple[Value, ...], producer_get) -> bool:
+def _may_simplify(name: str, operands: tuple[Value, ...], const_get) -> bool:
     """False only when no operand is a constant that ``simplify_rule`` could use for ``name``:
-    decided from the Python literal of a deferred float splat (other constants: True)."""
+    decided from the Python literal of a deferred float splat (other constants: True).
+    ``const_get(v)`` is the ``const`` op producing ``v``, or None."""
     for v in operands:
-        p = producer_get(id(v))
-        if p is None or p.op != "const":
+        p = const_get(v)
+        if p is None:
             continue
         hint = p.hint
         if hint is None or not v.type.dtype.is_float:
@@ -115,178 +113,269 @@ def _may_simplify(name: str, operands: tuple[Value, ...], producer_get) -> bool:
     return False
 
 
-def canonicalize(fn: Function, *, rename: bool = True) -> Function:
-    ops = fn.ops
-    if len(ops) == 1 and not fn.params:
-        # one operation (e.g. a program folded to a constant): nothing to fold, simplify or merge
-        op = ops[0]
-        results = fn.results
-        if op.op == "const" and len(results) == 1 and results[0] is op.result:
-            if not rename:
-                return fn
-            if op.result.name == "0":
-                return fn.rebuilt([op], [op.result])
-    ctx = RewriteContext(fn)
-    producer = ctx.producer
-    replace: dict[int, Value] = {}
-    new_ops: list[Operation] = []
-    seen: dict[tuple, list] = {}  # coarse key -> [[op, full key or None, result], ...]
-    changed = False
-    append = new_ops.append
-    simplify_const = _SIMPLIFY_CONST
-    simplify_any = _SIMPLIFY_ANY
-    commutative = _COMMUTATIVE
-    producer_get = producer.get
-    small_const = _SMALL_CONST
-    for op in fn.ops:
-        operands = op.operands
-        if replace:
-            new = tuple([replace.get(id(v), v) for v in operands])
-            if new != operands:
-                op = Operation(op.op, new, op.attrs, op.result, op.span)
-                operands = new
-        name = op.op
-        current, rewritten = op, False
-        if name != "const":
-            # fold → simplify, repeated while a rule rewrites the op (``combined_rule``).  The
-            # first step, which on most ops finds that no rule can fire, with the producers of the
-            # operands looked up once.
-            out = None
+def _first_step(op: Operation, operands: tuple[Value, ...], nconst: int,
+                consts: dict[Value, Operation], ctx: RewriteContext) -> Value | Operation | None:
+    """The first fold → simplify step of ``combined_rule`` on a non-``const`` op with ``nconst``
+    constant operands, calling a rule only where a pre-check says it can fire."""
+    name = op.op
+    if nconst and nconst == len(operands):
+        out = fold_rule(op, operands, ctx)
+        if out is not None:
+            return out
+    if name in _SIMPLIFY_CONST:
+        if nconst and _may_simplify(name, operands, consts.get):
+            return simplify_rule(op, operands, ctx)
+    elif name == "select":
+        # fires on select(c, x, x) or a constant predicate only
+        if operands[1] is operands[2] or operands[0] in consts:
+            return simplify_rule(op, operands, ctx)
+    elif name in _SIMPLIFY_ANY:
+        return simplify_rule(op, operands, ctx)
+    return None
+
+
+def _more_steps(current: Operation, consts: dict[Value, Operation],
+                ctx: RewriteContext) -> Value | Operation:
+    """Further fold → simplify steps on an op a rule has just rewritten (``combined_rule``'s loop,
+    at most ``MAX_STEPS_PER_OP`` steps in all): the final op, or the value replacing it."""
+    for _ in range(MAX_STEPS_PER_OP - 1):
+        name = current.op
+        xs = current.operands
+        out = None
+        if name != "const" and xs and all(v in consts for v in xs):
+            out = fold_rule(current, xs, ctx)
+        if out is None:
+            if name in _SIMPLIFY_CONST:
+                if any(v in consts for v in xs):
+                    out = simplify_rule(current, xs, ctx)
+            elif name in _SIMPLIFY_ANY:
+                out = simplify_rule(current, xs, ctx)
+        if out is None:
+            break
+        if out.__class__ is Value:
+            return out
+        current = out
+    return current
+
+
+def _cse_prior(bucket: list[Operation], op: Operation, keys: dict[int, tuple]) -> Value | None:
+    """The result of an op of ``bucket`` with the same full ``op_key`` as ``op`` (full keys are
+    computed only here, memoized in ``keys`` by op id); else adds ``op`` to the bucket."""
+    full = op_key(op, op.operands)
+    for other in bucket:
+        k = keys.get(id(other))
+        if k is None:
+            k = keys[id(other)] = op_key(other, other.operands)
+        if k == full:
+            return other.result
+    keys[id(op)] = full
+    bucket.append(op)
+    return None
+
+
+def _coarse_key(op: Operation) -> tuple:
+    """The CSE bucket of ``op``: a projection of ``op_key`` (equal full keys give equal coarse
+    keys), cheap to compute: the op, its operands (as a multiset for a commutative op) and result
+    shape; for a constant, ``_const_coarse_key``."""
+    name = op.op
+    t = op.result.type
+    if name == "const":
+        return _const_coarse_key(op, t)
+    xs = op.operands
+    return (name, _commuted(xs) if name in _COMMUTATIVE else xs, t.shape)
+
+
+def _commuted(xs: tuple[Value, ...]) -> tuple[Value, ...]:
+    """The operands of a commutative op in a canonical order (by identity): equal as multisets
+    gives equal tuples."""
+    if len(xs) == 2:
+        a, b = xs
+        return xs if id(a) <= id(b) else (b, a)
+    return tuple(sorted(xs, key=id))
+
+
+class _Walk:
+    """The rewrite walk of ``rewrite(fn, combined_rule())``: fold → simplify (repeated while a
+    rule rewrites the op), then CSE, on each op with its operands already replaced.
+
+    It runs on every op of every compilation, so ``run`` keeps the common case (no rule can fire,
+    no duplicate) inline; rewrites and merges are methods.  The producer map the rules read
+    (``RewriteContext.defining_op``) is filled only when a rule asks."""
+
+    __slots__ = ("ops", "used", "consts", "replace", "seen", "buckets", "keys", "ctx", "changed")
+
+    def __init__(self, fn: Function) -> None:
+        self.ops: list[Operation] = []  # the kept ops, in order
+        self.used: set[Value] = set()  # the operands of the kept ops (``_live``)
+        self.consts: dict[Value, Operation] = {}  # the results of the kept ``const`` ops
+        self.replace: dict[Value, Value] = {}  # result of a removed op -> the value replacing it
+        # CSE: coarse key -> the first kept op under it; the keys shared by several kept ops ->
+        # all of them (most keys have one op, which needs no list)
+        self.seen: dict[tuple, Operation] = {}
+        self.buckets: dict[tuple, list[Operation]] = {}
+        self.keys: dict[int, tuple] = {}  # full CSE keys computed so far (``_cse_prior``)
+        self.ctx = RewriteContext(fn, self.ops)
+        self.changed = False
+
+    def run(self, fn: Function) -> tuple[list[Operation], list[Value], bool]:
+        """The new ops, the results and whether anything changed (if not, ``fn``'s own lists)."""
+        append = self.ops.append
+        use = self.used.update
+        consts = self.consts
+        replace = self.replace
+        seen = self.seen
+        for op in fn.ops:
+            name = op.op
+            if name == "const":  # no operands, so no rule: CSE only
+                t = op.result.type
+                hint = op.hint
+                if hint is not None and hint.size > _SMALL_CONST:  # (``_const_coarse_key``)
+                    ck: tuple = ("const", t.dtype, t.shape, None)
+                else:
+                    ck = _const_coarse_key(op, t)
+                first = seen.setdefault(ck, op)
+                if first is not op and self._merged(ck, first, op, op.result):
+                    continue
+                append(op)
+                consts[op.result] = op
+                continue
+            operands = op.operands
+            if replace:
+                new = tuple([replace.get(v, v) for v in operands])
+                if new != operands:
+                    op = Operation(name, new, op.attrs, op.result, op.span)
+                    operands = new
             nconst = 0
             for v in operands:
-                p = producer_get(id(v))
-                if p is not None and p.op == "const":
+                if v in consts:
                     nconst += 1
-            if nconst and nconst == len(operands):
-                out = fold_rule(op, operands, ctx)
-            if out is None:
-                if name in simplify_const:
-                    if nconst and _may_simplify(name, operands, producer_get):
-                        out = simplify_rule(op, operands, ctx)
-                elif name == "select":
-                    # fires on select(c, x, x) or a constant predicate only
-                    if operands[1] is operands[2] or nconst and (
-                            (p := producer_get(id(operands[0]))) is not None and p.op == "const"):
-                        out = simplify_rule(op, operands, ctx)
-                elif name in simplify_any:
-                    out = simplify_rule(op, operands, ctx)
-            steps = MAX_STEPS_PER_OP - 1
-            if out is not None and out.__class__ is not Value:
-                current, rewritten = out, True
-            else:
-                steps = 0
-            for _ in range(steps):
-                name = current.op
-                xs = current.operands
-                out = None
-                if name != "const" and xs:
-                    for v in xs:
-                        p = producer.get(id(v))
-                        if p is None or p.op != "const":
-                            break
-                    else:
-                        out = fold_rule(current, xs, ctx)
-                if out is None:
-                    if name in simplify_const:
-                        for v in xs:
-                            p = producer.get(id(v))
-                            if p is not None and p.op == "const":
-                                out = simplify_rule(current, xs, ctx)
-                                break
-                    elif name in simplify_any:
-                        out = simplify_rule(current, xs, ctx)
-                if out is None or out.__class__ is Value:
-                    break
-                current, rewritten = out, True
-            if out is not None and out.__class__ is Value:
-                replace[id(op.result)] = out
-                changed = True
+            if nconst == len(operands) or name in _RULE_OPS:
+                out = _first_step(op, operands, nconst, consts, self.ctx)
+                if out is not None:
+                    self._rewritten(op, out)
+                    continue
+            # CSE (``_coarse_key``, inline)
+            ck = (name, _commuted(operands) if name in _COMMUTATIVE else operands,
+                  op.result.type.shape)
+            first = seen.setdefault(ck, op)
+            if first is not op and self._merged(ck, first, op, op.result):
                 continue
-            name = current.op
-        # CSE
-        xs = current.operands
-        t = current.result.type
-        if name == "const":
-            hint = current.hint
-            if hint is not None and hint.size > small_const:  # (``_const_coarse_key``, inline)
-                ck = ("const", id(t.dtype), t.shape, None)
-            else:
-                ck = _const_coarse_key(current, t)
-        elif name in commutative:
-            ck = (name, tuple(sorted(map(id, xs))), id(t.dtype), t.shape)
-        else:
-            ck = (name, tuple(map(id, xs)), id(t.dtype), t.shape)
-        bucket = seen.get(ck)
+            append(op)
+            use(operands)
+        if not self.changed:
+            return fn.ops, fn.results, False
+        return self.ops, [replace.get(v, v) for v in fn.results], True
+
+    def _merged(self, ck: tuple, first: Operation, op: Operation, result: Value) -> bool:
+        """CSE of ``op`` against the kept ops of coarse key ``ck`` (``first`` is the first of
+        them): if one computes the same, ``result`` is replaced by its result (True); else ``op``
+        joins them (False)."""
+        bucket = self.buckets.get(ck)
         if bucket is None:
-            seen[ck] = [[current, None, current.result]]
-        else:
-            full = op_key(current, xs)
-            prior = None
-            for entry in bucket:
-                k = entry[1]
-                if k is None:
-                    k = entry[1] = op_key(entry[0], entry[0].operands)
-                if k == full:
-                    prior = entry[2]
-                    break
-            if prior is not None:
-                replace[id(op.result)] = prior
-                changed = True
-                continue
-            bucket.append([current, full, current.result])
-        if rewritten:
-            if current.result is not op.result:
-                replace[id(op.result)] = current.result
-            op = current
-            changed = True
-        append(op)
-        producer[id(op.result)] = op
-    if changed:
-        results = [replace.get(id(v), v) for v in fn.results]
+            bucket = self.buckets[ck] = [first]
+        prior = _cse_prior(bucket, op, self.keys)
+        if prior is None:
+            return False
+        self.replace[result] = prior
+        self.changed = True
+        return True
+
+    def _rewritten(self, op: Operation, out: Value | Operation) -> None:
+        """Apply a rule's rewrite of ``op``: a value replaces its result; a new op (after the
+        further steps of ``_more_steps``) is merged by CSE or kept in its place."""
+        self.changed = True
+        if out.__class__ is not Value:
+            out = _more_steps(out, self.consts, self.ctx)  # type: ignore[arg-type]
+        if out.__class__ is Value:
+            self.replace[op.result] = out  # type: ignore[assignment]
+            return
+        current: Operation = out  # type: ignore[assignment]
+        ck = _coarse_key(current)
+        first = self.seen.setdefault(ck, current)
+        if first is not current and self._merged(ck, first, current, op.result):
+            return
+        if current.result is not op.result:
+            self.replace[op.result] = current.result
+        self.ops.append(current)
+        self.used.update(current.operands)
+        if current.op == "const":
+            self.consts[current.result] = current
+
+
+def _live(ops: list[Operation], results: list[Value], used: set[Value]) -> list[Operation]:
+    """DCE: the ops some result depends on, in order (every op is pure); ``used`` holds the
+    operands of ``ops`` (it is updated).
+
+    When every op's result is a result or an operand, no op is dead (by induction from the last
+    op, as an op's users come after it): that common case is checked first, with one set lookup
+    per op.  Otherwise one backward pass finds the live ops."""
+    used.update(results)
+    for op in ops:
+        if op.result not in used:
+            break
     else:
-        new_ops = fn.ops
-        results = fn.results
-    # DCE
-    live: set[int] = {id(v) for v in results}
+        return list(ops)
+    live = set(results)
+    update = live.update
     kept: list[Operation] = []
     keep = kept.append
-    update = live.update
-    for op in reversed(new_ops):
-        if id(op.result) in live:
+    for op in reversed(ops):
+        if op.result in live:
             keep(op)
-            if op.operands:
-                update(map(id, op.operands))
-    if len(kept) != len(new_ops):
-        changed = True
+            update(op.operands)
     kept.reverse()
-    if not rename:
-        if not changed:
-            return fn
-        return fn.rebuilt(kept, list(results))
-    # renumbering, skipped when the names are already canonical
-    params = fn.params
-    if params:
+    return kept
+
+
+def _names_canonical(params: list[Value], ops: list[Operation]) -> bool:
+    """Whether ``renumber`` would leave every result name as it is: ``%0, %1, ...`` in order,
+    skipping the parameters' names."""
+    if params or len(ops) > len(_NAMES):
         taken = {p.name for p in params}
         counter = 0
-        canonical = True
-        for op in kept:
+        for op in ops:
             while str(counter) in taken:
                 counter += 1
             if op.result.name != str(counter):
-                canonical = False
-                break
+                return False
             counter += 1
-    else:  # the common case: %0, %1, ... exactly
-        canonical = True
-        counter = 0
-        for op in kept:
-            if op.result.name != str(counter):
-                canonical = False
-                break
-            counter += 1
-    if canonical:
-        return fn.rebuilt(kept, list(results))
-    return renumber(fn.rebuilt(kept, list(results)))
+        return True
+    for op, name in zip(ops, _NAMES):
+        if op.result.name != name:
+            return False
+    return True
+
+
+def _single_const(fn: Function, rename: bool) -> Function | None:
+    """``canonicalize`` of a function that is one ``const`` returned as is (e.g. a program
+    folded to a constant): nothing to fold, simplify or merge.  None when that is not the case."""
+    op = fn.ops[0]
+    results = fn.results
+    if op.op == "const" and len(results) == 1 and results[0] is op.result:
+        if not rename:
+            return fn
+        if op.result.name == "0":
+            return fn.rebuilt([op], [op.result])
+    return None
+
+
+def canonicalize(fn: Function, *, rename: bool = True) -> Function:
+    """Fold, simplify, CSE, DCE and (with ``rename``) renumber ``fn``: exactly
+    ``renumber(dead_code_elimination(rewrite(fn, combined_rule())))``, in one forward and one
+    backward walk (``tests/frontend/test_speed_canonicalize.py`` checks they agree).  The
+    operations are reused when the names are already canonical; the ``Function`` is new unless
+    ``rename`` is false and nothing changed."""
+    if len(fn.ops) == 1 and not fn.params:
+        done = _single_const(fn, rename)
+        if done is not None:
+            return done
+    walk = _Walk(fn)
+    new_ops, results, changed = walk.run(fn)
+    kept = _live(new_ops, results, walk.used)
+    if not rename:
+        return fn.rebuilt(kept, list(results)) if changed or len(kept) != len(new_ops) else fn
+    out = fn.rebuilt(kept, list(results))
+    return out if _names_canonical(fn.params, kept) else renumber(out)
 
 
 def canonicalize_module(module: Module, *, rename: bool = True) -> Module:

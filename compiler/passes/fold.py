@@ -63,9 +63,12 @@ def fold_rule(op: Operation, operands: tuple[Value, ...], ctx: RewriteContext) -
     if True:
         if op.op == "const" or not operands:
             return None
-        producers = [ctx.defining_op(v) for v in operands]
-        if any(p is None or p.op != "const" for p in producers):
-            return None
+        producers = []
+        for v in operands:
+            p = ctx.defining_op(v)
+            if p is None or p.op != "const":
+                return None
+            producers.append(p)
         size = static_size(op.result.type.shape)
         if size is None:
             return None

@@ -15,11 +15,21 @@ Rule = Callable[[Operation, tuple[Value, ...], "RewriteContext"], "Value | Opera
 
 
 class RewriteContext:
-    def __init__(self, fn: Function):
+    """What a rule may look at besides its op: the function being rewritten and the producer of
+    each value among the ops kept so far (``defining_op``; read ``producer`` through it, as a walk
+    may fill it lazily)."""
+
+    def __init__(self, fn: Function, kept: list[Operation] | None = None):
         self.fn = fn
         self._arith = None
-        self.producer: dict[int, Operation] = {}  # id(result) -> op in the rewritten function
+        # result -> the op producing it in the rewritten function (``Value`` compares and hashes
+        # by identity, so it is its own key)
+        self.producer: dict[Value, Operation] = {}
         self.splats: dict[int, object] = {}  # id(const op) -> its splat scalar or None (simplify)
+        # ``kept``: the list of kept ops a walk appends to; their producers are recorded when a
+        # rule first asks (``canonicalize`` calls a rule on few ops, so most never need it)
+        self._kept = kept
+        self._recorded = 0
 
     @property
     def arith(self):
@@ -28,7 +38,19 @@ class RewriteContext:
         return self._arith
 
     def defining_op(self, v: Value) -> Operation | None:
-        return self.producer.get(id(v))
+        p = self.producer.get(v)
+        if p is None and self._kept is not None and self._recorded < len(self._kept):
+            self._record()
+            p = self.producer.get(v)
+        return p
+
+    def _record(self) -> None:
+        """Add the producers of the ops appended to ``kept`` since the last call."""
+        kept = self._kept
+        producer = self.producer
+        for op in kept[self._recorded:]:  # type: ignore[index]
+            producer[op.result] = op
+        self._recorded = len(kept)  # type: ignore[arg-type]
 
 
 def rewrite(fn: Function, rule: Rule) -> Function:
@@ -51,7 +73,7 @@ def rewrite(fn: Function, rule: Rule) -> Function:
             op = out
             changed = True
         new_ops.append(op)
-        ctx.producer[id(op.result)] = op
+        ctx.producer[op.result] = op
     if not changed:
         return fn  # passes signal "nothing to do" by identity, so canonicalize stops early
     results = [replace.get(id(v), v) for v in fn.results]

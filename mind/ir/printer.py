@@ -43,6 +43,8 @@ def format_tensor(value: Any, dtype: DType) -> str:
     arr = np.asarray(value)
     if arr.ndim == 0:
         return format_scalar(arr[()], dtype)
+    if arr.size == 0:  # the nested form of f32[N, 0] lists N empty rows: N may be 2**40
+        return f"splat({format_scalar(np.zeros((), arr.dtype)[()], dtype)})"
     if arr.size > 1:
         flat = arr.reshape(-1)
         first = flat[:1]

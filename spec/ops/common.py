@@ -58,6 +58,10 @@ def broadcast_ints(shapes: Sequence[Sequence[Any]]) -> tuple[int, ...] | None:
             return a
         if not a and type(b) is tuple:
             return b
+        if len(b) < len(a) and a[len(a) - len(b):] == b:  # e.g. a bias row against its matrix
+            return tuple(a)
+        if len(a) < len(b) and b[len(b) - len(a):] == a:
+            return tuple(b)
     out = [1] * rank
     for s in shapes:
         offset = rank - len(s)

@@ -19,6 +19,7 @@ from mind.ir.builder import FunctionBuilder
 from mind.ir.core import Module
 from mind.ir.printer import print_module
 from mind.spec.dtypes import DType
+from mind.spec.ops import TensorType
 
 from .helpers import BENCH, EXAMPLES
 
@@ -77,6 +78,26 @@ def test_duplicate_constants_and_collisions():
     fn = fb.finish(outs)
     same(fn)
     assert len(canonicalize(fn).ops) < len(fn.ops)
+
+
+def test_coarse_key_collisions_dead_chains_and_commuted_operands():
+    """Ops that share a CSE bucket but differ in attributes, several merges in one bucket, commuted
+    operands of ``add``/``mul``, and dead chains that only a removed op used."""
+    fb = FunctionBuilder("main")
+    x = fb.param("x", TensorType(DType.F32, (4, 6)))
+    y = fb.param("y", TensorType(DType.F32, (4, 6)))
+    a = fb.emit("slice", x, start=(0, 0), stop=(4, 3), step=(1, 1))
+    b = fb.emit("slice", x, start=(0, 3), stop=(4, 6), step=(1, 1))  # same bucket, other attrs
+    c = fb.emit("slice", x, start=(0, 0), stop=(4, 3), step=(1, 1))  # merges with a
+    d = fb.emit("slice", x, start=(0, 3), stop=(4, 6), step=(1, 1))  # merges with b
+    s1, s2 = fb.emit("add", x, y), fb.emit("add", y, x)  # commuted: one op
+    m1, m2 = fb.emit("mul", a, b), fb.emit("mul", d, c)  # commuted after the merges
+    dead = fb.emit("exp", fb.emit("exp", s2))  # a dead chain
+    fb.emit("exp", dead)
+    fn = fb.finish([s1, s2, m1, m2])
+    same(fn)
+    out = canonicalize(fn)
+    assert [op.op for op in out.ops] == ["slice", "slice", "add", "mul"]
 
 
 def test_canonical_input_is_not_rebuilt_but_the_function_is_new():

@@ -28,22 +28,67 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from mind.backends import call_runner, check_out
 from mind.diagnostics import error
 from mind.ir.core import Function, Module
 
 from .cache import ir_cache_key
-from .emit import ELEM, emit_mlir, schedule_safe
+from .emit import ELEM, emit_mlir, schedule_safe, specialize_type
 # the engine imports neither MLIR nor llvmlite; importing it here keeps module loading out of the
 # first call (the warm-start path is then printing + hashing the Core IR, a JSON read and a dlopen)
 from .engine import compile_kernel, load_cached, resolve_options
 
 __all__ = ["compile_function", "emit_stage", "compile", "CpuFunction"]
 
-_KNOWN_OPTIONS = ("threads", "schedule", "cpu", "cache")
+_KNOWN_OPTIONS = ("threads", "schedule", "cpu", "cache", "opt")
+
+
+AUTO_PARALLEL_MIN_WORK = 1 << 25
+"""Below this ``work_estimate`` a default-threaded function runs on one thread: each parallel region
+costs a wake-up and a join of the workers (tens of µs, more on a loaded machine), which is the
+whole run time of e.g. a 32x784x256 MLP layer (2 threads: 265 µs per call, 1 thread: 60 µs)."""
+
+
+def work_estimate(fn: Function, env: Mapping[str, int]) -> int:
+    """A rough count of element operations: the result size of every op, times the contraction
+    length for matmul/conv2d; an op reading a larger operand (a reduction) counts that operand."""
+    total = 0
+    try:
+        for op in fn.ops:
+            n = _numel(op.result.type, env)
+            ins = [_shape(v.type, env) for v in op.operands]
+            if op.op == "matmul" and ins and ins[0]:
+                n *= ins[0][-1]
+            elif op.op == "conv2d" and len(ins) > 1 and len(ins[1]) == 4:
+                n *= ins[1][0] * ins[1][1] * ins[1][2]
+            else:
+                n = max([n] + [_prod(s) for s in ins])
+            total += n
+    except Exception:  # noqa: BLE001 - an estimate only: unknown means "large"
+        return AUTO_PARALLEL_MIN_WORK
+    return total
+
+
+def _shape(t: Any, env: Mapping[str, int]) -> tuple[int, ...]:
+    return specialize_type(t, env)[1]
+
+
+def _numel(t: Any, env: Mapping[str, int]) -> int:
+    return _prod(_shape(t, env))
+
+
+def _prod(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
 
 
 class CpuFunction:
     """A Core IR function with its compiled specializations (one per symbol environment).
+
+    ``threads`` (default: ``$MIND_NUM_THREADS`` or the CPU count, but 1 for functions whose
+    ``work_estimate`` is below ``AUTO_PARALLEL_MIN_WORK`` when neither is given explicitly).
 
     ``schedule`` (default True) tiles and vectorizes the ops that have a validated schedule (2-D
     matmul, fills, elementwise chains and reductions; see ``transforms.schedule_module``); every
@@ -51,11 +96,11 @@ class CpuFunction:
     """
 
     def __init__(self, fn: Function, *, threads: int | None = None, schedule: bool | None = None, cpu: str = "host",
-                 cache: Any = True) -> None:
+                 cache: Any = True, opt: str = "fast") -> None:
         self.fn = fn
         if schedule is None:
             schedule = os.environ.get("MIND_CPU_SCHEDULE", "1") != "0"
-        self.options = {"threads": threads, "schedule": schedule, "cpu": cpu, "cache": cache}
+        self.options = {"threads": threads, "schedule": schedule, "cpu": cpu, "cache": cache, "opt": opt}
         self._kernels: dict[tuple[tuple[str, int], ...], Any] = {}
         self._lock = threading.Lock()
         self._out_specs = None
@@ -75,14 +120,18 @@ class CpuFunction:
     def _compile(self, env: Mapping[str, int]) -> Any:
         """Disk-cache hit by the Core-IR key first (no MLIR emission), else emit and compile."""
         opts = dict(self.options)
-        opts["threads"] = resolve_options(opts["threads"], opts["cpu"])
+        threads = opts["threads"]
+        if threads is None and not os.environ.get("MIND_NUM_THREADS") and \
+                work_estimate(self.fn, env) < AUTO_PARALLEL_MIN_WORK:
+            threads = 1  # too little work to pay for waking and joining OpenMP workers
+        opts["threads"] = resolve_options(threads, opts["cpu"])
         alias = None
         if opts["cache"] is not False and opts["cache"] is not None:
             if self._ir_text is None:
                 from mind.ir.printer import print_function
                 self._ir_text = print_function(self.fn)
             alias = ir_cache_key(self._ir_text, dict(env), threads=opts["threads"], schedule=bool(opts["schedule"]),
-                                 cpu=opts["cpu"])
+                                 cpu=opts["cpu"], opt=str(opts["opt"]))
             k = load_cached(alias, opts["threads"], opts["cache"])
             if k is not None:
                 return k
@@ -92,7 +141,13 @@ class CpuFunction:
             opts["schedule"] = False
         return compile_kernel(text, name, alias=alias, **opts)
 
-    def __call__(self, args: Sequence[Any] | Mapping[str, Any]) -> list[np.ndarray]:
+    supports_out = True
+
+    def __call__(self, args: Sequence[Any] | Mapping[str, Any],
+                 out: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
+        """Run on ``args``; ``out`` (one preallocated array per result: exact shape and dtype,
+        C-contiguous, writeable, not overlapping an input) receives the results, else new arrays
+        are allocated.  A wrong ``out`` raises E6009 before anything runs."""
         from mind.reference.interpreter import bind_arguments
 
         arrays, env = bind_arguments(self.fn, args)
@@ -104,7 +159,10 @@ class CpuFunction:
             if a.dtype != np.dtype(spec.dtype):
                 a = a.astype(spec.dtype)
             ins.append(a)
-        outs = [np.empty(o.shape, dtype=np.dtype(o.dtype)) for o in k.signature.outputs]
+        if out is None:
+            outs = [np.empty(o.shape, dtype=np.dtype(o.dtype)) for o in k.signature.outputs]
+        else:
+            outs = check_out(self.fn.name, out, k.signature.outputs, ins)
         k(*ins, out=outs)
         return outs
 
@@ -175,10 +233,14 @@ def compile(source_or_module: Any, backend: str = "cpu", fn: str | None = None, 
     runner = compile_for(function, backend, **options)
     single = len(function.results) == 1
 
-    def call(*args: Any, **kwargs: Any) -> Any:
+    out_is_param = any(p.name == "out" for p in function.params)
+
+    def call(*args: Any, out: Any = None, **kwargs: Any) -> Any:
+        if out_is_param and out is not None:  # a parameter named `out` keeps its keyword
+            kwargs["out"], out = out, None
         if kwargs and args:
             raise TypeError("pass arguments either positionally or by name")
-        res = runner(kwargs if kwargs else [_from_dlpack(a) for a in args])
+        res = call_runner(runner, function, kwargs if kwargs else [_from_dlpack(a) for a in args], out)
         return res[0] if single else tuple(res)
 
     call.function = function  # type: ignore[attr-defined]

@@ -1,8 +1,11 @@
-"""LLVM IR text -> optimized object file -> shared library, with llvmlite and the system linker.
+"""LLVM IR text -> optimized object file -> in-process code (MCJIT) or a shared library (``ld``).
 
 Why a shared library: loading one with ``ctypes.CDLL`` costs well under a millisecond and needs
-neither MLIR nor LLVM in the process, so a cache hit starts warm (see ``cache``).  MLIR's IR carries no
-triple or data layout: both are set here, and the O3 pipeline runs before code generation.
+neither MLIR nor LLVM in the process, so a cache hit starts warm (see ``cache``).  Why MCJIT too: a
+freshly compiled object is callable 2-3 ms after code generation in-process, where ``ld`` (a
+subprocess) + ``dlopen`` cost 7-20 ms on the cold path; the engine links the .so in the background.
+MLIR's IR carries no triple or data layout: both are set here, and an LLVM pipeline (O2 "fast" or
+O3 "full", see ``_optimize``) runs before code generation.
 ``cpu="generic"`` pins a portable x86-64 target for reproducible objects; ``"host"`` (default) uses
 the host CPU and its features (AVX-512 here).
 """
@@ -16,7 +19,7 @@ import tempfile
 from typing import Any
 
 __all__ = ["CodegenError", "target_description", "optimize_and_emit_object", "link_shared",
-           "linker_available", "emit_assembly"]
+           "linker_available", "emit_assembly", "JitObject", "OPT_LEVELS"]
 
 
 class CodegenError(Exception):
@@ -37,12 +40,18 @@ def _llvm() -> Any:
     return llvm
 
 
+_HOST: dict[str, tuple[str, str]] = {}
+
+
 def _target_machine(cpu: str) -> Any:
     llvm = _llvm()
     triple = llvm.get_process_triple()
     target = llvm.Target.from_triple(triple)
     if cpu == "host":
-        name, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+        host = _HOST.get("host")
+        if host is None:  # ~0.3 ms per query, constant for the process
+            host = _HOST["host"] = (llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
+        name, features = host
     elif cpu == "generic":
         name, features = "x86-64" if triple.startswith("x86_64") else "generic", ""
     else:
@@ -59,35 +68,87 @@ def target_description(cpu: str = "host") -> str:
     return f"{tm.triple}|{llvm.get_host_cpu_name() if cpu == 'host' else 'generic'}|{feats}"
 
 
-def _optimize(ir_text: str, cpu: str) -> tuple[Any, Any]:
+OPT_LEVELS = ("fast", "full")
+
+
+def _optimize(ir_text: str, cpu: str, level: str = "full") -> tuple[Any, Any]:
     llvm = _llvm()
     tm = _target_machine(cpu)
     try:
-        mod = llvm.parse_assembly(ir_text)
+        # a private LLVM context per kernel: the global one would keep every kernel's types and
+        # constants for the life of the process (the module holds the context alive)
+        mod = llvm.parse_assembly(ir_text, context=llvm.create_context())
         mod.triple = tm.triple
         mod.data_layout = str(tm.target_data)
         mod.verify()
     except RuntimeError as e:
         raise CodegenError(f"llvmlite could not parse the LLVM IR: {e}") from None
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
+    if level == "full":
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+    elif level == "fast":
+        # MLIR's schedules already tiled and vectorized the hot loops: LLVM's unroller and loop/SLP
+        # vectorizers add compile time (5x on unscheduled loop nests: conv2d 220 -> 30 ms) and gain
+        # nothing on scheduled kernels; on scalar loop nests they gain 10-25 % (see benchmarks/cpu.py).
+        pto = llvm.create_pipeline_tuning_options(speed_level=2)
+        pto.loop_unrolling = False
+        pto.loop_vectorization = False
+        pto.slp_vectorization = False
+    else:
+        raise CodegenError(f"unknown LLVM optimization level {level!r} (use one of {OPT_LEVELS})")
     pb = llvm.create_pass_builder(tm, pto)
     pm = pb.getModulePassManager()
     pm.run(mod, pb)
     return mod, tm
 
 
-def optimize_and_emit_object(ir_text: str, cpu: str = "host") -> bytes:
-    """O3 + object file bytes (position independent, ready for ``link_shared``)."""
-    mod, tm = _optimize(ir_text, cpu)
-    return bytes(tm.emit_object(mod))
+def optimize_and_emit_object(ir_text: str, cpu: str = "host", level: str = "full") -> bytes:
+    """Optimize (``level``: "full" = O3 with LLVM's vectorizers and unroller, "fast" = O2 without
+    them) + object file bytes (position independent, ready for ``link_shared`` or ``jit_object``)."""
+    mod, tm = _optimize(ir_text, cpu, level)
+    try:
+        return bytes(tm.emit_object(mod))
+    except RuntimeError as e:
+        raise CodegenError(f"LLVM code generation failed: {e}") from None
 
 
-def emit_assembly(ir_text: str, cpu: str = "host") -> str:
-    """O3 + assembly text (for inspecting the inner loops)."""
-    mod, tm = _optimize(ir_text, cpu)
+def emit_assembly(ir_text: str, cpu: str = "host", level: str = "full") -> str:
+    """Optimized assembly text (for inspecting the inner loops)."""
+    mod, tm = _optimize(ir_text, cpu, level)
     return str(tm.emit_assembly(mod))
+
+
+class JitObject:
+    """An object file loaded in-process by LLVM's MCJIT (no linker, no file): ``address(symbol)``.
+
+    The code lives as long as this object; the kernel that calls it keeps a reference.
+    """
+
+    def __init__(self, obj: bytes, cpu: str = "host", libs: list[str] | None = None) -> None:
+        llvm = _llvm()
+        for lib in libs or []:
+            _load_permanently(lib)
+        try:
+            tm = _target_machine(cpu)
+            self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            self._engine.finalize_object()
+        except RuntimeError as e:
+            raise CodegenError(f"in-process loading of the object failed: {e}") from None
+
+    def address(self, symbol: str) -> int:
+        """Address of ``symbol``, or 0 if the object does not define it."""
+        return int(self._engine.get_function_address(symbol) or 0)
+
+
+_PERMANENT: set[str] = set()
+
+
+def _load_permanently(lib: str) -> None:
+    if lib not in _PERMANENT:
+        _llvm().load_library_permanently(lib)
+        _PERMANENT.add(lib)
 
 
 def linker_available() -> str | None:

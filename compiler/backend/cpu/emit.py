@@ -598,21 +598,43 @@ def _lower_op(em: _Emitter, op: str, xs: list[_T], attrs: Mapping[str, Any], dty
         HP, WP = (H - 1) * dh + 1 + pt + pb, (W - 1) * dw + 1 + pl + pr
         src = x
         if (pt, pb, pl, pr, dh, dw) != (0, 0, 0, 0, 1, 1):
-            zc = em.fresh("c")
-            em.emit(f"{zc} = arith.constant {zero} : {elem}")
-            r = em.pad(x, zc, [0, pt, pl, 0], [0, dh - 1, dw - 1, 0], (N, HP, WP, C))
-            src = _T(r, (N, HP, WP, C), elem, dtype)
-        # loops: n, y, x, o, i, j, c
-        mi = _map(7, ["d0", f"d1 * {sh} + d4 * {rh}", f"d2 * {sw} + d5 * {rw}", "d6"])
-        mw = _map(7, ["d4", "d5", "d6", "d3"])
-        mo = _map(7, ["d0", "d1", "d2", "d3"])
+            # Zeros, then x written into its (strided) window of them by one generic over x whose
+            # output map is the window: ``0 + x`` (the body reads its init, or elementwise fusion
+            # would drop the zeros as unread; -0 becoming +0 cannot change a conv, whose sums start
+            # at +0).  One in-place fill and one contiguous copy, where the gathering ``em.pad``
+            # generic (clamped ``tensor.extract``) stays scalar, and no insert_slice (its strided
+            # memref.copy needs a runtime library).
+            # A window offset of 0 with unit step would print as a pure ``d1`` whose extent then
+            # has to equal the padded one (verifier): such a dim gets one extra leading row that the
+            # conv skips through an extract_slice (a subview, no copy).
+            eh = 1 if (pt, dh) == (0, 1) and pb else 0
+            ew = 1 if (pl, dw) == (0, 1) and pr else 0
+            full = (N, HP + eh, WP + ew, C)
+            padded = em.filled(full, elem, zero)
 
-        def body(args: list[str], o: str) -> tuple[list[str], str]:
-            bb = _Body(em)
-            p = bb.op(f"arith.mul{'f' if fl else 'i'} {args[0]}, {args[1]} : {elem}")
-            return bb.lines, bb.op(f"arith.add{'f' if fl else 'i'} {o}, {p} : {elem}")
-        return em.generic(shape, elem, [src, w], [mi, mw],
-                          ["parallel"] * 4 + ["reduction"] * 3, body, init=init, out_map=mo)
+            def at(d: str, step: int, off: int) -> str:
+                return (f"{d} * {step}" if step != 1 else d) + (f" + {off}" if off else "")
+            wmap = _map(4, ["d0", at("d1", dh, pt + eh), at("d2", dw, pl + ew), "d3"])
+
+            def place(args: list[str], o: str) -> tuple[list[str], str]:
+                bb = _Body(em)
+                return bb.lines, bb.op(f"arith.add{'f' if fl else 'i'} {o}, {args[0]} : {elem}")
+            r = em.generic(full, elem, [x], [_map(4, ["d0", "d1", "d2", "d3"])], ["parallel"] * 4,
+                           place, init=padded, out_map=wmap)
+            if eh or ew:
+                cut = em.fresh("x")
+                em.emit(f"{cut} = tensor.extract_slice {r}[0, {eh}, {ew}, 0] [{N}, {HP}, {WP}, {C}] [1, 1, 1, 1] : "
+                        f"{_tty(full, elem)} to {_tty((N, HP, WP, C), elem)}")
+                r = cut
+            src = _T(r, (N, HP, WP, C), elem, dtype)
+        # The named op (same loops n, y, x, o, i, j, c and body as a generic; integers wrap, as
+        # the named op's muli/addi do) is what conv_schedule tiles, decomposes and vectorizes.
+        r = em.fresh("cv")
+        t = _tty(shape, elem)
+        em.emit(f"{r} = linalg.conv_2d_nhwc_hwcf {{dilations = dense<[{rh}, {rw}]> : tensor<2xi64>, "
+                f"strides = dense<[{sh}, {sw}]> : tensor<2xi64>}} ins({src.name}, {w.name} : {src.ty}, {w.ty}) "
+                f"outs({init} : {t}) -> {t}")
+        return r
 
     raise error(E_UNSUPPORTED, f"the cpu backend cannot lower op `{op}`")
 
@@ -624,25 +646,16 @@ def has_empty_tensor(fn: Function, shapes: Mapping[str, int] | None = None) -> b
 
 
 def schedule_safe(fn: Function, shapes: Mapping[str, int] | None = None) -> bool:
-    """Whether the engine's tiling schedule may be applied to the kernel of ``fn``.
+    """Whether the engine's tiling schedule may be applied to the kernel of ``fn``: always.
 
-    ``transforms.schedule_module`` decides per linalg op (2-D matmul + its fill, elementwise
-    generics), but differential runs showed kernels whose results diverged once the schedule ran even
-    on ops it leaves alone (elementwise fusion into reductions, vectorized neighbours of
-    accumulator generics, batched-matmul generics, gathers).  Until that is understood, whole
-    functions are admitted only when made of elementwise ops, constants, reshapes and 2-D matmuls
-    with no zero extents, and with one result; everything else compiles to scalar loops (correct).
+    ``transforms.schedule_module`` decides per linalg op; ops without a validated plan (and every op
+    with a zero extent) stay linalg ops lowered to scalar loops.  The two miscompiles that once made
+    this an all-or-nothing whitelist are fixed at their cause (``transforms.untie_shared_inits``,
+    ``transforms._vectorizable_reduction``); the conv2d schedule lives in ``conv_schedule``.
+    Kept as a hook (api calls it per specialization) for a future gap.
     """
-    env = dict(shapes or {})
-    if len(fn.results) != 1:
-        return False
-    if any(0 in specialize_type(v.type, env)[1] for v in fn.values()):
-        return False
-    return all(op.op in _SCHEDULED or (op.op == "matmul" and op.result.type.rank == 2
-                                       and all(v.type.rank == 2 for v in op.operands)) for op in fn.ops)
-
-
-_SCHEDULED = ("const", "add", "sub", "mul", "div", "exp", "log", "compare", "select", "convert", "reshape")
+    _ = (fn, shapes)
+    return True
 
 
 def _spec_attrs(op: str, attrs: Mapping[str, Any], env: Mapping[str, int]) -> dict[str, Any]:

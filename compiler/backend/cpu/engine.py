@@ -1,17 +1,21 @@
 """Execution engine: compile an MLIR kernel module to a native callable taking numpy arrays.
 
-Flow: key -> on-disk cache hit (``ctypes.CDLL`` of a cached .so, no MLIR import) or miss (MLIR
-schedule + lowering -> LLVM IR -> llvmlite O3 object -> ``ld -shared`` -> cache).  Any failure on
-the way (MLIR parse/verify/pass errors with MLIR's diagnostics, invalid options, llvmlite, linking,
-loading) is raised as ``MindError`` E6012; nothing here crashes the caller.  The call itself goes
-through ctypes, which releases the GIL, with zero-copy descriptors over the numpy buffers.
+Flow: key -> on-disk cache hit (``ctypes.CDLL`` of a cached .so, no MLIR or llvmlite import) or
+miss (MLIR schedule + lowering -> LLVM IR -> llvmlite object (``opt``: "fast" O2 by default) ->
+loaded in-process by MCJIT for the first call, while a background thread links the same object
+with ``ld -shared`` into the cache and publishes it atomically; ``$MIND_CPU_JIT=0`` links first and
+loads the .so instead).  Any failure on the way (MLIR parse/verify/pass errors with MLIR's
+diagnostics, invalid options, llvmlite, linking, loading) is raised as ``MindError`` E6012; nothing
+here crashes the caller (a failed background cache write only means the next process misses).  The
+call itself goes through ctypes, which releases the GIL, with zero-copy descriptors over the numpy
+buffers.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import tempfile
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -24,7 +28,8 @@ from .cache import KernelCache, cache_key
 from .openmp import find_openmp_runtime, load_openmp_runtime
 from .pipeline import PipelineError, full_pipeline
 
-__all__ = ["Kernel", "compile_kernel", "load_cached", "resolve_options", "translate_to_llvm_ir", "mlir_to_llvm_ir", "default_threads"]
+__all__ = ["Kernel", "compile_kernel", "load_cached", "resolve_options", "translate_to_llvm_ir", "mlir_to_llvm_ir",
+           "default_threads", "wait_for_cache_writes", "jit_enabled", "OPT_LEVELS"]
 
 E_BACKEND = "E6012"
 
@@ -43,7 +48,10 @@ def _fail(message: str, notes: Sequence[str] = ()) -> MindError:
 
 @dataclass
 class Kernel:
-    """A compiled kernel: call it with numpy arrays; returns the output array(s)."""
+    """A compiled kernel: call it with numpy arrays; returns the output array(s).
+
+    ``library_path``: its shared library; for a kernel loaded in-process (MCJIT), where the
+    background job publishes the .so (see ``wait_stored``), or "" when there is no cache."""
 
     signature: Signature
     threads: int
@@ -52,6 +60,12 @@ class Kernel:
     scheduled: bool | None = None
     _lib: Any = field(default=None, repr=False)
     _fn: Any = field(default=None, repr=False)
+    _stored: Any = field(default=None, repr=False)
+
+    def wait_stored(self, timeout: float | None = None) -> bool:
+        """For a kernel loaded in-process: wait until its .so and sidecar are in the disk cache.
+        True when the entry is complete (or the kernel came from a .so already)."""
+        return True if self._stored is None else self._stored.wait(timeout)
 
     def __call__(self, *inputs: np.ndarray, out: Sequence[np.ndarray] | None = None) -> Any:
         sig = self.signature
@@ -106,25 +120,43 @@ def load_cached(key: str, threads: int, cache: KernelCache | bool = True) -> Ker
     return _load(so, Signature.from_json(meta["signature"]), threads, True, meta.get("scheduled"))
 
 
+def jit_enabled() -> bool:
+    """In-process loading of new kernels (``$MIND_CPU_JIT=0`` links and loads a .so instead)."""
+    return os.environ.get("MIND_CPU_JIT", "1") != "0"
+
+
+OPT_LEVELS = ("fast", "full")
+
+
 def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None, schedule: bool = True,
-                   cpu: str = "host", cache: KernelCache | bool = True, alias: str | None = None) -> Kernel:
+                   cpu: str = "host", cache: KernelCache | bool = True, alias: str | None = None,
+                   opt: str = "fast", jit: bool | None = None) -> Kernel:
     """Compile ``func_name`` of ``mlir_text`` and return a callable kernel.
 
     The function takes its inputs as ranked tensors and writes its results into memref
     out-parameters (see ``abi``).  ``threads`` (default ``default_threads()``) > 1 parallelizes the
     ``scf.forall`` loops of the schedule with OpenMP; without an OpenMP runtime it falls back to 1.
     ``schedule`` applies the tiling/vectorization scripts of ``transforms``.  ``cache``: True for the
-    default folder, a ``KernelCache``, or False for none (the library then lives in a temp folder).
-    ``alias``: a second key (the Core-IR key of ``api``) recorded as pointing at this entry.
+    default folder, a ``KernelCache``, or False for none.  ``alias``: a second key (the Core-IR key
+    of ``api``) recorded as pointing at this entry.  ``opt``: LLVM optimization, "fast" (O2 without
+    LLVM's unroller and vectorizers; the schedules vectorize) or "full" (O3 with them).
+    ``jit`` (default ``jit_enabled()``): load the new object in-process with MCJIT and link the
+    cache's .so in a background thread (published atomically when done; ``Kernel.wait_stored``),
+    instead of linking with ``ld`` before the first call.  The object code is the same either way.
     Raises ``MindError`` E6012 on any failure.
     """
     threads = resolve_options(threads, cpu)
+    if opt not in OPT_LEVELS:
+        raise _fail(f"unknown opt level {opt!r} (use one of {', '.join(OPT_LEVELS)})")
+    if jit is None:
+        jit = jit_enabled()
     try:
         pipeline_text = full_pipeline(threads).render()
     except PipelineError as e:
         raise _fail(str(e)) from None
     store = KernelCache.default() if cache is True else (cache or None)
-    key = cache_key(mlir_text, func_name, pipeline=pipeline_text, threads=threads, schedule=schedule, cpu=cpu)
+    key = cache_key(mlir_text, func_name, pipeline=pipeline_text, threads=threads, schedule=schedule, cpu=cpu,
+                    extra=f"llvm-opt={opt}")
     if store is not None:
         hit = store.lookup(key)
         if hit is not None:
@@ -134,19 +166,35 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
             return _load(so, Signature.from_json(meta["signature"]), threads, True, meta.get("scheduled"))
 
     lowered = mlir_to_llvm_ir(mlir_text, func_name, threads=threads, schedule=schedule)
-    from .codegen import CodegenError, link_shared, optimize_and_emit_object
+    from .codegen import CodegenError, JitObject, link_shared, optimize_and_emit_object
     libs = [p] if threads > 1 and (p := find_openmp_runtime()) else []
     try:
-        obj = optimize_and_emit_object(lowered.llvm_ir, cpu)
+        obj = optimize_and_emit_object(lowered.llvm_ir, cpu, opt)
+    except CodegenError as e:
+        raise _fail(f"native code generation failed for '{func_name}': {e}") from None
+    meta = {"signature": lowered.signature.to_json(), "scheduled": lowered.scheduled,
+            "threads": threads, "cpu": cpu, "opt": opt}
+    if jit:
+        if threads > 1:
+            load_openmp_runtime()
+        try:
+            jobj = JitObject(obj, cpu, libs)
+        except CodegenError as e:
+            raise _fail(f"native code generation failed for '{func_name}': {e}") from None
+        so = store.paths(key)[0] if store is not None else None
+        kernel = _from_address(jobj, lowered.signature, threads, so, lowered.scheduled)
+        if store is not None:
+            kernel._stored = _store_in_background(store, key, alias, obj, libs, meta)
+        return kernel
+    try:
         if store is not None:
             so, _ = store.paths(key)
             link_shared(obj, so, libs)
-            meta = {"signature": lowered.signature.to_json(), "scheduled": lowered.scheduled,
-                    "threads": threads, "cpu": cpu}
             store.store_metadata(key, meta)
             if alias is not None:
                 _store_alias(store, alias, key, meta)
         else:
+            import tempfile
             tmp = tempfile.mkdtemp(prefix="mind-kernel-")
             so = os.path.join(tmp, f"{key}.so")
             link_shared(obj, so, libs)
@@ -155,6 +203,68 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
     except OSError as e:
         raise _fail(f"could not write the compiled kernel for '{func_name}': {e}") from None
     return _load(so, lowered.signature, threads, False, lowered.scheduled)
+
+
+def _from_address(jobj: Any, sig: Signature, threads: int, so: str | None, scheduled: bool | None) -> Kernel:
+    symbol = f"_mlir_ciface_{sig.name}"
+    addr = jobj.address(symbol)
+    if not addr:  # raw lookups return 0 for a missing symbol (pitfall 6)
+        raise _fail(f"could not load compiled kernel '{sig.name}': no symbol {symbol}")
+    proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (len(sig.inputs) + len(sig.outputs))))
+    return Kernel(sig, threads, so or "", False, scheduled, jobj, proto(addr))
+
+
+class _StoreJob:
+    """A background thread linking an object into the cache (.so, then the sidecar, then the alias).
+
+    Non-daemon: the interpreter waits for it at exit, so a finished process leaves complete entries;
+    every file is published with ``os.replace``, so an interrupted job leaves no entry at all.
+    """
+
+    def __init__(self, store: KernelCache, key: str, alias: str | None, obj: bytes, libs: list[str],
+                 meta: dict[str, Any]) -> None:
+        self.error: BaseException | None = None
+        self._args = (store, key, alias, obj, libs, meta)
+        self.thread = threading.Thread(target=self._run, name=f"mind-cache-{key[:8]}", daemon=False)
+
+    def _run(self) -> None:
+        from .codegen import link_shared
+        store, key, alias, obj, libs, meta = self._args
+        try:
+            so, _ = store.paths(key)
+            link_shared(obj, so, libs)
+            store.store_metadata(key, meta)
+            if alias is not None:
+                _store_alias(store, alias, key, meta)
+        except BaseException as e:  # noqa: BLE001 - the cache is an optimization; the kernel works
+            self.error = e
+        finally:
+            with _PENDING_LOCK:
+                _PENDING.discard(self)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.thread.join(timeout)
+        return not self.thread.is_alive() and self.error is None
+
+
+_PENDING: set[_StoreJob] = set()
+_PENDING_LOCK = threading.Lock()
+
+
+def _store_in_background(store: KernelCache, key: str, alias: str | None, obj: bytes, libs: list[str],
+                         meta: dict[str, Any]) -> _StoreJob:
+    job = _StoreJob(store, key, alias, obj, libs, meta)
+    with _PENDING_LOCK:
+        _PENDING.add(job)
+    job.thread.start()
+    return job
+
+
+def wait_for_cache_writes(timeout: float | None = None) -> bool:
+    """Wait until every background cache write of this process is done; True if all succeeded."""
+    with _PENDING_LOCK:
+        jobs = list(_PENDING)
+    return all(j.wait(timeout) for j in jobs)
 
 
 def _store_alias(store: KernelCache, alias: str, key: str, meta: dict[str, Any]) -> None:

@@ -49,5 +49,46 @@ def load_openmp_runtime() -> str | None:
     if path is None:
         return None
     if path not in _LOADED:
-        _LOADED[path] = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        _set_runtime_defaults(lib)
+        _LOADED[path] = lib
     return path
+
+
+_AFFINITY_VARS = ("KMP_AFFINITY", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY")
+_BLOCKTIME_VARS = ("KMP_BLOCKTIME", "OMP_WAIT_POLICY", "KMP_LIBRARY")
+DEFAULT_BLOCKTIME_MS = 1
+
+
+def runtime_defaults() -> str:
+    """The ``kmp_set_defaults`` string MIND applies (``|``-separated; empty when the user's
+    environment already decides both settings)."""
+    parts = []
+    if not any(v in os.environ for v in _AFFINITY_VARS):
+        # Intel/LLVM OpenMP detect the machine topology at the first parallel region (4-18 ms here,
+        # paid by the first call of every new process) to implement thread binding, which is off by
+        # default: declaring affinity disabled keeps the same placement and costs ~1 ms.
+        parts.append("KMP_AFFINITY=disabled")
+    if not any(v in os.environ for v in _BLOCKTIME_VARS):
+        # Idle workers spin this long before sleeping.  The default (200 ms) starves other threads
+        # of the process (numpy's OpenBLAS, torch) and of other processes after every kernel; 0
+        # makes every parallel region pay a futex wake-up of the workers (a scheduled matmul enters
+        # one region per K tile).  1 ms covers back-to-back regions and calls.
+        parts.append(f"KMP_BLOCKTIME={DEFAULT_BLOCKTIME_MS}")
+    return "|".join(parts)
+
+
+def _set_runtime_defaults(lib: ctypes.CDLL) -> None:
+    """``kmp_set_defaults`` changes this runtime's defaults only (no environment variable is set; it
+    overrides the environment, hence the checks in ``runtime_defaults``) and must come before the
+    runtime initializes: one call, since the call itself initializes it."""
+    text = runtime_defaults()
+    if not text:
+        return
+    try:
+        set_defaults = lib.kmp_set_defaults
+    except AttributeError:
+        return
+    set_defaults.argtypes = [ctypes.c_char_p]
+    set_defaults.restype = None
+    set_defaults(text.encode())

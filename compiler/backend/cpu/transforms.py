@@ -4,9 +4,18 @@ Why generated and not pasted: tile sizes must divide the static shapes (partial 
 shapes, which ``vectorize_children_and_apply_patterns`` leaves scalar) and must shrink for small
 shapes, so each script is built from parameters chosen per op.  Every scheduled op is tagged with a
 unique ``mind.sched`` attribute and matched by it, so ops of different ranks get their own tiles.
-If any linalg op in a function cannot be scheduled, the whole module stays unscheduled (everything is
-then lowered to scalar loops: slow but correct), because vectorizing an untiled op can create huge
-vectors that crash LLVM (toolchain.md, pitfall 2).
+Scheduling is per op: only the handles a section tiled are vectorized, so an op without a plan stays a
+linalg op that the pipeline lowers to scalar loops, and never becomes a huge vector (toolchain.md,
+pitfall 2).
+
+Two miscompiles were behind the old all-or-nothing gate (regression tests in
+tests/backend_cpu/test_schedule_regressions.py):
+
+* shared inits: ``cse`` merges identical ``tensor.empty`` + ``linalg.fill`` inits, and
+  ``eliminate-empty-tensors`` then lets one op compute in the out-parameter of another result, which
+  overwrites it (``untie_shared_inits``);
+* loop-invariant reductions: the linalg vectorizer folds ``out + c`` over a reduction loop into a
+  single ``out + c`` when ``c`` does not depend on the reduced elements (``_vectorizable_reduction``).
 
 MLIR is imported inside functions only.
 """
@@ -19,10 +28,11 @@ from typing import Any, Sequence
 __all__ = [
     "MatmulTiles", "ElementwiseTiles", "choose_matmul_tiles", "choose_elementwise_tiles",
     "matmul_section", "elementwise_section", "fill_section", "wrap_script", "schedule_module",
-    "apply_script", "largest_divisor_at_most",
+    "apply_script", "largest_divisor_at_most", "untie_shared_inits",
 ]
 
 SCHED_ATTR = "mind.sched"
+INIT_ATTR = "mind.init"
 
 
 def largest_divisor_at_most(n: int, bound: int, multiple_of: int = 1) -> int:
@@ -66,7 +76,11 @@ def choose_matmul_tiles(m: int, n: int, k: int, elem_bits: int = 32, batch: bool
 
 
 def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_bits: int = 32) -> ElementwiseTiles:
-    """Innermost loop gets up to 4 vectors, the one above up to 2 rows, outer loops 1."""
+    """Innermost loop gets up to 4 vectors, the one above up to 2 rows, outer loops 1.
+
+    Reduction loops (tiled sequentially after the parallel forall) share what is left of a budget of
+    8 vectors per tile, innermost first, so that no tile becomes a huge vector (pitfall 2).
+    """
     lanes = max(1, 512 // elem_bits)
     par: list[int] = []
     red: list[int] = []
@@ -83,8 +97,20 @@ def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_b
             red.append(0)
         else:
             par.append(0)
-            red.append(largest_divisor_at_most(size, 4 * lanes))
+            red.append(0)
+    budget = max(1, (8 * lanes) // max(1, _prod(p for p in par if p)))
+    for i in reversed(red_dims):
+        t = largest_divisor_at_most(ranges[i], max(1, min(4 * lanes, budget)))
+        red[i] = t
+        budget = max(1, budget // t)
     return ElementwiseTiles(tuple(par), tuple(red))
+
+
+def _prod(xs: Any) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
 
 
 def _sizes(ts: Sequence[int]) -> str:
@@ -279,21 +305,64 @@ def _plan_generic(op: Any, tag: int, name: str) -> str | None:
     if not ranges or 0 in ranges:
         return None
     for amap_attr in op.attributes["indexing_maps"]:
-        k = _map_kind(ir.AffineMapAttr(amap_attr).value)
-        if k is None or k == "permutation":
-            return None
-    if any(k != "parallel" for k in kinds):
-        # Known gap: vectorized reductions (reduce_max f64, integer reduce_sum, batched-matmul
-        # generics) differed from the reference in differential runs; loops until validated.
-        return None
+        if _map_kind(ir.AffineMapAttr(amap_attr).value) is None:
+            return None  # strided or shifted reads (slices): loops
     block = op.regions[0].blocks[0]
-    if len(block.arguments) and len(list(block.arguments[len(block.arguments) - 1].uses)):
-        return None  # reads its init (accumulator-style): same gap
     for block_op in block.operations:
         if block_op.operation.name in _UNSCHEDULED_BODY_OPS:
             return None
+    if any(k != "parallel" for k in kinds) and not _vectorizable_reduction(op):
+        return None
     bits = min(_elem_bits(v.type) for v in op.operands)
     return elementwise_section(tag, name, choose_elementwise_tiles(ranges, kinds, bits))
+
+
+# Combiners that ``vector.multi_reduction`` knows (what the linalg vectorizer matches).
+_COMBINERS = ("arith.addf", "arith.addi", "arith.mulf", "arith.muli", "arith.maximumf", "arith.minimumf",
+              "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui", "arith.andi", "arith.ori",
+              "arith.xori", "arith.maxnumf", "arith.minnumf")
+
+
+def _vectorizable_reduction(op: Any) -> bool:
+    """Whether the linalg vectorizer turns this reduction generic into a correct multi_reduction.
+
+    Each yielded value must be ``combiner(%out, x)`` (``%out`` used nowhere else) where ``x``
+    depends on an input element or ``linalg.index``.  The vectorizer only emits a reduction when
+    ``x`` is a vector of the iteration shape; a loop-invariant ``x`` (a constant after fusion and
+    folding, e.g. the element count ``reduce_sum(select(p, 1, 1))`` that autodiff emits for
+    ``mean``) stays a scalar and is combined with the init *once* instead of once per reduced
+    element: a wrong result, not a failure (MLIR 22's ``reduceIfNeeded``).
+    """
+    from mlir import ir
+    block = op.regions[0].blocks[0]
+    args = list(block.arguments)
+    n_out = len(op.results)
+    n_in = len(args) - n_out
+    inputs = {hash(a) for a in args[:n_in]}
+    outs = args[n_in:]
+    ops = list(block.operations)
+    yield_op = ops[-1]
+    if yield_op.operation.name != "linalg.yield" or len(yield_op.operands) != n_out:
+        return False
+    varying: set[int] = set()
+    for bop in ops[:-1]:
+        o = bop.operation
+        if o.name == "linalg.index" or any(hash(v) in inputs or hash(v) in varying for v in o.operands):
+            for r in o.results:
+                varying.add(hash(r))
+    for out_arg, y in zip(outs, yield_op.operands):
+        uses = list(out_arg.uses)
+        if not uses:
+            return False  # last-write-wins over a reduction loop: not what the vectorizer assumes
+        owner = y.owner
+        if isinstance(owner, ir.Block) or owner.name not in _COMBINERS or len(uses) != 1:
+            return False
+        if uses[0].owner.operation != owner.operation:
+            return False
+        other = [v for v in owner.operands if v != out_arg]
+        if len(other) != 1 or (hash(other[0]) not in varying and hash(other[0]) not in inputs):
+            return False
+    return True
 
 
 def _plan_matmul(op: Any, tag: int, name: str) -> str | None:
@@ -310,6 +379,26 @@ def _plan_matmul(op: Any, tag: int, name: str) -> str | None:
     return matmul_section(tag, t)
 
 
+def _feeds_conv(op: Any) -> bool:
+    """Whether a fill initializes a conv or the padding generic in front of one (conv_schedule)."""
+    for use in op.results[0].uses:
+        user = use.owner
+        if user.name == "linalg.conv_2d_nhwc_hwcf":
+            return True
+        if user.name == "linalg.generic":
+            frontier = [r for r in user.results]
+            for _ in range(2):
+                nxt = []
+                for v in frontier:
+                    for u in v.uses:
+                        if u.owner.name == "linalg.conv_2d_nhwc_hwcf":
+                            return True
+                        if u.owner.name == "tensor.extract_slice":
+                            nxt.extend(u.owner.results)
+                frontier = nxt
+    return False
+
+
 def _plan_fill(op: Any, tag: int) -> str | None:
     shape = _static_shape(op.results[0].type) if len(op.results) else _static_shape(op.operands[1].type)
     if not shape or 0 in shape:
@@ -321,10 +410,12 @@ def schedule_module(module: Any) -> str | None:
     """Tag the linalg ops of ``module`` that have a validated schedule and return the transform script.
 
     Per op: 2-D ``linalg.matmul`` with tiles that divide its shape, ``linalg.fill``, and
-    ``linalg.generic`` ops whose indexing maps are identities or projections/broadcasts and whose
-    body reads no computed indices (elementwise chains, reductions).  Every other op (batched matmul,
-    conv2d, transpose, slices, pads, gathers, zero-extent ops) stays a linalg op and is lowered to
-    scalar loops.  None means: nothing to schedule.
+    ``linalg.generic`` ops whose indexing maps are identities, permutations (transposes) or
+    projections/broadcasts and whose body reads no computed indices: elementwise chains, multi-result
+    fused generics, reductions over any axes (``_vectorizable_reduction``), batched-matmul generics.
+    Every other op (slices with strides/offsets, pads, gathers, zero-extent ops, reductions the
+    vectorizer gets wrong) stays a linalg op and is lowered to scalar loops.  None means: nothing to
+    schedule.
     """
     from mlir import ir
     plans: list[tuple[Any, str]] = []
@@ -339,34 +430,19 @@ def schedule_module(module: Any) -> str | None:
             if name == "linalg.matmul":
                 section = _plan_matmul(op, tag, name)
             elif name == "linalg.fill":
-                # only the init of a scheduled matmul (a vectorized fill feeding a loop-lowered
-                # accumulator diverged in differential runs); matmuls are planned in pass 1
-                users = [u.owner for u in op.results[0].uses]
-                if users and all(id_of(u) in matmul_ok for u in users):
+                if not _feeds_conv(op):  # a conv section fuses its fills itself
                     section = _plan_fill(op, tag)
             elif name == "linalg.generic":
                 section = _plan_generic(op, tag, name)
+            elif name == "linalg.conv_2d_nhwc_hwcf":
+                from .conv_schedule import plan_conv
+                section = plan_conv(op, tag)
         except (KeyError, ValueError, TypeError, AttributeError):
             section = None
         if section:
             plans.append((op, section))
         return ir.WalkResult.ADVANCE
 
-    matmul_ok: set[int] = set()
-
-    def id_of(op: Any) -> int:
-        return hash(op.operation) if hasattr(op, "operation") else hash(op)
-
-    def pass1(op: Any) -> ir.WalkResult:
-        if op.name == "linalg.matmul":
-            try:
-                if _plan_matmul(op, 0, op.name):
-                    matmul_ok.add(id_of(op))
-            except (KeyError, ValueError, TypeError, AttributeError):
-                pass
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(pass1)
     module.operation.walk(visit)
     if not plans:
         return None
@@ -374,6 +450,85 @@ def schedule_module(module: Any) -> str | None:
     for tag, (op, _) in enumerate(plans):
         op.attributes[SCHED_ATTR] = ir.IntegerAttr.get(i64, tag)
     return wrap_script([s for _, s in plans])
+
+
+# Ops that only produce a fresh value from constants (an init): cloning one is free of side effects.
+_INIT_OPS = ("tensor.empty", "linalg.fill", "vector.transfer_write")
+
+
+def untie_shared_inits(module: Any, tag_empties: bool = False) -> int:
+    """Give every user of a shared init value (``tensor.empty``, a fill of it, ...) its own copy.
+
+    Why: ``cse`` (prefusion, ``apply_cse`` in the schedule) merges identical ``tensor.empty`` +
+    ``linalg.fill`` inits, so two destination-passing ops end up writing into the same init tensor.
+    ``eliminate-empty-tensors`` then rewrites that ``tensor.empty`` into a ``to_tensor %outN restrict
+    writable`` of one result's out-parameter; ``restrict`` hides the later ``materialize_in_destination``
+    into ``%outN`` from the one-shot analysis, so the other op computes in place in ``%outN`` and its
+    value is overwritten before it is copied out (a wrong result in a function with several results).
+    Unshared inits keep that rewrite sound.  Run it after prefusion with ``tag_empties``: every
+    ``tensor.empty`` then carries a unique ``mind.init`` attribute, so the schedule's ``apply_cse``
+    cannot merge them (nor the tiled fill loops built on them) again; run it once more after the
+    schedule for the inits that CSE or canonicalization created.  Returns the number of clones made.
+    """
+    from mlir import ir
+
+    made = 0
+    while True:
+        shared: list[tuple[Any, list[Any]]] = []
+
+        def find(op: Any) -> ir.WalkResult:
+            if op.name in _INIT_OPS and len(op.results) == 1 and _init_chain(op):
+                users: dict[Any, Any] = {}
+                for use in op.results[0].uses:
+                    users.setdefault(use.owner.operation, use.owner)
+                if len(users) > 1:
+                    shared.append((op, list(users.values())))
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(find)
+        if not shared:
+            break
+        for op, users in shared:
+            v = op.results[0]
+            for user in users[1:]:
+                clone = op.operation.clone(ip=ir.InsertionPoint(user))
+                user.operation.replace_uses_of_with(v, clone.results[0])
+                made += 1
+    if tag_empties:
+        empties: list[Any] = []
+
+        def collect(op: Any) -> ir.WalkResult:
+            if op.name == "tensor.empty":
+                empties.append(op)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(collect)
+        i64 = ir.IntegerType.get_signless(64)
+        for i, op in enumerate(empties):
+            op.attributes[INIT_ATTR] = ir.IntegerAttr.get(i64, i)
+    return made
+
+
+def _init_chain(op: Any) -> bool:
+    """Whether ``op`` computes a tensor init from constants only (empty -> fill/transfer_write ...)."""
+    from mlir import ir
+    name = op.name
+    if name == "tensor.empty":
+        return len(op.operands) == 0
+    if name not in ("linalg.fill", "vector.transfer_write"):
+        return False
+    if not isinstance(op.results[0].type, ir.RankedTensorType):
+        return False
+    for v in op.operands:
+        owner = v.owner
+        if not isinstance(owner, ir.Operation) and not isinstance(owner, ir.OpView):
+            return False  # a block argument
+        if isinstance(v.type, ir.RankedTensorType):
+            if not _init_chain(owner):
+                return False
+        elif owner.name not in ("arith.constant",):
+            return False
+    return True
 
 
 def apply_script(module: Any, script: str, entry: str = "__mind_schedule") -> None:

@@ -1,0 +1,103 @@
+"""Miscompiles of the tiling schedule, each as the smallest program that showed it.
+
+Every test compiles with the schedule (the default), asserts that the kernel was scheduled, and
+compares with the reference interpreter.  The root causes are described in
+``compiler/backend/cpu/transforms.py`` (module docstring, ``untie_shared_inits``,
+``_vectorizable_reduction``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mind.compiler.backend.cpu.api import compile_function
+from mind.ir.parser import parse_module
+from mind.reference.interpreter import run_function, select_function
+
+
+def _fn(text: str):
+    return select_function(parse_module(text, "t"), None)
+
+
+def _check(text: str, args: list[np.ndarray], rtol: float = 0.0) -> list[np.ndarray]:
+    fn = _fn(text)
+    run = compile_function(fn, threads=1, cache=False)
+    got = run(args)
+    assert next(iter(run._kernels.values())).scheduled
+    want = run_function(fn, args)
+    for g, w in zip(got, want):
+        if rtol:
+            np.testing.assert_allclose(g, w, rtol=rtol)
+        else:
+            np.testing.assert_array_equal(g, w)
+    return got
+
+
+def test_shared_fill_init_of_two_results():
+    # cse merged the two zero fills (matmul init, reduce_sum init); eliminate-empty-tensors then
+    # made the reduction compute in the matmul's out-parameter, overwritten by the matmul result
+    # (got 0 instead of 1 for %5)
+    _check("func @main(%x: i32[1]) -> (i32[1, 1], i32[1, 1], i32[1, 1]) {\n"
+           "  %0 = const {value = [[0]]} : i32[1, 1]\n"
+           "  %1 = reshape(%x) {shape = [1, 1]} : i32[1, 1]\n"
+           "  %2 = matmul(%1, %0) : i32[1, 1]\n"
+           "  %4 = const {value = [[1]]} : i32[1, 1]\n"
+           "  %5 = reduce_sum(%4) {axes = [], keepdims = false} : i32[1, 1]\n"
+           "  return %0, %2, %5\n}\n", [np.array([1], np.int32)])
+
+
+def test_shared_fill_init_of_two_matmuls():
+    # two (unscheduled, 2x2) matmuls share one cse'd zero fill: the second result came out equal
+    # to the first (3 instead of 6)
+    a, b = np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)
+    got = _check("func @main(%a: f32[2, 3], %b: f32[3, 2], %c: f32[3, 2]) -> (f32[2, 2], f32[2, 2]) {\n"
+                 "  %0 = matmul(%a, %b) : f32[2, 2]\n  %1 = matmul(%a, %c) : f32[2, 2]\n"
+                 "  return %0, %1\n}\n", [a, b, 2 * b])
+    assert got[1][0, 0] == 6.0
+
+
+def test_shared_fill_init_of_two_tiled_reductions():
+    # the same with fills that are tiled (scf.for loops are not cloned by untie: the empties are
+    # tagged so that the schedule's cse cannot merge them again)
+    x = np.arange(64 * 32, dtype=np.float32).reshape(64, 32) / 100
+    _check("func @main(%x: f32[64, 32]) -> (f32[64], f32[64]) {\n"
+           "  %0 = reduce_sum(%x) {axes = [1], keepdims = false} : f32[64]\n"
+           "  %1 = mul(%x, %x) : f32[64, 32]\n"
+           "  %2 = reduce_sum(%1) {axes = [1], keepdims = false} : f32[64]\n"
+           "  return %0, %2\n}\n", [x], rtol=1e-5)
+
+
+def test_loop_invariant_reduction_counts_every_element():
+    # autodiff's `mean` counts rows as reduce_sum(select(p, 1, 1)); after fusion and folding the
+    # reduction body is `out + 1`, which the vectorizer added once instead of 32 times
+    y = np.ones((32, 10), np.float32)
+    got = _check("func @main(%y: f32[32, 10], %p: bool[32]) -> (f32[10]) {\n"
+                 "  %0 = const {value = 1} : i64[]\n"
+                 "  %1 = select(%p, %0, %0) : i64[32]\n"
+                 "  %2 = reduce_sum(%1) {axes = [0], keepdims = false} : i64[]\n"
+                 "  %3 = convert(%2) {dtype = f32} : f32[]\n"
+                 "  %4 = reshape(%3) {shape = [1, 1]} : f32[1, 1]\n"
+                 "  %5 = mul(%4, %y) : f32[32, 10]\n"
+                 "  %6 = reduce_sum(%5) {axes = [0], keepdims = false} : f32[10]\n"
+                 "  return %6\n}\n", [y, np.ones(32, bool)])
+    assert got[0][0] == 1024.0
+
+
+def test_reduce_sum_of_splat_constant():
+    # the splat is folded into the body as a scalar constant: same loop-invariant reduction
+    from mind.ir.builder import FunctionBuilder
+    from mind.spec.dtypes import DType
+    from mind.spec.ops import TensorType
+
+    b = FunctionBuilder("main")
+    x = b.param("x", TensorType(DType.F32, (32, 16)))
+    c = b.const(np.full((32, 16), 2.0, np.float32), DType.F32)
+    s = b.emit("reduce_sum", c, axes=(0,), keepdims=False)
+    y = b.emit("add", x, c)
+    fn = b.finish([s, y])
+    run = compile_function(fn, threads=1, cache=False)
+    xs = np.ones((32, 16), np.float32)
+    got = run([xs])
+    assert next(iter(run._kernels.values())).scheduled
+    np.testing.assert_array_equal(got[0], np.full(16, 64.0, np.float32))
+    np.testing.assert_array_equal(got[1], xs + 2.0)

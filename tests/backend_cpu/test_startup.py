@@ -1,0 +1,284 @@
+"""Start-up paths of the CPU backend: in-process JIT vs linked .so, background cache writes, the
+shared MLIR context, LLVM optimization levels, warm starts without MLIR, and ``out=``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import kernels as K
+import mind
+from mind.compiler.backend.cpu.api import compile_function
+from mind.compiler.backend.cpu.cache import KernelCache
+from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir, wait_for_cache_writes
+from mind.diagnostics import MindError
+from mind.ir.parser import parse_module
+
+HERE = os.path.dirname(__file__)
+
+
+def _entries(root: str) -> list[str]:
+    return sorted(os.path.join(d, f) for d in os.listdir(root) for f in os.listdir(os.path.join(root, d)))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_jit_and_shared_library_give_identical_results(threads):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((96, 200), dtype=np.float32)
+    b = rng.standard_normal((200, 48), dtype=np.float32)
+    x = rng.standard_normal((64, 256), dtype=np.float32) * 4
+    for text, name, args in ((K.matmul(96, 200, 48), "mm", (a, b)), (K.sigmoid_chain((64, 256)), "chain", (x,))):
+        kj = compile_kernel(text, name, threads=threads, cache=False, jit=True)
+        ks = compile_kernel(text, name, threads=threads, cache=False, jit=False)
+        assert kj.library_path == "" and ks.library_path.endswith(".so")
+        np.testing.assert_array_equal(kj(*args), ks(*args))
+
+
+def test_background_store_publishes_the_same_artifacts_as_linking(tmp_path):
+    text = K.matmul(32, 64, 16)
+    jit_cache, so_cache = KernelCache(str(tmp_path / "jit")), KernelCache(str(tmp_path / "so"))
+    kj = compile_kernel(text, "mm", threads=2, cache=jit_cache, jit=True)
+    assert not kj.from_cache
+    assert kj.wait_stored(60)
+    assert wait_for_cache_writes(60)
+    ks = compile_kernel(text, "mm", threads=2, cache=so_cache, jit=False)
+    assert _entries(jit_cache.root) == _entries(so_cache.root)  # same keys, nothing temporary left
+    for rel in _entries(jit_cache.root):
+        with open(os.path.join(jit_cache.root, rel), "rb") as f1, open(os.path.join(so_cache.root, rel), "rb") as f2:
+            assert f1.read() == f2.read(), rel  # byte-identical .so and sidecar
+    assert kj.library_path == ks.library_path.replace(str(tmp_path / "so"), str(tmp_path / "jit"))
+    hit = compile_kernel(text, "mm", threads=2, cache=jit_cache)
+    assert hit.from_cache
+    a = np.ones((32, 64), np.float32)
+    b = np.ones((64, 16), np.float32)
+    np.testing.assert_array_equal(hit(a, b), kj(a, b))
+
+
+def test_opt_levels_agree_and_are_validated():
+    x = np.random.default_rng(1).standard_normal((7, 33), dtype=np.float32)
+    fast = compile_kernel(K.sigmoid_chain((7, 33)), "chain", threads=1, cache=False, opt="fast")
+    full = compile_kernel(K.sigmoid_chain((7, 33)), "chain", threads=1, cache=False, opt="full")
+    np.testing.assert_allclose(fast(x), full(x), rtol=4e-7, atol=0)
+    with pytest.raises(MindError) as e:
+        compile_kernel(K.sigmoid_chain((7, 33)), "chain", threads=1, cache=False, opt="O7")
+    assert e.value.codes == ["E6012"]
+
+
+def test_shared_context_survives_failures_and_is_deterministic():
+    first = mlir_to_llvm_ir(K.matmul(16, 32, 8), "mm", threads=2).llvm_ir
+    with pytest.raises(MindError):
+        compile_kernel("func.func @f(%x: tensor<4xf32>, %o: memref<4xf32>) { nope }", "f", threads=1, cache=False)
+    for _ in range(3):
+        mlir_to_llvm_ir(K.sigmoid_chain((8, 64)), "chain", threads=1)
+    assert mlir_to_llvm_ir(K.matmul(16, 32, 8), "mm", threads=2).llvm_ir == first
+
+
+_WARM_API = textwrap.dedent("""
+    import sys, numpy as np
+    import mind
+    f = mind.compile("fn main(x: Tensor<f32, [4, 8]>) -> Tensor<f32, [4, 8]> {{ relu(x) * 2.0 + 1.0 }}")
+    out = np.empty((4, 8), np.float32)
+    r = f(np.ones((4, 8), np.float32), out=out)
+    assert r is out and (out == 3).all()
+    from mind.compiler.backend.cpu.engine import wait_for_cache_writes
+    assert wait_for_cache_writes(60)
+    print("mlir" in sys.modules, "llvmlite" in sys.modules)
+""")
+
+
+def test_warm_start_through_mind_compile_imports_no_mlir_or_llvmlite(tmp_path):
+    env = dict(os.environ, MIND_CACHE_DIR=str(tmp_path / "cache"))
+    runs = []
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", _WARM_API.format()], env=env, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        runs.append(r.stdout.split())
+    assert runs[0] == ["True", "True"]    # cold: compiled
+    assert runs[1] == ["False", "False"]  # warm: cache hit without importing MLIR or llvmlite
+    assert not [e for e in _entries(str(tmp_path / "cache")) if os.path.basename(e).startswith(".")]
+
+
+_SRC = "fn main(x: Tensor<f32, [2, 3]>, y: Tensor<f32, [3]>) -> Tensor<f32, [2, 3]> { relu(x) * y }"
+
+
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+def test_out_argument(backend):
+    f = mind.compile(_SRC, backend=backend, threads=1) if backend == "cpu" else mind.compile(_SRC, backend=backend)
+    x = np.array([[-1, 2, 3], [4, -5, 6]], np.float32)
+    y = np.array([1, 2, 3], np.float32)
+    out = np.full((2, 3), np.nan, np.float32)
+    r = f(x, y, out=out)
+    assert r is out
+    np.testing.assert_array_equal(out, np.maximum(x, 0) * y)
+    np.testing.assert_array_equal(f(x, y), out)
+    bad = [np.empty((3, 2), np.float32), np.empty((2, 3), np.float64), np.empty((2, 6), np.float32)[:, ::2],
+           [np.empty((2, 3), np.float32)] * 2, "not an array"]
+    for o in bad:
+        with pytest.raises(MindError) as e:
+            f(x, y, out=o)
+        assert e.value.codes == ["E6009"]
+    ro = np.empty((2, 3), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(MindError):
+        f(x, y, out=ro)
+
+
+def test_out_must_not_overlap_an_input():
+    f = mind.compile("fn main(x: Tensor<f32, [8]>) -> Tensor<f32, [8]> { relu(x) }", threads=1)
+    x = np.arange(8, dtype=np.float32) - 4
+    with pytest.raises(MindError) as e:
+        f(x, out=x)
+    assert e.value.codes == ["E6009"]
+
+
+def test_runner_out_with_several_results():
+    fn = parse_module("func @f(%a: f32[4], %b: f32[4]) -> (f32[4], f32[4]) {\n"
+                      "  %c = add(%a, %b) : f32[4]\n  %d = mul(%a, %b) : f32[4]\n  return %c, %d\n}\n",
+                      "<t>").functions[0]
+    run = compile_function(fn, threads=1)
+    a, b = np.arange(4, dtype=np.float32), np.full(4, 2, np.float32)
+    outs = (np.empty(4, np.float32), np.empty(4, np.float32))
+    res = run([a, b], out=outs)
+    assert res[0] is outs[0] and res[1] is outs[1]
+    np.testing.assert_array_equal(outs[0], a + b)
+    np.testing.assert_array_equal(outs[1], a * b)
+    with pytest.raises(MindError):
+        run([a, b], out=outs[:1])
+
+
+def test_openmp_runtime_defaults_respect_the_environment(monkeypatch):
+    from mind.compiler.backend.cpu import openmp
+    for v in openmp._AFFINITY_VARS + openmp._BLOCKTIME_VARS:
+        monkeypatch.delenv(v, raising=False)
+    assert openmp.runtime_defaults() == f"KMP_AFFINITY=disabled|KMP_BLOCKTIME={openmp.DEFAULT_BLOCKTIME_MS}"
+    monkeypatch.setenv("KMP_BLOCKTIME", "0")
+    assert openmp.runtime_defaults() == "KMP_AFFINITY=disabled"
+    monkeypatch.setenv("OMP_PROC_BIND", "close")
+    assert openmp.runtime_defaults() == ""
+
+
+_BLOCKTIME = textwrap.dedent("""
+    import ctypes, sys
+    sys.path.insert(0, {here!r})
+    import kernels as K
+    import numpy as np
+    from mind.compiler.backend.cpu.engine import compile_kernel
+    from mind.compiler.backend.cpu.openmp import find_openmp_runtime
+    k = compile_kernel(K.sigmoid_chain((64, 256)), "chain", threads=2, cache=False)
+    k(np.ones((64, 256), np.float32))
+    lib = ctypes.CDLL(find_openmp_runtime())
+    print(lib.kmp_get_blocktime() if hasattr(lib, "kmp_get_blocktime") else "n/a")
+""")
+
+
+@pytest.mark.parametrize("env,expected", [({}, "1"), ({"KMP_BLOCKTIME": "0"}, "0")])
+def test_openmp_blocktime_default_and_override(env, expected):
+    from mind.compiler.backend.cpu.openmp import find_openmp_runtime
+    if find_openmp_runtime() is None:
+        pytest.skip("no OpenMP runtime")
+    base = {k: v for k, v in os.environ.items() if k not in ("KMP_BLOCKTIME", "OMP_WAIT_POLICY", "KMP_LIBRARY")}
+    r = subprocess.run([sys.executable, "-c", _BLOCKTIME.format(here=HERE)], env=dict(base, **env),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "Warning" not in r.stderr
+    out = r.stdout.strip()
+    assert out in (expected, "n/a")
+
+
+def test_small_functions_default_to_one_thread(monkeypatch):
+    from mind.compiler.backend.cpu.api import AUTO_PARALLEL_MIN_WORK, work_estimate
+    monkeypatch.delenv("MIND_NUM_THREADS", raising=False)
+    small = parse_module("func @f(%a: f32[B, 3], %b: f32[3, 4]) -> (f32[B, 4]) {\n"
+                         "  %c = matmul(%a, %b) : f32[B, 4]\n  return %c\n}\n", "<t>").functions[0]
+    assert work_estimate(small, {"B": 2}) == 2 * 4 * 3
+    assert work_estimate(small, {"B": AUTO_PARALLEL_MIN_WORK}) >= AUTO_PARALLEL_MIN_WORK
+    run = compile_function(small, cache=False)
+    a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+    np.testing.assert_array_equal(run([a, b])[0], a @ b)
+    assert run.kernel({"B": 2}).threads == 1
+    assert compile_function(small, cache=False, threads=2).kernel({"B": 2}).threads in (1, 2)  # explicit: honored
+
+
+def test_failed_background_store_leaves_no_entry_and_the_kernel_works(tmp_path, monkeypatch):
+    from mind.compiler.backend.cpu import codegen
+
+    def broken_link(obj, out_path, libs=None):
+        raise codegen.CodegenError("linking failed: simulated")
+    monkeypatch.setattr(codegen, "link_shared", broken_link)
+    store = KernelCache(str(tmp_path / "cache"))
+    k = compile_kernel(K.matmul(8, 16, 4), "mm", threads=1, cache=store, jit=True)
+    assert not k.wait_stored(60)
+    a, b = np.ones((8, 16), np.float32), np.ones((16, 4), np.float32)
+    np.testing.assert_array_equal(k(a, b), a @ b)
+    root = tmp_path / "cache"
+    assert not root.exists() or _entries(str(root)) == []
+    monkeypatch.undo()
+    again = compile_kernel(K.matmul(8, 16, 4), "mm", threads=1, cache=store, jit=True)
+    assert not again.from_cache and again.wait_stored(60)
+    assert compile_kernel(K.matmul(8, 16, 4), "mm", threads=1, cache=store).from_cache
+
+
+_LIGHT = textwrap.dedent("""
+    import hashlib, sys
+    sys.path.insert(0, {here!r})
+    if {real_first}:
+        import mlir.dialects.linalg
+    import kernels as K
+    from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir
+    low = mlir_to_llvm_ir(K.matmul(64, 128, 96), "mm", threads=2)
+    assert low.scheduled
+    real = "mlir.dialects.linalg" in sys.modules
+    from mlir.dialects import linalg  # explicit imports keep working
+    assert linalg.MatmulOp.OPERATION_NAME == "linalg.matmul"
+    assert mlir_to_llvm_ir(K.matmul(64, 128, 96), "mm", threads=2).llvm_ir == low.llvm_ir
+    print(real, hashlib.sha256(low.llvm_ir.encode()).hexdigest())
+""")
+
+
+def test_light_linalg_module_skips_opdsl_and_changes_nothing():
+    outs = []
+    for real_first in (False, True):
+        r = subprocess.run([sys.executable, "-c", _LIGHT.format(here=HERE, real_first=real_first)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout.split())
+    assert outs[0][0] == "False"  # the OpDSL library was never imported by the compile
+    assert outs[1][0] == "True"
+    assert outs[0][1] == outs[1][1]  # same LLVM IR either way
+
+
+def test_a_parameter_named_out_keeps_its_keyword():
+    f = mind.compile("fn main(x: Tensor<f32, [2]>, out: Tensor<f32, [2]>) -> Tensor<f32, [2]> { x * out }", threads=1)
+    np.testing.assert_array_equal(f(x=np.full(2, 3, np.float32), out=np.full(2, 2, np.float32)), [6, 6])
+
+
+_STORE = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {here!r})
+    import kernels as K
+    from mind.compiler.backend.cpu.engine import compile_kernel
+    k = compile_kernel(K.sigmoid_chain((32, 256)), "chain", threads=2)
+    print(k.from_cache)
+""")
+
+
+def test_cached_files_are_byte_identical_across_processes(tmp_path):
+    roots = []
+    for i, seed in enumerate(("0", "12345")):
+        root = tmp_path / f"cache{i}"
+        env = dict(os.environ, MIND_CACHE_DIR=str(root), PYTHONHASHSEED=seed)
+        r = subprocess.run([sys.executable, "-c", _STORE.format(here=HERE)], env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == ["False"]
+        roots.append(str(root))
+    assert _entries(roots[0]) == _entries(roots[1]) and len(_entries(roots[0])) == 2  # .so + sidecar
+    for rel in _entries(roots[0]):
+        with open(os.path.join(roots[0], rel), "rb") as f1, open(os.path.join(roots[1], rel), "rb") as f2:
+            assert f1.read() == f2.read(), rel
