@@ -8,21 +8,57 @@ one or more diagnostics; the CLI catches it, so no input ever yields a Python tr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from mind.spec.errors import lookup
 
+# Span, Diagnostic and MindError are plain classes with the constructors, fields, ``repr``,
+# equality and hashing that ``@dataclass`` gave them (Span and Diagnostic frozen: immutable and
+# hashable by value; MindError compared by value and unhashable); not dataclasses, so that
+# importing this module (which everything does) does not build dataclasses or import ``inspect``.
 
-@dataclass(frozen=True)
+
+def _frozen_setattr(self: Any, name: str, value: Any) -> None:
+    raise AttributeError(f"cannot assign to field {name!r}")
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    raise AttributeError(f"cannot delete field {name!r}")
+
+
 class Span:
     """A half-open range of one source text; lines and columns are 1-based, columns count characters."""
 
-    file: str
-    line: int
-    col: int
-    end_line: int | None = None
-    end_col: int | None = None
+    __slots__ = ("file", "line", "col", "end_line", "end_col")
+
+    def __init__(self, file: str, line: int, col: int, end_line: int | None = None,
+                 end_col: int | None = None) -> None:
+        object.__setattr__(self, "file", file)
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "col", col)
+        object.__setattr__(self, "end_line", end_line)
+        object.__setattr__(self, "end_col", end_col)
+
+    __setattr__ = _frozen_setattr
+    __delattr__ = _frozen_delattr
+
+    def _values(self) -> tuple:
+        return (self.file, self.line, self.col, self.end_line, self.end_col)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()  # type: ignore[attr-defined]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return (f"Span(file={self.file!r}, line={self.line!r}, col={self.col!r}, "
+                f"end_line={self.end_line!r}, end_col={self.end_col!r})")
+
+    def __reduce__(self) -> Any:
+        return (Span, self._values())
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -34,18 +70,44 @@ class Span:
         }
 
 
-@dataclass(frozen=True)
 class Diagnostic:
-    code: str
-    message: str
-    span: Span | None = None
-    label: str | None = None  # spec constraint label, e.g. "matmul.C2"
-    help: str | None = None
-    notes: tuple[str, ...] = ()
-    severity: str = "error"
+    """One finding: code, message, optional span, spec constraint label (e.g. ``"matmul.C2"``),
+    help line, notes and severity."""
 
-    def __post_init__(self) -> None:
-        lookup(self.code)  # unknown codes are programming errors, caught by the tests
+    __slots__ = ("code", "message", "span", "label", "help", "notes", "severity")
+
+    def __init__(self, code: str, message: str, span: Span | None = None, label: str | None = None,
+                 help: str | None = None, notes: tuple[str, ...] = (), severity: str = "error") -> None:
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "span", span)
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "help", help)
+        object.__setattr__(self, "notes", notes)
+        object.__setattr__(self, "severity", severity)
+        lookup(code)  # unknown codes are programming errors, caught by the tests
+
+    __setattr__ = _frozen_setattr
+    __delattr__ = _frozen_delattr
+
+    def _values(self) -> tuple:
+        return (self.code, self.message, self.span, self.label, self.help, self.notes, self.severity)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()  # type: ignore[attr-defined]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return (f"Diagnostic(code={self.code!r}, message={self.message!r}, span={self.span!r}, "
+                f"label={self.label!r}, help={self.help!r}, notes={self.notes!r}, "
+                f"severity={self.severity!r})")
+
+    def __reduce__(self) -> Any:
+        return (Diagnostic, self._values())
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -60,15 +122,23 @@ class Diagnostic:
         }
 
 
-@dataclass
 class MindError(Exception):
     """Raised with every diagnostic found; ``sources`` maps file names to their text for rendering."""
 
-    diagnostics: list[Diagnostic]
-    sources: dict[str, str] = field(default_factory=dict)
+    def __init__(self, diagnostics: list[Diagnostic], sources: dict[str, str] | None = None) -> None:
+        self.diagnostics = diagnostics
+        self.sources = {} if sources is None else sources
+        super().__init__(diagnostics[0].message if diagnostics else "error")
 
-    def __post_init__(self) -> None:
-        super().__init__(self.diagnostics[0].message if self.diagnostics else "error")
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MindError) and other.__class__ is self.__class__:
+            return (self.diagnostics, self.sources) == (other.diagnostics, other.sources)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value, so not hashable
+
+    def __repr__(self) -> str:
+        return f"MindError(diagnostics={self.diagnostics!r}, sources={self.sources!r})"
 
     def __str__(self) -> str:
         return render_all(self.diagnostics, self.sources, color=False)

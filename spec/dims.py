@@ -16,7 +16,6 @@ integer attribute goes through ``Arith`` so that all three interpretations agree
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Union
 
 # --------------------------------------------------------------------------------------------
@@ -24,13 +23,41 @@ from typing import Any, Iterable, Mapping, Union
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+# The small value classes below (Atom, Facts, Unknown) are plain classes with the constructors,
+# fields, ``repr``, equality and hashing that ``@dataclass`` gave them (Atom and Unknown frozen:
+# immutable and hashable by value); plain, so that importing the spec builds no dataclass.
+
+
 class Atom:
     """A symbol (``kind == "sym"``) or an operation that does not distribute over polynomials."""
 
-    kind: str  # "sym" | "floordiv" | "max" | "min"
-    name: str = ""
-    args: tuple["Dim", ...] = ()
+    __slots__ = ("kind", "name", "args")
+    __match_args__ = ("kind", "name", "args")
+
+    def __init__(self, kind: str, name: str = "", args: tuple["Dim", ...] = ()) -> None:
+        object.__setattr__(self, "kind", kind)  # "sym" | "floordiv" | "max" | "min"
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "args", args)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Atom) and other.__class__ is self.__class__:
+            return (self.kind, self.name, self.args) == (other.kind, other.name, other.args)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.name, self.args))
+
+    def __repr__(self) -> str:
+        return f"Atom(kind={self.kind!r}, name={self.name!r}, args={self.args!r})"
+
+    def __reduce__(self) -> Any:
+        return (Atom, (self.kind, self.name, self.args))
 
     @property
     def key(self) -> str:
@@ -247,11 +274,23 @@ def evaluate(d: Dim, env: Mapping[str, int]) -> int:
 INF = math.inf
 
 
-@dataclass
 class Facts:
     """Per-symbol bounds.  Dimensions are never negative, so every symbol starts at [0, inf]."""
 
-    bounds: dict[str, tuple[float, float]]
+    __match_args__ = ("bounds",)
+
+    def __init__(self, bounds: dict[str, tuple[float, float]]) -> None:
+        self.bounds = bounds
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Facts) and other.__class__ is self.__class__:
+            return self.bounds == other.bounds
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return f"Facts(bounds={self.bounds!r})"
 
     @staticmethod
     def empty() -> "Facts":
@@ -319,13 +358,36 @@ def _imul(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Unknown:
     """A condition that the declared assumptions neither prove nor refute."""
 
-    text: str
-    # For an undecided equality ``lhs == rhs`` the difference, used to solve for a symbol.
-    diff: Dim | None = None
+    __slots__ = ("text", "diff")
+    __match_args__ = ("text", "diff")
+
+    def __init__(self, text: str, diff: Dim | None = None) -> None:
+        object.__setattr__(self, "text", text)
+        # For an undecided equality ``lhs == rhs`` the difference, used to solve for a symbol.
+        object.__setattr__(self, "diff", diff)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Unknown) and other.__class__ is self.__class__:
+            return (self.text, self.diff) == (other.text, other.diff)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.text, self.diff))
+
+    def __repr__(self) -> str:
+        return f"Unknown(text={self.text!r}, diff={self.diff!r})"
+
+    def __reduce__(self) -> Any:
+        return (Unknown, (self.text, self.diff))
 
     def __bool__(self) -> bool:
         raise TypeError(f"condition {self.text!r} is undecided; use Arith to combine it")

@@ -1,10 +1,12 @@
-"""The MIND surface AST: slotted dataclasses, one class per construct, to be treated as immutable.
+"""The MIND surface AST: slotted classes, one class per construct, to be treated as immutable.
 
-Nodes are not ``frozen`` (a frozen dataclass's ``__init__`` goes through ``object.__setattr__``
-for every field, which made node construction the largest cost of parsing), but they must be
-treated as immutable all the same: never assign to a field of a node that another part of the
-compiler may hold.  Equality and hashing are unchanged: both compare the fields (``unsafe_hash``
-gives exactly the field-based ``__hash__`` that ``frozen=True`` gave), ``Module.source`` excluded.
+Nodes are plain classes with ``__slots__`` and an explicit ``__init__`` (not dataclasses: building
+some thirty dataclasses was the largest cost of importing the frontend, and a frozen one's
+``__init__`` goes through ``object.__setattr__`` for every field).  They are not frozen, but they
+must be treated as immutable all the same: never assign to a field of a node that another part of
+the compiler may hold.  Equality and hashing are those of a dataclass with ``unsafe_hash=True``:
+nodes of the same class compare and hash by their fields (``Node._fields``), ``Module.source``
+excluded, and ``repr`` shows the same fields.
 
 Every node has a ``span``: the half-open ``(start, end)`` character offsets of the construct in
 its source text.  Offsets are cheap to build in the parser; ``Module.source.span(node.span)``
@@ -28,7 +30,6 @@ Node families (base classes, for ``isinstance`` in a later checker):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
 from typing import Any, Iterator, Union
 
 __all__ = [
@@ -57,10 +58,30 @@ UNARY_OPS: frozenset[str] = frozenset({"-", "!"})
 
 
 class Node:
-    """Base of all nodes."""
+    """Base of all nodes.
+
+    ``_fields`` names a node's fields in order (its ``__slots__``, less ``Module.source``): they are
+    what ``==``, ``hash`` and ``repr`` look at, as a dataclass's fields would be.
+    """
 
     __slots__ = ()
+    _fields: tuple[str, ...] = ()
     span: Offsets
+
+    def _values(self) -> tuple:
+        return tuple([getattr(self, name) for name in self._fields])
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()  # type: ignore[attr-defined]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
+        return f"{type(self).__qualname__}({args})"
 
 
 class Type(Node):
@@ -79,29 +100,30 @@ class Pattern(Node):
     __slots__ = ()
 
 
-_node = dataclass(slots=True, unsafe_hash=True)
-
 # ---------------------------------------------------------------------------------------------
 # Types
 
 
-@_node
 class ScalarType(Type):
     """``i32``, ``i64``, ``f32``, ``f64`` or ``bool``."""
 
-    name: str
-    span: Offsets
+    __slots__ = _fields = ("name", "span")
+
+    def __init__(self, name: str, span: Offsets) -> None:
+        self.name = name
+        self.span = span
 
 
-@_node
 class Dim(Node):
     """One dimension of a tensor type: an ``int``, a symbol (``str``), or ``None`` for ``?``."""
 
-    value: int | str | None
-    span: Offsets
+    __slots__ = _fields = ("value", "span")
+
+    def __init__(self, value: int | str | None, span: Offsets) -> None:
+        self.value = value
+        self.span = span
 
 
-@_node
 class TensorType(Type):
     """A tensor type in any spelling.
 
@@ -109,90 +131,112 @@ class TensorType(Type):
     ``"compact"`` for ``tensor<f32[2,3]>``.  ``diff`` is true for ``diff <tensor type>``.
     """
 
-    dtype: str
-    dims: tuple[Dim, ...]
-    diff: bool
-    style: str
-    span: Offsets
+    __slots__ = _fields = ("dtype", "dims", "diff", "style", "span")
+
+    def __init__(self, dtype: str, dims: tuple[Dim, ...], diff: bool, style: str, span: Offsets) -> None:
+        self.dtype = dtype
+        self.dims = dims
+        self.diff = diff
+        self.style = style
+        self.span = span
 
 
-@_node
 class TupleType(Type):
     """``(T, U, ...)``; ``()`` is the unit type, ``(T,)`` a one-element tuple."""
 
-    elts: tuple[Type, ...]
-    span: Offsets
+    __slots__ = _fields = ("elts", "span")
+
+    def __init__(self, elts: tuple[Type, ...], span: Offsets) -> None:
+        self.elts = elts
+        self.span = span
 
 
 # ---------------------------------------------------------------------------------------------
 # Expressions
 
 
-@_node
 class IntLit(Expr):
-    value: int
-    span: Offsets
+    __slots__ = _fields = ("value", "span")
+
+    def __init__(self, value: int, span: Offsets) -> None:
+        self.value = value
+        self.span = span
 
 
-@_node
 class FloatLit(Expr):
-    value: float
-    text: str  # the literal as written (for exact re-parsing as f32/f64 later)
-    span: Offsets
+    __slots__ = _fields = ("value", "text", "span")
+
+    def __init__(self, value: float, text: str, span: Offsets) -> None:
+        self.value = value
+        self.text = text  # the literal as written (for exact re-parsing as f32/f64 later)
+        self.span = span
 
 
-@_node
 class BoolLit(Expr):
-    value: bool
-    span: Offsets
+    __slots__ = _fields = ("value", "span")
+
+    def __init__(self, value: bool, span: Offsets) -> None:
+        self.value = value
+        self.span = span
 
 
-@_node
 class StrLit(Expr):
-    value: str  # escapes already decoded
-    span: Offsets
+    __slots__ = _fields = ("value", "span")
+
+    def __init__(self, value: str, span: Offsets) -> None:
+        self.value = value  # escapes already decoded
+        self.span = span
 
 
-@_node
 class Name(Expr):
-    id: str
-    span: Offsets
+    __slots__ = _fields = ("id", "span")
+
+    def __init__(self, id: str, span: Offsets) -> None:
+        self.id = id
+        self.span = span
 
 
-@_node
 class Attribute(Expr):
     """``value.attr`` (``tensor.matmul`` is ``Attribute(Name("tensor"), "matmul")``)."""
 
-    value: Expr
-    attr: str
-    span: Offsets
+    __slots__ = _fields = ("value", "attr", "span")
+
+    def __init__(self, value: Expr, attr: str, span: Offsets) -> None:
+        self.value = value
+        self.attr = attr
+        self.span = span
 
 
-@_node
 class Unary(Expr):
-    op: str  # "-" or "!"
-    operand: Expr
-    span: Offsets
+    __slots__ = _fields = ("op", "operand", "span")
+
+    def __init__(self, op: str, operand: Expr, span: Offsets) -> None:
+        self.op = op  # "-" or "!"
+        self.operand = operand
+        self.span = span
 
 
-@_node
 class Binary(Expr):
-    op: str  # a key of BINARY_OPS
-    left: Expr
-    right: Expr
-    span: Offsets
+    __slots__ = _fields = ("op", "left", "right", "span")
+
+    def __init__(self, op: str, left: Expr, right: Expr, span: Offsets) -> None:
+        self.op = op  # a key of BINARY_OPS
+        self.left = left
+        self.right = right
+        self.span = span
 
 
-@_node
 class Keyword(Node):
     """A keyword argument ``name=value`` of a call."""
 
-    name: str
-    value: Expr
-    span: Offsets
+    __slots__ = _fields = ("name", "value", "span")
+
+    def __init__(self, name: str, value: Expr, span: Offsets) -> None:
+        self.name = name
+        self.value = value
+        self.span = span
 
 
-@_node
 class Call(Expr):
     """``func(args..., name=value...)``.
 
@@ -201,11 +245,15 @@ class Call(Expr):
     Positional arguments always precede keyword arguments.
     """
 
-    func: Expr
-    args: tuple[Expr, ...]
-    kwargs: tuple[Keyword, ...]
-    name: str | None
-    span: Offsets
+    __slots__ = _fields = ("func", "args", "kwargs", "name", "span")
+
+    def __init__(self, func: Expr, args: tuple[Expr, ...], kwargs: tuple[Keyword, ...], name: str | None,
+                 span: Offsets) -> None:
+        self.func = func
+        self.args = args
+        self.kwargs = kwargs
+        self.name = name
+        self.span = span
 
     def kwarg(self, name: str) -> Expr | None:
         for kw in self.kwargs:
@@ -214,89 +262,108 @@ class Call(Expr):
         return None
 
 
-@_node
 class TupleExpr(Expr):
     """``(a, b)``, ``(a,)`` or ``()``."""
 
-    elts: tuple[Expr, ...]
-    span: Offsets
+    __slots__ = _fields = ("elts", "span")
+
+    def __init__(self, elts: tuple[Expr, ...], span: Offsets) -> None:
+        self.elts = elts
+        self.span = span
 
 
-@_node
 class ArrayLit(Expr):
     """``[a, b, ...]``: an array / tensor literal, an axis list or a shape (nested for rank > 1)."""
 
-    elts: tuple[Expr, ...]
-    span: Offsets
+    __slots__ = _fields = ("elts", "span")
+
+    def __init__(self, elts: tuple[Expr, ...], span: Offsets) -> None:
+        self.elts = elts
+        self.span = span
 
 
-@_node
 class Param(Node):
     """A function parameter ``name: type``, or a closure parameter with an optional type."""
 
-    name: str
-    type: Type | None
-    span: Offsets
+    __slots__ = _fields = ("name", "type", "span")
+
+    def __init__(self, name: str, type: Type | None, span: Offsets) -> None:
+        self.name = name
+        self.type = type
+        self.span = span
 
 
-@_node
 class Closure(Expr):
     """``|a, b| body`` (reserved for autodiff: ``grad(|p| loss(x, p))``)."""
 
-    params: tuple[Param, ...]
-    body: Expr
-    span: Offsets
+    __slots__ = _fields = ("params", "body", "span")
+
+    def __init__(self, params: tuple[Param, ...], body: Expr, span: Offsets) -> None:
+        self.params = params
+        self.body = body
+        self.span = span
 
 
 # ---------------------------------------------------------------------------------------------
 # Patterns and statements
 
 
-@_node
 class NamePattern(Pattern):
-    name: str  # "_" is a wildcard
-    span: Offsets
+    __slots__ = _fields = ("name", "span")
+
+    def __init__(self, name: str, span: Offsets) -> None:
+        self.name = name  # "_" is a wildcard
+        self.span = span
 
 
-@_node
 class TuplePattern(Pattern):
-    elts: tuple[Pattern, ...]
-    span: Offsets
+    __slots__ = _fields = ("elts", "span")
+
+    def __init__(self, elts: tuple[Pattern, ...], span: Offsets) -> None:
+        self.elts = elts
+        self.span = span
 
 
-@_node
 class Let(Stmt):
     """``let target [: type] = value``."""
 
-    target: Pattern
-    type: Type | None
-    value: Expr
-    span: Offsets
+    __slots__ = _fields = ("target", "type", "value", "span")
+
+    def __init__(self, target: Pattern, type: Type | None, value: Expr, span: Offsets) -> None:
+        self.target = target
+        self.type = type
+        self.value = value
+        self.span = span
 
 
-@_node
 class Assign(Stmt):
     """``name = value`` (rebinding an existing name)."""
 
-    target: str
-    value: Expr
-    span: Offsets
-    target_span: Offsets
+    __slots__ = _fields = ("target", "value", "span", "target_span")
+
+    def __init__(self, target: str, value: Expr, span: Offsets, target_span: Offsets) -> None:
+        self.target = target
+        self.value = value
+        self.span = span
+        self.target_span = target_span
 
 
-@_node
 class Return(Stmt):
-    value: Expr | None
-    span: Offsets
+    __slots__ = _fields = ("value", "span")
+
+    def __init__(self, value: Expr | None, span: Offsets) -> None:
+        self.value = value
+        self.span = span
 
 
-@_node
 class ExprStmt(Stmt):
-    expr: Expr
-    span: Offsets
+    __slots__ = _fields = ("expr", "span")
+
+    def __init__(self, expr: Expr, span: Offsets) -> None:
+        self.expr = expr
+        self.span = span
 
 
-@_node
 class Block(Node):
     """``{ stmts; tail }``.
 
@@ -304,46 +371,58 @@ class Block(Node):
     as in the public compiler, a ``;`` after it does not discard it.  ``stmts`` excludes the tail.
     """
 
-    stmts: tuple[Stmt, ...]
-    tail: Expr | None
-    span: Offsets
+    __slots__ = _fields = ("stmts", "tail", "span")
+
+    def __init__(self, stmts: tuple[Stmt, ...], tail: Expr | None, span: Offsets) -> None:
+        self.stmts = stmts
+        self.tail = tail
+        self.span = span
 
 
-@_node
 class FnDef(Stmt):
     """``fn name(params) [-> ret] { body }``; may appear at top level or inside a block."""
 
-    name: str
-    params: tuple[Param, ...]
-    ret: Type | None
-    body: Block
-    span: Offsets
-    name_span: Offsets
+    __slots__ = _fields = ("name", "params", "ret", "body", "span", "name_span")
+
+    def __init__(self, name: str, params: tuple[Param, ...], ret: Type | None, body: Block, span: Offsets,
+                 name_span: Offsets) -> None:
+        self.name = name
+        self.params = params
+        self.ret = ret
+        self.body = body
+        self.span = span
+        self.name_span = name_span
 
 
-@_node
 class Import(Stmt):
     """``import a::b::c`` (``path=("a","b","c")``, ``names=None``) or
     ``import a::b::{c, d}`` (``path=("a","b")``, ``names=("c","d")``); ``.`` may replace ``::``."""
 
-    path: tuple[str, ...]
-    names: tuple[str, ...] | None
-    span: Offsets
+    __slots__ = _fields = ("path", "names", "span")
+
+    def __init__(self, path: tuple[str, ...], names: tuple[str, ...] | None, span: Offsets) -> None:
+        self.path = path
+        self.names = names
+        self.span = span
 
 
-@_node
 class Module(Node):
     """A source file: top-level statements in order and the program result.
 
     ``result`` is the final top-level statement when it is an expression statement (the public
     compiler's "last expression is the result" rule); ``stmts`` excludes it.  ``source`` maps
-    offsets to line/column spans (see ``lexer.SourceMap``).
+    offsets to line/column spans (see ``lexer.SourceMap``); it is not one of the ``_fields`` (not
+    compared, hashed or shown).
     """
 
-    stmts: tuple[Stmt, ...]
-    result: Expr | None
-    span: Offsets
-    source: Any = field(compare=False, repr=False)
+    __slots__ = ("stmts", "result", "span", "source")
+    _fields = ("stmts", "result", "span")
+
+    def __init__(self, stmts: tuple[Stmt, ...], result: Expr | None, span: Offsets, source: Any) -> None:
+        self.stmts = stmts
+        self.result = result
+        self.span = span
+        self.source = source
 
     @property
     def functions(self) -> tuple[FnDef, ...]:
@@ -368,11 +447,10 @@ AnyNode = Union[Node, tuple, str, int, float, bool, None]
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _child_fields(cls: type) -> tuple[str, ...]:
+def _child_fields(cls: type[Node]) -> tuple[str, ...]:
     names = _FIELDS.get(cls)
     if names is None:
-        names = tuple(f.name for f in fields(cls)
-                      if f.name not in ("span", "name_span", "target_span", "source"))
+        names = tuple(name for name in cls._fields if name not in ("span", "name_span", "target_span"))
         _FIELDS[cls] = names
     return names
 

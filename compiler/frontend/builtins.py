@@ -8,7 +8,6 @@ decompositions, and their accuracy and special-value behaviour, are documented i
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any, Callable
 
 from mind.ir.core import Value
@@ -285,9 +284,11 @@ def b_sigmoid(a: Args) -> Any:
     return E.emit("div", (one, E.emit("add", (one, e), off, "sigmoid")), off, "sigmoid")
 
 
-_TANH = [Fraction(n, d) for n, d in ((1, 1), (-1, 3), (2, 15), (-17, 315), (62, 2835), (-1382, 155925),
-                                     (21844, 6081075), (-929569, 638512875), (6404582, 10854718875),
-                                     (-443861162, 1856156927625))]
+# Taylor coefficients of tanh(x) / x in powers of x²; ``n / d`` of two ints is the double nearest
+# the exact fraction (CPython rounds integer true division correctly).
+_TANH = [n / d for n, d in ((1, 1), (-1, 3), (2, 15), (-17, 315), (62, 2835), (-1382, 155925),
+                             (21844, 6081075), (-929569, 638512875), (6404582, 10854718875),
+                             (-443861162, 1856156927625))]
 
 
 def b_tanh(a: Args) -> Any:

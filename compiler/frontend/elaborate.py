@@ -405,15 +405,8 @@ class Elaborator:
             return POISON
 
     def _ev(self, node: A.Expr) -> Any:
+        """The less frequent nodes (``ev`` dispatches names, calls, binaries and integers itself)."""
         t = type(node)
-        if t is A.Name:
-            return self.name(node)
-        if t is A.Call:
-            return self.call(node)
-        if t is A.Binary:
-            return self.binary(node)
-        if t is A.IntLit:
-            return Lit(node.value, "int", node.span)
         if t is A.FloatLit:
             return Lit(node.value, "float", node.span, node.text)
         if t is A.Unary:
@@ -536,7 +529,7 @@ class Elaborator:
                                              f"the first {_fmt(shapes[0])}", e.span,
                                     "every row of an array literal has the same length")
             return (len(node.elts),) + (shapes[0] if shapes else ())
-        v = self._ev(node)
+        v = self.ev(node)
         if type(v) is not Lit:
             if v is POISON:
                 raise Reported()

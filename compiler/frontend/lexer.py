@@ -20,8 +20,8 @@ Lexical errors (E1001-E1006) are all collected (up to ``MAX_ERRORS``) and raised
 ``MindError``.
 
 Speed: ``tokenize`` first tries a fast path that does no per-token Python work on valid input:
-one ``findall`` with a regex that has only the *valid* token alternatives of ``_TOKEN_RE`` (in an
-equivalent order), offsets rebuilt from the match lengths with ``itertools.accumulate``, kinds
+one ``findall`` with a regex that has only the *valid* token alternatives of ``_TOKEN_PATTERN``
+(in an equivalent order), offsets rebuilt from the match lengths with ``itertools.accumulate``, kinds
 looked up in a (self-filling) dict keyed by token text, and line breaks filtered by a bracket-depth
 prefix sum.  If the matches do not tile the whole text (there is a lexical error somewhere) the
 precise single-pass lexer (``_tokenize_precise``) runs instead and produces the diagnostics; when a
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from functools import cache
 from itertools import accumulate, chain, repeat
 from operator import itemgetter, sub
 
@@ -66,9 +67,12 @@ _DIGITS = r"\d(?:_?\d)*"
 _EXP = r"[eE][+-]?\d(?:_?\d)*"
 _ESCAPE_OK = r"""\\(?:[\\"'ntr0]|u\{[0-9a-fA-F]{1,6}\})"""
 
+# The precise patterns are compiled on first use (``_token_re()``, ``_bad_escape_re()``), not
+# when the module is imported: only text with a lexical error needs them (see ``tokenize``).
+
 # Leading trivia (spaces, tabs, line comments, newline-free block comments) is folded into every
 # match, so the Python loop runs once per token.  Alternatives are ordered by frequency.
-_TOKEN_RE = re.compile(
+_TOKEN_PATTERN = (
     r"(?:[ \t\r\f\v]+|//[^\n]*|/\*(?:[^*\n]|\*(?!/))*\*/)*+"
     r"(?:"
     r"(?P<IDENT>[A-Za-z_][A-Za-z0-9_]*)"
@@ -85,16 +89,26 @@ _TOKEN_RE = re.compile(
     r"|(?P<UNTERMC>/\*)"
     r"|(?P<EOF>\Z)"
     r"|(?P<ERR>.)"
-    r")",
-    re.DOTALL | re.ASCII,
+    r")"
 )
-_BAD_ESCAPE_RE = re.compile(_ESCAPE_OK + r"|(\\[^\n]?)")
+
+
+@cache
+def _token_re() -> re.Pattern[str]:
+    return re.compile(_TOKEN_PATTERN, re.DOTALL | re.ASCII)
+
+
+@cache
+def _bad_escape_re() -> re.Pattern[str]:
+    return re.compile(_ESCAPE_OK + r"|(\\[^\n]?)")
+
+
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 
-# The fast path: the valid alternatives of _TOKEN_RE only, without groups, most frequent first.
+# The fast path: the valid alternatives of _TOKEN_PATTERN only, without groups, most frequent first.
 # Reordering is safe because alternatives that can start with the same character keep their
 # relative order (multi-character operators before one-character ones, FLOAT before INT) or are
-# disjoint by a lookahead (`.` vs `.5`, `/` vs `/*`).  A position where _TOKEN_RE would produce an
+# disjoint by a lookahead (`.` vs `.5`, `/` vs `/*`).  A position where _TOKEN_PATTERN would produce an
 # error token matches nothing here, so ``findall`` skips it and the matches do not tile the text.
 # The third alternative is a shortcut for the most frequent number, digits not followed by a word
 # character or `.`: no FLOAT alternative matches there, and INT matches exactly those digits.
@@ -271,7 +285,7 @@ def _lex_error(k: str, m: re.Match[str], source: SourceMap, errors: list[Diagnos
                             "numbers look like `42`, `1_000`, `3.14`, `2.`, `.5` or `1e-3`"))
     elif k == "BADSTR":
         raw = m.group(k)
-        for em in _BAD_ESCAPE_RE.finditer(raw):
+        for em in _bad_escape_re().finditer(raw):
             if em.group(1) is not None:
                 errors.append(_diag("E1004", f"invalid escape sequence `{em.group(1)}`", source,
                                     s + em.start(1), s + em.end(1),
@@ -410,7 +424,7 @@ def _tokenize_precise(text: str, filename: str) -> Tokens:
     stack: list[str] = []  # open brackets, to decide whether a newline separates statements
     errors: list[Diagnostic] | None = None
     last = "NL"  # suppresses leading and repeated NL tokens
-    for m in _TOKEN_RE.finditer(text):
+    for m in _token_re().finditer(text):
         k = m.lastgroup
         if k == "IDENT":
             t = m.group(k)

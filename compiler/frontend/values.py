@@ -19,8 +19,7 @@ from typing import Any, Sequence
 
 from mind.diagnostics import Span
 from mind.ir.builder import FunctionBuilder
-from mind.ir.core import Operation, Value
-from mind.ir.parser import DEFAULT_LIMITS
+from mind.ir.core import MAX_CONST_ELEMENTS, RESULT_NAMES, Operation, Value
 from mind.spec.dims import Facts, SymArith
 from mind.spec.dtypes import DType, from_numpy
 from mind.spec.ops import OPS, ShapeContext, TensorType
@@ -106,9 +105,8 @@ class Scope:
 
 
 #: Op results are named by their index, ``str(index)``; the names of the first ``NAMED_RESULTS``
-#: are built once (``RESULT_NAMES``): looking one up costs less than formatting the number per op.
-NAMED_RESULTS = 4096
-RESULT_NAMES: tuple[str, ...] = tuple(map(str, range(NAMED_RESULTS)))
+#: are built once (``mind.ir.core.RESULT_NAMES``).
+NAMED_RESULTS = len(RESULT_NAMES)
 
 
 def result_name(index: int) -> str:
@@ -177,11 +175,8 @@ class SplatAttrs:
         return attrs
 
 
-MAX_CONST_ELEMENTS = DEFAULT_LIMITS.max_const_elements
-
-
 class ConstantTooLarge(Exception):
-    """A constant with more elements than Core IR text admits (``mind.ir.parser.Limits``)."""
+    """A constant with more elements than Core IR text admits (``mind.ir.core.MAX_CONST_ELEMENTS``)."""
 
     def __init__(self, count: int):
         super().__init__(count)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from math import copysign
 
-from mind.ir.core import Function, Module, Operation, TensorType, Value
+from mind.ir.core import RESULT_NAMES, Function, Module, Operation, TensorType, Value
 from mind.compiler.passes.cse import common_subexpression_elimination, cse_rule, op_key
 from mind.compiler.passes.fold import constant_folding, fold_rule
 from mind.compiler.passes.rewrite import RewriteContext, dead_code_elimination, renumber, rewrite
@@ -59,9 +59,6 @@ _SIMPLIFY_CONST = frozenset({"mul", "add", "sub", "div"})
 _RULE_OPS = _SIMPLIFY_ANY | _SIMPLIFY_CONST  # ops a rule may rewrite without all operands constant
 _COMMUTATIVE = frozenset({"add", "mul"})
 _SMALL_CONST = 64  # constants of at most this many elements bucket on their bytes
-#: The canonical result names ``"0"``, ``"1"``, ... built once (``_names_canonical`` compares
-#: against them instead of formatting a number per op).
-_NAMES = tuple(map(str, range(4096)))
 
 
 def _const_coarse_key(op: Operation, t: TensorType) -> tuple:
@@ -330,7 +327,7 @@ def _live(ops: list[Operation], results: list[Value], used: set[Value]) -> list[
 def _names_canonical(params: list[Value], ops: list[Operation]) -> bool:
     """Whether ``renumber`` would leave every result name as it is: ``%0, %1, ...`` in order,
     skipping the parameters' names."""
-    if params or len(ops) > len(_NAMES):
+    if params or len(ops) > len(RESULT_NAMES):
         taken = {p.name for p in params}
         counter = 0
         for op in ops:
@@ -340,7 +337,7 @@ def _names_canonical(params: list[Value], ops: list[Operation]) -> bool:
                 return False
             counter += 1
         return True
-    for op, name in zip(ops, _NAMES):
+    for op, name in zip(ops, RESULT_NAMES):  # compared, not formatted per op
         if op.result.name != name:
             return False
     return True

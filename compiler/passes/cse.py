@@ -5,11 +5,15 @@ Sound because every Core IR op is a pure, deterministic function of its operands
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Callable
 
 from mind.ir.core import Function, Operation, Value
 from mind.compiler.passes.rewrite import RewriteContext, rewrite
+
+
+#: Constants of at most this many bytes key on their bytes; larger ones on the SHA-256 of them
+#: (equal dtype and shape imply equal sizes, so two constants that may be equal key alike).
+DIGEST_ABOVE_BYTES = 4096
 
 
 def attr_key(value: Any) -> Any:
@@ -21,7 +25,12 @@ def attr_key(value: Any) -> Any:
             # a splat view: key on the one element, never on a materialised copy
             return ("splat", str(value.dtype), value.shape, np.asarray(value).reshape(-1)[:1].tobytes())
         arr = np.ascontiguousarray(value)
-        return ("tensor", str(arr.dtype), arr.shape, hashlib.sha256(arr.tobytes()).hexdigest())
+        data: bytes | str = arr.tobytes()
+        if len(data) > DIGEST_ABOVE_BYTES:
+            import hashlib  # only for large constants (loading OpenSSL costs milliseconds)
+
+            data = hashlib.sha256(data).hexdigest()
+        return ("tensor", str(arr.dtype), arr.shape, data)
     if isinstance(value, tuple):
         return tuple(attr_key(v) for v in value)
     return (type(value).__name__, value)

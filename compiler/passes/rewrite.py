@@ -11,9 +11,6 @@ from typing import Callable
 
 from mind.ir.core import Function, Operation, Value
 
-Rule = Callable[[Operation, tuple[Value, ...], "RewriteContext"], "Value | Operation | None"]
-
-
 class RewriteContext:
     """What a rule may look at besides its op: the function being rewritten and the producer of
     each value among the ops kept so far (``defining_op``; read ``producer`` through it, as a walk
@@ -51,6 +48,11 @@ class RewriteContext:
         for op in kept[self._recorded:]:  # type: ignore[index]
             producer[op.result] = op
         self._recorded = len(kept)  # type: ignore[arg-type]
+
+
+# Defined after ``RewriteContext`` so that it needs no string forward references (typing compiles
+# those at import).
+Rule = Callable[[Operation, tuple[Value, ...], RewriteContext], Value | Operation | None]
 
 
 def rewrite(fn: Function, rule: Rule) -> Function:

@@ -7,15 +7,24 @@ the symbolic checks (``Function.arith``) and the Z3 verifier.
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from mind.diagnostics import Span
 from mind.spec.dims import Dim, DimExpr, Facts, SymArith, format_dim
 from mind.spec.ops import TensorType
 
-__all__ = ["Value", "Operation", "Assumption", "Function", "Module", "TensorType"]
+__all__ = ["Value", "Operation", "Assumption", "Function", "Module", "TensorType", "MAX_CONST_ELEMENTS",
+           "RESULT_NAMES"]
+
+#: The most elements one ``const`` op may hold: the IR parser's default limit
+#: (``mind.ir.parser.Limits.max_const_elements``), which the frontend keeps to as well, so that
+#: every module it emits prints to text that parses back.
+MAX_CONST_ELEMENTS = 1 << 26
+
+#: The canonical result names ``"0"``, ``"1"``, ... of the first 4096 ops (op results are named by
+#: their index), built once: looking one up costs less than formatting the number per op (the
+#: frontend names results with them, ``canonicalize`` checks names against them).
+RESULT_NAMES: tuple[str, ...] = tuple(map(str, range(4096)))
 
 
 class Value:
@@ -107,11 +116,40 @@ class Operation:
 RELATIONS = (">=", "<=", "==", ">", "<")
 
 
-@dataclass(frozen=True)
 class Assumption:
-    lhs: Dim
-    rel: str
-    rhs: Dim
+    """``lhs rel rhs`` about a function's symbols (``B >= 1``).
+
+    An immutable value with the constructor, fields, ``repr``, equality and hashing of
+    ``@dataclass(frozen=True)`` (a plain class: no dataclass is built when the IR is imported).
+    """
+
+    __slots__ = ("lhs", "rel", "rhs")
+    __match_args__ = ("lhs", "rel", "rhs")
+
+    def __init__(self, lhs: Dim, rel: str, rhs: Dim) -> None:
+        object.__setattr__(self, "lhs", lhs)
+        object.__setattr__(self, "rel", rel)
+        object.__setattr__(self, "rhs", rhs)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Assumption) and other.__class__ is self.__class__:
+            return (self.lhs, self.rel, self.rhs) == (other.lhs, other.rel, other.rhs)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.lhs, self.rel, self.rhs))
+
+    def __repr__(self) -> str:
+        return f"Assumption(lhs={self.lhs!r}, rel={self.rel!r}, rhs={self.rhs!r})"
+
+    def __reduce__(self) -> Any:
+        return (Assumption, (self.lhs, self.rel, self.rhs))
 
     def __str__(self) -> str:
         return f"{format_dim(self.lhs)} {self.rel} {format_dim(self.rhs)}"
@@ -221,9 +259,17 @@ def _single_symbol(d: DimExpr) -> str | None:
     return mono[0][0].name
 
 
-@dataclass(eq=False)
 class Module:
-    functions: list[Function] = field(default_factory=list)
+    """A list of functions; compared by identity (the constructor, field and ``repr`` of
+    ``@dataclass(eq=False)``)."""
+
+    __match_args__ = ("functions",)
+
+    def __init__(self, functions: list[Function] | None = None) -> None:
+        self.functions = [] if functions is None else functions
+
+    def __repr__(self) -> str:
+        return f"Module(functions={self.functions!r})"
 
     def function(self, name: str) -> Function | None:
         for f in self.functions:
@@ -238,4 +284,6 @@ class Module:
 
     def sha256(self) -> str:
         """Content hash of the canonical text: equal modules hash equally in every process."""
+        import hashlib  # here, not at the top: loading OpenSSL is a large part of importing this module
+
         return hashlib.sha256(self.text().encode("utf-8")).hexdigest()

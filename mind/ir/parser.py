@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mind.diagnostics import Diagnostic, MindError, Span
-from mind.ir.core import RELATIONS, Assumption, Function, Module, Operation, Value
+from mind.ir.core import MAX_CONST_ELEMENTS, RELATIONS, Assumption, Function, Module, Operation, Value
 from mind.spec.dims import Dim, INT_ARITH, sym
 from mind.spec.dtypes import DType, parse_dtype
 from mind.spec.ops import OPS, TensorType
@@ -29,7 +29,7 @@ class Limits:
     max_rank: int = 16
     max_nesting: int = 64
     max_dim: int = 1 << 48
-    max_const_elements: int = 1 << 26
+    max_const_elements: int = MAX_CONST_ELEMENTS
 
 
 DEFAULT_LIMITS = Limits()

@@ -9,7 +9,6 @@ tests all read these objects.
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from mind.spec.dims import Arith, Cond, Dim, Undecidable, Unknown, format_dim, INT_ARITH
@@ -35,10 +34,10 @@ class TensorType:
         _set_shape(self, shape)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        raise AttributeError(f"cannot assign to field {name!r}")
 
     def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
+        raise AttributeError(f"cannot delete field {name!r}")
 
     def __eq__(self, other: Any) -> Any:
         if other.__class__ is self.__class__:
@@ -66,69 +65,136 @@ _set_dtype = TensorType.dtype.__set__  # type: ignore[attr-defined]
 _set_shape = TensorType.shape.__set__  # type: ignore[attr-defined]
 
 
-@dataclass(frozen=True)
-class OperandDef:
-    name: str
-    doc: str
+class _Record:
+    """Base of the immutable records below: the ``repr``, equality and hashing of a frozen dataclass
+    over the ``__slots__`` (plain classes, so that importing the spec builds no dataclass)."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def _values(self) -> tuple:
+        return tuple([getattr(self, name) for name in self.__slots__])
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()  # type: ignore[attr-defined]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__qualname__}({args})"
+
+    def __reduce__(self) -> Any:
+        return (type(self), self._values())
 
 
-@dataclass(frozen=True)
-class AttrDef:
+class OperandDef(_Record):
+    __slots__ = ("name", "doc")
+
+    def __init__(self, name: str, doc: str) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "doc", doc)
+
+
+class AttrDef(_Record):
     """An attribute.  ``kind`` fixes its text syntax and Python form:
 
     int, bool, dtype, enum (``choices``), ints (tuple[int]), dims (tuple[Dim]: ints or symbolic
     expressions), pairs (tuple[tuple[int, int]]), tensor (a NumPy array).
     """
 
-    name: str
-    kind: str
-    doc: str
-    choices: tuple[str, ...] = ()
+    __slots__ = ("name", "kind", "doc", "choices")
+
+    def __init__(self, name: str, kind: str, doc: str, choices: tuple[str, ...] = ()) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "doc", doc)
+        object.__setattr__(self, "choices", choices)
 
 
-@dataclass(frozen=True)
-class ConstraintDef:
+class ConstraintDef(_Record):
     """A numbered constraint: ``label`` like ``C3``, the diagnostic code, and its statement."""
 
-    label: str
-    code: str
-    text: str
+    __slots__ = ("label", "code", "text")
+
+    def __init__(self, label: str, code: str, text: str) -> None:
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "text", text)
 
 
-@dataclass(frozen=True)
-class Example:
+class Example(_Record):
     """A worked example: a Core IR function, its inputs and its expected results (nested lists)."""
 
-    title: str
-    ir: str
-    inputs: Mapping[str, Any]
-    expected: Sequence[Any]
+    __slots__ = ("title", "ir", "inputs", "expected")
+
+    def __init__(self, title: str, ir: str, inputs: Mapping[str, Any], expected: Sequence[Any]) -> None:
+        object.__setattr__(self, "title", title)
+        object.__setattr__(self, "ir", ir)
+        object.__setattr__(self, "inputs", inputs)
+        object.__setattr__(self, "expected", expected)
 
 
-@dataclass
+_OPDEF_FIELDS = ("name", "summary", "operands", "attrs", "dtype_rule", "shape_rule_text", "constraints",
+                 "infer", "semantics", "edge_cases", "accuracy", "vjp_text", "examples", "vjp",
+                 "fast_infer", "laws", "extra")
+
+
 class OpDef:
-    name: str
-    summary: str
-    operands: tuple[OperandDef, ...]
-    attrs: tuple[AttrDef, ...]
-    dtype_rule: str
-    shape_rule_text: str
-    constraints: tuple[ConstraintDef, ...]
-    infer: Callable[["ShapeContext", Sequence[TensorType], Mapping[str, Any]], TensorType]
-    semantics: str
-    edge_cases: str
-    accuracy: str  # key of mind.spec.accuracy.ACCURACY
-    vjp_text: str
-    examples: tuple[Example, ...] = ()
-    # The VJP rule as code, next to its text: vjp(builder, op, cotangent) -> one cotangent (or None)
-    # per operand, built from the 19 ops through ``mind.ir.builder`` (see the autodiff transform).
-    vjp: Callable[..., Sequence[Any]] | None = None
-    # The same shape rule restricted to its common concrete case (equal dtypes, int dims that
-    # agree): returns the result type, or None when ``infer`` must decide (and report).  It lives
-    # here, next to ``infer``, and tests check the two agree; it exists only for compile speed.
-    fast_infer: Callable[[Sequence[TensorType]], TensorType | None] | None = None
-    laws: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
+    """One op's definition (a plain class with the constructor, fields, ``repr`` and equality of a
+    mutable dataclass: ``vjp`` and ``fast_infer`` are set next to the rules they name)."""
+
+    def __init__(self, name: str, summary: str, operands: tuple[OperandDef, ...], attrs: tuple[AttrDef, ...],
+                 dtype_rule: str, shape_rule_text: str, constraints: tuple[ConstraintDef, ...],
+                 infer: Callable[["ShapeContext", Sequence[TensorType], Mapping[str, Any]], TensorType],
+                 semantics: str, edge_cases: str, accuracy: str, vjp_text: str,
+                 examples: tuple[Example, ...] = (), vjp: Callable[..., Sequence[Any]] | None = None,
+                 fast_infer: Callable[[Sequence[TensorType]], TensorType | None] | None = None,
+                 laws: tuple[str, ...] = (), extra: dict[str, Any] | None = None) -> None:
+        self.name = name
+        self.summary = summary
+        self.operands = operands
+        self.attrs = attrs
+        self.dtype_rule = dtype_rule
+        self.shape_rule_text = shape_rule_text
+        self.constraints = constraints
+        self.infer = infer
+        self.semantics = semantics
+        self.edge_cases = edge_cases
+        self.accuracy = accuracy  # key of mind.spec.accuracy.ACCURACY
+        self.vjp_text = vjp_text
+        self.examples = examples
+        # The VJP rule as code, next to its text: vjp(builder, op, cotangent) -> one cotangent (or
+        # None) per operand, built from the 19 ops through ``mind.ir.builder`` (see the autodiff
+        # transform).
+        self.vjp = vjp
+        # The same shape rule restricted to its common concrete case (equal dtypes, int dims that
+        # agree): returns the result type, or None when ``infer`` must decide (and report).  It lives
+        # here, next to ``infer``, and tests check the two agree; it exists only for compile speed.
+        self.fast_infer = fast_infer
+        self.laws = laws
+        self.extra = {} if extra is None else extra
+
+    def _values(self) -> tuple:
+        return tuple([getattr(self, name) for name in _OPDEF_FIELDS])
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()  # type: ignore[attr-defined]
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return "OpDef(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in _OPDEF_FIELDS) + ")"
 
     def constraint(self, label: str) -> ConstraintDef:
         for c in self.constraints:

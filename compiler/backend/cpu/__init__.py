@@ -5,4 +5,4 @@ Public entry points: ``engine.compile_kernel`` and ``engine.translate_to_llvm_ir
 vectorizable exp/log; ``pipeline`` and ``transforms`` hold the pass pipelines and schedules.
 """
 
-BACKEND_VERSION = "cpu-0.1.0"
+BACKEND_VERSION = "cpu-0.2.0"  # 0.2: contraction patterns and the cost model changed the schedules

@@ -33,10 +33,10 @@ from mind.diagnostics import error
 from mind.ir.core import Function, Module
 
 from .cache import ir_cache_key
-from .emit import ELEM, emit_mlir, schedule_safe, specialize_type
+from .emit import emit_mlir, specialize_type
 # the engine imports neither MLIR nor llvmlite; importing it here keeps module loading out of the
 # first call (the warm-start path is then printing + hashing the Core IR, a JSON read and a dlopen)
-from .engine import compile_kernel, load_cached, resolve_options
+from .engine import compile_kernel, load_cached, resolve_options, schedule_policy
 
 __all__ = ["compile_function", "emit_stage", "compile", "CpuFunction"]
 
@@ -91,15 +91,16 @@ class CpuFunction:
     ``work_estimate`` is below ``AUTO_PARALLEL_MIN_WORK`` when neither is given explicitly).
 
     ``schedule`` (default True) tiles and vectorizes the ops that have a validated schedule (2-D
-    matmul, fills, elementwise chains and reductions; see ``transforms.schedule_module``); every
-    other op is lowered to scalar loops.  ``$MIND_CPU_SCHEDULE=0`` turns it off for a process.
+    matmul, fills, elementwise chains and reductions; see ``transforms.schedule_module``) and enough
+    work to pay for their compile time (``transforms.MIN_SCHEDULE_WORK``); every other op is lowered
+    to scalar loops.  ``"all"`` schedules every op that has a schedule, however small.
+    ``$MIND_CPU_SCHEDULE`` (``0``, ``1`` or ``all``) sets the default for a process.
     """
 
-    def __init__(self, fn: Function, *, threads: int | None = None, schedule: bool | None = None, cpu: str = "host",
+    def __init__(self, fn: Function, *, threads: int | None = None, schedule: bool | str | None = None, cpu: str = "host",
                  cache: Any = True, opt: str = "fast") -> None:
         self.fn = fn
-        if schedule is None:
-            schedule = os.environ.get("MIND_CPU_SCHEDULE", "1") != "0"
+        schedule = schedule_policy(schedule)
         self.options = {"threads": threads, "schedule": schedule, "cpu": cpu, "cache": cache, "opt": opt}
         self._kernels: dict[tuple[tuple[str, int], ...], Any] = {}
         self._lock = threading.Lock()
@@ -130,15 +131,12 @@ class CpuFunction:
             if self._ir_text is None:
                 from mind.ir.printer import print_function
                 self._ir_text = print_function(self.fn)
-            alias = ir_cache_key(self._ir_text, dict(env), threads=opts["threads"], schedule=bool(opts["schedule"]),
+            alias = ir_cache_key(self._ir_text, dict(env), threads=opts["threads"], schedule=opts["schedule"],
                                  cpu=opts["cpu"], opt=str(opts["opt"]))
             k = load_cached(alias, opts["threads"], opts["cache"])
             if k is not None:
                 return k
         text, name = emit_mlir(self.fn, env)
-        if not schedule_safe(self.fn, env):
-            # known gaps of the engine's schedule (see emit.schedule_safe)
-            opts["schedule"] = False
         return compile_kernel(text, name, alias=alias, **opts)
 
     supports_out = True
@@ -257,4 +255,3 @@ def _from_dlpack(a: Any) -> Any:
     return a
 
 
-_ = ELEM

@@ -39,7 +39,7 @@ from mind.spec.ops import TensorType
 
 from .mathlib import exp_text, log_text
 
-__all__ = ["emit_mlir", "schedule_safe", "has_empty_tensor", "specialize_type", "kernel_name", "ELEM"]
+__all__ = ["emit_mlir", "specialize_type", "kernel_name", "ELEM"]
 
 # Core IR dtype -> MLIR element type inside kernels (bool is one byte, see the module docstring)
 ELEM = {DType.BOOL: "i8", DType.I32: "i32", DType.I64: "i64", DType.F32: "f32", DType.F64: "f64"}
@@ -51,7 +51,8 @@ def kernel_name(fn: Function) -> str:
     return "mind_" + re.sub(r"[^A-Za-z0-9_]", "_", fn.name)
 
 
-def _concrete(d: Any, env: Mapping[str, int], what: str) -> int:
+def _concrete(d: Any, env: Mapping[str, int], what: object) -> int:
+    """``d`` with the symbols of ``env`` substituted; ``what`` (formatted only on error) names it."""
     v = substitute(d, env) if not isinstance(d, int) else d
     if not isinstance(v, int):
         raise error(E_UNSUPPORTED, f"cannot compile: {what} has a symbolic extent without a value",
@@ -60,7 +61,10 @@ def _concrete(d: Any, env: Mapping[str, int], what: str) -> int:
 
 
 def specialize_type(t: TensorType, env: Mapping[str, int]) -> tuple[DType, tuple[int, ...]]:
-    return t.dtype, tuple(_concrete(d, env, str(t)) for d in t.shape)
+    shape = t.shape
+    if all(type(d) is int for d in shape):  # the common case: nothing to substitute
+        return t.dtype, tuple(shape)
+    return t.dtype, tuple(_concrete(d, env, t) for d in shape)
 
 
 def _tty(shape: Sequence[int], elem: str) -> str:
@@ -637,25 +641,6 @@ def _lower_op(em: _Emitter, op: str, xs: list[_T], attrs: Mapping[str, Any], dty
         return r
 
     raise error(E_UNSUPPORTED, f"the cpu backend cannot lower op `{op}`")
-
-
-def has_empty_tensor(fn: Function, shapes: Mapping[str, int] | None = None) -> bool:
-    """Whether any value of ``fn`` (specialized to ``shapes``) has a zero extent."""
-    env = dict(shapes or {})
-    return any(0 in specialize_type(v.type, env)[1] for v in fn.values())
-
-
-def schedule_safe(fn: Function, shapes: Mapping[str, int] | None = None) -> bool:
-    """Whether the engine's tiling schedule may be applied to the kernel of ``fn``: always.
-
-    ``transforms.schedule_module`` decides per linalg op; ops without a validated plan (and every op
-    with a zero extent) stay linalg ops lowered to scalar loops.  The two miscompiles that once made
-    this an all-or-nothing whitelist are fixed at their cause (``transforms.untie_shared_inits``,
-    ``transforms._vectorizable_reduction``); the conv2d schedule lives in ``conv_schedule``.
-    Kept as a hook (api calls it per specialization) for a future gap.
-    """
-    _ = (fn, shapes)
-    return True
 
 
 def _spec_attrs(op: str, attrs: Mapping[str, Any], env: Mapping[str, int]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from .openmp import find_openmp_runtime, load_openmp_runtime
 from .pipeline import PipelineError, full_pipeline
 
 __all__ = ["Kernel", "compile_kernel", "load_cached", "resolve_options", "translate_to_llvm_ir", "mlir_to_llvm_ir",
-           "default_threads", "wait_for_cache_writes", "jit_enabled", "OPT_LEVELS"]
+           "default_threads", "wait_for_cache_writes", "jit_enabled", "OPT_LEVELS", "schedule_policy"]
 
 E_BACKEND = "E6012"
 
@@ -128,7 +128,19 @@ def jit_enabled() -> bool:
 OPT_LEVELS = ("fast", "full")
 
 
-def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None, schedule: bool = True,
+def schedule_policy(schedule: bool | str | None = None) -> bool | str:
+    """True (schedule the ops that pay for their compile time), False or "all" (every op that has a
+    schedule); None reads ``$MIND_CPU_SCHEDULE`` (``0``, ``1``, ``all``; default ``1``).  E6012 on
+    anything else."""
+    if schedule is None:
+        env = os.environ.get("MIND_CPU_SCHEDULE", "1")
+        schedule = "all" if env == "all" else env != "0"
+    if not (schedule is True or schedule is False or schedule == "all"):
+        raise _fail(f"unknown schedule option {schedule!r} (use True, False or 'all')")
+    return schedule
+
+
+def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None, schedule: bool | str | None = None,
                    cpu: str = "host", cache: KernelCache | bool = True, alias: str | None = None,
                    opt: str = "fast", jit: bool | None = None) -> Kernel:
     """Compile ``func_name`` of ``mlir_text`` and return a callable kernel.
@@ -136,10 +148,13 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
     The function takes its inputs as ranked tensors and writes its results into memref
     out-parameters (see ``abi``).  ``threads`` (default ``default_threads()``) > 1 parallelizes the
     ``scf.forall`` loops of the schedule with OpenMP; without an OpenMP runtime it falls back to 1.
-    ``schedule`` applies the tiling/vectorization scripts of ``transforms``.  ``cache``: True for the
+    ``schedule`` applies the tiling/vectorization scripts of ``transforms`` to the ops large enough to
+    pay for their compile time (``transforms.MIN_SCHEDULE_WORK``); "all" to every op that has one;
+    None: ``schedule_policy()`` (``$MIND_CPU_SCHEDULE``).  ``cache``: True for the
     default folder, a ``KernelCache``, or False for none.  ``alias``: a second key (the Core-IR key
-    of ``api``) recorded as pointing at this entry.  ``opt``: LLVM optimization, "fast" (O2 without
-    LLVM's unroller and vectorizers; the schedules vectorize) or "full" (O3 with them).
+    of ``api``) recorded as pointing at this entry.  ``opt``: LLVM optimization, "fast" (a short
+    function pipeline for scheduled kernels, O2 without LLVM's unroller and vectorizers for kernels
+    with large scalar loops; see ``codegen._optimize``) or "full" (O3 with them).
     ``jit`` (default ``jit_enabled()``): load the new object in-process with MCJIT and link the
     cache's .so in a background thread (published atomically when done; ``Kernel.wait_stored``),
     instead of linking with ``ld`` before the first call.  The object code is the same either way.
@@ -148,15 +163,17 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
     threads = resolve_options(threads, cpu)
     if opt not in OPT_LEVELS:
         raise _fail(f"unknown opt level {opt!r} (use one of {', '.join(OPT_LEVELS)})")
+    schedule = schedule_policy(schedule)
     if jit is None:
         jit = jit_enabled()
+    from .transforms import MIN_SCHEDULE_WORK  # pure Python: the cost model's threshold is part of the key
     try:
         pipeline_text = full_pipeline(threads).render()
     except PipelineError as e:
         raise _fail(str(e)) from None
     store = KernelCache.default() if cache is True else (cache or None)
     key = cache_key(mlir_text, func_name, pipeline=pipeline_text, threads=threads, schedule=schedule, cpu=cpu,
-                    extra=f"llvm-opt={opt}")
+                    extra=f"llvm-opt={opt}|min-work={MIN_SCHEDULE_WORK}")
     if store is not None:
         hit = store.lookup(key)
         if hit is not None:
@@ -169,7 +186,10 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
     from .codegen import CodegenError, JitObject, link_shared, optimize_and_emit_object
     libs = [p] if threads > 1 and (p := find_openmp_runtime()) else []
     try:
-        obj = optimize_and_emit_object(lowered.llvm_ir, cpu, opt)
+        # large scalar loop nests (unscheduled ops) need LLVM's loop passes; see codegen._optimize
+        loops = not lowered.scheduled or lowered.scalar_work >= MIN_SCHEDULE_WORK
+        level = "loops" if opt == "fast" and loops else opt
+        obj = optimize_and_emit_object(lowered.llvm_ir, cpu, level)
     except CodegenError as e:
         raise _fail(f"native code generation failed for '{func_name}': {e}") from None
     meta = {"signature": lowered.signature.to_json(), "scheduled": lowered.scheduled,
@@ -278,9 +298,10 @@ def _store_alias(store: KernelCache, alias: str, key: str, meta: dict[str, Any])
         pass  # an alias is an optimization only
 
 
-def mlir_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool = True) -> Any:
+def mlir_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool | str | None = None) -> Any:
     """MLIR text -> ``lowering.Lowered`` (LLVM IR text + signature); failures become E6012."""
     from .lowering import LoweringError, lower_to_llvm_ir
+    schedule = schedule_policy(schedule)
     try:
         return lower_to_llvm_ir(mlir_text, func_name, threads=threads, schedule=schedule)
     except LoweringError as e:

@@ -16,7 +16,8 @@ from typing import Any
 
 from .abi import ELEMENT_TYPES, ArgSpec, Signature
 from .pipeline import PipelineError, full_pipeline, prefusion
-from .transforms import apply_script, schedule_module, untie_shared_inits
+from .transforms import (MIN_SCHEDULE_WORK, apply_script, largest_unscheduled_work, schedule_module,
+                         untie_shared_inits)
 
 __all__ = ["LoweringError", "Lowered", "lower_to_llvm_ir", "lower_to_llvm_dialect", "translate_to_llvm_ir",
            "read_signature"]
@@ -36,14 +37,19 @@ class LoweringError(Exception):
 
 @dataclass(frozen=True)
 class Lowered:
-    """Result of lowering: LLVM IR text, the kernel's signature, whether a schedule was applied."""
+    """Result of lowering: LLVM IR text, the kernel's signature, whether a schedule was applied, and
+    the largest op left as scalar loops (``transforms.op_work``; what ``codegen`` needs to know)."""
 
     llvm_ir: str
     signature: Signature
     scheduled: bool
+    scalar_work: int = 1 << 62
 
 
 _LIGHT_DIALECTS = "mind.compiler.backend.cpu._mlir_light_dialects"
+
+
+_LIGHT_NAMES = ("linalg", "func", "builtin", "arith", "tensor", "scf", "transform")
 
 
 def _install_light_linalg_module() -> None:
@@ -52,25 +58,29 @@ def _install_light_linalg_module() -> None:
     Whenever Python code gets an op view of a linalg op (``value.owner``, ``block.operations``),
     the bindings import the dialect's module, and ``mlir.dialects.linalg`` executes the whole
     OpDSL library (~45 ms of CPU, four extra contexts): a third of a cold compile of a small
-    matmul.  A search prefix placed first resolves ``linalg`` to a module holding only the
-    generated op classes (the same classes, so op views are typed exactly as before); the
-    prefix's parent is not a package, so every other dialect falls through to ``mlir.dialects``
-    at once.  ``import mlir.dialects.linalg`` keeps working as usual.  Once per process, and not
-    at all if the real module was imported already."""
+    matmul.  A search prefix placed first resolves ``linalg`` to an empty module: linalg ops then
+    get generic op views (the backend reads only names, attributes, operands, results and regions,
+    which every view has), and neither the OpDSL library nor the 5-10 ms of generated op classes
+    (``_linalg_ops_gen``) is imported on a cold compile.  The prefix's parent is not a package, so
+    every other dialect falls through to ``mlir.dialects`` at once.  The other dialects whose ops the
+    backend walks (``_LIGHT_NAMES``) get empty modules too: their generated classes cost another
+    ~10 ms of imports.  ``import mlir.dialects.linalg`` (or any of them) keeps working as usual (its
+    classes then type the views).  Once per process, and not at all if the real linalg module was
+    imported already."""
     import sys
     import types
     if _LIGHT_DIALECTS in sys.modules or "mlir.dialects.linalg" in sys.modules:
         return
     try:
         from mlir._mlir_libs import _mlir
-        from mlir.dialects import _linalg_ops_gen
         prefixes = list(_mlir.globals.dialect_search_modules)
     except Exception:  # noqa: BLE001 - an optimization only
         return
-    light = types.ModuleType(_LIGHT_DIALECTS + ".linalg", "generated linalg op classes (see lowering)")
-    light.__dict__.update({k: v for k, v in vars(_linalg_ops_gen).items() if not k.startswith("__")})
     sys.modules[_LIGHT_DIALECTS] = types.ModuleType(_LIGHT_DIALECTS)
-    sys.modules[_LIGHT_DIALECTS + ".linalg"] = light
+    for name in _LIGHT_NAMES:
+        if "mlir.dialects." + name not in sys.modules:
+            sys.modules[f"{_LIGHT_DIALECTS}.{name}"] = types.ModuleType(
+                f"{_LIGHT_DIALECTS}.{name}", "no op classes: generic op views (see lowering)")
     try:
         _mlir.globals.dialect_search_modules = [_LIGHT_DIALECTS] + [p for p in prefixes if p != _LIGHT_DIALECTS]
     except Exception:  # noqa: BLE001 - bindings without a settable search path: keep the default
@@ -199,11 +209,14 @@ def ir_str(attr: Any) -> str:
     return ir.StringAttr(attr).value
 
 
-def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool = True,
-                          ctx: Any = None) -> tuple[Any, Signature, bool]:
+def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool | str = True,
+                          ctx: Any = None, report: dict[str, Any] | None = None) -> tuple[Any, Signature, bool]:
     """Parse, schedule (transform dialect), bufferize and lower to the LLVM dialect.
 
+    ``schedule``: True schedules the ops that pay for their compile time (``MIN_SCHEDULE_WORK``),
+    "all" every op that has a plan, False none.
     Returns (module, signature, scheduled).  The module lives in ``ctx`` (a new context if None).
+    ``report`` (a dict) receives ``scalar_work``: the largest ``op_work`` left to scalar loops.
     """
     from mlir import ir
     from mlir.passmanager import PassManager
@@ -233,7 +246,9 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
                         stage = "schedule"
                         # cse merged identical inits: unshare them (see untie_shared_inits)
                         untie_shared_inits(module, tag_empties=True)
-                        script = schedule_module(module)
+                        script = schedule_module(module, 0 if schedule == "all" else MIN_SCHEDULE_WORK)
+                        if report is not None:
+                            report["scalar_work"] = largest_unscheduled_work(module)
                         if script is not None:
                             apply_script(module, script)
                             scheduled = True
@@ -244,6 +259,8 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
                         func_op = _find_func(module, func_name)
                         func_op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
                         scheduled = False
+                        if report is not None:
+                            report.pop("scalar_work", None)
                 stage = "lower"
                 _pass_manager(ctx, pipeline_text).run(module.operation)
                 if not module.operation.verify():
@@ -303,13 +320,14 @@ def translate_to_llvm_ir(module: Any) -> str:
         libc.free(ptr)
 
 
-def lower_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool = True) -> Lowered:
+def lower_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool | str = True) -> Lowered:
     """The whole MLIR half: text in, LLVM IR text and the kernel signature out."""
     with _CTX_LOCK:
         ctx = _shared_context()
+        report: dict[str, Any] = {}
         try:
             module, sig, scheduled = lower_to_llvm_dialect(mlir_text, func_name, threads=threads,
-                                                           schedule=schedule, ctx=ctx)
+                                                           schedule=schedule, ctx=ctx, report=report)
             with ctx:
                 ir_text = translate_to_llvm_ir(module)
         except BaseException:
@@ -319,7 +337,7 @@ def lower_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedu
             if len(mlir_text) > _CTX_LARGE_TEXT:
                 _retire_shared_context()
         del module
-    return Lowered(ir_text, sig, scheduled)
+    return Lowered(ir_text, sig, scheduled, report.get("scalar_work", 1 << 62))
 
 
 def _identity_layout(t: Any) -> bool:

@@ -28,7 +28,8 @@ from typing import Any, Sequence
 __all__ = [
     "MatmulTiles", "ElementwiseTiles", "choose_matmul_tiles", "choose_elementwise_tiles",
     "matmul_section", "elementwise_section", "fill_section", "wrap_script", "schedule_module",
-    "apply_script", "largest_divisor_at_most", "untie_shared_inits",
+    "apply_script", "largest_divisor_at_most", "untie_shared_inits", "MIN_SCHEDULE_WORK", "op_work",
+    "largest_unscheduled_work",
 ]
 
 SCHED_ATTR = "mind.sched"
@@ -186,6 +187,10 @@ def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles) -> str:
 _LOWERING = """\
     %func = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %func {
+      transform.apply_patterns.vector.reduction_to_contract
+      transform.apply_patterns.vector.transfer_permutation_patterns
+    } : !transform.any_op
+    transform.apply_patterns to %func {
       transform.apply_patterns.canonicalization
       transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers
     } : !transform.any_op
@@ -313,7 +318,9 @@ def _plan_generic(op: Any, tag: int, name: str) -> str | None:
             return None
     if any(k != "parallel" for k in kinds) and not _vectorizable_reduction(op):
         return None
-    bits = min(_elem_bits(v.type) for v in op.operands)
+    # the widest element type sets the lane count: with the narrowest (an i8 mask), f32 operands of
+    # the same op got 256-element tiles, 16 registers per row, and 4x the IR of a register-sized tile
+    bits = max(_elem_bits(v.type) for v in op.operands)
     return elementwise_section(tag, name, choose_elementwise_tiles(ranges, kinds, bits))
 
 
@@ -399,6 +406,38 @@ def _feeds_conv(op: Any) -> bool:
     return False
 
 
+MIN_SCHEDULE_WORK = 8192
+"""Default cost model: an op with fewer iterations than this (``op_work``) stays scalar loops.
+
+Scalar loops over a few thousand elements run in a few µs, less than the ~15 µs of argument binding
+every call pays, while each scheduled op costs 5-15 ms of compile (tiling, vector lowering, LLVM),
+most of all the small odd shapes (10-wide rows of a classifier head) whose vectors do not fill a
+register: train_step has 25 such ops of 32x10.  ``schedule="all"`` passes 0 (schedule every op that
+has a plan: what the tests use to exercise the plans on small shapes)."""
+
+
+def op_work(op: Any) -> int | None:
+    """Iterations of a linalg op: m*n*k for a matmul, output size times window*channels for a conv,
+    the loop space of a generic, the size of a fill; None when a shape is not static."""
+    name = op.name
+    try:
+        if name in ("linalg.matmul", "linalg.batch_matmul"):
+            a, b = (_static_shape(v.type) for v in list(op.operands)[:2])
+            return None if not a or not b else _prod(a) * b[-1]
+        if name == "linalg.conv_2d_nhwc_hwcf":
+            w, out = (_static_shape(v.type) for v in list(op.operands)[1:3])
+            return None if not w or not out else _prod(out) * w[0] * w[1] * w[2]
+        if name == "linalg.generic":
+            loops = _generic_loops(op)
+            return None if loops is None else _prod(loops[0])
+        if name == "linalg.fill":
+            shape = _static_shape(op.results[0].type) if len(op.results) else _static_shape(op.operands[1].type)
+            return None if shape is None else _prod(shape)
+    except (KeyError, ValueError, TypeError, AttributeError, IndexError):
+        return None
+    return None
+
+
 def _plan_fill(op: Any, tag: int) -> str | None:
     shape = _static_shape(op.results[0].type) if len(op.results) else _static_shape(op.operands[1].type)
     if not shape or 0 in shape:
@@ -406,7 +445,7 @@ def _plan_fill(op: Any, tag: int) -> str | None:
     return fill_section(tag, shape)
 
 
-def schedule_module(module: Any) -> str | None:
+def schedule_module(module: Any, min_work: int = MIN_SCHEDULE_WORK) -> str | None:
     """Tag the linalg ops of ``module`` that have a validated schedule and return the transform script.
 
     Per op: 2-D ``linalg.matmul`` with tiles that divide its shape, ``linalg.fill``, and
@@ -415,7 +454,8 @@ def schedule_module(module: Any) -> str | None:
     fused generics, reductions over any axes (``_vectorizable_reduction``), batched-matmul generics.
     Every other op (slices with strides/offsets, pads, gathers, zero-extent ops, reductions the
     vectorizer gets wrong) stays a linalg op and is lowered to scalar loops.  None means: nothing to
-    schedule.
+    schedule.  Ops whose ``op_work`` is below ``min_work`` are left unscheduled too (the cost model,
+    see ``MIN_SCHEDULE_WORK``; 0 schedules every op that has a plan).
     """
     from mlir import ir
     plans: list[tuple[Any, str]] = []
@@ -427,6 +467,10 @@ def schedule_module(module: Any) -> str | None:
         tag = len(plans)
         section: str | None = None
         try:
+            if min_work > 0:
+                work = op_work(op)
+                if work is not None and work < min_work:
+                    return ir.WalkResult.ADVANCE  # too small to pay for its compile time
             if name == "linalg.matmul":
                 section = _plan_matmul(op, tag, name)
             elif name == "linalg.fill":
@@ -450,6 +494,25 @@ def schedule_module(module: Any) -> str | None:
     for tag, (op, _) in enumerate(plans):
         op.attributes[SCHED_ATTR] = ir.IntegerAttr.get(i64, tag)
     return wrap_script([s for _, s in plans])
+
+
+def largest_unscheduled_work(module: Any) -> int:
+    """The largest ``op_work`` of the linalg ops that ``schedule_module`` left untagged (they become
+    scalar loops; ``codegen`` gives a kernel with large ones LLVM's loop passes).  Call it before
+    the script runs; an op of unknown size counts as large."""
+    from mlir import ir
+    largest = [0]
+
+    def visit(op: Any) -> ir.WalkResult:
+        name = op.name
+        if name.startswith("linalg.") and name not in ("linalg.yield", "linalg.index") and \
+                SCHED_ATTR not in op.attributes:
+            work = op_work(op)
+            largest[0] = max(largest[0], work if work is not None else 1 << 62)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return largest[0]
 
 
 # Ops that only produce a fresh value from constants (an init): cloning one is free of side effects.
@@ -532,9 +595,16 @@ def _init_chain(op: Any) -> bool:
 
 
 def apply_script(module: Any, script: str, entry: str = "__mind_schedule") -> None:
-    """Run ``script`` (a transform module text) on ``module`` in place, in the module's context."""
+    """Run ``script`` (a transform module text) on ``module`` in place, in the module's context.
+
+    The interpreter's native module is called directly: ``mlir.dialects.transform.interpreter``
+    is a thin wrapper, but importing it imports the transform dialect's generated op classes
+    (~4 ms of a cold compile)."""
     from mlir import ir
-    from mlir.dialects.transform import interpreter
+    try:
+        from mlir._mlir_libs import _mlirTransformInterpreter as interpreter
+    except ImportError:  # bindings laid out differently: the public wrapper
+        from mlir.dialects.transform import interpreter  # type: ignore[no-redef]
 
     with module.context, ir.Location.unknown():
         tmod = ir.Module.parse(script)
@@ -545,4 +615,4 @@ def apply_script(module: Any, script: str, entry: str = "__mind_schedule") -> No
                 entry_op = op
         if entry_op is None:
             raise ValueError(f"transform script has no named sequence @{entry}")
-        interpreter.apply_named_sequence(module.operation, entry_op, tmod)
+        interpreter.apply_named_sequence(module.operation, entry_op.operation, tmod.operation)
