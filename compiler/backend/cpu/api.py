@@ -106,6 +106,7 @@ class CpuFunction:
         self._lock = threading.Lock()
         self._out_specs = None
         self._ir_text: str | None = None
+        self._input_specs: list[tuple[np.dtype, tuple[int, ...]]] | None = None
 
     def kernel(self, env: Mapping[str, int]) -> Any:
         key = tuple(sorted(env.items()))
@@ -146,6 +147,40 @@ class CpuFunction:
         """Run on ``args``; ``out`` (one preallocated array per result: exact shape and dtype,
         C-contiguous, writeable, not overlapping an input) receives the results, else new arrays
         are allocated.  A wrong ``out`` raises E6009 before anything runs."""
+        fast = self._static_inputs(args)
+        if fast is not None:
+            k, ins = fast
+        else:
+            k, ins = self._bound_inputs(args)
+        if out is None:
+            outs = [np.empty(o.shape, dtype=np.dtype(o.dtype)) for o in k.signature.outputs]
+        else:
+            outs = check_out(self.fn.name, out, k.signature.outputs, ins)
+        k(*ins, out=outs)
+        return outs
+
+    def _static_inputs(self, args: Any) -> tuple[Any, list[np.ndarray]] | None:
+        """The common call, without the general argument binding: a function without symbolic dims
+        whose kernel exists, called positionally with arrays (or numpy scalars) of exactly the
+        parameter dtypes and shapes.  None sends anything else through ``_bound_inputs``, which
+        also reports what is wrong (E6009/E6010)."""
+        k = self._kernels.get(())  # present only for a function without symbols (env {})
+        if k is None or type(args) not in (list, tuple) or len(args) != len(k.signature.inputs):
+            return None
+        specs = self._input_specs
+        if specs is None:
+            specs = self._input_specs = [(np.dtype(s.dtype), tuple(s.shape)) for s in k.signature.inputs]
+        ins = []
+        for a, (dtype, shape) in zip(args, specs):
+            a = np.asarray(a)
+            if a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous:
+                return None
+            ins.append(a)
+        return k, ins
+
+    def _bound_inputs(self, args: Sequence[Any] | Mapping[str, Any]) -> tuple[Any, list[np.ndarray]]:
+        """Bind ``args`` to the parameters (symbols, checks), pick the kernel, and make the arrays
+        C-contiguous in the kernel's dtypes."""
         from mind.reference.interpreter import bind_arguments
 
         arrays, env = bind_arguments(self.fn, args)
@@ -157,12 +192,7 @@ class CpuFunction:
             if a.dtype != np.dtype(spec.dtype):
                 a = a.astype(spec.dtype)
             ins.append(a)
-        if out is None:
-            outs = [np.empty(o.shape, dtype=np.dtype(o.dtype)) for o in k.signature.outputs]
-        else:
-            outs = check_out(self.fn.name, out, k.signature.outputs, ins)
-        k(*ins, out=outs)
-        return outs
+        return k, ins
 
 
 def compile_function(fn: Function, **options: Any) -> CpuFunction:

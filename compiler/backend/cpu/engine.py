@@ -23,7 +23,7 @@ import numpy as np
 
 from mind.diagnostics import MindError, error
 
-from .abi import AbiError, Signature, make_arguments
+from .abi import AbiError, ArgBinder, Signature
 from .cache import KernelCache, cache_key
 from .openmp import find_openmp_runtime, load_openmp_runtime
 from .pipeline import PipelineError, full_pipeline
@@ -61,6 +61,7 @@ class Kernel:
     _lib: Any = field(default=None, repr=False)
     _fn: Any = field(default=None, repr=False)
     _stored: Any = field(default=None, repr=False)
+    _binder: ArgBinder | None = field(default=None, repr=False)
 
     def wait_stored(self, timeout: float | None = None) -> bool:
         """For a kernel loaded in-process: wait until its .so and sidecar are in the disk cache.
@@ -73,8 +74,11 @@ class Kernel:
             [np.empty(o.shape, dtype=np.dtype(o.dtype)) for o in sig.outputs]
         if len(outs) != len(sig.outputs):
             raise _fail(f"kernel '{sig.name}' has {len(sig.outputs)} outputs, got {len(outs)} out arrays")
+        binder = self._binder
+        if binder is None:
+            binder = self._binder = ArgBinder(sig)
         try:
-            descs = make_arguments(sig, inputs, outs)
+            descs = binder.descriptors(inputs, outs)
         except AbiError as e:
             raise _fail(f"kernel '{sig.name}': {e}") from None
         self._fn(*[ctypes.addressof(d) for d in descs])  # ctypes releases the GIL during the call
