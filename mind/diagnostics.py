@@ -11,22 +11,15 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from mind.spec.errors import lookup
+from mind.spec.record import FrozenRecord
 
-# Span, Diagnostic and MindError are plain classes with the constructors, fields, ``repr``,
-# equality and hashing that ``@dataclass`` gave them (Span and Diagnostic frozen: immutable and
-# hashable by value; MindError compared by value and unhashable); not dataclasses, so that
-# importing this module (which everything does) does not build dataclasses or import ``inspect``.
-
-
-def _frozen_setattr(self: Any, name: str, value: Any) -> None:
-    raise AttributeError(f"cannot assign to field {name!r}")
+# Span and Diagnostic are frozen records (``mind.spec.record.FrozenRecord``: immutable and hashable
+# by value, with the constructors, fields, ``repr`` and equality that ``@dataclass(frozen=True)``
+# gave them); MindError is compared by value and unhashable.  None is a dataclass, so that importing
+# this module (which everything does) does not build dataclasses or import ``inspect``.
 
 
-def _frozen_delattr(self: Any, name: str) -> None:
-    raise AttributeError(f"cannot delete field {name!r}")
-
-
-class Span:
+class Span(FrozenRecord):
     """A half-open range of one source text; lines and columns are 1-based, columns count characters."""
 
     __slots__ = ("file", "line", "col", "end_line", "end_col")
@@ -39,27 +32,6 @@ class Span:
         object.__setattr__(self, "end_line", end_line)
         object.__setattr__(self, "end_col", end_col)
 
-    __setattr__ = _frozen_setattr
-    __delattr__ = _frozen_delattr
-
-    def _values(self) -> tuple:
-        return (self.file, self.line, self.col, self.end_line, self.end_col)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined]
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return (f"Span(file={self.file!r}, line={self.line!r}, col={self.col!r}, "
-                f"end_line={self.end_line!r}, end_col={self.end_col!r})")
-
-    def __reduce__(self) -> Any:
-        return (Span, self._values())
-
     def to_json(self) -> dict[str, Any]:
         return {
             "file": self.file,
@@ -70,7 +42,7 @@ class Span:
         }
 
 
-class Diagnostic:
+class Diagnostic(FrozenRecord):
     """One finding: code, message, optional span, spec constraint label (e.g. ``"matmul.C2"``),
     help line, notes and severity."""
 
@@ -86,28 +58,6 @@ class Diagnostic:
         object.__setattr__(self, "notes", notes)
         object.__setattr__(self, "severity", severity)
         lookup(code)  # unknown codes are programming errors, caught by the tests
-
-    __setattr__ = _frozen_setattr
-    __delattr__ = _frozen_delattr
-
-    def _values(self) -> tuple:
-        return (self.code, self.message, self.span, self.label, self.help, self.notes, self.severity)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined]
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return (f"Diagnostic(code={self.code!r}, message={self.message!r}, span={self.span!r}, "
-                f"label={self.label!r}, help={self.help!r}, notes={self.notes!r}, "
-                f"severity={self.severity!r})")
-
-    def __reduce__(self) -> Any:
-        return (Diagnostic, self._values())
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping, Union
 
+from mind.spec.record import FrozenRecord, Record
+
 # --------------------------------------------------------------------------------------------
 # Symbolic dimension expressions: polynomials over symbols and opaque atoms, in normal form.
 # --------------------------------------------------------------------------------------------
@@ -25,10 +27,11 @@ from typing import Any, Iterable, Mapping, Union
 
 # The small value classes below (Atom, Facts, Unknown) are plain classes with the constructors,
 # fields, ``repr``, equality and hashing that ``@dataclass`` gave them (Atom and Unknown frozen:
-# immutable and hashable by value); plain, so that importing the spec builds no dataclass.
+# immutable and hashable by value, derived from their fields by ``mind.spec.record``); plain, so
+# that importing the spec builds no dataclass (see ``mind.spec.record`` for the import-time reason).
 
 
-class Atom:
+class Atom(FrozenRecord):
     """A symbol (``kind == "sym"``) or an operation that does not distribute over polynomials."""
 
     __slots__ = ("kind", "name", "args")
@@ -38,26 +41,6 @@ class Atom:
         object.__setattr__(self, "kind", kind)  # "sym" | "floordiv" | "max" | "min"
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "args", args)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Atom) and other.__class__ is self.__class__:
-            return (self.kind, self.name, self.args) == (other.kind, other.name, other.args)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((self.kind, self.name, self.args))
-
-    def __repr__(self) -> str:
-        return f"Atom(kind={self.kind!r}, name={self.name!r}, args={self.args!r})"
-
-    def __reduce__(self) -> Any:
-        return (Atom, (self.kind, self.name, self.args))
 
     @property
     def key(self) -> str:
@@ -274,23 +257,15 @@ def evaluate(d: Dim, env: Mapping[str, int]) -> int:
 INF = math.inf
 
 
-class Facts:
+class Facts(Record):
     """Per-symbol bounds.  Dimensions are never negative, so every symbol starts at [0, inf]."""
 
+    _fields = ("bounds",)
     __match_args__ = ("bounds",)
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
     def __init__(self, bounds: dict[str, tuple[float, float]]) -> None:
         self.bounds = bounds
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Facts) and other.__class__ is self.__class__:
-            return self.bounds == other.bounds
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
-
-    def __repr__(self) -> str:
-        return f"Facts(bounds={self.bounds!r})"
 
     @staticmethod
     def empty() -> "Facts":
@@ -358,7 +333,7 @@ def _imul(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]
 # --------------------------------------------------------------------------------------------
 
 
-class Unknown:
+class Unknown(FrozenRecord):
     """A condition that the declared assumptions neither prove nor refute."""
 
     __slots__ = ("text", "diff")
@@ -368,26 +343,6 @@ class Unknown:
         object.__setattr__(self, "text", text)
         # For an undecided equality ``lhs == rhs`` the difference, used to solve for a symbol.
         object.__setattr__(self, "diff", diff)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Unknown) and other.__class__ is self.__class__:
-            return (self.text, self.diff) == (other.text, other.diff)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((self.text, self.diff))
-
-    def __repr__(self) -> str:
-        return f"Unknown(text={self.text!r}, diff={self.diff!r})"
-
-    def __reduce__(self) -> Any:
-        return (Unknown, (self.text, self.diff))
 
     def __bool__(self) -> bool:
         raise TypeError(f"condition {self.text!r} is undecided; use Arith to combine it")

@@ -9,6 +9,8 @@ docs (``docs/errors.md``) are generated from it.
 
 from __future__ import annotations
 
+from mind.spec.record import FrozenRecord
+
 CATEGORIES: dict[str, str] = {
     "E1": "lexical and syntax",
     "E2": "type",
@@ -20,35 +22,16 @@ CATEGORIES: dict[str, str] = {
 }
 
 
-class ErrorCode:
+class ErrorCode(FrozenRecord):
     """One catalogue entry: an immutable value with the fields, ``repr``, equality and hashing of a
-    frozen dataclass (a plain class, so that importing the catalogue builds no dataclass)."""
+    frozen dataclass (a ``mind.spec.record.FrozenRecord``, so that importing the catalogue builds no
+    dataclass)."""
 
     __slots__ = ("code", "title")
 
     def __init__(self, code: str, title: str) -> None:
         object.__setattr__(self, "code", code)
         object.__setattr__(self, "title", title)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, ErrorCode) and other.__class__ is self.__class__:
-            return (self.code, self.title) == (other.code, other.title)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((self.code, self.title))
-
-    def __repr__(self) -> str:
-        return f"ErrorCode(code={self.code!r}, title={self.title!r})"
-
-    def __reduce__(self) -> tuple:
-        return (ErrorCode, (self.code, self.title))
 
     @property
     def category(self) -> str:

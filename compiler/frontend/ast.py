@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Union
 
+from mind.spec.record import Record
+
 __all__ = [
     "Offsets", "Node", "Type", "Expr", "Stmt", "Pattern",
     "ScalarType", "Dim", "TensorType", "TupleType",
@@ -57,31 +59,17 @@ BINARY_OPS: dict[str, int] = {
 UNARY_OPS: frozenset[str] = frozenset({"-", "!"})
 
 
-class Node:
+class Node(Record):
     """Base of all nodes.
 
     ``_fields`` names a node's fields in order (its ``__slots__``, less ``Module.source``): they are
-    what ``==``, ``hash`` and ``repr`` look at, as a dataclass's fields would be.
+    what ``==``, ``hash``, ``repr`` and pickling look at, as a dataclass's fields would be (derived
+    by ``mind.spec.record.Record``).
     """
 
     __slots__ = ()
     _fields: tuple[str, ...] = ()
     span: Offsets
-
-    def _values(self) -> tuple:
-        return tuple([getattr(self, name) for name in self._fields])
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined]
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
-        return f"{type(self).__qualname__}({args})"
 
 
 class Type(Node):
@@ -423,6 +411,10 @@ class Module(Node):
         self.result = result
         self.span = span
         self.source = source
+
+    def __reduce__(self) -> tuple:
+        # ``source`` is no field, but the constructor needs it (and a pickle should keep it).
+        return (type(self), (self.stmts, self.result, self.span, self.source))
 
     @property
     def functions(self) -> tuple[FnDef, ...]:

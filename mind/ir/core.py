@@ -12,6 +12,7 @@ from typing import Any, Iterator
 from mind.diagnostics import Span
 from mind.spec.dims import Dim, DimExpr, Facts, SymArith, format_dim
 from mind.spec.ops import TensorType
+from mind.spec.record import FrozenRecord
 
 __all__ = ["Value", "Operation", "Assumption", "Function", "Module", "TensorType", "MAX_CONST_ELEMENTS",
            "RESULT_NAMES"]
@@ -116,11 +117,12 @@ class Operation:
 RELATIONS = (">=", "<=", "==", ">", "<")
 
 
-class Assumption:
+class Assumption(FrozenRecord):
     """``lhs rel rhs`` about a function's symbols (``B >= 1``).
 
     An immutable value with the constructor, fields, ``repr``, equality and hashing of
-    ``@dataclass(frozen=True)`` (a plain class: no dataclass is built when the IR is imported).
+    ``@dataclass(frozen=True)`` (a ``mind.spec.record.FrozenRecord``: no dataclass is built when the
+    IR is imported).
     """
 
     __slots__ = ("lhs", "rel", "rhs")
@@ -130,26 +132,6 @@ class Assumption:
         object.__setattr__(self, "lhs", lhs)
         object.__setattr__(self, "rel", rel)
         object.__setattr__(self, "rhs", rhs)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Assumption) and other.__class__ is self.__class__:
-            return (self.lhs, self.rel, self.rhs) == (other.lhs, other.rel, other.rhs)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((self.lhs, self.rel, self.rhs))
-
-    def __repr__(self) -> str:
-        return f"Assumption(lhs={self.lhs!r}, rel={self.rel!r}, rhs={self.rhs!r})"
-
-    def __reduce__(self) -> Any:
-        return (Assumption, (self.lhs, self.rel, self.rhs))
 
     def __str__(self) -> str:
         return f"{format_dim(self.lhs)} {self.rel} {format_dim(self.rhs)}"

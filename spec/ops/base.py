@@ -13,14 +13,16 @@ from typing import Any, Callable, Mapping, Sequence
 
 from mind.spec.dims import Arith, Cond, Dim, Undecidable, Unknown, format_dim, INT_ARITH
 from mind.spec.dtypes import DType
+from mind.spec.record import FrozenRecord, Record
 
 
-class TensorType:
+class TensorType(FrozenRecord):
     """A tensor type: element dtype and a shape of dims (ints, ``DimExpr``, or Z3 terms).
 
     An immutable value type with the constructor, fields, equality, hashing and ``repr`` of
-    ``@dataclass(frozen=True)``; written by hand with ``__slots__`` because one is created for
-    every op (a frozen dataclass's ``__init__`` pays for ``object.__setattr__`` per field).
+    ``@dataclass(frozen=True)`` (derived by ``mind.spec.record.FrozenRecord``); its ``__init__`` is
+    written by hand with slot setters because one is created for every op (a frozen dataclass's
+    ``__init__`` pays for ``object.__setattr__`` per field).
     """
 
     __slots__ = ("dtype", "shape")
@@ -32,26 +34,6 @@ class TensorType:
     def __init__(self, dtype: DType, shape: tuple[Any, ...]) -> None:
         _set_dtype(self, dtype)
         _set_shape(self, shape)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def __eq__(self, other: Any) -> Any:
-        if other.__class__ is self.__class__:
-            return (self.dtype, self.shape) == (other.dtype, other.shape)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((self.dtype, self.shape))
-
-    def __repr__(self) -> str:
-        return f"TensorType(dtype={self.dtype!r}, shape={self.shape!r})"
-
-    def __reduce__(self) -> Any:
-        return (TensorType, (self.dtype, self.shape))
 
     @property
     def rank(self) -> int:
@@ -65,38 +47,7 @@ _set_dtype = TensorType.dtype.__set__  # type: ignore[attr-defined]
 _set_shape = TensorType.shape.__set__  # type: ignore[attr-defined]
 
 
-class _Record:
-    """Base of the immutable records below: the ``repr``, equality and hashing of a frozen dataclass
-    over the ``__slots__`` (plain classes, so that importing the spec builds no dataclass)."""
-
-    __slots__ = ()
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def _values(self) -> tuple:
-        return tuple([getattr(self, name) for name in self.__slots__])
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined]
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"{type(self).__qualname__}({args})"
-
-    def __reduce__(self) -> Any:
-        return (type(self), self._values())
-
-
-class OperandDef(_Record):
+class OperandDef(FrozenRecord):
     __slots__ = ("name", "doc")
 
     def __init__(self, name: str, doc: str) -> None:
@@ -104,7 +55,7 @@ class OperandDef(_Record):
         object.__setattr__(self, "doc", doc)
 
 
-class AttrDef(_Record):
+class AttrDef(FrozenRecord):
     """An attribute.  ``kind`` fixes its text syntax and Python form:
 
     int, bool, dtype, enum (``choices``), ints (tuple[int]), dims (tuple[Dim]: ints or symbolic
@@ -120,7 +71,7 @@ class AttrDef(_Record):
         object.__setattr__(self, "choices", choices)
 
 
-class ConstraintDef(_Record):
+class ConstraintDef(FrozenRecord):
     """A numbered constraint: ``label`` like ``C3``, the diagnostic code, and its statement."""
 
     __slots__ = ("label", "code", "text")
@@ -131,7 +82,7 @@ class ConstraintDef(_Record):
         object.__setattr__(self, "text", text)
 
 
-class Example(_Record):
+class Example(FrozenRecord):
     """A worked example: a Core IR function, its inputs and its expected results (nested lists)."""
 
     __slots__ = ("title", "ir", "inputs", "expected")
@@ -148,9 +99,11 @@ _OPDEF_FIELDS = ("name", "summary", "operands", "attrs", "dtype_rule", "shape_ru
                  "fast_infer", "laws", "extra")
 
 
-class OpDef:
-    """One op's definition (a plain class with the constructor, fields, ``repr`` and equality of a
+class OpDef(Record):
+    """One op's definition (a ``Record`` with the constructor, fields, ``repr`` and equality of a
     mutable dataclass: ``vjp`` and ``fast_infer`` are set next to the rules they name)."""
+
+    _fields = _OPDEF_FIELDS
 
     def __init__(self, name: str, summary: str, operands: tuple[OperandDef, ...], attrs: tuple[AttrDef, ...],
                  dtype_rule: str, shape_rule_text: str, constraints: tuple[ConstraintDef, ...],
@@ -183,18 +136,7 @@ class OpDef:
         self.laws = laws
         self.extra = {} if extra is None else extra
 
-    def _values(self) -> tuple:
-        return tuple([getattr(self, name) for name in _OPDEF_FIELDS])
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined]
-        return NotImplemented
-
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
-
-    def __repr__(self) -> str:
-        return "OpDef(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in _OPDEF_FIELDS) + ")"
 
     def constraint(self, label: str) -> ConstraintDef:
         for c in self.constraints:
