@@ -62,3 +62,25 @@ def test_data_pointer_matches_numpy(a):
     ro = a.copy()
     ro.flags.writeable = False
     assert data_pointer(ro) == ro.ctypes.data
+
+
+@pytest.mark.parametrize("name, value", [
+    ("MIND_CPU_SCHEDULE", "al"), ("MIND_CPU_SCHEDULE", "yes"), ("MIND_CPU_JIT", "maybe"),
+    ("MIND_NUM_THREADS", "abc"), ("MIND_NUM_THREADS", "0"), ("MIND_NUM_THREADS", "100000"),
+])
+def test_invalid_environment_settings_are_e6012_not_silent_defaults(monkeypatch, tmp_path, name, value):
+    monkeypatch.setenv("MIND_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(name, value)
+    with pytest.raises(MindError) as info:
+        _runner()([np.float32(1), np.zeros((2, 3), np.float32)])
+    d = info.value.diagnostics[0]
+    assert d.code == "E6012" and name in d.message and d.help
+
+
+@pytest.mark.parametrize("name, value", [("MIND_CPU_SCHEDULE", "0"), ("MIND_CPU_SCHEDULE", "all"),
+                                         ("MIND_CPU_JIT", "0"), ("MIND_NUM_THREADS", "1")])
+def test_valid_environment_settings_are_accepted(monkeypatch, tmp_path, name, value):
+    monkeypatch.setenv("MIND_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(name, value)
+    b = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(_runner()([np.float32(2), b])[0], b * 2 + 1)

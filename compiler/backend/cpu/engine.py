@@ -26,7 +26,7 @@ from mind.diagnostics import MindError, error
 from .abi import AbiError, ArgBinder, Signature
 from .cache import KernelCache, cache_key
 from .openmp import find_openmp_runtime, load_openmp_runtime
-from .pipeline import PipelineError, full_pipeline
+from .pipeline import MAX_THREADS, PipelineError, full_pipeline
 
 __all__ = ["Kernel", "compile_kernel", "load_cached", "resolve_options", "translate_to_llvm_ir", "mlir_to_llvm_ir",
            "default_threads", "wait_for_cache_writes", "jit_enabled", "OPT_LEVELS", "schedule_policy"]
@@ -34,12 +34,29 @@ __all__ = ["Kernel", "compile_kernel", "load_cached", "resolve_options", "transl
 E_BACKEND = "E6012"
 
 
+def env_setting(name: str, choices: Sequence[str], default: str) -> str:
+    """The value of ``$name``, which must be one of ``choices`` (E6012 otherwise).
+
+    Why strict: a misspelt setting that silently falls back to the default (``MIND_CPU_SCHEDULE=al``)
+    gives a user a different build than the one they asked for, with nothing to tell them."""
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    if value not in choices:
+        raise error(E_BACKEND, f"environment variable {name}={value!r} is not a valid setting",
+                    help=f"use one of: {', '.join(choices)} (or unset it; default {default})")
+    return value
+
+
 def default_threads() -> int:
-    """``$MIND_NUM_THREADS`` or the number of CPUs."""
+    """``$MIND_NUM_THREADS`` (a positive integer, E6012 otherwise) or the number of CPUs."""
     env = os.environ.get("MIND_NUM_THREADS")
-    if env and env.isdigit() and int(env) > 0:
-        return int(env)
-    return os.cpu_count() or 1
+    if not env:
+        return os.cpu_count() or 1
+    if not (env.isdigit() and 1 <= int(env) <= MAX_THREADS):
+        raise error(E_BACKEND, f"environment variable MIND_NUM_THREADS={env!r} is not a thread count",
+                    help=f"use an integer from 1 to {MAX_THREADS}, or unset it (default: the CPU count)")
+    return int(env)
 
 
 def _fail(message: str, notes: Sequence[str] = ()) -> MindError:
@@ -126,7 +143,7 @@ def load_cached(key: str, threads: int, cache: KernelCache | bool = True) -> Ker
 
 def jit_enabled() -> bool:
     """In-process loading of new kernels (``$MIND_CPU_JIT=0`` links and loads a .so instead)."""
-    return os.environ.get("MIND_CPU_JIT", "1") != "0"
+    return env_setting("MIND_CPU_JIT", ("0", "1"), "1") == "1"
 
 
 OPT_LEVELS = ("fast", "full")
@@ -137,8 +154,8 @@ def schedule_policy(schedule: bool | str | None = None) -> bool | str:
     schedule); None reads ``$MIND_CPU_SCHEDULE`` (``0``, ``1``, ``all``; default ``1``).  E6012 on
     anything else."""
     if schedule is None:
-        env = os.environ.get("MIND_CPU_SCHEDULE", "1")
-        schedule = "all" if env == "all" else env != "0"
+        env = env_setting("MIND_CPU_SCHEDULE", ("0", "1", "all"), "1")
+        schedule = "all" if env == "all" else env == "1"
     if not (schedule is True or schedule is False or schedule == "all"):
         raise _fail(f"unknown schedule option {schedule!r} (use True, False or 'all')")
     return schedule
