@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from mind.spec.dims import format_dim
+from mind.spec.dims import DimExpr, format_dim
 from mind.spec.ops.base import ShapeContext, TensorType
 
 
@@ -19,9 +19,13 @@ def broadcast(ctx: ShapeContext, label: str, *shapes: Sequence[Any]) -> tuple[An
     The result dim is ``ite(a == 1, b, a)``, so with a symbol ``B`` against ``1`` it stays ``B``
     (true whether or not ``B`` is 1), and ``B`` against ``3`` is undecided rather than merged.
     """
-    fast = broadcast_ints(shapes)
-    if fast is not None:
-        return fast
+    fast = broadcast_fast(shapes)
+    return fast if fast is not None else broadcast_general(ctx, label, *shapes)
+
+
+def broadcast_general(ctx: ShapeContext, label: str, *shapes: Sequence[Any]) -> tuple[Any, ...]:
+    """``broadcast`` with every condition built and checked through ``ctx`` (``broadcast_fast``
+    gives the same result without them wherever it applies)."""
     A = ctx.A
     rank = max((len(s) for s in shapes), default=0)
     padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
@@ -36,23 +40,32 @@ def broadcast(ctx: ShapeContext, label: str, *shapes: Sequence[Any]) -> tuple[An
                             f"shapes {' and '.join(_fmt(s) for s in shapes)} do not broadcast: "
                             f"axis {axis - rank} has extents {format_dim(a)} and {format_dim(b)}"),
                         help="extents must be equal, or one of them 1")
+            if type(b) is int and b == 1:  # ite(a == 1, 1, a) is a, whether or not a is 1
+                continue
+            if type(a) is int and a == 1:
+                acc = b
+                continue
             acc = ctx.dim_choice(label, lambda a=a, b=b: A.ite(A.eq(a, 1), b, a))
         out.append(acc)
     return tuple(out)
 
 
-def broadcast_ints(shapes: Sequence[Sequence[Any]]) -> tuple[int, ...] | None:
-    """The common case of concrete, compatible shapes, without building conditions; None otherwise."""
+def broadcast_fast(shapes: Sequence[Sequence[Any]]) -> tuple[Any, ...] | None:
+    """The common cases without building conditions: per axis the extents are structurally equal
+    (ints, or the same symbolic ``DimExpr``), or all but one are the literal 1.  These are exactly
+    the axes where ``broadcast``'s conditions are trivially true and its ``ite`` picks the other
+    extent; anything else (a symbol against another extent, a mismatch, a Z3 term in the verifier)
+    returns None and the general path decides, with its label."""
     rank = 0
     for s in shapes:
         for d in s:
-            if type(d) is not int:
+            if type(d) is not int and type(d) is not DimExpr:
                 return None
         if len(s) > rank:
             rank = len(s)
     if len(shapes) == 2:
         a, b = shapes
-        if a == b:  # equal concrete shapes (the common case) broadcast to themselves
+        if a == b:  # equal shapes (the common case) broadcast to themselves
             return tuple(a)
         if not b and type(a) is tuple:  # against a scalar
             return a
@@ -62,7 +75,7 @@ def broadcast_ints(shapes: Sequence[Sequence[Any]]) -> tuple[int, ...] | None:
             return tuple(a)
         if len(a) < len(b) and b[len(b) - len(a):] == a:
             return tuple(b)
-    out = [1] * rank
+    out: list[Any] = [1] * rank
     for s in shapes:
         offset = rank - len(s)
         for i, d in enumerate(s):
@@ -72,7 +85,7 @@ def broadcast_ints(shapes: Sequence[Sequence[Any]]) -> tuple[int, ...] | None:
             if cur == 1:
                 out[offset + i] = d
             else:
-                return None  # incompatible: the general path reports it with its label
+                return None  # incompatible or undecided: the general path reports it with its label
     return tuple(out)
 
 

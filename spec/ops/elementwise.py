@@ -7,11 +7,11 @@ from typing import Any, Mapping, Sequence
 from mind.spec.dtypes import DType
 from mind.spec.ops.base import (AttrDef, ConstraintDef, Example, OpDef, OperandDef, ShapeContext,
                                 TensorType)
-from mind.spec.ops.common import broadcast, broadcast_ints, same_dtype
+from mind.spec.ops.common import broadcast, broadcast_fast, same_dtype
 
 
 def _fast_arith(xs: Sequence[TensorType]) -> TensorType | None:
-    """add/sub/mul/div of one numeric dtype and concrete shapes that broadcast: the type the spec
+    """add/sub/mul/div of one numeric dtype and shapes that broadcast without conditions: the type the spec
     rule (``_binary_infer``) gives; None for every other case (the spec rule decides)."""
     if len(xs) != 2:
         return None
@@ -19,23 +19,23 @@ def _fast_arith(xs: Sequence[TensorType]) -> TensorType | None:
     d = a.dtype
     if b.dtype is not d or not d.is_numeric:
         return None
-    shape = broadcast_ints((a.shape, b.shape))
+    shape = broadcast_fast((a.shape, b.shape))
     return None if shape is None else TensorType(d, shape)
 
 
 def _fast_compare(xs: Sequence[TensorType]) -> TensorType | None:
-    """``_compare_infer`` for one dtype and concrete shapes that broadcast."""
+    """``_compare_infer`` for one dtype and shapes that broadcast without conditions."""
     if len(xs) != 2 or xs[0].dtype is not xs[1].dtype:
         return None
-    shape = broadcast_ints((xs[0].shape, xs[1].shape))
+    shape = broadcast_fast((xs[0].shape, xs[1].shape))
     return None if shape is None else TensorType(DType.BOOL, shape)
 
 
 def _fast_select(xs: Sequence[TensorType]) -> TensorType | None:
-    """``_select_infer`` for a bool predicate, one branch dtype and concrete shapes that broadcast."""
+    """``_select_infer`` for a bool predicate, one branch dtype and shapes that broadcast without conditions."""
     if len(xs) != 3 or xs[0].dtype is not DType.BOOL or xs[1].dtype is not xs[2].dtype:
         return None
-    shape = broadcast_ints((xs[0].shape, xs[1].shape, xs[2].shape))
+    shape = broadcast_fast((xs[0].shape, xs[1].shape, xs[2].shape))
     return None if shape is None else TensorType(xs[1].dtype, shape)
 
 

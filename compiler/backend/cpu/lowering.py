@@ -219,7 +219,6 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
     ``report`` (a dict) receives ``scalar_work``: the largest ``op_work`` left to scalar loops.
     """
     from mlir import ir
-    from mlir.passmanager import PassManager
 
     try:
         pipeline_text = full_pipeline(threads).render()
@@ -242,7 +241,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
                 if schedule:
                     try:
                         stage = "fusion"
-                        PassManager.parse(prefusion().render()).run(module.operation)
+                        _pass_manager(ctx, prefusion().render()).run(module.operation)
                         stage = "schedule"
                         # cse merged identical inits: unshare them (see untie_shared_inits)
                         untie_shared_inits(module, tag_empties=True)
