@@ -191,6 +191,46 @@ def test_openmp_blocktime_default_and_override(env, expected):
     assert out in (expected, "n/a")
 
 
+_WARM_THREADED = textwrap.dedent("""
+    import ctypes, sys, threading
+    sys.path.insert(0, {here!r})
+    import kernels as K
+    import numpy as np
+    from mind.compiler.backend.cpu.cache import KernelCache
+    from mind.compiler.backend.cpu.engine import compile_kernel
+    from mind.compiler.backend.cpu import openmp
+    k = compile_kernel(K.sigmoid_chain((64, 256)), "chain", threads=2, cache=KernelCache({cache!r}), jit=False)
+    started = isinstance(k._runtime, threading.Thread)
+    x = np.linspace(-3, 3, 64 * 256, dtype=np.float32).reshape(64, 256)
+    y = k(x)
+    assert k._runtime is None and openmp.find_openmp_runtime() in openmp._LOADED
+    want = 1 / (1 + np.exp(-(np.maximum(x, 0) * 2 + 1)))
+    assert np.allclose(y, want, rtol=1e-5), "wrong result"
+    lib = ctypes.CDLL(openmp.find_openmp_runtime())
+    bt = lib.kmp_get_blocktime() if hasattr(lib, "kmp_get_blocktime") else "n/a"
+    print(k.from_cache, started, bt)
+""")
+
+
+def test_warm_start_loads_the_openmp_runtime_in_the_background(tmp_path):
+    """A kernel loaded from the cache starts the OpenMP runtime on another thread; its first call
+    joins that thread, so the runtime's defaults (blocktime 1 ms) are in place before any parallel
+    region, and the result is right."""
+    from mind.compiler.backend.cpu.openmp import find_openmp_runtime
+    if find_openmp_runtime() is None:
+        pytest.skip("no OpenMP runtime")
+    base = {k: v for k, v in os.environ.items() if k not in ("KMP_BLOCKTIME", "OMP_WAIT_POLICY", "KMP_LIBRARY")}
+    script = _WARM_THREADED.format(here=HERE, cache=str(tmp_path / "cache"))
+    lines = []
+    for _ in range(2):  # the first process compiles and stores, the second loads the .so
+        r = subprocess.run([sys.executable, "-c", script], env=base, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        lines.append(r.stdout.split())
+    assert lines[0][0] == "False"
+    assert lines[1][:2] == ["True", "True"]
+    assert lines[1][2] in ("1", "n/a")
+
+
 def test_small_functions_default_to_one_thread(monkeypatch):
     from mind.compiler.backend.cpu.api import AUTO_PARALLEL_MIN_WORK, work_estimate
     monkeypatch.delenv("MIND_NUM_THREADS", raising=False)
