@@ -17,9 +17,10 @@ import os
 import shutil
 import subprocess
 import tempfile
-from typing import Any
+import threading
+from typing import Any, Sequence
 
-__all__ = ["CodegenError", "target_description", "optimize_and_emit_object", "link_shared",
+__all__ = ["CodegenError", "target_description", "optimize_and_emit_object", "optimize_and_emit_objects", "link_shared",
            "linker_available", "emit_assembly", "JitObject", "OPT_LEVELS"]
 
 
@@ -39,6 +40,62 @@ def _llvm() -> Any:
         llvm.initialize_native_asmprinter()
         _INIT = True
     return llvm
+
+
+class _Unlocked:
+    """The three long llvmlite calls (parse, pass pipeline, object emission) without llvmlite's
+    process-wide lock, so that parts of a split module compile on two cores at once.
+
+    Why it is safe: llvmlite serializes every call into LLVM with one lock; LLVM itself only needs
+    that objects of one ``LLVMContext`` (module, types) are not used by two threads at once.  Each
+    part gets its own context, module, target machine, pass builder and pass manager, created here
+    and never shared.  The raw ctypes functions are new objects for the same symbols, with the
+    argument and result types llvmlite declares for them (llvmlite is pinned)."""
+
+    _fns: dict[str, Any] = {}
+
+    @classmethod
+    def fn(cls, name: str) -> Any:
+        f = cls._fns.get(name)
+        if f is None:
+            from llvmlite.binding import ffi
+            declared = getattr(ffi.lib, name)  # llvmlite's locked wrapper, types declared
+            f = ffi.lib._lib[name]  # a fresh ctypes function: not the one the wrapper holds
+            f.argtypes, f.restype = declared.argtypes, declared.restype
+            cls._fns[name] = f
+        return f
+
+    @classmethod
+    def parse(cls, text: str, context: Any) -> Any:
+        import ctypes
+
+        from llvmlite.binding import ffi
+        from llvmlite.binding.module import ModuleRef
+        with ffi.OutputString() as err:
+            mod = ModuleRef(cls.fn("LLVMPY_ParseAssembly")(context, ctypes.c_char_p(text.encode("utf-8")), err),
+                            context)
+            if err:
+                mod.close()
+                raise RuntimeError(f"LLVM IR parsing error\n{err}")
+        return mod
+
+    @classmethod
+    def run(cls, pm: Any, mod: Any, pb: Any) -> None:
+        cls.fn("LLVMPY_RunNewModulePassManager")(pm, mod, pb)
+
+    @classmethod
+    def emit_object(cls, tm: Any, mod: Any) -> bytes:
+        import ctypes
+
+        from llvmlite.binding import ffi
+        with ffi.OutputString() as err:
+            buf = cls.fn("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, err)
+            if not buf:
+                raise RuntimeError(str(err))
+        try:
+            return ctypes.string_at(ffi.lib.LLVMPY_GetBufferStart(buf), ffi.lib.LLVMPY_GetBufferSize(buf))
+        finally:
+            ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
 
 
 _HOST: dict[str, tuple[str, str]] = {}
@@ -79,7 +136,7 @@ def _optimize(ir_text: str, cpu: str, level: str = "full") -> tuple[Any, Any]:
     try:
         # a private LLVM context per kernel: the global one would keep every kernel's types and
         # constants for the life of the process (the module holds the context alive)
-        mod = llvm.parse_assembly(ir_text, context=llvm.create_context())
+        mod = _Unlocked.parse(ir_text, llvm.create_context())
         mod.triple = tm.triple
         mod.data_layout = str(tm.target_data)
         mod.verify()
@@ -113,25 +170,55 @@ def _optimize(ir_text: str, cpu: str, level: str = "full") -> tuple[Any, Any]:
         pm.add_instruction_combine_pass()
         pm.add_aggressive_dce_pass()
         pm.add_simplify_cfg_pass()
-        pm.run(mod, pb)
+        _Unlocked.run(pm, mod, pb)
         return mod, tm
     else:
         raise CodegenError(f"unknown LLVM optimization level {level!r} (use one of {OPT_LEVELS})")
     pb = llvm.create_pass_builder(tm, pto)
-    pm = pb.getModulePassManager()
-    pm.run(mod, pb)
+    _Unlocked.run(pb.getModulePassManager(), mod, pb)
     return mod, tm
 
 
 def optimize_and_emit_object(ir_text: str, cpu: str = "host", level: str = "full") -> bytes:
     """Optimize (``level``: "full" = O3 with LLVM's vectorizers and unroller, "loops" = O2 without
     them, "fast" = a short function pipeline for scheduled code) + object file bytes (position
-    independent, ready for ``link_shared`` or ``jit_object``)."""
+    independent, ready for ``link_shared`` or ``JitObject``)."""
     mod, tm = _optimize(ir_text, cpu, level)
     try:
-        return bytes(tm.emit_object(mod))
+        return _Unlocked.emit_object(tm, mod)
     except RuntimeError as e:
         raise CodegenError(f"LLVM code generation failed: {e}") from None
+
+
+def optimize_and_emit_objects(ir_text: str, cpu: str = "host", level: str = "full") -> list[bytes]:
+    """``optimize_and_emit_object`` on the parts of ``llvm_split.split_module``, the second part on
+    another thread (the two compile on two cores: llvmlite's calls release the GIL and ``_Unlocked``
+    skips its lock); one object when the module is not worth splitting.  Link the objects together
+    (``link_shared``, ``JitObject``)."""
+    from .llvm_split import split_module
+    parts = split_module(ir_text)
+    if parts is None:
+        return [optimize_and_emit_object(ir_text, cpu, level)]
+    _llvm()
+    _target_machine(cpu)  # the host query and the first-use set-up, once, before the threads
+    results: list[Any] = [None] * len(parts)
+
+    def work(i: int) -> None:
+        try:
+            results[i] = optimize_and_emit_object(parts[i], cpu, level)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            results[i] = e
+
+    helpers = [threading.Thread(target=work, args=(i,), name=f"mind-codegen-{i}") for i in range(1, len(parts))]
+    for t in helpers:
+        t.start()
+    work(0)
+    for t in helpers:
+        t.join()
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return list(results)
 
 
 def emit_assembly(ir_text: str, cpu: str = "host", level: str = "full") -> str:
@@ -146,14 +233,15 @@ class JitObject:
     The code lives as long as this object; the kernel that calls it keeps a reference.
     """
 
-    def __init__(self, obj: bytes, cpu: str = "host", libs: list[str] | None = None) -> None:
+    def __init__(self, objs: bytes | Sequence[bytes], cpu: str = "host", libs: list[str] | None = None) -> None:
         llvm = _llvm()
         for lib in libs or []:
             _load_permanently(lib)
         try:
             tm = _target_machine(cpu)
             self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
-            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            for obj in [objs] if isinstance(objs, bytes) else objs:  # symbols resolve across them
+                self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self._engine.finalize_object()
         except RuntimeError as e:
             raise CodegenError(f"in-process loading of the object failed: {e}") from None
@@ -177,19 +265,21 @@ def linker_available() -> str | None:
     return shutil.which("ld") or shutil.which("ld.bfd") or shutil.which("ld.gold")
 
 
-def link_shared(obj: bytes, out_path: str, libs: list[str] | None = None) -> None:
-    """Link one object into ``out_path`` (a .so) with ``ld -shared``; atomic (temp + os.replace)."""
+def link_shared(objs: bytes | Sequence[bytes], out_path: str, libs: list[str] | None = None) -> None:
+    """Link the object(s) into ``out_path`` (a .so) with ``ld -shared``; atomic (temp + os.replace)."""
     ld = linker_available()
     if ld is None:
         raise CodegenError("no system linker (ld) found")
     d = os.path.dirname(os.path.abspath(out_path))
     os.makedirs(d, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=d, prefix=".link-") as tmp:
-        o = os.path.join(tmp, "k.o")
+        paths = []
+        for i, obj in enumerate([objs] if isinstance(objs, bytes) else objs):
+            paths.append(os.path.join(tmp, f"k{i}.o"))
+            with open(paths[-1], "wb") as f:
+                f.write(obj)
         so = os.path.join(tmp, "k.so")
-        with open(o, "wb") as f:
-            f.write(obj)
-        cmd = [ld, "-shared", "--hash-style=gnu", "--build-id=none", "-z", "now", "-o", so, o]
+        cmd = [ld, "-shared", "--hash-style=gnu", "--build-id=none", "-z", "now", "-o", so, *paths]
         for lib in libs or []:
             cmd += [lib, "-rpath", os.path.dirname(lib)]
         r = subprocess.run(cmd, capture_output=True, text=True)

@@ -215,13 +215,13 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
             return _load(so, Signature.from_json(meta["signature"]), threads, True, meta.get("scheduled"))
 
     lowered = mlir_to_llvm_ir(mlir_text, func_name, threads=threads, schedule=schedule)
-    from .codegen import CodegenError, JitObject, link_shared, optimize_and_emit_object
+    from .codegen import CodegenError, JitObject, link_shared, optimize_and_emit_objects
     libs = [p] if threads > 1 and (p := find_openmp_runtime()) else []
     try:
         # large scalar loop nests (unscheduled ops) need LLVM's loop passes; see codegen._optimize
         loops = not lowered.scheduled or lowered.scalar_work >= MIN_SCHEDULE_WORK
         level = "loops" if opt == "fast" and loops else opt
-        obj = optimize_and_emit_object(lowered.llvm_ir, cpu, level)
+        objs = optimize_and_emit_objects(lowered.llvm_ir, cpu, level)  # large modules: in parts, 2 cores
     except CodegenError as e:
         raise _fail(f"native code generation failed for '{func_name}': {e}") from None
     meta = {"signature": lowered.signature.to_json(), "scheduled": lowered.scheduled,
@@ -230,18 +230,18 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         if threads > 1:
             load_openmp_runtime()
         try:
-            jobj = JitObject(obj, cpu, libs)
+            jobj = JitObject(objs, cpu, libs)
         except CodegenError as e:
             raise _fail(f"native code generation failed for '{func_name}': {e}") from None
         so = store.paths(key)[0] if store is not None else None
         kernel = _from_address(jobj, lowered.signature, threads, so, lowered.scheduled)
         if store is not None:
-            kernel._stored = _store_in_background(store, key, alias, obj, libs, meta)
+            kernel._stored = _store_in_background(store, key, alias, objs, libs, meta)
         return kernel
     try:
         if store is not None:
             so, _ = store.paths(key)
-            link_shared(obj, so, libs)
+            link_shared(objs, so, libs)
             store.store_metadata(key, meta)
             if alias is not None:
                 _store_alias(store, alias, key, meta)
@@ -249,7 +249,7 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
             import tempfile
             tmp = tempfile.mkdtemp(prefix="mind-kernel-")
             so = os.path.join(tmp, f"{key}.so")
-            link_shared(obj, so, libs)
+            link_shared(objs, so, libs)
     except CodegenError as e:
         raise _fail(f"native code generation failed for '{func_name}': {e}") from None
     except OSError as e:
@@ -273,18 +273,18 @@ class _StoreJob:
     every file is published with ``os.replace``, so an interrupted job leaves no entry at all.
     """
 
-    def __init__(self, store: KernelCache, key: str, alias: str | None, obj: bytes, libs: list[str],
+    def __init__(self, store: KernelCache, key: str, alias: str | None, objs: list[bytes], libs: list[str],
                  meta: dict[str, Any]) -> None:
         self.error: BaseException | None = None
-        self._args = (store, key, alias, obj, libs, meta)
+        self._args = (store, key, alias, objs, libs, meta)
         self.thread = threading.Thread(target=self._run, name=f"mind-cache-{key[:8]}", daemon=False)
 
     def _run(self) -> None:
         from .codegen import link_shared
-        store, key, alias, obj, libs, meta = self._args
+        store, key, alias, objs, libs, meta = self._args
         try:
             so, _ = store.paths(key)
-            link_shared(obj, so, libs)
+            link_shared(objs, so, libs)
             store.store_metadata(key, meta)
             if alias is not None:
                 _store_alias(store, alias, key, meta)
@@ -303,9 +303,9 @@ _PENDING: set[_StoreJob] = set()
 _PENDING_LOCK = threading.Lock()
 
 
-def _store_in_background(store: KernelCache, key: str, alias: str | None, obj: bytes, libs: list[str],
+def _store_in_background(store: KernelCache, key: str, alias: str | None, objs: list[bytes], libs: list[str],
                          meta: dict[str, Any]) -> _StoreJob:
-    job = _StoreJob(store, key, alias, obj, libs, meta)
+    job = _StoreJob(store, key, alias, objs, libs, meta)
     with _PENDING_LOCK:
         _PENDING.add(job)
     job.thread.start()
