@@ -1,14 +1,10 @@
 """Splitting an LLVM module between functions (``llvm_split``) and compiling the parts on two cores
 (``codegen.optimize_and_emit_objects``): the parts are valid modules that define together what the
 whole defines, anything unusual is not split, and split kernels compute what whole ones compute, by
-MCJIT and by the linked library alike."""
+MCJIT and by the linked library alike.  (That split libraries are byte-identical across processes is
+in ``test_startup.test_cached_files_are_byte_identical_across_processes``.)"""
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -18,8 +14,6 @@ from mind.compiler.backend.cpu import codegen, llvm_split
 from mind.compiler.backend.cpu.cache import KernelCache
 from mind.compiler.backend.cpu.engine import compile_kernel
 from mind.compiler.backend.cpu.llvm_split import split_module
-
-HERE = os.path.dirname(__file__)
 
 
 def _body(n: int) -> str:
@@ -139,35 +133,3 @@ def test_split_kernel_computes_what_the_whole_one_does(tmp_path, monkeypatch, ji
     split, n_split = _run_matmul(tmp_path, True, jit, monkeypatch)
     assert (n_whole, n_split) == (1, 2)
     np.testing.assert_array_equal(split, whole)
-
-
-_SPLIT_STORE = textwrap.dedent("""
-    import sys
-    sys.path.insert(0, {here!r})
-    import kernels as K
-    from mind.compiler.backend.cpu import codegen
-    from mind.compiler.backend.cpu.engine import compile_kernel
-    n = []
-    real = codegen.optimize_and_emit_objects
-    codegen.optimize_and_emit_objects = lambda *a, **k: n.append(len(r := real(*a, **k))) or r
-    k = compile_kernel(K.matmul(128, 256, 512), "mm", threads=2)
-    print(k.wait_stored(60), n)
-""")
-
-
-def test_split_libraries_are_byte_identical_across_processes(tmp_path):
-    from mind.compiler.backend.cpu.openmp import find_openmp_runtime
-    if find_openmp_runtime() is None:
-        pytest.skip("no OpenMP runtime: a one-thread kernel is one function, nothing to split")
-    libs = []
-    for i, seed in enumerate(("0", "777")):
-        root = tmp_path / f"cache{i}"
-        env = dict(os.environ, MIND_CACHE_DIR=str(root), PYTHONHASHSEED=seed)
-        r = subprocess.run([sys.executable, "-c", _SPLIT_STORE.format(here=HERE)], env=env, capture_output=True,
-                           text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-        assert r.stdout.split() == ["True", "[2]"]
-        (so,) = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.endswith(".so")]
-        with open(so, "rb") as f:
-            libs.append(f.read())
-    assert libs[0] == libs[1]

@@ -302,21 +302,32 @@ _STORE = textwrap.dedent("""
     import sys
     sys.path.insert(0, {here!r})
     import kernels as K
+    from mind.compiler.backend.cpu import codegen
     from mind.compiler.backend.cpu.engine import compile_kernel
-    k = compile_kernel(K.sigmoid_chain((32, 256)), "chain", threads=2)
-    print(k.from_cache)
+    n = []
+    real = codegen.optimize_and_emit_objects
+    codegen.optimize_and_emit_objects = lambda *a, **k: n.append(len(r := real(*a, **k))) or r
+    k = compile_kernel({kernel}, threads=2)
+    print(k.from_cache, k.wait_stored(60), n)
 """)
 
 
-def test_cached_files_are_byte_identical_across_processes(tmp_path):
+@pytest.mark.parametrize("kernel, parts", [
+    ('K.sigmoid_chain((32, 256)), "chain"', "[1]"),
+    ('K.matmul(128, 256, 512), "mm"', "[2]"),  # compiled in two parts on two threads (llvm_split)
+])
+def test_cached_files_are_byte_identical_across_processes(tmp_path, kernel, parts):
+    from mind.compiler.backend.cpu.openmp import find_openmp_runtime
+    if find_openmp_runtime() is None:
+        parts = "[1]"  # one thread: one function, nothing to split
     roots = []
     for i, seed in enumerate(("0", "12345")):
         root = tmp_path / f"cache{i}"
         env = dict(os.environ, MIND_CACHE_DIR=str(root), PYTHONHASHSEED=seed)
-        r = subprocess.run([sys.executable, "-c", _STORE.format(here=HERE)], env=env, capture_output=True,
-                           text=True, timeout=120)
+        r = subprocess.run([sys.executable, "-c", _STORE.format(here=HERE, kernel=kernel)], env=env,
+                           capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr
-        assert r.stdout.split() == ["False"]
+        assert r.stdout.split() == ["False", "True", parts]
         roots.append(str(root))
     assert _entries(roots[0]) == _entries(roots[1]) and len(_entries(roots[0])) == 2  # .so + sidecar
     for rel in _entries(roots[0]):

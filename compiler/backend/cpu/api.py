@@ -44,10 +44,15 @@ __all__ = ["compile_function", "emit_stage", "compile", "CpuFunction"]
 _KNOWN_OPTIONS = ("threads", "schedule", "cpu", "cache", "opt")
 
 
-AUTO_PARALLEL_MIN_WORK = 1 << 25
+AUTO_PARALLEL_MIN_WORK = 1 << 20
 """Below this ``work_estimate`` a default-threaded function runs on one thread: each parallel region
-costs a wake-up and a join of the workers (tens of µs, more on a loaded machine), which is the
-whole run time of e.g. a 32x784x256 MLP layer (2 threads: 265 µs per call, 1 thread: 60 µs)."""
+costs a wake-up and a join of the workers, a few µs while they spin (``KMP_BLOCKTIME``), more once
+they sleep or when other processes hold the cores.  Matmuls on the 2-core test machine, idle, median
+per call at 1 / 2 threads: 16x128x256 (0.5 M) 10.5 / 9.6 µs, 32x256x256 (2 M) 22.5 / 16.0 µs,
+32x784x256 (6.4 M) 61 / 43 µs; 128x256x512 153 / 87 µs; train_step (B=32) 216 / 165 µs.  On a busy
+machine the second thread pays much more (the 32x784x256 layer once measured 265 µs), hence a
+threshold above the break-even point rather than at it.  ``threads=`` or ``$MIND_NUM_THREADS``
+overrides it."""
 
 
 def work_estimate(fn: Function, env: Mapping[str, int]) -> int:
