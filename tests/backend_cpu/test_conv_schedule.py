@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mind.compiler.backend.cpu.api import compile_function
-from mind.compiler.backend.cpu.conv_schedule import ConvTiles, choose_conv_tiles, conv_section
+from mind.compiler.backend.cpu.conv_schedule import ConvTiles, block_cost, choose_conv_tiles, conv_section
 from mind.ir.parser import parse_module
 from mind.reference.interpreter import select_function
 from mind.reference.ops import conv2d as ref_conv2d
@@ -27,30 +27,77 @@ def test_tiles_of_the_benchmark_conv():
 
 
 def test_tiles_f64_and_narrow_channels():
-    assert choose_conv_tiles(1, 8, 8, 64, 3, 3, 8, elem_bits=64) == ConvTiles(ow=4, f=32, c=1)
+    # f64, F = 64 (8 vectors): 8 x 2 (strided rows, 16 accumulators) over 4 x 4 (half the pixels per
+    # streamed filter vector)
+    assert choose_conv_tiles(1, 8, 8, 64, 3, 3, 8, elem_bits=64) == ConvTiles(ow=8, f=16, c=1)
     assert choose_conv_tiles(1, 5, 7, 1, 1, 1, 1) == ConvTiles(ow=7, f=1, c=1)      # F = 1
     assert choose_conv_tiles(1, 5, 53, 32, 3, 3, 3) == ConvTiles(ow=1, f=32, c=1)   # prime OW
-    assert choose_conv_tiles(2, 3, 12, 20, 3, 3, 5) == ConvTiles(ow=12, f=20, c=1)  # F not a lane multiple
     assert choose_conv_tiles(1, 0, 4, 4, 1, 1, 1) is None
+
+
+def test_tiles_narrow_f_fits_one_vector():
+    # F not a lane multiple: the largest divisor of F that fits one register (a row of 20 or 24
+    # floats is a vector length LLVM scalarizes), with up to 24 pixels
+    assert choose_conv_tiles(2, 3, 12, 20, 3, 3, 5) == ConvTiles(ow=12, f=10, c=1)
+    assert choose_conv_tiles(8, 28, 28, 24, 3, 3, 24) == ConvTiles(ow=14, f=12, c=1)
+    assert choose_conv_tiles(1, 4, 3, 17, 2, 3, 3) == ConvTiles(ow=3, f=1, c=1)       # F prime > lanes
+    assert choose_conv_tiles(1, 3, 3, 5, 3, 3, 2) == ConvTiles(ow=3, f=5, c=1)
+    assert choose_conv_tiles(1, 4, 4, 12, 3, 3, 2, elem_bits=64) == ConvTiles(ow=4, f=6, c=1)
+
+
+def test_tiles_power_of_two_vector_rows():
+    # F = 48 / 80 / 96: rows of 3, 5 or 6 vectors are never chosen (LLVM scalarizes them: 6 vs
+    # 200 GFLOP/s); one vector with up to 24 pixels (18 x 16 here) or 2 vectors instead
+    assert choose_conv_tiles(8, 54, 54, 48, 3, 3, 48) == ConvTiles(ow=18, f=16, c=1)
+    assert choose_conv_tiles(4, 28, 28, 80, 3, 3, 48) == ConvTiles(ow=14, f=16, c=1)
+    assert choose_conv_tiles(8, 54, 54, 96, 3, 3, 96) == ConvTiles(ow=9, f=32, c=1)
+
+
+def test_tiles_one_vector_takes_up_to_24_pixels():
+    # OW = 13 / 26 / 28 with few small divisors: 13 (14) pixels x 1 vector beat 1 x 4 or 2 x 4
+    # (4 or 8 accumulators; measured about 4x and 2x faster) and 7 x 1 (fewer than 8 accumulators)
+    assert choose_conv_tiles(8, 13, 13, 256, 3, 3, 256) == ConvTiles(ow=13, f=16, c=1)
+    assert choose_conv_tiles(8, 26, 26, 128, 3, 3, 128) == ConvTiles(ow=13, f=16, c=1)
+    assert choose_conv_tiles(8, 24, 24, 16, 3, 3, 32) == ConvTiles(ow=24, f=16, c=1)
 
 
 def test_tiles_prefer_more_accumulators_over_wider_f():
     # OW = 7 or 27 has no divisor <= 6: 7 x 2 (9 x 2) vectors beat 1 x 4 (3 x 4)
     assert choose_conv_tiles(8, 7, 7, 256, 3, 3, 256) == ConvTiles(ow=7, f=32, c=1)
     assert choose_conv_tiles(8, 27, 27, 64, 3, 3, 64) == ConvTiles(ow=9, f=32, c=1)
-    # equal accumulator counts: fewer loads per FMA wins (4 x 4 over 8 x 2)
+    # equal cost and accumulator counts: the wider f wins (4 x 4 over 8 x 2)
     assert choose_conv_tiles(8, 56, 56, 64, 3, 3, 64) == ConvTiles(ow=4, f=64, c=1)
+
+
+def test_tiles_strided_filter_rows_want_more_pixels():
+    # F = 128 / 256: a 64-wide block reads half (a quarter) of each filter row, streamed from L2;
+    # 4 pixels per filter vector are too few there (4 x 4 measured 8-17 % slower than 7 x 2)
+    assert choose_conv_tiles(8, 28, 28, 128, 3, 3, 128) == ConvTiles(ow=7, f=32, c=1)
+    assert choose_conv_tiles(4, 56, 56, 128, 3, 3, 128) == ConvTiles(ow=8, f=32, c=1)
+    assert choose_conv_tiles(8, 56, 56, 256, 1, 1, 64) == ConvTiles(ow=8, f=32, c=1)    # 1x1, 25 % faster
+    assert choose_conv_tiles(4, 12, 12, 256, 3, 3, 256) == ConvTiles(ow=12, f=32, c=1)  # 24 acc. either way
+    # whole rows (F = 64): 4 x 4 stays (as fast as 7 x 2 or 8 x 2)
+    assert choose_conv_tiles(8, 28, 28, 64, 3, 3, 128) == ConvTiles(ow=4, f=64, c=1)
+
+
+def test_block_cost_terms():
+    assert block_cost(6, 4, False) == 0.5             # the benchmark's block: FMA-bound
+    assert block_cost(2, 4, False) == 0.75            # 2 pixels: the filter stream
+    assert block_cost(7, 1, False) == 4 / 7           # 7 accumulators: loads (8 per 7 FMAs)
+    assert block_cost(1, 4, False) == 1.5             # 1 pixel per streamed filter vector
+    assert block_cost(4, 4, True) > block_cost(7, 2, True) == 0.5
 
 
 @pytest.mark.parametrize("bits", [32, 64])
 def test_tiles_divide_and_fit_registers(bits):
     lanes = 512 // bits
-    for ow in range(1, 40):
-        for f in (1, 2, 3, 7, 8, 16, 20, 24, 32, 48, 64, 96, 100, 128, 256):
+    for ow in range(1, 60):
+        for f in (1, 2, 3, 7, 8, 12, 16, 20, 24, 32, 48, 64, 80, 96, 100, 128, 192, 256):
             t = choose_conv_tiles(1, 1, ow, f, 1, 1, 1, bits)
             assert t is not None and ow % t.ow == 0 and f % t.f == 0
-            assert t.ow <= 12 and t.f <= 4 * lanes
-            assert t.ow * -(-t.f // lanes) <= 24
+            vecs = -(-t.f // lanes)
+            assert t.ow <= 24 and vecs in (1, 2, 4) and t.ow * vecs <= 24
+            assert t.f <= lanes or t.f % lanes == 0  # whole vectors, or one narrow one
 
 
 def test_section_text():
@@ -111,6 +158,12 @@ CASES = [
     ("f64", (1, 5, 6, 4), (3, 3, 4, 8), "f64", {}),
     ("i32-wraps", (1, 5, 6, 3), (2, 3, 3, 17), "i32", {"strides": (1, 2)}),
     ("i64", (2, 4, 4, 2), (2, 2, 2, 8), "i64", {"padding": ((1, 0), (0, 1))}),
+    # register blocks of the power-of-two / narrow-f / up-to-24-pixel rule
+    ("ow13-f16", (1, 4, 15, 8), (3, 3, 8, 32), "f32", {}),             # 13 x 16
+    ("f24-narrow", (2, 5, 16, 3), (3, 3, 3, 24), "f32", {}),           # 14 x 12 (one narrow vector)
+    ("f48-one-vec", (1, 4, 8, 4), (3, 3, 4, 48), "f32", {}),           # 6 x 16, not 6 x 48
+    ("ow24-f16", (1, 3, 26, 5), (3, 3, 5, 16), "f32", {}),             # 24 x 16
+    ("f64-narrow", (1, 4, 9, 3), (3, 3, 3, 12), "f64", {}),            # 7 x 6
 ]
 
 
@@ -131,20 +184,28 @@ def test_scheduled_conv_matches_reference(name, xs, ws, dt, kw):
     assert accuracy.check_op("conv2d", [x, w], attrs, got, want) is None
 
 
-@pytest.mark.parametrize("dt", ["f32", "i32"])
-def test_conv_bias_relu_two_threads(dt):
-    fn, out_shape = _conv_fn((2, 6, 14, 16), (3, 3, 16, 32), dt, epilogue=True)
+@pytest.mark.parametrize("dt,xs,ws,pad", [
+    ("f32", (2, 6, 14, 16), (3, 3, 16, 32), 0),
+    ("i32", (2, 6, 14, 16), (3, 3, 16, 32), 0),
+    ("f32", (2, 5, 15, 8), (3, 3, 8, 24), 0),    # 13 x 12: a narrow f row, more than 12 pixels
+    ("f32", (3, 4, 16, 4), (3, 3, 4, 48), 0),    # 14 x 16: F = 48 as one-vector blocks
+    ("f32", (2, 5, 12, 8), (3, 3, 8, 64), 1),    # "same" padding (the copy is split over the batch)
+])
+def test_conv_bias_relu_two_threads(dt, xs, ws, pad):
+    padding = ((pad, pad), (pad, pad))
+    fn, out_shape = _conv_fn(xs, ws, dt, padding=padding, epilogue=True)
     rng = np.random.default_rng(7)
-    x, w = _data(rng, (2, 6, 14, 16), dt), _data(rng, (3, 3, 16, 32), dt)
-    b = _data(rng, (32,), dt)
+    x, w = _data(rng, xs, dt), _data(rng, ws, dt)
+    b = _data(rng, (ws[3],), dt)
     run = compile_function(fn, threads=2)
     got = run([x, w, b])[0]
     assert next(iter(run._kernels.values())).scheduled
-    c = ref_conv2d(x, w, strides=(1, 1), padding=((0, 0), (0, 0)), lhs_dilation=(1, 1), rhs_dilation=(1, 1))
+    c = ref_conv2d(x, w, strides=(1, 1), padding=padding, lhs_dilation=(1, 1), rhs_dilation=(1, 1))
+    assert c.shape == out_shape
     with np.errstate(over="ignore"):
         want = np.maximum(c + b, 0)
     if dt == "f32":
-        scale = ref_conv2d(np.abs(x), np.abs(w), strides=(1, 1), padding=((0, 0), (0, 0)), lhs_dilation=(1, 1),
+        scale = ref_conv2d(np.abs(x), np.abs(w), strides=(1, 1), padding=padding, lhs_dilation=(1, 1),
                            rhs_dilation=(1, 1)) + np.abs(b)
         assert np.all(np.abs(got - want) <= 1e-5 * scale)
     else:
@@ -251,3 +312,35 @@ def test_bias_relu_epilogue_is_fused_into_the_conv_tile():
             "rhs_dilation = [1, 1]} : f32[1, 4, 6, 16]\n"
             "  %2 = add(%0, %1) : f32[1, 4, 6, 16]\n  return %2\n}\n")
     assert "get_consumers_of_result" not in _script(select_function(parse_module(text, "t"), None))
+
+
+def _bufferized(fn) -> tuple[str, str]:
+    from mlir import ir
+    from mlir.passmanager import PassManager
+
+    from mind.compiler.backend.cpu.emit import emit_mlir
+    from mind.compiler.backend.cpu.pipeline import bufferize, prefusion
+    from mind.compiler.backend.cpu.transforms import apply_script, schedule_module, untie_shared_inits
+
+    text, _name = emit_mlir(fn, {})
+    with ir.Context(), ir.Location.unknown():
+        m = ir.Module.parse(text)
+        PassManager.parse(prefusion().render()).run(m.operation)
+        untie_shared_inits(m, tag_empties=True)
+        script = schedule_module(m, min_work=0)
+        apply_script(m, script)
+        untie_shared_inits(m)
+        PassManager.parse(bufferize().render()).run(m.operation)
+        return script, str(m)
+
+
+def test_fused_epilogue_accumulator_has_no_tile_buffer():
+    # the fill's zeros fold into the accumulator: no per-tile alloc (malloc/free + zero stores)
+    fn, _ = _conv_fn((2, 6, 14, 16), (3, 3, 16, 32), "f32", epilogue=True)
+    script, text = _bufferized(fn)
+    assert "cast_away_vector_leading_one_dim" in script
+    assert "memref.alloc" not in text and "linalg.fill" not in text
+    # without an epilogue the fill writes the output tile itself (no buffer): left as it was
+    fn, _ = _conv_fn((2, 6, 14, 16), (3, 3, 16, 32), "f32")
+    script, text = _bufferized(fn)
+    assert "cast_away_vector_leading_one_dim" not in script and "memref.alloc" not in text

@@ -241,3 +241,16 @@ def test_warm_start_by_core_ir_key_skips_mlir_emission(tmp_path):
     first = run(False)
     assert first[1] == "1"
     assert run(False) == ["True", "0"]
+
+
+@pytest.mark.parametrize("fingerprint", ["toolchain", "source"])
+def test_cache_keys_change_with_the_backend_sources_and_toolchain(monkeypatch, fingerprint):
+    """Both keys cover the backend's own sources: an edited schedule (``conv_schedule.py``, say)
+    acts on the same MLIR text, so the MLIR-text key must miss as well as the Core-IR one."""
+    from mind.compiler.backend.cpu import cache
+    kw = dict(threads=1, schedule=True, cpu="host")
+    before = (cache.cache_key("module {}", "f", pipeline="p", **kw), cache.ir_cache_key("func", {}, **kw))
+    getattr(cache, f"{fingerprint}_fingerprint")()  # computed and memoized ...
+    monkeypatch.setitem(cache._FP, fingerprint, "edited")  # ... then as if the files had changed
+    after = (cache.cache_key("module {}", "f", pipeline="p", **kw), cache.ir_cache_key("func", {}, **kw))
+    assert before[0] != after[0] and before[1] != after[1]

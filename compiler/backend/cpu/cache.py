@@ -3,8 +3,8 @@
 Why a shared library: a hit is ``ctypes.CDLL`` + reading a small JSON, with no MLIR or LLVM import,
 which is what makes a second process start warm (measured well under 5 ms; see tests).  The key is a
 SHA-256 over the MLIR text, the entry function, the rendered pass pipeline, the schedule switch, the
-thread count, the target (CPU model and flags, or "generic") and the toolchain versions, so any change
-of those misses.  Every write goes to a temporary file in the same folder and is published with
+thread count, the target (CPU model and flags, or "generic"), the toolchain versions and the backend's
+own sources (its schedules and codegen act on the MLIR text), so any change of those misses.  Every write goes to a temporary file in the same folder and is published with
 ``os.replace`` (atomic on POSIX); the sidecar is written last, so a present sidecar means a complete
 entry.  Folder: ``$MIND_CACHE_DIR`` or ``~/.cache/mind``.
 """
@@ -96,6 +96,8 @@ def cache_key(mlir_text: str, func_name: str, *, pipeline: str, threads: int, sc
         "schedule": schedule,
         "target": host_fingerprint() if cpu == "host" else f"{_machine()}|{cpu}",
         "toolchain": toolchain_fingerprint(),
+        # the schedules, pipeline and codegen act on this text: an edit of them must miss too
+        "sources": source_fingerprint(),
         "extra": extra,
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()

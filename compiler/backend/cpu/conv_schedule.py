@@ -1,7 +1,6 @@
 """Transform-dialect schedule of ``linalg.conv_2d_nhwc_hwcf`` (NHWC input, HWCF filter) for AVX-512.
 
-The recipe (the one IREE uses for CPU convolutions, measured here at the speed of PyTorch's oneDNN
-kernel on the 3x3x64x64 benchmark):
+The recipe (the one IREE uses for CPU convolutions):
 
 1. ``tile_using_forall`` on the output dims ``[N, OH, OW, F] -> [1, 1, ow, f]``: one register block
    of ``ow`` output pixels x ``f`` channels per parallel iteration (the threads split N x OH x ...).
@@ -20,14 +19,35 @@ Two neighbours are scheduled with the conv when ``emit`` produced them for it:
 
 * an elementwise epilogue that is the conv's only user (``relu(conv2d(x, w) + b)``): the forall tiles
   the epilogue instead, the conv (and its fill) are fused into it, and the epilogue tile is
-  vectorized on the accumulator (the conv result never makes a round trip through memory);
+  vectorized on the accumulator (the conv result never makes a round trip through memory).  The
+  fill's tile is then a temporary of its own, which bufferization would make a ``malloc``, 24 zero
+  stores and a ``free`` per register block: the section hoists the accumulator itself and drops the
+  transfers' leading unit dims so that the zeros fold into it (``_fold_fill_section``);
 * the padding / input-dilation copy (zeros, then ``x`` written into its window by a generic with an
   offset output map): with a batch > 1 it is split over the images (``scf.forall``).
 
-Tile sizes divide the static shapes (a partial tile would have dynamic shapes and stay scalar).  The
-register block holds at most 24 accumulator vectors (32 zmm registers minus the filter row and a
-broadcast).  Every other case (dynamic shapes, other element types) returns None: the conv then
-becomes scalar loops, as before.
+Register block (``choose_conv_tiles``): tile sizes divide the static shapes (a partial tile would have
+dynamic shapes and stay scalar); at most 24 accumulator vectors (32 zmm registers minus the filter
+row and a broadcast); a row of 1, 2 or 4 whole vectors, or one narrow vector when F is not a lane
+multiple (other row lengths are scalarized by LLVM); among those, the block of least estimated
+cycles per FMA (``block_cost``: FMA throughput, FMA latency, loads, filter stream from L2), then the
+most accumulators.  Every other case (dynamic shapes, other element types) returns None: the conv
+then becomes scalar loops, as before.
+
+Measured (2-core AMD Zen 5 VM, AVX-512; an FMA loop peaks at about 245 GFLOP/s per core, 237 with
+both cores busy) on the benchmark ``relu(conv2d(x, w) + b)``, x f32[8,56,56,64], w f32[3,3,64,64]
+(1.72 GFLOP), block 6 x 64, c = 1: 1 thread 7.0-7.2 ms (about 240 GFLOP/s; 7.8-8.0 ms with the
+per-tile buffer); 2 threads 3.7-4.0 ms per call (median of one fresh process; 3.78-3.83 over 6-10
+processes, best call 3.52) against 4.0-4.3 ms for PyTorch eager (oneDNN; 4.05-4.25, best 3.72)
+interleaved with them: 6-11 % faster (the previous schedule: 4.1 ms, best 3.75).  Other blocks on
+that shape, 1 thread, relative to 6 x 64: 9 x 32 +1-2 %, 3 x 64 +2-3 %, 6 x 32 +10 %, 18 x 16 +15 %,
+2 x 64 +35 %; c = 2 +10 %, c = 4 or 8 +0-1 %.  Other shapes, 1 thread, against the previous rule
+(most accumulators, rows of up to 4 vectors of any count, at most 12 pixels, per-tile buffer):
+F = 48 or 24 (rows of 3 or 1.5 vectors) 18-31x faster, OW = 13 or 26 (13 x 16 instead of 1 or
+2 x 64) 4.5x and 2x, F = 128 at OW = 28 (7 x 32 instead of 4 x 64) 14-17 %, a 1x1 conv 64 -> 256
+(8 x 32 instead of 4 x 64) 25 %.  Without an epilogue the fill writes the output tile itself (no
+buffer) and its zero stores are kept: they touch the output lines early (that 1x1 conv was 1-3 %
+slower with them folded away).
 
 MLIR is imported inside functions only; ``choose_conv_tiles`` and ``conv_section`` are pure.
 """
@@ -39,13 +59,20 @@ from typing import Any
 
 from .transforms import SCHED_ATTR, largest_divisor_at_most
 
-__all__ = ["ConvTiles", "choose_conv_tiles", "conv_section", "plan_conv", "CONV_OP"]
+__all__ = ["ConvTiles", "block_cost", "choose_conv_tiles", "conv_section", "plan_conv", "CONV_OP"]
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
 
 _ACC_REGS = 24   # accumulator vectors of one register block (of 32 zmm registers)
-_MAX_OW = 12     # output pixels per register block
-_MAX_F_VECS = 4  # filter-row vectors per register block
+_MAX_OW = 24     # output pixels per register block (one broadcast register each, in turn)
+_F_VECS = (1, 2, 4)  # filter-row vectors per register block: power-of-two vector lengths only
+# cycles x pixels per FMA of streaming the filter from L2 (each filter vector serves ``ow`` FMAs;
+# the filter of a block is kh x kw x C x f, larger than L1 on the shapes that matter): rows of F
+# read whole (f == F) or strided (f < F: a part of each row, which the prefetchers serve worse).
+# Fitted on 1-thread timings: 4 x 64 of F = 128 is 8-17 % slower than 7 x 32 (3.5 / 4 > 0.5),
+# 4 x 64 of F = 64 is as fast as 7 x 32 or 8 x 32 (1.5 / 4 < 0.5), 3 x 64 of F = 64 2-3 % slower.
+_STREAM_WHOLE_ROWS = 1.5
+_STREAM_STRIDED_ROWS = 3.5
 
 
 @dataclass(frozen=True)
@@ -57,31 +84,48 @@ class ConvTiles:
     c: int
 
 
+def block_cost(ow: int, vecs: int, strided: bool) -> float:
+    """Estimated cycles per FMA of an ``ow`` pixels x ``vecs`` vectors register block (AVX-512, 2 FMA
+    pipes of 4 cycles latency, 2 loads per cycle): the most of the FMA throughput (0.5), the latency
+    (fewer than 8 accumulators leave the pipes waiting: 2 / acc), the loads (``ow`` broadcasts and
+    ``vecs`` filter vectors per step: (ow + vecs) / (2 acc)) and the filter stream from L2 (k / ow,
+    ``k`` larger when the block reads its filter rows strided, see ``_STREAM_*``)."""
+    acc = ow * vecs
+    k = _STREAM_STRIDED_ROWS if strided else _STREAM_WHOLE_ROWS
+    return max(0.5, 2.0 / acc, (ow + vecs) / (2.0 * acc), k / ow)
+
+
 def choose_conv_tiles(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int,
                       elem_bits: int = 32) -> ConvTiles | None:
     """Tiles for an ``[n, oh, ow, f]`` output reduced over ``[kh, kw, c]``; None if nothing to do.
 
-    The register block ``ow x f`` (tiles dividing OW and F, ``f`` a multiple of the vector width when
-    F has one, at most 4 vectors and 12 pixels) with the most accumulator vectors within the budget;
-    ties go to fewer loads per FMA (``(ow + vectors) / (ow * vectors)``), then to the wider ``f``.
+    Candidates: ``f`` of 1, 2 or 4 whole vectors when F is a multiple of the vector width, else the
+    largest divisor of F that fits one vector (a narrow register).  A row of 3 or 5 vectors, or one
+    wider than a vector but not a multiple of it (F = 48, 80, 20, 24 as one row), is a vector length
+    LLVM's AVX-512 lowering scalarizes (inserts and shuffles around every FMA): 6 to 8 GFLOP/s
+    instead of 130 to 200.  ``ow``: any divisor of OW within the accumulator budget (24 vectors, so up
+    to 24 pixels of one vector).  The block of least ``block_cost`` wins; ties go to more
+    accumulators, then to the wider ``f``.
     ``c`` is 1: one outer product per step, as in the matmul recipe (the input values are broadcast
-    from memory).
+    from memory; 2 channels per step measured 10 % slower, 4 or 8 the same).
     """
     if min(n, oh, ow, f, kh, kw, c) < 1:
         return None
     lanes = max(1, 512 // max(8, elem_bits))
     if f % lanes == 0:
-        fts = [lanes * v for v in range(1, _MAX_F_VECS + 1) if (f // lanes) % v == 0]
+        fts = [lanes * v for v in _F_VECS if (f // lanes) % v == 0]
     else:
-        fts = [largest_divisor_at_most(f, _MAX_F_VECS * lanes)]
-    best: tuple[tuple[int, float, int], ConvTiles] | None = None
+        fts = [largest_divisor_at_most(f, lanes)]
+    best: tuple[tuple[float, int, int], ConvTiles] | None = None
     for ft in fts:
         vecs = -(-ft // lanes)
-        owt = largest_divisor_at_most(ow, max(1, min(_MAX_OW, _ACC_REGS // vecs)))
-        acc = owt * vecs
-        score = (acc, -(owt + vecs) / acc, ft)
-        if best is None or score > best[0]:
-            best = (score, ConvTiles(owt, ft, 1))
+        cap = min(_MAX_OW, _ACC_REGS // vecs)
+        for owt in range(1, min(ow, cap) + 1):
+            if ow % owt:
+                continue
+            score = (-round(block_cost(owt, vecs, ft < f), 9), owt * vecs, ft)
+            if best is None or score > best[0]:
+                best = (score, ConvTiles(owt, ft, 1))
     assert best is not None
     return best[1]
 
@@ -96,7 +140,8 @@ def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, pad_hops: int =
 
     ``fuse_epilogue``: the conv's only user is an elementwise generic (bias, relu, ...); that one is
     tiled by the forall instead, the conv fused into it, and it is vectorized here, next to the
-    accumulator, so the conv result never goes through memory twice.
+    accumulator, so the conv result never goes through memory twice; the fused fill's zeros are then
+    folded into the accumulator (``_fold_fill_section``: no per-tile buffer).
 
     ``pad_hops`` (1 or 2): the input is the padding generic of ``emit`` (directly, or through one
     extract_slice); its images are then copied in parallel (``scf.forall`` over N only: the window's
@@ -136,7 +181,37 @@ def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, pad_hops: int =
         s += f"    transform.structured.vectorize {ff} : {a}\n"
     if fuse_epilogue:
         s += f"    transform.structured.vectorize %cet{tag} : {a}\n"
+    if fuse_fill and fuse_epilogue:
+        s += _fold_fill_section(tag, cpf)
     return s
+
+
+def _fold_fill_section(tag: int, forall: str) -> str:
+    """Fold the fused fill's zeros into the accumulator of the forall ``forall`` (fused epilogue).
+
+    With the epilogue fused, the fill's init is a temporary of its own (the forall writes the
+    epilogue's result).  The vectorized fill writes a ``1 x 1 x ow x f`` zero vector into its tile and
+    the conv reads it back as ``1 x ow x f`` (rank-reduced by ``decompose``), so the read does not
+    fold into the write and the tile stays a buffer: a ``malloc``, ``ow * f / lanes`` zero stores and
+    a ``free`` per register block (the benchmark conv: 7.8-8.0 instead of 7.0-7.2 ms on 1 thread).
+    Hoisting the accumulator out of the reduction loops here (what the shared vector lowering does
+    later), then dropping the leading unit dims of the transfers, makes the read and the write the
+    same shape: the read folds to the zero constant and the write and its buffer die.
+    """
+    a = "!transform.any_op"
+    loops = f"%cfo{tag}"
+    return (f"    transform.apply_patterns to {forall} {{\n"
+            f"      transform.apply_patterns.canonicalization\n"
+            f"      transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers\n"
+            f"    }} : {a}\n"
+            f"    transform.apply_cse to {forall} : {a}\n"
+            f"    {loops} = transform.structured.match ops{{[\"scf.for\"]}} in {forall} : ({a}) -> {a}\n"
+            f"    transform.apply_licm to {loops} : {a}\n"
+            f"    transform.loop.hoist_loop_invariant_subsets {loops} : {a}\n"
+            f"    transform.apply_patterns to {forall} {{\n"
+            f"      transform.apply_patterns.vector.cast_away_vector_leading_one_dim\n"
+            f"      transform.apply_patterns.canonicalization\n"
+            f"    }} : {a}\n")
 
 
 # ---------------------------------------------------------------- payload inspection (needs MLIR)
