@@ -143,6 +143,25 @@ def test_tile_choice():
     assert 37 % t.reg_m == 0 and 23 % t.reg_n == 0 and 19 % t.k == 0
 
 
+@pytest.mark.parametrize("n, reg_m, reg_n", [(64, 8, 32), (96, 8, 32), (48, 16, 16), (80, 16, 16), (16, 16, 16),
+                                             (40, 16, 10), (24, 16, 12), (20, 16, 10), (10, 16, 10), (7, 16, 7)])
+def test_matmul_register_rows_are_whole_vectors_or_one_narrow_one(n, reg_m, reg_n):
+    """Rows of 3 or 1.5 vectors (48, 24 floats) ran scalarized at 9 GFLOP/s: never chosen."""
+    t = choose_matmul_tiles(256, n, 512)
+    assert (t.reg_m, t.reg_n) == (reg_m, reg_n)
+    assert t.reg_n <= 16 or t.reg_n % 16 == 0
+
+
+@pytest.mark.parametrize("n", [48, 40, 24])
+def test_matmul_with_narrow_or_odd_vector_rows_is_scheduled_and_right(n):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((64, 128), dtype=np.float32)
+    b = rng.standard_normal((128, n), dtype=np.float32)
+    kern = compile_kernel(K.matmul(64, 128, n), "mm", threads=1, schedule="all", cache=False)
+    assert kern.scheduled
+    assert np.all(np.abs(kern(a, b) - a.astype(np.float64) @ b) <= _matmul_bound(a, b))
+
+
 _DET = textwrap.dedent("""
     import hashlib, sys
     sys.path.insert(0, {here!r})

@@ -66,10 +66,21 @@ class ElementwiseTiles:
 
 
 def choose_matmul_tiles(m: int, n: int, k: int, elem_bits: int = 32, batch: bool = False) -> MatmulTiles:
-    """Tiles for AVX-512: an 8 x (2 zmm) accumulator, 64x128 blocks per thread, K slabs of 128."""
+    """Tiles for AVX-512: a register block of 8 rows x 2 zmm (or 16 rows x 1 vector), 64x128 blocks
+    per thread, K slabs of 128.
+
+    The block's row is 2 whole vectors when N has an even number of them, 1 when it has an odd
+    number, else the largest divisor of N that fits one vector (a narrow register).  Any other row
+    length (24, 20, 48 as 3 vectors) is a vector type LLVM's AVX-512 lowering scalarizes: 9 GFLOP/s
+    instead of 100-200 (256x512 @ 512xN, 1 thread: N = 48 9 -> 194, N = 40 9 -> 119, N = 24
+    9 -> 134, N = 80 9 -> 199).  A one-vector row takes 16 rows: 16 accumulators hide the FMA
+    latency and halve the broadcasts per FMA (8 rows: 5-12 % slower)."""
     lanes = max(1, 512 // elem_bits)
-    reg_m = largest_divisor_at_most(m, 8)
-    reg_n = largest_divisor_at_most(n, 2 * lanes)
+    if n % lanes == 0:
+        reg_n = lanes * (2 if (n // lanes) % 2 == 0 else 1)
+    else:
+        reg_n = largest_divisor_at_most(n, lanes)
+    reg_m = largest_divisor_at_most(m, 8 if reg_n > lanes else 16)
     par_m = reg_m * largest_divisor_at_most(m // reg_m, max(1, 64 // reg_m))
     par_n = reg_n * largest_divisor_at_most(n // reg_n, max(1, (4 * 2 * lanes) // reg_n))
     kt = largest_divisor_at_most(k, 128)
