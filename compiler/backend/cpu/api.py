@@ -37,7 +37,6 @@ from .emit import emit_mlir, specialize_type
 # the engine imports neither MLIR nor llvmlite; importing it here keeps module loading out of the
 # first call (the warm-start path is then printing + hashing the Core IR, a JSON read and a dlopen)
 from .engine import compile_kernel, load_cached, resolve_options, schedule_policy
-from .openmp import start_openmp_runtime
 
 __all__ = ["compile_function", "emit_stage", "compile", "CpuFunction"]
 
@@ -133,8 +132,6 @@ class CpuFunction:
                 work_estimate(self.fn, env) < AUTO_PARALLEL_MIN_WORK:
             threads = 1  # too little work to pay for waking and joining OpenMP workers
         opts["threads"] = resolve_options(threads, opts["cpu"])
-        if opts["threads"] > 1:
-            start_openmp_runtime()  # overlaps the key and the cache lookup below (see openmp)
         alias = None
         if opts["cache"] is not False and opts["cache"] is not None:
             if self._ir_text is None:

@@ -25,7 +25,7 @@ from mind.diagnostics import MindError, error
 
 from .abi import AbiError, ArgBinder, Signature
 from .cache import KernelCache, cache_key
-from .openmp import await_openmp_runtime, find_openmp_runtime, load_openmp_runtime, start_openmp_runtime
+from .openmp import find_openmp_runtime, load_openmp_runtime
 from .pipeline import MAX_THREADS, PipelineError, full_pipeline
 
 __all__ = ["Kernel", "compile_kernel", "load_cached", "resolve_options", "translate_to_llvm_ir", "mlir_to_llvm_ir",
@@ -79,7 +79,6 @@ class Kernel:
     _fn: Any = field(default=None, repr=False)
     _stored: Any = field(default=None, repr=False)
     _binder: ArgBinder | None = field(default=None, repr=False)
-    _runtime: Any = field(default=None, repr=False)  # a background OpenMP load to join before the first call
 
     def wait_stored(self, timeout: float | None = None) -> bool:
         """For a kernel loaded in-process: wait until its .so and sidecar are in the disk cache.
@@ -95,8 +94,6 @@ class Kernel:
         binder = self._binder
         if binder is None:
             binder = self._binder = ArgBinder(sig)
-        if self._runtime is not None:
-            self._await_runtime()
         try:
             descs = binder.descriptors(inputs, outs)
         except AbiError as e:
@@ -105,17 +102,9 @@ class Kernel:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-    def _await_runtime(self) -> None:
-        try:
-            await_openmp_runtime(self._runtime)
-        except OSError as e:
-            raise _fail(f"could not load the OpenMP runtime for kernel '{self.signature.name}': {e}") from None
-        self._runtime = None
-
-
 def _load(path: str, sig: Signature, threads: int, from_cache: bool, scheduled: bool | None) -> Kernel:
-    # the runtime loads on the other core while this thread loads the kernel; the first call joins it
-    runtime = start_openmp_runtime() if threads > 1 else None
+    if threads > 1:
+        load_openmp_runtime()
     try:
         lib = ctypes.CDLL(path)
         fn = getattr(lib, f"_mlir_ciface_{sig.name}")
@@ -123,7 +112,7 @@ def _load(path: str, sig: Signature, threads: int, from_cache: bool, scheduled: 
         raise _fail(f"could not load compiled kernel '{sig.name}': {e}") from None
     fn.restype = None
     fn.argtypes = [ctypes.c_void_p] * (len(sig.inputs) + len(sig.outputs))
-    return Kernel(sig, threads, path, from_cache, scheduled, lib, fn, _runtime=runtime)
+    return Kernel(sig, threads, path, from_cache, scheduled, lib, fn)
 
 
 def resolve_options(threads: int | None, cpu: str) -> int:

@@ -14,7 +14,7 @@ import os
 import sys
 import threading
 
-__all__ = ["find_openmp_runtime", "load_openmp_runtime", "start_openmp_runtime", "await_openmp_runtime"]
+__all__ = ["find_openmp_runtime", "load_openmp_runtime"]
 
 _LOADED: dict[str, ctypes.CDLL] = {}
 
@@ -46,7 +46,6 @@ def _search() -> str | None:
 
 
 _LOAD_LOCK = threading.Lock()
-_BACKGROUND: list[threading.Thread] = []
 
 
 def load_openmp_runtime() -> str | None:
@@ -61,43 +60,6 @@ def load_openmp_runtime() -> str | None:
                 _set_runtime_defaults(lib)
                 _LOADED[path] = lib
     return path
-
-
-def start_openmp_runtime() -> threading.Thread | None:
-    """``load_openmp_runtime`` in a background thread; the thread to join before the first parallel
-    region, or None when the runtime is loaded already (or there is none).
-
-    Why: loading the runtime and applying its defaults (``dlopen`` + ``kmp_set_defaults``, which
-    initializes it) costs ~2 ms of a warm start; ctypes releases the GIL for both, so they run on the
-    other core while the caller computes the cache key and loads the kernel's library."""
-    path = find_openmp_runtime()
-    if path is None or path in _LOADED:
-        return None
-    with _LOAD_LOCK:
-        if _BACKGROUND and _BACKGROUND[0].is_alive():
-            return _BACKGROUND[0]
-        if path in _LOADED:
-            return None
-        # non-daemon: the runtime must not be half-initialized when the interpreter finalizes
-        t = threading.Thread(target=_load_in_background, name="mind-openmp-load", daemon=False)
-        _BACKGROUND[:] = [t]
-        t.start()
-        return t
-
-
-def _load_in_background() -> None:
-    try:
-        load_openmp_runtime()
-    except Exception:  # noqa: BLE001 - the joiner loads again in its own thread and reports the error
-        pass
-
-
-def await_openmp_runtime(pending: threading.Thread | None) -> None:
-    """Join a background load (``start_openmp_runtime``) and make sure the runtime is loaded; raises
-    ``OSError`` if it cannot be."""
-    if pending is not None:
-        pending.join()
-    load_openmp_runtime()
 
 
 _AFFINITY_VARS = ("KMP_AFFINITY", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY")
