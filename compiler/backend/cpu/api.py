@@ -43,15 +43,19 @@ __all__ = ["compile_function", "emit_stage", "compile", "CpuFunction"]
 _KNOWN_OPTIONS = ("threads", "schedule", "cpu", "cache", "opt")
 
 
-AUTO_PARALLEL_MIN_WORK = 1 << 20
-"""Below this ``work_estimate`` a default-threaded function runs on one thread: each parallel region
-costs a wake-up and a join of the workers, a few µs while they spin (``KMP_BLOCKTIME``), more once
-they sleep or when other processes hold the cores.  Matmuls on the 2-core test machine, idle, median
-per call at 1 / 2 threads: 16x128x256 (0.5 M) 10.5 / 9.6 µs, 32x256x256 (2 M) 22.5 / 16.0 µs,
-32x784x256 (6.4 M) 61 / 43 µs; 128x256x512 153 / 87 µs; train_step (B=32) 216 / 165 µs.  On a busy
-machine the second thread pays much more (the 32x784x256 layer once measured 265 µs), hence a
-threshold above the break-even point rather than at it.  ``threads=`` or ``$MIND_NUM_THREADS``
-overrides it."""
+AUTO_PARALLEL_MIN_WORK = 1 << 25
+"""Below this ``work_estimate`` a default-threaded function runs on one thread.
+
+On an idle machine a second thread already pays from ~1 M element operations (matmuls on the 2-core
+test machine, median per call at 1 / 2 threads: 32x256x256 22.5 / 16.0 µs, 32x784x256 61 / 43 µs,
+128x256x512 153 / 87 µs; train_step at B=32 216 / 165 µs), but it has two costs that a per-call
+median does not show: loading the OpenMP runtime adds ~2 ms to the first call of every process
+(Intel OpenMP calibrates its timestamp counter at start-up), which would take a warm start of
+those programs from ~3 to ~5-6 ms; and when another process holds a core the workers' barrier waits
+for it (128x256x512: 297 µs at 2 threads vs 160 µs at 1 on a busy machine; a 32x784x256 layer once
+265 vs 60 µs).  Up to here one thread is already faster than NumPy's multi-threaded BLAS on these
+shapes; above it the second core's gain dominates.  ``threads=`` or ``$MIND_NUM_THREADS`` overrides
+the choice (a long training loop wants ``threads=2``)."""
 
 
 def work_estimate(fn: Function, env: Mapping[str, int]) -> int:
