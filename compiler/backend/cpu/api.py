@@ -37,6 +37,7 @@ from .emit import emit_mlir, specialize_type
 # the engine imports neither MLIR nor llvmlite; importing it here keeps module loading out of the
 # first call (the warm-start path is then printing + hashing the Core IR, a JSON read and a dlopen)
 from .engine import compile_kernel, load_cached, resolve_options, schedule_policy
+from .outputs import new_output
 
 __all__ = ["compile_function", "emit_stage", "compile", "CpuFunction"]
 
@@ -162,7 +163,7 @@ class CpuFunction:
         else:
             k, ins = self._bound_inputs(args)
         if out is None:
-            outs = [np.empty(o.shape, dtype=np.dtype(o.dtype)) for o in k.signature.outputs]
+            outs = [new_output(o.shape, o.dtype) for o in k.signature.outputs]
         else:
             outs = check_out(self.fn.name, out, k.signature.outputs, ins)
         k(*ins, out=outs)

@@ -26,6 +26,7 @@ from mind.diagnostics import MindError, error
 from .abi import AbiError, ArgBinder, Signature
 from .cache import KernelCache, cache_key
 from .openmp import find_openmp_runtime, load_openmp_runtime
+from .outputs import new_output
 from .pipeline import MAX_THREADS, PipelineError, full_pipeline
 
 __all__ = ["Kernel", "compile_kernel", "load_cached", "resolve_options", "translate_to_llvm_ir", "mlir_to_llvm_ir",
@@ -88,7 +89,7 @@ class Kernel:
     def __call__(self, *inputs: np.ndarray, out: Sequence[np.ndarray] | None = None) -> Any:
         sig = self.signature
         outs = list(out) if out is not None else \
-            [np.empty(o.shape, dtype=np.dtype(o.dtype)) for o in sig.outputs]
+            [new_output(o.shape, o.dtype) for o in sig.outputs]
         if len(outs) != len(sig.outputs):
             raise _fail(f"kernel '{sig.name}' has {len(sig.outputs)} outputs, got {len(outs)} out arrays")
         binder = self._binder
