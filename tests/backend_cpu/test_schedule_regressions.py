@@ -9,8 +9,10 @@ compares with the reference interpreter.  The root causes are described in
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from mind.compiler.backend.cpu.api import compile_function
+from mind.compiler.backend.cpu.cache import KernelCache
 from mind.ir.parser import parse_module
 from mind.reference.interpreter import run_function, select_function
 
@@ -101,3 +103,51 @@ def test_reduce_sum_of_splat_constant():
     assert next(iter(run._kernels.values())).scheduled
     np.testing.assert_array_equal(got[0], np.full(16, 64.0, np.float32))
     np.testing.assert_array_equal(got[1], xs + 2.0)
+
+
+# A result that is a strided view of an input (a slice returned as it is) is copied into its
+# out-parameter by ``memref.copy``, which MLIR lowers to a call of ``memrefCopy`` from its C runner
+# library.  No library provided it: the JIT bound it to address 0 and the first call crashed the
+# process (found by the differential test: a slice returned next to an identity reduce_sum); a cached
+# .so failed to load.  ``runtime.link_runtime`` now defines it in the kernel's module.
+_VIEW_PROGRAMS = {
+    "rank1": ("func @main(%x: {t}[16]) -> ({t}[5]) {{\n"
+              "  %0 = slice(%x) {{start = [3], stop = [8], step = [1]}} : {t}[5]\n  return %0\n}}\n", (16,)),
+    "rank2_twice": ("func @main(%x: {t}[48, 64], %y: {t}[]) -> ({t}[3, 1], {t}[3, 1]) {{\n"
+                    "  %0 = slice(%x) {{start = [32, 9], stop = [35, 10], step = [1, 1]}} : {t}[3, 1]\n"
+                    "  %1 = reduce_sum(%0) {{axes = [], keepdims = true}} : {t}[3, 1]\n  return %0, %1\n}}\n",
+                    (48, 64)),
+    "rank3": ("func @main(%x: {t}[4, 6, 8]) -> ({t}[2, 3, 5]) {{\n"
+              "  %0 = slice(%x) {{start = [1, 2, 3], stop = [3, 5, 8], step = [1, 1, 1]}} : {t}[2, 3, 5]\n"
+              "  return %0\n}}\n", (4, 6, 8)),
+    "empty": ("func @main(%x: {t}[4, 6]) -> ({t}[0, 3]) {{\n"
+              "  %0 = slice(%x) {{start = [2, 1], stop = [2, 4], step = [1, 1]}} : {t}[0, 3]\n  return %0\n}}\n",
+              (4, 6)),
+}
+
+
+@pytest.mark.parametrize("jit", ["1", "0"])
+@pytest.mark.parametrize("schedule", [True, "all"])
+@pytest.mark.parametrize("dtype", ["f32", "i64", "f64", "i32"])
+@pytest.mark.parametrize("program", sorted(_VIEW_PROGRAMS))
+def test_results_that_are_strided_views_of_inputs(program, dtype, schedule, jit, monkeypatch, tmp_path):
+    monkeypatch.setenv("MIND_CPU_JIT", jit)
+    text, shape = _VIEW_PROGRAMS[program]
+    fn = _fn(text.format(t=dtype))
+    np_dtype = np.dtype({"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}[dtype])
+    x = (np.arange(int(np.prod(shape))).reshape(shape) * 3 - 7).astype(np_dtype)
+    args = [x] + [np.zeros((), np_dtype)] * (len(fn.params) - 1)
+    run = compile_function(fn, threads=1, schedule=schedule, cache=KernelCache(str(tmp_path)))
+    for g, w in zip(run(args), run_function(fn, args)):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
+def test_a_kernel_needing_a_missing_function_is_an_error_not_a_crash():
+    from mind.compiler.backend.cpu import codegen
+    ir = ("declare void @mind_nowhere(ptr)\n"
+          "define void @k(ptr %p) {\n  call void @mind_nowhere(ptr %p)\n  ret void\n}\n")
+    obj = codegen.optimize_and_emit_object(ir, "host", "fast")
+    with pytest.raises(codegen.CodegenError, match="mind_nowhere"):
+        codegen.JitObject(obj, "host", [], ["mind_nowhere"])
+    codegen.JitObject(obj, "host", [], ["malloc", "free"])  # the process provides these

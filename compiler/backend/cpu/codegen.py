@@ -233,13 +233,18 @@ class JitObject:
     The code lives as long as this object; the kernel that calls it keeps a reference.
     """
 
-    def __init__(self, objs: bytes | Sequence[bytes], cpu: str = "host", libs: list[str] | None = None) -> None:
+    def __init__(self, objs: bytes | Sequence[bytes], cpu: str = "host", libs: list[str] | None = None,
+                 externals: Sequence[str] = ()) -> None:
         llvm = _llvm()
         for lib in libs or []:
             _load_permanently(lib)
         try:
             tm = _target_machine(cpu)
             self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+            # (creating the engine makes the process's own symbols searchable: libc's malloc, ...)
+            missing = [name for name in externals if not llvm.address_of_symbol(name)]
+            if missing:  # MCJIT would bind them to address 0: the first call would crash the process
+                raise CodegenError(f"the kernel needs functions that nothing provides: {', '.join(missing)}")
             for obj in [objs] if isinstance(objs, bytes) else objs:  # symbols resolve across them
                 self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self._engine.finalize_object()

@@ -207,11 +207,13 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
     lowered = mlir_to_llvm_ir(mlir_text, func_name, threads=threads, schedule=schedule)
     from .codegen import CodegenError, JitObject, link_shared, optimize_and_emit_objects
     libs = [p] if threads > 1 and (p := find_openmp_runtime()) else []
+    from .runtime import external_functions
+    llvm_ir = lowered.llvm_ir
     try:
         # large scalar loop nests (unscheduled ops) need LLVM's loop passes; see codegen._optimize
         loops = not lowered.scheduled or lowered.scalar_work >= MIN_SCHEDULE_WORK
         level = "loops" if opt == "fast" and loops else opt
-        objs = optimize_and_emit_objects(lowered.llvm_ir, cpu, level)  # large modules: in parts, 2 cores
+        objs = optimize_and_emit_objects(llvm_ir, cpu, level)  # large modules: in parts, 2 cores
     except CodegenError as e:
         raise _fail(f"native code generation failed for '{func_name}': {e}") from None
     meta = {"signature": lowered.signature.to_json(), "scheduled": lowered.scheduled,
@@ -220,7 +222,7 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         if threads > 1:
             load_openmp_runtime()
         try:
-            jobj = JitObject(objs, cpu, libs)
+            jobj = JitObject(objs, cpu, libs, external_functions(llvm_ir))
         except CodegenError as e:
             raise _fail(f"native code generation failed for '{func_name}': {e}") from None
         so = store.paths(key)[0] if store is not None else None

@@ -16,6 +16,7 @@ from typing import Any
 
 from .abi import ELEMENT_TYPES, ArgSpec, Signature
 from .pipeline import PipelineError, full_pipeline, prefusion
+from .runtime import link_runtime
 from .transforms import (MIN_SCHEDULE_WORK, apply_script, largest_unscheduled_work, schedule_module,
                          untie_shared_inits)
 
@@ -328,7 +329,8 @@ def lower_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedu
             module, sig, scheduled = lower_to_llvm_dialect(mlir_text, func_name, threads=threads,
                                                            schedule=schedule, ctx=ctx, report=report)
             with ctx:
-                ir_text = translate_to_llvm_ir(module)
+                # runtime functions MLIR's lowering calls (memrefCopy) are defined in the module itself
+                ir_text = link_runtime(translate_to_llvm_ir(module))
         except BaseException:
             _retire_shared_context()  # never reuse a context that saw a failure
             raise
