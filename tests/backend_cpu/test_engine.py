@@ -144,7 +144,7 @@ def test_tile_choice():
 
 
 @pytest.mark.parametrize("n, reg_m, reg_n", [(64, 8, 32), (96, 8, 32), (48, 16, 16), (80, 16, 16), (16, 16, 16),
-                                             (40, 16, 10), (24, 16, 12), (20, 16, 10), (10, 16, 10), (7, 16, 7)])
+                                             (40, 8, 10), (24, 8, 12), (20, 8, 10), (10, 8, 10), (7, 8, 7)])
 def test_matmul_register_rows_are_whole_vectors_or_one_narrow_one(n, reg_m, reg_n):
     """Rows of 3 or 1.5 vectors (48, 24 floats) ran scalarized at 9 GFLOP/s: never chosen."""
     t = choose_matmul_tiles(256, n, 512)

@@ -73,14 +73,16 @@ def choose_matmul_tiles(m: int, n: int, k: int, elem_bits: int = 32, batch: bool
     number, else the largest divisor of N that fits one vector (a narrow register).  Any other row
     length (24, 20, 48 as 3 vectors) is a vector type LLVM's AVX-512 lowering scalarizes: 9 GFLOP/s
     instead of 100-200 (256x512 @ 512xN, 1 thread: N = 48 9 -> 194, N = 40 9 -> 119, N = 24
-    9 -> 134, N = 80 9 -> 199).  A one-vector row takes 16 rows: 16 accumulators hide the FMA
-    latency and halve the broadcasts per FMA (8 rows: 5-12 % slower)."""
+    9 -> 134, N = 80 9 -> 199).  A row of one whole vector takes 16 rows: 16 accumulators hide the
+    FMA latency and halve the broadcasts per FMA (8 rows: 5 % slower at N = 48).  A narrow row
+    keeps 8: 16 would gain 5-12 % per call on it but unrolls 10 % more code into train_step, whose
+    classifier head is 10 wide (its compile time is what matters there)."""
     lanes = max(1, 512 // elem_bits)
     if n % lanes == 0:
         reg_n = lanes * (2 if (n // lanes) % 2 == 0 else 1)
     else:
         reg_n = largest_divisor_at_most(n, lanes)
-    reg_m = largest_divisor_at_most(m, 8 if reg_n > lanes else 16)
+    reg_m = largest_divisor_at_most(m, 16 if reg_n == lanes else 8)
     par_m = reg_m * largest_divisor_at_most(m // reg_m, max(1, 64 // reg_m))
     par_n = reg_n * largest_divisor_at_most(n // reg_n, max(1, (4 * 2 * lanes) // reg_n))
     kt = largest_divisor_at_most(k, 128)
