@@ -84,23 +84,21 @@ def host_fingerprint() -> str:
     return fp
 
 
+def _digest(parts: dict[str, Any], cpu: str) -> str:
+    """SHA-256 (hex) of ``parts`` plus what every key shares: the target, the toolchain versions and
+    the backend's own sources (the emitter, schedules, pipeline and codegen act on the key's text:
+    an edit of them must miss)."""
+    parts = dict(parts, target=host_fingerprint() if cpu == "host" else f"{_machine()}|{cpu}",
+                 toolchain=toolchain_fingerprint(), sources=source_fingerprint())
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()
+
+
 def cache_key(mlir_text: str, func_name: str, *, pipeline: str, threads: int, schedule: bool, cpu: str,
               extra: str = "") -> str:
     """SHA-256 (hex) of everything that determines the compiled artifact."""
-    parts = {
-        "format": CACHE_FORMAT,
-        "mlir_sha256": hashlib.sha256(mlir_text.encode("utf-8")).hexdigest(),
-        "func": func_name,
-        "pipeline": pipeline,
-        "threads": threads,
-        "schedule": schedule,
-        "target": host_fingerprint() if cpu == "host" else f"{_machine()}|{cpu}",
-        "toolchain": toolchain_fingerprint(),
-        # the schedules, pipeline and codegen act on this text: an edit of them must miss too
-        "sources": source_fingerprint(),
-        "extra": extra,
-    }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()
+    return _digest({"format": CACHE_FORMAT, "mlir_sha256": hashlib.sha256(mlir_text.encode("utf-8")).hexdigest(),
+                    "func": func_name, "pipeline": pipeline, "threads": threads, "schedule": schedule,
+                    "extra": extra}, cpu)
 
 
 def source_fingerprint() -> str:
@@ -128,18 +126,8 @@ def ir_cache_key(core_ir_text: str, env: dict[str, int], *, threads: int, schedu
     """Key of a kernel from the canonical Core IR text, the symbol values, the options, the target,
     the toolchain versions and the backend sources: computable without emitting MLIR, so a warm start
     never runs the emitter.  Entries under it are aliases of the MLIR-text key (``cache_key``)."""
-    parts = {
-        "format": CACHE_FORMAT + "/ir",
-        "ir_sha256": hashlib.sha256(core_ir_text.encode("utf-8")).hexdigest(),
-        "env": sorted(env.items()),
-        "threads": threads,
-        "schedule": schedule,
-        "target": host_fingerprint() if cpu == "host" else f"{_machine()}|{cpu}",
-        "toolchain": toolchain_fingerprint(),
-        "sources": source_fingerprint(),
-        "opt": opt,
-    }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()
+    return _digest({"format": CACHE_FORMAT + "/ir", "ir_sha256": hashlib.sha256(core_ir_text.encode("utf-8")).hexdigest(),
+                    "env": sorted(env.items()), "threads": threads, "schedule": schedule, "opt": opt}, cpu)
 
 
 def _atomic_write(path: str, data: bytes) -> None:
