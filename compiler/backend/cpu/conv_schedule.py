@@ -54,8 +54,11 @@ MLIR is imported inside functions only; ``choose_conv_tiles`` and ``conv_section
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from mind.spec.record import FrozenRecord
+
+_set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
 from .transforms import SCHED_ATTR, largest_divisor_at_most
 
@@ -75,13 +78,19 @@ _STREAM_WHOLE_ROWS = 1.5
 _STREAM_STRIDED_ROWS = 3.5
 
 
-@dataclass(frozen=True)
-class ConvTiles:
+class ConvTiles(FrozenRecord):
     """Register block ``ow x f`` of the output (N and OH tiles are 1) and the channel step ``c``."""
+
+    __slots__ = ("ow", "f", "c")
 
     ow: int
     f: int
     c: int
+
+    def __init__(self, ow: int, f: int, c: int) -> None:
+        _set(self, "ow", ow)
+        _set(self, "f", f)
+        _set(self, "c", c)
 
 
 def block_cost(ow: int, vecs: int, strided: bool) -> float:

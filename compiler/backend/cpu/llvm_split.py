@@ -33,14 +33,30 @@ SPLIT_PARTS = 2
 
 _MIN_SHARE = 0.2  # the smaller part must carry at least this share of the lines to be worth a thread
 
-_DEFINE = re.compile(r"^define (?P<linkage>(?:internal |private |hidden |dso_local )*)(?P<ret>\S+) "
-                     r"@(?P<name>[-\w.$]+)\((?P<params>[^()]*)\)(?P<rest>[^{]*)\{$")
-_PARAM = re.compile(r"^(?P<type>ptr|i\d+|half|bfloat|float|double|<\d+ x (?:ptr|i\d+|half|bfloat|float|double)>)"
-                    r"(?P<attrs>(?: (?:noalias|nocapture|readonly|writeonly|nonnull|noundef|align \d+))*)"
-                    r"(?: %[-\w.$]+)?$")
-_SYMBOL = re.compile(r"@([-\w.$]+)")
-_HEADER = re.compile(r"^(?:$|;|source_filename |target |%[-\w.$]+ = type |declare |attributes #\d+ = |!)")
-_CONSTANT_GLOBAL = re.compile(r"^@[-\w.$]+ = (?:private |internal )?(?:unnamed_addr |local_unnamed_addr )?constant ")
+class _Patterns:
+    """The regular expressions, compiled on first use (~1 ms; most modules are one function and
+    never get this far)."""
+
+    _compiled: "_Patterns | None" = None
+
+    def __init__(self) -> None:
+        self.define = re.compile(r"^define (?P<linkage>(?:internal |private |hidden |dso_local )*)(?P<ret>\S+) "
+                                 r"@(?P<name>[-\w.$]+)\((?P<params>[^()]*)\)(?P<rest>[^{]*)\{$")
+        self.param = re.compile(r"^(?P<type>ptr|i\d+|half|bfloat|float|double|"
+                                r"<\d+ x (?:ptr|i\d+|half|bfloat|float|double)>)"
+                                r"(?P<attrs>(?: (?:noalias|nocapture|readonly|writeonly|nonnull|noundef|align \d+))*)"
+                                r"(?: %[-\w.$]+)?$")
+        self.symbol = re.compile(r"@([-\w.$]+)")
+        self.header = re.compile(r"^(?:$|;|source_filename |target |%[-\w.$]+ = type |declare |attributes #\d+ = |!)")
+        self.constant_global = re.compile(
+            r"^@[-\w.$]+ = (?:private |internal )?(?:unnamed_addr |local_unnamed_addr )?constant ")
+        self.attribute_refs = re.compile(r"(?:#\d+ ?)*")
+
+    @classmethod
+    def get(cls) -> "_Patterns":
+        if cls._compiled is None:
+            cls._compiled = cls()
+        return cls._compiled
 
 
 class _Function:
@@ -56,7 +72,8 @@ class _Function:
 def _parse_define(line: str) -> tuple[str, str, bool] | None:
     """(name, declaration text, internal?) of a ``define`` line, or None if it is not one we can
     declare elsewhere (unknown parameter types or attributes, varargs, linkage we do not handle)."""
-    m = _DEFINE.match(line)
+    pat = _Patterns.get()
+    m = pat.define.match(line)
     if m is None:
         return None
     linkage = m.group("linkage").split()
@@ -65,12 +82,12 @@ def _parse_define(line: str) -> tuple[str, str, bool] | None:
     types = []
     params = m.group("params").strip()
     for p in (params.split(", ") if params else []):
-        pm = _PARAM.match(p.strip())
+        pm = pat.param.match(p.strip())
         if pm is None:
             return None
         types.append(pm.group("type"))
     rest = m.group("rest").strip()
-    if rest and not re.fullmatch(r"(?:#\d+ ?)*", rest):
+    if rest and not pat.attribute_refs.fullmatch(rest):
         return None  # section, comdat, personality, gc...: not something MLIR emits for kernels
     internal = "internal" in linkage
     # an internal function referenced across parts becomes hidden: declared hidden where it is used
@@ -79,6 +96,7 @@ def _parse_define(line: str) -> tuple[str, str, bool] | None:
 
 
 def _read(text: str) -> tuple[list[str], list[_Function]] | None:
+    pat = _Patterns.get()
     header: list[str] = []
     functions: list[_Function] = []
     lines = text.split("\n")
@@ -99,9 +117,9 @@ def _read(text: str) -> tuple[list[str], list[_Function]] | None:
             i = j + 1
             continue
         if line.startswith("@"):
-            if not _CONSTANT_GLOBAL.match(line):
+            if not pat.constant_global.match(line):
                 return None  # a mutable (or otherwise unusual) global cannot be copied into each part
-        elif not _HEADER.match(line):
+        elif not pat.header.match(line):
             return None
         header.append(line)
         i += 1
@@ -126,6 +144,8 @@ def split_module(text: str, parts: int = SPLIT_PARTS, min_lines: int | None = No
     this splitter does not handle."""
     if min_lines is None:
         min_lines = SPLIT_MIN_LINES
+    if text.count("\ndefine ") + text.startswith("define ") < max(parts, 2) or text.count("\n") < min_lines:
+        return None  # one function (a one-thread kernel) or a small module: nothing to gain
     read = _read(text)
     if read is None:
         return None
@@ -140,7 +160,7 @@ def split_module(text: str, parts: int = SPLIT_PARTS, min_lines: int | None = No
     crossing: set[str] = set()  # defined in one part, referenced from another
     uses: list[set[str]] = []
     for k, g in enumerate(groups):
-        used = {s for f in g for line in f.lines[1:] for s in _SYMBOL.findall(line)}
+        used = {s for f in g for line in f.lines[1:] for s in _Patterns.get().symbol.findall(line)}
         uses.append(used)
         crossing |= {s for s in used if s in home and home[s] != k}
     out = []

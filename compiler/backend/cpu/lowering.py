@@ -11,8 +11,11 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from dataclasses import dataclass
 from typing import Any
+
+from mind.spec.record import FrozenRecord
+
+_set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
 from .abi import ELEMENT_TYPES, ArgSpec, Signature
 from .pipeline import PipelineError, full_pipeline, prefusion
@@ -36,15 +39,22 @@ class LoweringError(Exception):
         super().__init__(text)
 
 
-@dataclass(frozen=True)
-class Lowered:
+class Lowered(FrozenRecord):
     """Result of lowering: LLVM IR text, the kernel's signature, whether a schedule was applied, and
     the largest op left as scalar loops (``transforms.op_work``; what ``codegen`` needs to know)."""
+
+    __slots__ = ("llvm_ir", "signature", "scheduled", "scalar_work")
 
     llvm_ir: str
     signature: Signature
     scheduled: bool
-    scalar_work: int = 1 << 62
+    scalar_work: int
+
+    def __init__(self, llvm_ir: str, signature: Signature, scheduled: bool, scalar_work: int = 1 << 62) -> None:
+        _set(self, "llvm_ir", llvm_ir)
+        _set(self, "signature", signature)
+        _set(self, "scheduled", scheduled)
+        _set(self, "scalar_work", scalar_work)
 
 
 _LIGHT_DIALECTS = "mind.compiler.backend.cpu._mlir_light_dialects"

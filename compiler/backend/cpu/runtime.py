@@ -126,6 +126,8 @@ def declared_functions(ir_text: str) -> list[str]:
 
 def link_runtime(ir_text: str) -> str:
     """``ir_text`` with each declared runtime function of ``RUNTIME_FUNCTIONS`` defined in it."""
+    if not any(f"@{name}(" in ir_text for name in RUNTIME_FUNCTIONS):
+        return ir_text  # the common case, without a pass over the text
     declared = set(declared_functions(ir_text))
     needed = [name for name in RUNTIME_FUNCTIONS if name in declared]
     if not needed:

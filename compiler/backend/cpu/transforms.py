@@ -22,8 +22,11 @@ MLIR is imported inside functions only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Sequence
+
+from mind.spec.record import FrozenRecord
+
+_set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
 __all__ = [
     "MatmulTiles", "ElementwiseTiles", "choose_matmul_tiles", "choose_elementwise_tiles",
@@ -45,24 +48,38 @@ def largest_divisor_at_most(n: int, bound: int, multiple_of: int = 1) -> int:
     return best
 
 
-@dataclass(frozen=True)
-class MatmulTiles:
+class MatmulTiles(FrozenRecord):
     """Tiles of ``C[m,n] += A[m,k] B[k,n]``: K slab, parallel (forall) block, register block."""
+
+    __slots__ = ("k", "par_m", "par_n", "reg_m", "reg_n", "batch")
 
     k: int
     par_m: int
     par_n: int
     reg_m: int
     reg_n: int
-    batch: bool = False
+    batch: bool
+
+    def __init__(self, k: int, par_m: int, par_n: int, reg_m: int, reg_n: int, batch: bool = False) -> None:
+        _set(self, "k", k)
+        _set(self, "par_m", par_m)
+        _set(self, "par_n", par_n)
+        _set(self, "reg_m", reg_m)
+        _set(self, "reg_n", reg_n)
+        _set(self, "batch", batch)
 
 
-@dataclass(frozen=True)
-class ElementwiseTiles:
+class ElementwiseTiles(FrozenRecord):
     """Forall tiles on parallel loops and sequential tiles on reduction loops (0 = not tiled)."""
+
+    __slots__ = ("parallel", "reduction")
 
     parallel: tuple[int, ...]
     reduction: tuple[int, ...]
+
+    def __init__(self, parallel: tuple[int, ...], reduction: tuple[int, ...]) -> None:
+        _set(self, "parallel", parallel)
+        _set(self, "reduction", reduction)
 
 
 def choose_matmul_tiles(m: int, n: int, k: int, elem_bits: int = 32, batch: bool = False) -> MatmulTiles:
