@@ -31,7 +31,7 @@ _ALIGN = 64  # a cache line: what np.empty gives large arrays, and the widest ve
 
 _free: dict[int, list[np.ndarray]] = {}
 _held = [0]
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: a finalizer may run (and give back) while a take holds it
 
 
 def pooled_bytes() -> int:
