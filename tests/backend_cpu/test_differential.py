@@ -184,9 +184,14 @@ def test_random_programs_with_tiled_shapes_match_reference(prog):
 
 
 def test_differential_programs_exercise_the_schedule():
-    """Runs after the two tests above (file order): a good fraction of programs was scheduled."""
+    """Runs after the two tests above (file order): the random programs do exercise the schedule.
+
+    About 45 % of them run scheduled code (6 to 13 of the 21 of a ``ci`` run, measured).  The bound
+    is set so that a working generator fails it with negligible probability (at least 3 of 21:
+    binomial tail below 0.1 %; an earlier bound of 25 % failed about 3 % of ``ci`` runs) while a
+    broken schedule path (nothing scheduled) always fails it."""
     n, k = _STATS["programs"], _STATS["scheduled"]
     if n < 10:
         import pytest
         pytest.skip("the differential tests did not run in this session")
-    assert k >= 0.25 * n, f"only {k} of {n} random programs ran the schedule"
+    assert k >= max(3, 0.1 * n), f"only {k} of {n} random programs ran the schedule"
