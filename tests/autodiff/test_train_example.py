@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import time
 
 import numpy as np
 import pytest
@@ -47,9 +46,7 @@ def test_example_compiles_with_symbolic_batch():
 
 def test_short_training_loss_falls_fivefold():
     mod = _example()
-    t0 = time.perf_counter()
     losses, fn = mod.train(steps=60, verbose=False)
-    assert time.perf_counter() - t0 < 15
     assert all(np.isfinite(losses))
     first, last = np.mean(losses[:3]), np.mean(losses[-3:])
     assert first / last >= 5, (first, last)

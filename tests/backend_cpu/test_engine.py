@@ -186,19 +186,15 @@ def test_llvm_ir_is_deterministic_across_processes():
 
 
 _WARM = textwrap.dedent("""
-    import sys, time
-    t0 = time.perf_counter()
+    import sys
     import numpy as np
-    t1 = time.perf_counter()
     sys.path.insert(0, {here!r})
     from mind.compiler.backend.cpu.engine import compile_kernel
     text = open({path!r}).read()
-    t2 = time.perf_counter()
     k = compile_kernel(text, "mm", threads=2)
-    t3 = time.perf_counter()
     a = np.ones((64, 32), np.float32); b = np.ones((32, 48), np.float32)
     assert (k(a, b) == 32).all()
-    print(k.from_cache, t3 - t2, "mlir" in sys.modules)
+    print(k.from_cache, "mlir" in sys.modules)
 """)
 
 
@@ -213,8 +209,7 @@ def test_cache_second_process_is_warm(tmp_path):
         assert r.returncode == 0, r.stderr
         runs.append(r.stdout.split())
     assert runs[0][0] == "False" and runs[1][0] == "True"
-    assert runs[1][2] == "False"  # a warm start never imports MLIR
-    assert float(runs[1][1]) < 0.05  # typically ~1 ms; generous for a loaded CI machine
+    assert runs[1][1] == "False"  # a warm start never imports MLIR (its speed: benchmarks/cpu.py)
     cache = KernelCache(str(tmp_path / "cache"))
     entries = [f for d in os.listdir(cache.root) for f in os.listdir(os.path.join(cache.root, d))]
     assert not [f for f in entries if f.startswith(".tmp")]
