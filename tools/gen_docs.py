@@ -172,8 +172,9 @@ def index_page() -> str:
              "NumPy-style: shapes are right-aligned and padded on the left with extent-1 axes; on each "
              "axis the extents must be equal, or one of them must be 1, and the result extent is the "
              "other one. The batch dimensions of `matmul` broadcast by the same rule. With symbolic "
-             "dimensions the rule is `ite(a == 1, b, a)`: `B` against `1` is `B`, while `B` against `3` "
-             "is undecided (diagnostic `E3011`) unless the `where` assumptions decide it.\n")
+             "dimensions the rule is `ite(a == 1, b, a)`: any extent against a literal `1` is that extent "
+             "(`B`, `2*B`: the `ite` gives it whether or not it is 1), equal extents give themselves, while "
+             "`B` against `3` is undecided (diagnostic `E3011`) unless the `where` assumptions decide it.\n")
     L.append("## Total semantics\n")
     L.append("Every op is total on every input that satisfies its constraints: nothing traps, nothing is "
              "undefined. Integer arithmetic wraps; integer division truncates toward zero with `x / 0 = 0` "

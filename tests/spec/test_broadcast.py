@@ -57,3 +57,9 @@ def test_three_way_and_general_agree() -> None:
         fast = broadcast_fast(shapes)
         assert fast is not None and fast == _general(*shapes)
         assert broadcast(ShapeContext(SymArith(Facts.empty())), "C3", *shapes) == fast
+
+
+def test_any_extent_against_a_literal_one_is_that_extent():
+    # ite(a == 1, 1, a) is a whether or not a is 1: decided, not "undecided" (the spec's text)
+    assert _general((2 * B,), ()) == (2 * B,)
+    assert _general((1, B + 1), (N, 1)) == (N, B + 1)
