@@ -3,6 +3,7 @@ shared MLIR context, LLVM optimization levels, warm starts without MLIR, and ``o
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -169,30 +170,34 @@ _BLOCKTIME = textwrap.dedent("""
     import kernels as K
     import numpy as np
     from mind.compiler.backend.cpu.engine import compile_kernel
-    from mind.compiler.backend.cpu.openmp import find_openmp_runtime
+    from mind.compiler.backend.cpu.openmp import runtime_path
     k = compile_kernel(K.sigmoid_chain((64, 256)), "chain", threads=2, cache=False)
     k(np.ones((64, 256), np.float32))
-    lib = ctypes.CDLL(find_openmp_runtime())
-    print(lib.kmp_get_blocktime() if hasattr(lib, "kmp_get_blocktime") else "n/a")
+    print(ctypes.CDLL(runtime_path("kmpc")).kmp_get_blocktime())
 """)
+
+
+def _kmpc_env(**extra: str) -> dict[str, str]:
+    """The environment of a child that builds for the LLVM/Intel runtime, without the user's
+    OpenMP settings."""
+    from mind.compiler.backend.cpu import openmp
+    if openmp.runtime_path("kmpc") is None or not hasattr(ctypes.CDLL(openmp.runtime_path("kmpc")), "kmp_get_blocktime"):
+        pytest.skip("no LLVM/Intel OpenMP runtime with kmp_get_blocktime")
+    drop = {"KMP_BLOCKTIME", "OMP_WAIT_POLICY", "KMP_LIBRARY", "MIND_OPENMP_LIB"}
+    return dict({k: v for k, v in os.environ.items() if k not in drop}, MIND_OPENMP="kmpc", **extra)
 
 
 @pytest.mark.parametrize("env,expected", [({}, "1"), ({"KMP_BLOCKTIME": "0"}, "0")])
 def test_openmp_blocktime_default_and_override(env, expected):
-    from mind.compiler.backend.cpu.openmp import find_openmp_runtime
-    if find_openmp_runtime() is None:
-        pytest.skip("no OpenMP runtime")
-    base = {k: v for k, v in os.environ.items() if k not in ("KMP_BLOCKTIME", "OMP_WAIT_POLICY", "KMP_LIBRARY")}
-    r = subprocess.run([sys.executable, "-c", _BLOCKTIME.format(here=HERE)], env=dict(base, **env),
+    r = subprocess.run([sys.executable, "-c", _BLOCKTIME.format(here=HERE)], env=_kmpc_env(**env),
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "Warning" not in r.stderr
-    out = r.stdout.strip()
-    assert out in (expected, "n/a")
+    assert r.stdout.strip() == expected
 
 
 _WARM_THREADED = textwrap.dedent("""
-    import ctypes, sys
+    import ctypes, os, sys
     sys.path.insert(0, {here!r})
     import kernels as K
     import numpy as np
@@ -204,27 +209,39 @@ _WARM_THREADED = textwrap.dedent("""
     y = k(x)
     want = 1 / (1 + np.exp(-(np.maximum(x, 0) * 2 + 1)))
     assert np.allclose(y, want, rtol=1e-5), "wrong result"
-    lib = ctypes.CDLL(openmp.find_openmp_runtime())
-    print(k.from_cache, k.threads, lib.kmp_get_blocktime() if hasattr(lib, "kmp_get_blocktime") else "n/a")
+    maps = open("/proc/self/maps").read()
+    loaded = [n for n in ("libgomp", "libiomp5", "libomp.so") if n in maps]
+    abi = openmp.preferred_abi()
+    lib = ctypes.CDLL(openmp.runtime_path(abi))
+    setting = lib.kmp_get_blocktime() if abi == "kmpc" else os.environ.get("GOMP_SPINCOUNT", "unset")
+    print(k.from_cache, k.threads, abi, setting, "+".join(loaded), "mlir" in sys.modules)
 """)
 
 
-def test_warm_start_of_a_threaded_kernel_applies_the_runtime_defaults(tmp_path):
-    """A threaded kernel loaded from the cache (no MLIR, no llvmlite) loads the OpenMP runtime with
-    MIND's defaults (blocktime 1 ms) before its first parallel region, and computes the right result."""
-    from mind.compiler.backend.cpu.openmp import find_openmp_runtime
-    if find_openmp_runtime() is None:
-        pytest.skip("no OpenMP runtime")
-    base = {k: v for k, v in os.environ.items() if k not in ("KMP_BLOCKTIME", "OMP_WAIT_POLICY", "KMP_LIBRARY")}
+@pytest.mark.parametrize("abi", ["gomp", "kmpc"])
+def test_warm_start_of_a_threaded_kernel_loads_its_runtime_with_mind_defaults(tmp_path, abi):
+    """A threaded kernel loaded from the cache (no MLIR) loads the runtime it was built for, with
+    MIND's defaults (Intel: blocktime 1 ms; libgomp: the spin count set only while it loads), before
+    its first parallel region, and computes the right result."""
+    from mind.compiler.backend.cpu import openmp
+    if abi == "kmpc":
+        env = _kmpc_env()
+    else:
+        if openmp.runtime_path("gomp") is None:
+            pytest.skip("GCC's libgomp is not installed")
+        drop = {"GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "MIND_OPENMP_LIB"}
+        env = dict({k: v for k, v in os.environ.items() if k not in drop}, MIND_OPENMP="gomp")
     script = _WARM_THREADED.format(here=HERE, cache=str(tmp_path / "cache"))
     lines = []
     for _ in range(2):  # the first process compiles and stores, the second loads the .so
-        r = subprocess.run([sys.executable, "-c", script], env=base, capture_output=True, text=True, timeout=120)
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr
         lines.append(r.stdout.split())
-    assert lines[0][:2] == ["False", "2"]
-    assert lines[1][:2] == ["True", "2"]
-    assert lines[1][2] in ("1", "n/a")
+    setting = "1" if abi == "kmpc" else "unset"
+    runtime = "libgomp" if abi == "gomp" else lines[0][4]
+    assert lines[0] == ["False", "2", abi, setting, runtime, "True"]
+    assert lines[1] == ["True", "2", abi, setting, runtime, "False"]
+    assert runtime in ("libgomp", "libiomp5", "libomp.so")
 
 
 def test_small_functions_default_to_one_thread(monkeypatch):
@@ -303,14 +320,14 @@ _STORE = textwrap.dedent("""
     n = []
     real = codegen.optimize_and_emit_objects
     codegen.optimize_and_emit_objects = lambda *a, **k: n.append(len(r := real(*a, **k))) or r
-    k = compile_kernel({kernel}, threads=2)
+    k = compile_kernel({kernel})
     print(k.from_cache, k.wait_stored(60), n)
 """)
 
 
 @pytest.mark.parametrize("kernel, parts", [
-    ('K.sigmoid_chain((32, 256)), "chain"', "[1]"),
-    ('K.matmul(128, 256, 512), "mm"', "[2]"),  # compiled in two parts on two threads (llvm_split)
+    ('K.sigmoid_chain((32, 256)), "chain", threads=1', "[1]"),  # one function
+    ('K.matmul(128, 256, 512), "mm", threads=2', "[2]"),  # compiled in two parts on two threads (llvm_split)
 ])
 def test_cached_files_are_byte_identical_across_processes(tmp_path, kernel, parts):
     from mind.compiler.backend.cpu.openmp import find_openmp_runtime

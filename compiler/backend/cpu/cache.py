@@ -85,11 +85,13 @@ def host_fingerprint() -> str:
 
 
 def _digest(parts: dict[str, Any], cpu: str) -> str:
-    """SHA-256 (hex) of ``parts`` plus what every key shares: the target, the toolchain versions and
+    """SHA-256 (hex) of ``parts`` plus what every key shares: the target, the toolchain versions,
     the backend's own sources (the emitter, schedules, pipeline and codegen act on the key's text:
-    an edit of them must miss)."""
+    an edit of them must miss) and, for a threaded kernel, the OpenMP ABI it is built for."""
+    from .openmp import preferred_abi  # a threaded kernel's code depends on the runtime's ABI
     parts = dict(parts, target=host_fingerprint() if cpu == "host" else f"{_machine()}|{cpu}",
-                 toolchain=toolchain_fingerprint(), sources=source_fingerprint())
+                 toolchain=toolchain_fingerprint(), sources=source_fingerprint(),
+                 openmp=preferred_abi() if parts["threads"] > 1 else None)
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()
 
 

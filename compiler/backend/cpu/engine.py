@@ -25,7 +25,7 @@ from mind.diagnostics import MindError, error
 
 from .abi import AbiError, ArgBinder, Signature
 from .cache import KernelCache, cache_key
-from .openmp import find_openmp_runtime, load_openmp_runtime
+from .openmp import OpenMPUnavailable, bind_runtime, find_openmp_runtime, load_openmp_runtime, runtime_path
 from .outputs import new_output
 from .pipeline import MAX_THREADS, PipelineError, full_pipeline
 
@@ -103,9 +103,11 @@ class Kernel:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _load(path: str, sig: Signature, threads: int, from_cache: bool, scheduled: bool | None) -> Kernel:
-    if threads > 1:
-        load_openmp_runtime()
+def _load(path: str, sig: Signature, threads: int, from_cache: bool, scheduled: bool | None,
+          openmp: str | None) -> Kernel:
+    if openmp is not None and load_openmp_runtime(openmp) is None:
+        raise _fail(f"could not load compiled kernel '{sig.name}': it needs an OpenMP runtime with the "
+                    f"'{openmp}' ABI, and none was found")
     try:
         lib = ctypes.CDLL(path)
         fn = getattr(lib, f"_mlir_ciface_{sig.name}")
@@ -139,7 +141,7 @@ def load_cached(key: str, threads: int, cache: KernelCache | bool = True) -> Ker
     if hit is None:
         return None
     so, meta = hit
-    return _load(so, Signature.from_json(meta["signature"]), threads, True, meta.get("scheduled"))
+    return _load(so, Signature.from_json(meta["signature"]), threads, True, meta.get("scheduled"), meta.get("openmp"))
 
 
 def jit_enabled() -> bool:
@@ -202,13 +204,17 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
             so, meta = hit
             if alias is not None:
                 _store_alias(store, alias, key, meta)
-            return _load(so, Signature.from_json(meta["signature"]), threads, True, meta.get("scheduled"))
+            return _load(so, Signature.from_json(meta["signature"]), threads, True, meta.get("scheduled"),
+                         meta.get("openmp"))
 
     lowered = mlir_to_llvm_ir(mlir_text, func_name, threads=threads, schedule=schedule)
     from .codegen import CodegenError, JitObject, link_shared, optimize_and_emit_objects
-    libs = [p] if threads > 1 and (p := find_openmp_runtime()) else []
     from .runtime import external_functions
-    llvm_ir = lowered.llvm_ir
+    try:
+        llvm_ir, openmp = bind_runtime(lowered.llvm_ir)
+    except OpenMPUnavailable as e:
+        raise _fail(f"native code generation failed for '{func_name}': {e}") from None
+    libs = [p] if openmp and (p := runtime_path(openmp)) else []
     try:
         # large scalar loop nests (unscheduled ops) need LLVM's loop passes; see codegen._optimize
         loops = not lowered.scheduled or lowered.scalar_work >= MIN_SCHEDULE_WORK
@@ -217,10 +223,10 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
     except CodegenError as e:
         raise _fail(f"native code generation failed for '{func_name}': {e}") from None
     meta = {"signature": lowered.signature.to_json(), "scheduled": lowered.scheduled,
-            "threads": threads, "cpu": cpu, "opt": opt}
+            "threads": threads, "cpu": cpu, "opt": opt, "openmp": openmp}
     if jit:
-        if threads > 1:
-            load_openmp_runtime()
+        if openmp is not None:
+            load_openmp_runtime(openmp)
         try:
             jobj = JitObject(objs, cpu, libs, external_functions(llvm_ir))
         except CodegenError as e:
@@ -246,7 +252,7 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         raise _fail(f"native code generation failed for '{func_name}': {e}") from None
     except OSError as e:
         raise _fail(f"could not write the compiled kernel for '{func_name}': {e}") from None
-    return _load(so, lowered.signature, threads, False, lowered.scheduled)
+    return _load(so, lowered.signature, threads, False, lowered.scheduled, openmp)
 
 
 def _from_address(jobj: Any, sig: Signature, threads: int, so: str | None, scheduled: bool | None) -> Kernel:

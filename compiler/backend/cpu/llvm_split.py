@@ -71,7 +71,7 @@ class _Function:
 
 def _parse_define(line: str) -> tuple[str, str, bool] | None:
     """(name, declaration text, internal?) of a ``define`` line, or None if it is not one we can
-    declare elsewhere (unknown parameter types or attributes, varargs, linkage we do not handle)."""
+    declare elsewhere (unknown parameter types or attributes, linkage we do not handle)."""
     pat = _Patterns.get()
     m = pat.define.match(line)
     if m is None:
@@ -81,7 +81,11 @@ def _parse_define(line: str) -> tuple[str, str, bool] | None:
         return None
     types = []
     params = m.group("params").strip()
-    for p in (params.split(", ") if params else []):
+    listed = params.split(", ") if params else []
+    for i, p in enumerate(listed):
+        if p.strip() == "..." and i == len(listed) - 1:
+            types.append("...")  # variadic (the ``__kmpc_fork_call`` of ``kmpc_gomp``)
+            continue
         pm = pat.param.match(p.strip())
         if pm is None:
             return None

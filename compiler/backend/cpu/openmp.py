@@ -1,9 +1,15 @@
-"""Find and load an OpenMP runtime that provides the ``__kmpc_*`` entry points MLIR emits.
+"""Find and load the OpenMP runtime that runs the kernels' parallel loops.
 
-Why: ``convert-openmp-to-llvm`` calls the LLVM/Intel OpenMP ABI (``__kmpc_fork_call`` ...), which
-GCC's libgomp does not implement.  Runtimes that work (toolchain.md): pip ``intel-openmp``
-(``libiomp5.so`` in ``<venv>/lib``) and Debian ``libomp5-*`` (``libomp.so.5``).  ``$MIND_OPENMP_LIB``
-overrides the search.  The runtime is loaded with RTLD_GLOBAL so kernel libraries resolve against it.
+Two ABIs (see ``kmpc_gomp``):
+* ``"gomp"``: GCC's libgomp.  MLIR's ``__kmpc_*`` calls are defined inside the kernel on top of it
+  (``kmpc_gomp.link_kmpc_on_gomp``).  Preferred: it loads in ~0.2 ms and starts its threads in
+  ~0.3 ms, where Intel OpenMP costs every new process 2.5-6 ms before its first parallel loop.
+* ``"kmpc"``: the LLVM/Intel runtime that implements ``__kmpc_*`` itself: pip ``intel-openmp``
+  (``libiomp5.so`` in ``<venv>/lib``, a pinned dependency) or Debian ``libomp5-*`` (``libomp.so.5``);
+  used when libgomp is absent, when a module needs more of the ABI than the adapter covers, or when
+  chosen (``$MIND_OPENMP=kmpc``, or ``$MIND_OPENMP_LIB``: the path of such a runtime).
+Runtimes are loaded with RTLD_GLOBAL so kernel libraries resolve against them.  The ABI choice
+changes the object code, so it is part of every cache key (``preferred_abi``).
 """
 
 from __future__ import annotations
@@ -14,26 +20,54 @@ import os
 import sys
 import threading
 
-__all__ = ["find_openmp_runtime", "load_openmp_runtime"]
+__all__ = ["find_openmp_runtime", "load_openmp_runtime", "preferred_abi", "runtime_path", "bind_runtime",
+           "ABIS", "OpenMPUnavailable"]
 
+ABIS = ("gomp", "kmpc")
 _LOADED: dict[str, ctypes.CDLL] = {}
-
-
-def find_openmp_runtime() -> str | None:
-    """Absolute path of an OpenMP runtime library, or None if there is none."""
-    env = os.environ.get("MIND_OPENMP_LIB")
-    if env:
-        return env if os.path.exists(env) else None
-    if "" in _FOUND:  # the search (a glob over /usr/lib) runs once per process
-        return _FOUND[""]
-    _FOUND[""] = _search()
-    return _FOUND[""]
-
-
 _FOUND: dict[str, str | None] = {}
 
 
-def _search() -> str | None:
+def runtime_path(abi: str) -> str | None:
+    """Absolute path of a runtime with ``abi`` (``"gomp"`` or ``"kmpc"``), or None if there is none."""
+    if abi == "kmpc":
+        env = os.environ.get("MIND_OPENMP_LIB")
+        if env:
+            return env if os.path.exists(env) else None
+    if abi not in _FOUND:  # each search runs once per process
+        _FOUND[abi] = _search_gomp() if abi == "gomp" else _search_kmpc()
+    return _FOUND[abi]
+
+
+def preferred_abi() -> str | None:
+    """The ABI new threaded kernels are built for: ``$MIND_OPENMP`` if set (``gomp`` or ``kmpc``),
+    ``kmpc`` when ``$MIND_OPENMP_LIB`` names a runtime, else libgomp when present; None: no runtime."""
+    choice = os.environ.get("MIND_OPENMP", "")
+    if choice in ABIS:
+        return choice if runtime_path(choice) else None
+    order = ("kmpc", "gomp") if os.environ.get("MIND_OPENMP_LIB") else ABIS
+    for abi in order:
+        if runtime_path(abi):
+            return abi
+    return None
+
+
+def find_openmp_runtime() -> str | None:
+    """Absolute path of the preferred runtime (``preferred_abi``), or None if there is none."""
+    abi = preferred_abi()
+    return runtime_path(abi) if abi else None
+
+
+def _search_gomp() -> str | None:
+    machine = os.uname().machine
+    for c in (f"/usr/lib/{machine}-linux-gnu/libgomp.so.1", f"/lib/{machine}-linux-gnu/libgomp.so.1",
+              "/usr/lib64/libgomp.so.1", "/usr/lib/libgomp.so.1"):
+        if os.path.exists(c):
+            return c
+    return None
+
+
+def _search_kmpc() -> str | None:
     for c in (os.path.join(sys.prefix, "lib", "libiomp5.so"), os.path.join(sys.base_prefix, "lib", "libiomp5.so")):
         if os.path.exists(c):  # the pip runtime: found without the glob over /usr/lib (~0.4 ms)
             return c
@@ -45,21 +79,66 @@ def _search() -> str | None:
     return None
 
 
+class OpenMPUnavailable(Exception):
+    """A module needs an OpenMP runtime that this machine does not have."""
+
+
+def bind_runtime(llvm_ir: str) -> tuple[str, str | None]:
+    """The module's text for the runtime it will run on, and that runtime's ABI (None: the module
+    makes no OpenMP call).  libgomp when it is preferred and the module's calls are within what
+    ``kmpc_gomp`` defines; else an LLVM/Intel runtime."""
+    if "@__kmpc_" not in llvm_ir:
+        return llvm_ir, None
+    if preferred_abi() == "gomp":
+        from .kmpc_gomp import adaptable, link_kmpc_on_gomp
+        if adaptable(llvm_ir):
+            return link_kmpc_on_gomp(llvm_ir), "gomp"
+    if runtime_path("kmpc") is None:
+        raise OpenMPUnavailable("the kernel's parallel loops need an LLVM/Intel OpenMP runtime (libiomp5 or "
+                                "libomp): none was found; install intel-openmp or compile with threads=1")
+    return llvm_ir, "kmpc"
+
+
 _LOAD_LOCK = threading.Lock()
 
 
-def load_openmp_runtime() -> str | None:
-    """Load the runtime globally (idempotent, thread-safe); returns its path or None if not found."""
-    path = find_openmp_runtime()
+def load_openmp_runtime(abi: str | None = None) -> str | None:
+    """Load the runtime of ``abi`` (default: the preferred one) globally (idempotent, thread-safe);
+    returns its path or None if there is none."""
+    abi = abi or preferred_abi()
+    path = runtime_path(abi) if abi else None
     if path is None:
         return None
     if path not in _LOADED:
         with _LOAD_LOCK:
             if path not in _LOADED:
-                lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-                _set_runtime_defaults(lib)
-                _LOADED[path] = lib
+                if abi == "gomp":
+                    _LOADED[path] = _load_gomp(path)
+                else:
+                    lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+                    _set_runtime_defaults(lib)
+                    _LOADED[path] = lib
     return path
+
+
+# libgomp reads its settings from the environment once, when it is loaded.  Idle workers spin
+# GOMP_SPINCOUNT iterations before sleeping: libgomp's default (300000) is ~9 ms of a core after every
+# parallel region on this machine, 30000 is ~1 ms, MIND's blocktime for Intel OpenMP below.
+GOMP_SPIN_VARS = ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")
+DEFAULT_GOMP_SPINCOUNT = 30000
+
+
+def _load_gomp(path: str) -> ctypes.CDLL:
+    """Load libgomp with ``GOMP_SPINCOUNT`` at MIND's default unless the environment decides it; the
+    variable is set only for the ``dlopen`` (libgomp's constructor reads it) and then removed, so
+    child processes see the user's environment."""
+    if any(v in os.environ for v in GOMP_SPIN_VARS):
+        return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    os.environ["GOMP_SPINCOUNT"] = str(DEFAULT_GOMP_SPINCOUNT)
+    try:
+        return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    finally:
+        os.environ.pop("GOMP_SPINCOUNT", None)
 
 
 _AFFINITY_VARS = ("KMP_AFFINITY", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY")
