@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         t_canon = _median_us(lambda: [canonicalize(f) for f in mod.functions], args.budget)
         t_total, t_total_min = _stats_us(lambda: compile_source(src, name), args.budget)
         clear()
-        compile_cached(src, name)
-        t_cached = _median_us(lambda: compile_cached(src, name), args.budget)
+        compile_cached(src, name, disk=False)
+        t_cached = _median_us(lambda: compile_cached(src, name, disk=False), args.budget)
         rust = RUST_US.get(name)
         rows.append({"program": name, "parse_us": t_parse, "elaborate_us": t_elab,
                      "canonicalize_us": t_canon, "total_us": t_total, "total_min_us": t_total_min,

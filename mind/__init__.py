@@ -32,9 +32,9 @@ def compile(source_or_module: Any, backend: str = "cpu", *, fn: str | None = Non
     if isinstance(source_or_module, Module):
         module = source_or_module
     else:
-        from mind.compiler.frontend.api import compile_source
+        from mind.compiler.frontend.cache import compile_cached  # memory + disk cache of the frontend
 
-        module = compile_source(source_or_module, "<mind.compile>")
+        module = compile_cached(source_or_module, "<mind.compile>")
     function = select_function(module, fn)
     runner = compile_for(function, backend, **options)
 

@@ -13,9 +13,9 @@ def load_module(path: str, *, verify: bool = True) -> tuple[Module, dict[str, st
     sources = {path: text}
     try:
         if path.endswith(".mind"):
-            from mind.compiler.frontend.api import compile_source
+            from mind.compiler.frontend.cache import compile_cached
 
-            module = compile_source(text, path)
+            module = compile_cached(text, path)
         elif path.endswith(".mir"):
             from mind.ir.parser import parse_module
             from mind.ir.verify import verify_module

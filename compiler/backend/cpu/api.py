@@ -63,10 +63,17 @@ def work_estimate(fn: Function, env: Mapping[str, int]) -> int:
     """A rough count of element operations: the result size of every op, times the contraction
     length for matmul/conv2d; an op reading a larger operand (a reduction) counts that operand."""
     total = 0
+    shapes: dict[Any, tuple[int, ...]] = {}  # values repeat a few shapes; a symbolic one costs substitutions
+
+    def shape(t: Any) -> tuple[int, ...]:
+        s = shapes.get(t.shape)
+        if s is None:
+            s = shapes[t.shape] = _shape(t, env)
+        return s
     try:
         for op in fn.ops:
-            n = _numel(op.result.type, env)
-            ins = [_shape(v.type, env) for v in op.operands]
+            n = _prod(shape(op.result.type))
+            ins = [shape(v.type) for v in op.operands]
             if op.op == "matmul" and ins and ins[0]:
                 n *= ins[0][-1]
             elif op.op == "conv2d" and len(ins) > 1 and len(ins[1]) == 4:
@@ -255,8 +262,8 @@ def _to_function(source_or_module: Any, fn: str | None) -> Function:
             module = parse_module(text, "<ir>")
             verify_module(module)
         else:
-            from mind.compiler.frontend.api import compile_source
-            module = compile_source(text)
+            from mind.compiler.frontend.cache import compile_cached
+            module = compile_cached(text)
             if not isinstance(module, Module) and hasattr(module, "module"):
                 module = module.module
         return select_function(module, fn)

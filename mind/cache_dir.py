@@ -1,0 +1,55 @@
+"""The folder of MIND's on-disk caches (compiled kernels, frontend results) and its one way of
+writing into it.
+
+Why atomic writes: several processes may fill the same cache at once, and a process may die half-way;
+a reader must see a whole file or none, so every file is written beside its place and renamed into it
+(``os.replace`` is atomic on POSIX).
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["cache_dir", "atomic_write", "sources_fingerprint"]
+
+
+def cache_dir() -> str:
+    """``$MIND_CACHE_DIR`` or ``~/.cache/mind`` (not created here)."""
+    return os.environ.get("MIND_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "mind")
+
+
+def sources_fingerprint(folders: "list[tuple[str, str]]") -> str:
+    """SHA-256 over (label, file name, size, modification time) of the ``.py`` files of each
+    ``(label, folder)``: what a cache key needs to miss after any edit of the code that made the
+    entry, at the cost of one ``stat`` per file (~0.3 ms for 60 files; hashing their contents costs
+    several times that on every warm start).  It is the rule Python's own bytecode cache follows;
+    it differs between checkouts of the same code, which only costs a recompilation."""
+    import hashlib
+    h = hashlib.sha256()
+    for label, folder in folders:
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted((e.name, e.stat()) for e in it if e.name.endswith(".py") and e.is_file())
+        except OSError:
+            entries = []
+        for name, st in entries:
+            h.update(f"{label}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` (its folder created if needed) so that readers never see a part."""
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    import tempfile  # only writers need it (~3 ms of imports on a warm start)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
