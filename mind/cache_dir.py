@@ -8,9 +8,13 @@ a reader must see a whole file or none, so every file is written beside its plac
 
 from __future__ import annotations
 
+import itertools
 import os
+import threading
 
 __all__ = ["cache_dir", "atomic_write", "sources_fingerprint"]
+
+_COUNTER = itertools.count()
 
 
 def cache_dir() -> str:
@@ -38,11 +42,14 @@ def sources_fingerprint(folders: "list[tuple[str, str]]") -> str:
 
 
 def atomic_write(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` (its folder created if needed) so that readers never see a part."""
+    """Write ``data`` to ``path`` (its folder created if needed) so that readers never see a part.
+
+    The temporary file is named after the process, thread and a counter (created exclusively), not
+    by ``tempfile``, whose import costs ~3 ms on the cold path that writes the frontend's entry."""
     d = os.path.dirname(path)
     os.makedirs(d, exist_ok=True)
-    import tempfile  # only writers need it (~3 ms of imports on a warm start)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
+    tmp = os.path.join(d, f".tmp-{os.getpid()}-{threading.get_ident()}-{next(_COUNTER)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -7,6 +7,7 @@ import ctypes
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -58,6 +59,36 @@ def test_background_store_publishes_the_same_artifacts_as_linking(tmp_path):
     a = np.ones((32, 64), np.float32)
     b = np.ones((64, 16), np.float32)
     np.testing.assert_array_equal(hit(a, b), kj(a, b))
+
+
+def test_background_links_run_at_the_lowest_priority(monkeypatch):
+    """The cache's background ``ld`` must not take a core from the kernel's first call: it runs at
+    nice 19; a link someone waits for keeps the caller's priority."""
+    from mind.compiler.backend.cpu import codegen
+    seen = []
+    real = codegen._lowest_priority
+
+    def spy(pid):
+        real(pid)
+        try:
+            seen.append(os.getpriority(os.PRIO_PROCESS, pid))
+        except OSError:  # ld already exited: nothing to read, and nothing it could slow down
+            seen.append(19)
+    monkeypatch.setattr(codegen, "_lowest_priority", spy)
+    objs = codegen.optimize_and_emit_objects("define void @f() {\n  ret void\n}\n", "generic", "fast")
+    with tempfile.TemporaryDirectory() as d:
+        codegen.link_shared(objs, os.path.join(d, "fg.so"))
+        assert seen == []
+        codegen.link_shared(objs, os.path.join(d, "bg.so"), background=True)
+        assert seen == [19]
+        assert os.path.getsize(os.path.join(d, "bg.so")) == os.path.getsize(os.path.join(d, "fg.so"))
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+    try:
+        real(sleeper.pid)
+        assert os.getpriority(os.PRIO_PROCESS, sleeper.pid) == 19
+    finally:
+        sleeper.kill()
+        sleeper.wait()
 
 
 def test_opt_levels_agree_and_are_validated():

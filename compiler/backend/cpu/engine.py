@@ -282,7 +282,7 @@ class _StoreJob:
         store, key, alias, objs, libs, meta = self._args
         try:
             so, _ = store.paths(key)
-            link_shared(objs, so, libs)
+            link_shared(objs, so, libs, background=True)
             store.store_metadata(key, meta)
             if alias is not None:
                 _store_alias(store, alias, key, meta)

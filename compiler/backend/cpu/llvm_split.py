@@ -150,6 +150,9 @@ def split_module(text: str, parts: int = SPLIT_PARTS, min_lines: int | None = No
         min_lines = SPLIT_MIN_LINES
     if text.count("\ndefine ") + text.startswith("define ") < max(parts, 2) or text.count("\n") < min_lines:
         return None  # one function (a one-thread kernel) or a small module: nothing to gain
+    sizes = [seg[:seg.find("\n}\n")].count("\n") for seg in text.split("\ndefine ")[1:]]
+    if max(sizes) > (1 - _MIN_SHARE) * sum(sizes):
+        return None  # one function dominates (a kernel and its C wrapper): known before any regex
     read = _read(text)
     if read is None:
         return None
