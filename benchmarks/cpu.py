@@ -16,8 +16,11 @@ and jax's interleaved; ``--quick``: one); each column says what it includes:
   inflates wall times more than CPU times).
 * ``cold+imp``: the honest end-to-end in another fresh process: importing MIND + source -> first
   result, every import included (only the interpreter start-up and ``import numpy`` are not).
-* ``warm``: source -> first result in a new process whose disk cache is populated (frontend,
-  Core-IR key, JSON read, ``dlopen``, first call); ``warm load``: the same without the first call.
+* ``warm``: source -> first result in a new process whose disk caches are populated (the
+  frontend's module read back from its cache, as ``mind.compile`` does; Core-IR key, JSON read,
+  ``dlopen`` of the kernel and of the OpenMP runtime it was built for; first call); ``warm load``:
+  the same without the first call (source -> callable ready: what a start costs before the
+  program's own work).
   ``warm imp``: whether that process imported MLIR or llvmlite (it must not).
 * ``per call``: median of ``compile_function(fn)(args)`` (argument binding + output allocation +
   kernel); ``out=``: the same writing into preallocated outputs.  Measured in a fresh process that
@@ -36,10 +39,11 @@ them to constants (scalar_math, small/medium/large_matmul fold entirely); the be
 the same computations written as functions of their inputs.  Peers that are not installed (jax) are
 skipped.  numpy/torch run with their default thread count, MIND with ``default_threads()`` (2 here
 with an OpenMP runtime).  The thread rows measure the 512x1024x512 matmul and the fused chain at 1
-and 2 threads, each in a fresh process, with ``KMP_BLOCKTIME`` unset (MIND then sets 1 ms: idle
-OpenMP workers spin 1 ms before sleeping, see ``openmp.runtime_defaults``), 0 (they sleep at once:
-every parallel region pays a wake-up) and 200 (Intel OpenMP's own default: they spin 200 ms, which
-starves other threads); the median and the best time are both reported (on a shared machine the
+and 2 threads, each in a fresh process, under the OpenMP runtime MIND uses (``openmp.preferred_abi``)
+with its idle-wait setting unset (MIND's default: idle workers spin ~1 ms before sleeping), 0 (they
+sleep at once: every parallel region pays a wake-up) and the runtime's own default (libgomp:
+``GOMP_SPINCOUNT=300000``, ~9 ms of spinning; Intel OpenMP: ``KMP_BLOCKTIME=200`` ms; both starve
+other threads); the median and the best time are both reported (on a shared machine the
 median of a multi-threaded kernel measures the other processes, the best its capability).  The machine's load average is recorded: other
 processes on a 2-core machine distort every multi-threaded figure.
 """
@@ -353,6 +357,10 @@ def child_percall(name: str, budget: float) -> dict:
     return res
 
 
+WAIT_SETTINGS = {"gomp": ("GOMP_SPINCOUNT", "300000"), "kmpc": ("KMP_BLOCKTIME", "200")}
+"""OpenMP ABI -> (the variable of its idle-wait setting, the runtime's own default value)."""
+
+
 def child_threads(threads: int) -> dict:
     """Matmul GFLOP/s and fused-chain GB/s at ``threads`` (numpy first, before MIND's OpenMP loads)."""
     from mind.compiler.backend.cpu.api import compile_function
@@ -372,10 +380,10 @@ def child_threads(threads: int) -> dict:
     t_chain, b_chain = median_and_best(lambda: kc(x, out=[xbuf]), budget=1.0)
     fl = FLOPS["large_matmul"]
     gb = 2 * x.nbytes / 1e9
-    from mind.compiler.backend.cpu.openmp import DEFAULT_BLOCKTIME_MS
-    bt = os.environ.get("KMP_BLOCKTIME")
-    return {"threads": threads, "mind_threads": k.threads,
-            "blocktime": bt if bt is not None else f"unset (MIND sets {DEFAULT_BLOCKTIME_MS} ms)",
+    from mind.compiler.backend.cpu.openmp import preferred_abi
+    var, _ = WAIT_SETTINGS[preferred_abi() or "kmpc"]
+    return {"threads": threads, "mind_threads": k.threads, "openmp": preferred_abi(),
+            "wait": f"{var}={os.environ.get(var, 'unset (MIND default)')}",
             "mind_gflops": fl / t_kernel / 1e9, "numpy_gflops": fl / t_numpy / 1e9,
             "mind_gflops_best": fl / b_kernel / 1e9, "numpy_gflops_best": fl / b_numpy / 1e9,
             "mind_chain_gbs": gb / t_chain, "numpy_best_chain_gbs": gb / t_np_chain,
@@ -475,11 +483,13 @@ def main(quick: bool = False) -> dict:
             row.update({k: v for k, v in pc.items() if k != "outputs_sha"})
             rows[name] = row
         threads_rows = []
-        for bt in (None, "0", "200"):
+        from mind.compiler.backend.cpu.openmp import preferred_abi
+        var, own_default = WAIT_SETTINGS[preferred_abi() or "kmpc"]
+        for wait in (None, "0", own_default):
             for t in (1, 2):
                 env = {"OPENBLAS_NUM_THREADS": str(t), "OMP_NUM_THREADS": str(t)}
-                if bt is not None:
-                    env["KMP_BLOCKTIME"] = bt
+                if wait is not None:
+                    env[var] = wait
                 with tempfile.TemporaryDirectory(prefix="mind-bench-cache-") as cache:
                     env["MIND_CACHE_DIR"] = cache
                     threads_rows.append(_run_child(["--child-threads", str(t)], env))
@@ -554,7 +564,7 @@ def render(result: dict) -> str:
         if "error" in g:
             out.append(f"threads: error {g['error']}")
             continue
-        out.append(f"{g['threads']} thread(s), KMP_BLOCKTIME={g['blocktime']}: matmul 512x1024@1024x512 f32 MIND "
+        out.append(f"{g['threads']} thread(s), {g['openmp']} {g['wait']}: matmul 512x1024@1024x512 f32 MIND "
                    f"{g['mind_gflops']:.0f} GFLOP/s median, {g['mind_gflops_best']:.0f} best (kernel threads "
                    f"{g['mind_threads']}), numpy {g['numpy_gflops']:.0f} / {g['numpy_gflops_best']:.0f}; "
                    f"fused chain out= MIND {g['mind_chain_gbs']:.1f} GB/s median, {g['mind_chain_gbs_best']:.1f} "

@@ -148,9 +148,9 @@ _CI = os.environ.get("MIND_HYPOTHESIS_PROFILE", "ci") == "ci"
 _STATS = {"programs": 0, "scheduled": 0}
 
 
-def _check(prog):
+def _check(prog, threads: int = 1):
     fn, inputs = prog
-    runner = compile_for(fn, "cpu", threads=1)
+    runner = compile_for(fn, "cpu", threads=threads)
     got = runner(inputs)
     kernels = list(getattr(runner, "_kernels", {}).values())
     _STATS["programs"] += 1
@@ -181,6 +181,14 @@ def test_random_programs_match_reference(prog):
 @given(programs(st.sampled_from([1, 2, 3, 5, 8, 16, 17, 32, 48, 64])))
 def test_random_programs_with_tiled_shapes_match_reference(prog):
     _check(prog)
+
+
+# The same on two threads: tiled loops become OpenMP regions (on libgomp through ``kmpc_gomp`` where
+# it is installed), so the work sharing and the outlined regions meet random programs too.
+@settings(max_examples=4, deadline=None) if _CI else settings(max_examples=150, deadline=None)
+@given(programs(st.sampled_from([1, 2, 3, 5, 8, 16, 17, 32, 48, 64])))
+def test_random_programs_on_two_threads_match_reference(prog):
+    _check(prog, threads=2)
 
 
 def test_differential_programs_exercise_the_schedule():

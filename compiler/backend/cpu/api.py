@@ -50,11 +50,12 @@ AUTO_PARALLEL_MIN_WORK = 1 << 25
 On an idle machine a second thread already pays from ~1 M element operations (matmuls on the 2-core
 test machine, median per call at 1 / 2 threads: 32x256x256 22.5 / 16.0 µs, 32x784x256 61 / 43 µs,
 128x256x512 153 / 87 µs; train_step at B=32 216 / 165 µs), but it has two costs that a per-call
-median does not show: loading the OpenMP runtime adds ~2 ms to the first call of every process
-(Intel OpenMP calibrates its timestamp counter at start-up), which would take a warm start of
-those programs from ~3 to ~5-6 ms; and when another process holds a core the workers' barrier waits
-for it (128x256x512: 297 µs at 2 threads vs 160 µs at 1 on a busy machine; a 32x784x256 layer once
-265 vs 60 µs).  Up to here one thread is already faster than NumPy's multi-threaded BLAS on these
+median does not show: starting the OpenMP runtime in every process (~0.5 ms with libgomp, 2.5-6 ms
+with Intel OpenMP, see ``openmp``); and when another process holds a core the workers' barrier
+waits for it (128x256x512: 297 µs at 2 threads vs 160 µs at 1 on a busy machine; a 32x784x256
+layer once 265 vs 60 µs).  Cold compiles gain little: a threaded module compiles on two cores
+but its OpenMP lowering adds MLIR work (train_step, 4 interleaved pairs: 320-334 ms at 2 threads
+vs 341-361 ms at 1, within this machine's noise).  Up to here one thread is already faster than NumPy's multi-threaded BLAS on these
 shapes; above it the second core's gain dominates.  ``threads=`` or ``$MIND_NUM_THREADS`` overrides
 the choice (a long training loop wants ``threads=2``)."""
 
