@@ -322,3 +322,60 @@ def test_loading_libgomp_leaves_the_environment_as_it_was():
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "None"
+
+
+# ---------------------------------------------------------------- fork safety
+
+_FORK = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, {here!r})
+    import kernels as K
+    import numpy as np
+    from mind.compiler.backend.cpu.cache import KernelCache
+    from mind.compiler.backend.cpu.engine import compile_kernel
+    from mind.compiler.backend.cpu import openmp
+    cache = KernelCache({cache!r})
+    x = np.linspace(-3, 3, 128 * 256, dtype=np.float32).reshape(128, 256)
+    jit = compile_kernel(K.sigmoid_chain((128, 256)), "chain", threads=2, cache=cache)  # MCJIT
+    jit.wait_stored(60)
+    so = compile_kernel(K.sigmoid_chain((128, 256)), "chain", threads=2, cache=cache)  # the cached .so
+    assert so.from_cache and not jit.from_cache
+    want = jit(x)  # libgomp's threads exist from here on
+    pid = os.fork()
+    if pid == 0:
+        ok = openmp.serial_after_fork()
+        ok = ok and np.array_equal(jit(x), want) and np.array_equal(so(x), want)
+        late = compile_kernel(K.sigmoid_chain((64, 256)), "chain", threads=2, cache=False)  # new in the child
+        ok = ok and np.array_equal(late(x[:64]), want[:64])
+        os._exit(0 if ok else 3)
+    _, status = os.waitpid(pid, 0)
+    print(os.waitstatus_to_exitcode(status), openmp.serial_after_fork(), np.array_equal(jit(x), want))
+""")
+
+
+@needs_gomp
+def test_a_forked_child_runs_threaded_kernels_on_one_thread(tmp_path):
+    """libgomp's threads do not survive a fork: without the serial switch the child's first parallel
+    region waits forever (the test would time out).  Kernels loaded before the fork (in-process and
+    from a .so) and compiled after it all compute the parent's results; the parent stays threaded."""
+    env = dict(os.environ, MIND_OPENMP="gomp")
+    env.pop("MIND_OPENMP_LIB", None)
+    r = subprocess.run([sys.executable, "-c", _FORK.format(here=HERE, cache=str(tmp_path / "cache"))], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "False", "True"]
+
+
+def test_split_modules_define_the_serial_switch_once():
+    from mind.compiler.backend.cpu.llvm_split import split_module
+    body = "\n".join(f"  %v{i} = add i64 %x, {i}" for i in range(300))
+    ir = (_STRUCT + _fill(_MLIR_LIKE, threads=2, sched=34, chunk=0)
+          + f"define i64 @big(i64 %x) {{\n{body}\n  ret i64 %v299\n}}\n")
+    linked = kmpc_gomp.link_kmpc_on_gomp(ir)
+    parts = split_module(linked, min_lines=100)
+    assert parts is not None and len(parts) == 2
+    defs = [p.count(f"@{kmpc_gomp.SERIAL_SWITCH} = global i32 0") for p in parts]
+    decls = [p.count(f"@{kmpc_gomp.SERIAL_SWITCH} = external global i32") for p in parts]
+    assert sorted(defs) == [0, 1] and all(d + e <= 1 for d, e in zip(defs, decls))
+    assert split_module(linked.replace(f"@{kmpc_gomp.SERIAL_SWITCH} = global", f"@{kmpc_gomp.SERIAL_SWITCH} = internal global"),
+                        min_lines=100) is None  # an internal mutable global still keeps a module whole

@@ -265,6 +265,10 @@ class JitObject:
         """Address of ``symbol``, or 0 if the object does not define it."""
         return int(self._engine.get_function_address(symbol) or 0)
 
+    def data_address(self, symbol: str) -> int:
+        """Address of the global variable ``symbol``, or 0 if the object does not define it."""
+        return int(self._engine.get_global_value_address(symbol) or 0)
+
 
 _PERMANENT: set[str] = set()
 

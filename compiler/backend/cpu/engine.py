@@ -25,7 +25,9 @@ from mind.diagnostics import MindError, error
 
 from .abi import AbiError, ArgBinder, Signature
 from .cache import KernelCache, cache_key
-from .openmp import OpenMPUnavailable, bind_runtime, find_openmp_runtime, load_openmp_runtime, runtime_path
+from .kmpc_gomp import SERIAL_SWITCH
+from .openmp import (OpenMPUnavailable, bind_runtime, find_openmp_runtime, load_openmp_runtime,
+                     register_serial_switch, runtime_path)
 from .outputs import new_output
 from .pipeline import MAX_THREADS, PipelineError, full_pipeline
 
@@ -113,6 +115,11 @@ def _load(path: str, sig: Signature, threads: int, from_cache: bool, scheduled: 
         fn = getattr(lib, f"_mlir_ciface_{sig.name}")
     except (OSError, AttributeError) as e:
         raise _fail(f"could not load compiled kernel '{sig.name}': {e}") from None
+    if openmp == "gomp":
+        try:
+            register_serial_switch(lib, ctypes.addressof(ctypes.c_int32.in_dll(lib, SERIAL_SWITCH)))
+        except ValueError:
+            pass  # no parallel region: nothing to switch
     fn.restype = None
     fn.argtypes = [ctypes.c_void_p] * (len(sig.inputs) + len(sig.outputs))
     return Kernel(sig, threads, path, from_cache, scheduled, lib, fn)
@@ -232,7 +239,7 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         except CodegenError as e:
             raise _fail(f"native code generation failed for '{func_name}': {e}") from None
         so = store.paths(key)[0] if store is not None else None
-        kernel = _from_address(jobj, lowered.signature, threads, so, lowered.scheduled)
+        kernel = _from_address(jobj, lowered.signature, threads, so, lowered.scheduled, openmp)
         if store is not None:
             kernel._stored = _store_in_background(store, key, alias, objs, libs, meta)
         return kernel
@@ -255,7 +262,10 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
     return _load(so, lowered.signature, threads, False, lowered.scheduled, openmp)
 
 
-def _from_address(jobj: Any, sig: Signature, threads: int, so: str | None, scheduled: bool | None) -> Kernel:
+def _from_address(jobj: Any, sig: Signature, threads: int, so: str | None, scheduled: bool | None,
+                  openmp: str | None) -> Kernel:
+    if openmp == "gomp":
+        register_serial_switch(jobj, jobj.data_address(SERIAL_SWITCH))
     symbol = f"_mlir_ciface_{sig.name}"
     addr = jobj.address(symbol)
     if not addr:  # raw lookups return 0 for a missing symbol (pitfall 6)

@@ -27,6 +27,8 @@ Semantics (the same as LLVM's runtime for these inputs):
   are split into contiguous blocks, the first ``trip mod nthreads`` threads getting one more; a
   thread with none gets ``lb' = lb + start, ub' = lb' - 1`` (trip 0 for the loop that follows);
   ``*plast`` is 1 for the thread holding the last iteration; ``*pstride`` is ``trip``.
+  When the module's ``SERIAL_SWITCH`` is set, the task runs on the calling thread alone (a team
+  of one: ``omp_get_num_threads`` is 1 outside a parallel region, and ``GOMP_barrier`` returns).
 * ``__kmpc_for_static_fini``: nothing to do.  ``__kmpc_barrier``: ``GOMP_barrier``.
 * ``__kmpc_global_thread_num``: the thread's number in its team (``omp_get_thread_num``); the
   adapter never uses it as a key.
@@ -36,7 +38,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["GOMP_FUNCTIONS", "adaptable", "link_kmpc_on_gomp"]
+__all__ = ["GOMP_FUNCTIONS", "SERIAL_SWITCH", "adaptable", "link_kmpc_on_gomp"]
+
+SERIAL_SWITCH = "mind_omp_serial"
+"""An exported ``i32`` of every adapted module: when non-zero, ``__kmpc_fork_call`` runs the region
+on the calling thread alone instead of through ``GOMP_parallel``.  Why: libgomp is not fork-safe; a
+child forked after the parent started libgomp's threads waits forever on the first parallel region,
+since those threads do not exist in the child.  ``openmp`` sets the switch of every adapted kernel
+in such a child (``os.register_at_fork``), and of those it loads there, so the child computes the
+same results on one thread (as PyTorch does with its own OpenMP)."""
 
 # What the adapted module needs from libgomp.
 GOMP_FUNCTIONS = ("GOMP_parallel", "GOMP_barrier", "omp_get_thread_num", "omp_get_num_threads")
@@ -173,6 +183,13 @@ def _fork_call(max_args: int, nthreads: int) -> str:
         "  store i32 %count, ptr %argcp, align 4",
         "  %argsp = getelementptr inbounds i8, ptr %ctx, i64 16",
         "  store ptr %args, ptr %argsp, align 8",
+        f"  %serial = load atomic i32, ptr @{SERIAL_SWITCH} monotonic, align 4",
+        "  %alone = icmp ne i32 %serial, 0",
+        "  br i1 %alone, label %serial.run, label %team",
+        "serial.run:",  # a forked child: the parent's thread pool does not exist here (see below)
+        "  call void @mind.omp.trampoline(ptr %ctx)",
+        "  ret void",
+        "team:",
         f"  call void @GOMP_parallel(ptr @mind.omp.trampoline, ptr %ctx, i32 {nthreads}, i32 0)",
         "  ret void",
         "}",
@@ -234,7 +251,7 @@ def link_kmpc_on_gomp(ir_text: str) -> str:
     nthreads = int(next(iter(_PUSH_CALL.findall(ir_text)), "0"))
     lines = [ln for ln in ir_text.split("\n")
              if not (ln.startswith("declare ") and any(f"@{name}(" in ln for name in used))]
-    out = []
+    out = [f"@{SERIAL_SWITCH} = global i32 0, align 4\n"] if "__kmpc_fork_call" in used else []
     for name in _DEFINITIONS:
         if name not in used:
             continue

@@ -9,8 +9,10 @@ The cut is made on the text MLIR's translation produces: header entities (types,
 attributes, metadata) go to every part; each function definition to exactly one part.  A function
 defined in one part and referenced from another gets ``hidden`` linkage instead of ``internal`` (still
 not exported from the shared library) and a matching ``declare`` in the referencing part.  Private
-globals are copied into each part, which is only sound for constants: a module with a mutable global,
-or any line this splitter does not recognize, is not split (``None``).  The partition depends on the
+globals are copied into each part, which is only sound for constants; an exported mutable global
+(``@x = global i32 0``) is defined in one part and declared ``external`` in the others that use it; a
+module with an internal mutable global, or any line this splitter does not recognize, is not split
+(``None``).  The partition depends on the
 text alone (never on the machine), so the objects, and the library linked from them, are as
 deterministic as a single object.
 """
@@ -50,6 +52,9 @@ class _Patterns:
         self.header = re.compile(r"^(?:$|;|source_filename |target |%[-\w.$]+ = type |declare |attributes #\d+ = |!)")
         self.constant_global = re.compile(
             r"^@[-\w.$]+ = (?:private |internal )?(?:unnamed_addr |local_unnamed_addr )?constant ")
+        # an exported mutable scalar (the ``kmpc_gomp`` serial switch): defined in one part only
+        self.exported_global = re.compile(r"^@(?P<name>[-\w.$]+) = (?:dso_local )?global "
+                                          r"(?P<type>i\d+|ptr|float|double) [^,]+(?:, align \d+)?$")
         self.attribute_refs = re.compile(r"(?:#\d+ ?)*")
 
     @classmethod
@@ -99,10 +104,12 @@ def _parse_define(line: str) -> tuple[str, str, bool] | None:
     return m.group("name"), decl, internal
 
 
-def _read(text: str) -> tuple[list[str], list[_Function]] | None:
+def _read(text: str) -> tuple[list[str], list[_Function], dict[str, tuple[str, str]]] | None:
+    """(header lines, functions, exported mutable globals: name -> (definition, type)), or None."""
     pat = _Patterns.get()
     header: list[str] = []
     functions: list[_Function] = []
+    exported: dict[str, tuple[str, str]] = {}
     lines = text.split("\n")
     i = 0
     while i < len(lines):
@@ -121,13 +128,18 @@ def _read(text: str) -> tuple[list[str], list[_Function]] | None:
             i = j + 1
             continue
         if line.startswith("@"):
+            g = pat.exported_global.match(line)
+            if g is not None:
+                exported[g.group("name")] = (line, g.group("type"))
+                i += 1
+                continue
             if not pat.constant_global.match(line):
-                return None  # a mutable (or otherwise unusual) global cannot be copied into each part
+                return None  # an internal mutable (or unusual) global cannot be copied into each part
         elif not pat.header.match(line):
             return None
         header.append(line)
         i += 1
-    return header, functions
+    return header, functions, exported
 
 
 def _partition(functions: Sequence[_Function], parts: int) -> list[list[_Function]]:
@@ -156,7 +168,7 @@ def split_module(text: str, parts: int = SPLIT_PARTS, min_lines: int | None = No
     read = _read(text)
     if read is None:
         return None
-    header, functions = read
+    header, functions, exported = read
     total = sum(len(f.lines) for f in functions)
     if parts < 2 or len(functions) < parts or total < min_lines:
         return None
@@ -170,9 +182,14 @@ def split_module(text: str, parts: int = SPLIT_PARTS, min_lines: int | None = No
         used = {s for f in g for line in f.lines[1:] for s in _Patterns.get().symbol.findall(line)}
         uses.append(used)
         crossing |= {s for s in used if s in home and home[s] != k}
+    # an exported mutable global lives in the first part that uses it (part 0 if none does); the
+    # other parts that use it declare it, and the linker (ld, MCJIT) binds them to that one definition
+    global_home = {name: next((k for k in range(parts) if name in uses[k]), 0) for name in exported}
     out = []
     for k, g in enumerate(groups):
         decls = [f.declaration for f in functions if f.name in uses[k] and home[f.name] != k]
+        decls += [exported[name][0] if global_home[name] == k else f"@{name} = external global {exported[name][1]}"
+                  for name in sorted(exported) if global_home[name] == k or name in uses[k]]
         body: list[str] = []
         for f in g:
             first = f.lines[0]

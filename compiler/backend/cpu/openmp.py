@@ -19,9 +19,11 @@ import glob
 import os
 import sys
 import threading
+import weakref
+from typing import Any
 
 __all__ = ["find_openmp_runtime", "load_openmp_runtime", "preferred_abi", "runtime_path", "bind_runtime",
-           "ABIS", "OpenMPUnavailable"]
+           "register_serial_switch", "serial_after_fork", "ABIS", "OpenMPUnavailable"]
 
 ABIS = ("gomp", "kmpc")
 _LOADED: dict[str, ctypes.CDLL] = {}
@@ -131,7 +133,8 @@ DEFAULT_GOMP_SPINCOUNT = 30000
 def _load_gomp(path: str) -> ctypes.CDLL:
     """Load libgomp with ``GOMP_SPINCOUNT`` at MIND's default unless the environment decides it; the
     variable is set only for the ``dlopen`` (libgomp's constructor reads it) and then removed, so
-    child processes see the user's environment."""
+    child processes see the user's environment.  Registers the fork handler (``serial_after_fork``)."""
+    os.register_at_fork(after_in_child=_after_fork_in_child)
     if any(v in os.environ for v in GOMP_SPIN_VARS):
         return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     os.environ["GOMP_SPINCOUNT"] = str(DEFAULT_GOMP_SPINCOUNT)
@@ -139,6 +142,38 @@ def _load_gomp(path: str) -> ctypes.CDLL:
         return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     finally:
         os.environ.pop("GOMP_SPINCOUNT", None)
+
+
+# Fork safety (libgomp's threads do not survive a fork; see kmpc_gomp.SERIAL_SWITCH): the serial
+# switch of every loaded kernel built for libgomp, by the object that keeps its code alive (a CDLL
+# or a JitObject), so that a switch is never written after its code is gone.
+_SWITCHES: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
+_SWITCH_LOCK = threading.Lock()
+_FORKED_CHILD: list[bool] = [False]
+
+
+def register_serial_switch(owner: Any, address: int) -> None:
+    """Track the serial switch at ``address`` (in code that ``owner`` keeps alive); in a child
+    forked after libgomp was loaded, set it at once."""
+    if not address:
+        return
+    with _SWITCH_LOCK:
+        _SWITCHES[owner] = address
+    if _FORKED_CHILD[0]:
+        ctypes.c_int32.from_address(address).value = 1
+
+
+def serial_after_fork() -> bool:
+    """Whether this process is a child forked after libgomp was loaded (its kernels run serially)."""
+    return _FORKED_CHILD[0]
+
+
+def _after_fork_in_child() -> None:
+    global _SWITCH_LOCK
+    _SWITCH_LOCK = threading.Lock()  # another thread may have held it at the fork
+    _FORKED_CHILD[0] = True
+    for address in list(_SWITCHES.values()):
+        ctypes.c_int32.from_address(address).value = 1
 
 
 _AFFINITY_VARS = ("KMP_AFFINITY", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY")
