@@ -5,11 +5,10 @@ Writes are atomic (temporary file + ``os.replace``), so a failure never leaves a
 
 from __future__ import annotations
 
-import os
-import tempfile
 from typing import Any, Callable
 
 from mind.diagnostics import Diagnostic, MindError, Span, error
+from mind.disk import replace_file
 
 
 def read_source(path: str) -> str:
@@ -32,26 +31,9 @@ def read_source(path: str) -> str:
 
 
 def atomic_write(path: str, write: Callable[[Any], None], mode: str = "wb") -> None:
-    """Write through a temporary file in the same directory, then rename over ``path``."""
-    directory = os.path.dirname(os.path.abspath(path))
+    """Write through a temporary file in the same directory, then rename over ``path``
+    (``disk.replace_file``); E7003 if that fails."""
     try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".mind-", dir=directory)
+        replace_file(path, write, mode)
     except OSError as exc:
         raise error("E7003", f"cannot write `{path}`: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, mode) as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise error("E7003", f"cannot write `{path}`: {exc.strerror or exc}") from None
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

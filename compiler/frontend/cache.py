@@ -50,9 +50,9 @@ def source_key(text: str | bytes, path: str) -> tuple[str, str]:
 
 
 def frontend_fingerprint() -> str:
-    """``cache_dir.sources_fingerprint`` of ``FINGERPRINT_PACKAGES`` (once per process)."""
+    """``disk.sources_fingerprint`` of ``FINGERPRINT_PACKAGES`` (once per process)."""
     if not _FINGERPRINT:
-        from mind.cache_dir import sources_fingerprint
+        from mind.disk import sources_fingerprint
         folders = []
         for pkg in FINGERPRINT_PACKAGES:
             spec = importlib.util.find_spec(pkg)
@@ -67,7 +67,7 @@ def disk_enabled() -> bool:
 
 def _disk_path(key: tuple[str, str]) -> str:
     from mind import __version__
-    from mind.cache_dir import cache_dir
+    from mind.disk import cache_dir
     parts = "\n".join((FORMAT, sys.version, __version__, frontend_fingerprint(), key[0], key[1]))
     digest = hashlib.sha256(parts.encode("utf-8", "surrogatepass")).hexdigest()
     return os.path.join(cache_dir(), "frontend", digest[:2], f"{digest}.pickle")
@@ -86,7 +86,7 @@ def _read(path: str) -> Module | None:
 def _write(path: str, module: Module) -> None:
     import pickle
 
-    from mind.cache_dir import atomic_write
+    from mind.disk import atomic_write
     try:
         atomic_write(path, pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL))
     except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):

@@ -102,7 +102,7 @@ def test_the_disk_layer_can_be_turned_off(disk_cache, monkeypatch):
 
 
 def test_sources_fingerprint_follows_edits_additions_and_only_python_files(tmp_path):
-    from mind.cache_dir import sources_fingerprint
+    from mind.disk import sources_fingerprint
     (tmp_path / "a.py").write_text("x = 1\n")
     folders = [("pkg", str(tmp_path))]
     base = sources_fingerprint(folders)

@@ -6,7 +6,7 @@ SHA-256 over the MLIR text, the entry function, the rendered pass pipeline, the 
 thread count, the target (CPU model and flags, or "generic"), the toolchain versions, the backend's
 own sources (its schedules and codegen act on the MLIR text) and a threaded kernel's OpenMP ABI, so any
 change of those misses.  Every write goes to a temporary file in the same folder and is published
-with ``os.replace`` (``mind.cache_dir.atomic_write``); the sidecar is written last, so a present
+with ``os.replace`` (``mind.disk.atomic_write``); the sidecar is written last, so a present
 sidecar means a complete entry.  Folder: ``$MIND_CACHE_DIR`` or ``~/.cache/mind``.
 """
 
@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from mind.cache_dir import atomic_write, cache_dir, sources_fingerprint
+from mind.disk import atomic_write, cache_dir, sources_fingerprint
 
 __all__ = ["cache_dir", "cache_key", "ir_cache_key", "toolchain_fingerprint", "host_fingerprint", "source_fingerprint",
            "KernelCache", "CACHE_FORMAT"]
@@ -103,7 +103,7 @@ def cache_key(mlir_text: str, func_name: str, *, pipeline: str, threads: int, sc
 
 
 def source_fingerprint() -> str:
-    """``cache_dir.sources_fingerprint`` of the backend's own sources (what turns Core IR into MLIR
+    """``disk.sources_fingerprint`` of the backend's own sources (what turns Core IR into MLIR
     and object code), once per process.
 
     The Core-IR key (``ir_cache_key``) does not hash the emitted MLIR, so any edit of the emitter,

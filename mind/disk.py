@@ -1,5 +1,6 @@
-"""The folder of MIND's on-disk caches (compiled kernels, frontend results) and its one way of
-writing into it.
+"""MIND's files on disk: the folder of its caches (compiled kernels, frontend results), the one way
+every file is written (the caches', and the outputs a user names through ``driver_io``), and the
+fingerprint that invalidates cache entries when the code that made them changes.
 
 Why atomic writes: several processes may fill the same cache at once, and a process may die half-way;
 a reader must see a whole file or none, so every file is written beside its place and renamed into it
@@ -11,8 +12,9 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+from typing import Any, Callable
 
-__all__ = ["cache_dir", "atomic_write", "sources_fingerprint"]
+__all__ = ["cache_dir", "atomic_write", "replace_file", "sources_fingerprint"]
 
 _COUNTER = itertools.count()
 
@@ -42,17 +44,23 @@ def sources_fingerprint(folders: "list[tuple[str, str]]") -> str:
 
 
 def atomic_write(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` (its folder created if needed) so that readers never see a part.
+    """Write ``data`` to ``path`` (its folder created if needed) so that readers never see a part."""
+    replace_file(path, lambda f: f.write(data))
+
+
+def replace_file(path: str, write: Callable[[Any], None], mode: str = "wb") -> None:
+    """Create or replace ``path`` with what ``write(file)`` writes, atomically; OSError on failure,
+    with nothing left behind.
 
     The temporary file is named after the process, thread and a counter (created exclusively), not
     by ``tempfile``, whose import costs ~3 ms on the cold path that writes the frontend's entry."""
-    d = os.path.dirname(path)
+    d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     tmp = os.path.join(d, f".tmp-{os.getpid()}-{threading.get_ident()}-{next(_COUNTER)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        with os.fdopen(fd, mode) as f:
+            write(f)
         os.replace(tmp, path)
     except BaseException:
         try:
