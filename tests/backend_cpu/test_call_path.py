@@ -67,6 +67,7 @@ def test_data_pointer_matches_numpy(a):
 @pytest.mark.parametrize("name, value", [
     ("MIND_CPU_SCHEDULE", "al"), ("MIND_CPU_SCHEDULE", "yes"), ("MIND_CPU_JIT", "maybe"),
     ("MIND_NUM_THREADS", "abc"), ("MIND_NUM_THREADS", "0"), ("MIND_NUM_THREADS", "100000"),
+    ("MIND_OPENMP", "iomp"), ("MIND_OPENMP", "GOMP"),
 ])
 def test_invalid_environment_settings_are_e6012_not_silent_defaults(monkeypatch, tmp_path, name, value):
     monkeypatch.setenv("MIND_CACHE_DIR", str(tmp_path))
@@ -78,7 +79,8 @@ def test_invalid_environment_settings_are_e6012_not_silent_defaults(monkeypatch,
 
 
 @pytest.mark.parametrize("name, value", [("MIND_CPU_SCHEDULE", "0"), ("MIND_CPU_SCHEDULE", "all"),
-                                         ("MIND_CPU_JIT", "0"), ("MIND_NUM_THREADS", "1")])
+                                         ("MIND_CPU_JIT", "0"), ("MIND_NUM_THREADS", "1"),
+                                         ("MIND_OPENMP", "gomp"), ("MIND_OPENMP", "kmpc")])
 def test_valid_environment_settings_are_accepted(monkeypatch, tmp_path, name, value):
     monkeypatch.setenv("MIND_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv(name, value)

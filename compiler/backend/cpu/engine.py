@@ -26,7 +26,7 @@ from mind.diagnostics import MindError, error
 from .abi import AbiError, ArgBinder, Signature
 from .cache import KernelCache, cache_key
 from .kmpc_gomp import SERIAL_SWITCH
-from .openmp import (OpenMPUnavailable, bind_runtime, find_openmp_runtime, load_openmp_runtime,
+from .openmp import (ABIS, OpenMPUnavailable, bind_runtime, find_openmp_runtime, load_openmp_runtime,
                      register_serial_switch, runtime_path)
 from .outputs import new_output
 from .pipeline import MAX_THREADS, PipelineError, full_pipeline
@@ -131,6 +131,7 @@ def resolve_options(threads: int | None, cpu: str) -> int:
         threads = default_threads()
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
         raise _fail(f"thread count must be a positive integer, got {threads!r}")
+    env_setting("MIND_OPENMP", ABIS, "gomp where libgomp is installed, else kmpc")  # a misspelt choice is E6012
     if threads > 1 and find_openmp_runtime() is None:
         threads = 1
     if cpu not in ("host", "generic"):
