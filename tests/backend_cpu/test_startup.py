@@ -188,9 +188,9 @@ def test_openmp_runtime_defaults_respect_the_environment(monkeypatch):
     from mind.compiler.backend.cpu import openmp
     for v in openmp._AFFINITY_VARS + openmp._BLOCKTIME_VARS:
         monkeypatch.delenv(v, raising=False)
-    assert openmp.runtime_defaults() == f"KMP_AFFINITY=disabled|KMP_BLOCKTIME={openmp.DEFAULT_BLOCKTIME_MS}"
+    assert openmp.runtime_defaults() == f"KMP_AFFINITY=none|KMP_BLOCKTIME={openmp.DEFAULT_BLOCKTIME_MS}"
     monkeypatch.setenv("KMP_BLOCKTIME", "0")
-    assert openmp.runtime_defaults() == "KMP_AFFINITY=disabled"
+    assert openmp.runtime_defaults() == "KMP_AFFINITY=none"
     monkeypatch.setenv("OMP_PROC_BIND", "close")
     assert openmp.runtime_defaults() == ""
 
