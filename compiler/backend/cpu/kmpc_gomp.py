@@ -20,15 +20,13 @@ Semantics (the same as LLVM's runtime for these inputs):
   every thread of a new team (``GOMP_parallel``; thread 0 is the caller) and returns when all are
   done.  The team size is the constant every ``__kmpc_push_num_threads`` of the module pushes (the
   pipeline's ``num-threads``; a module whose pushes differ or are not constants is not adapted;
-  none: libgomp's default), so ``__kmpc_push_num_threads`` itself has nothing left to do.  (A module
-  global holding the pushed value would also work, but a mutable global keeps ``llvm_split`` from
-  cutting the module in two.)
+  none: libgomp's default), so ``__kmpc_push_num_threads`` itself has nothing left to do.
+  When the module's ``SERIAL_SWITCH`` is set, the task runs on the calling thread alone (a team
+  of one: ``omp_get_num_threads`` is 1 outside a parallel region, and ``GOMP_barrier`` returns).
 * ``__kmpc_for_static_init_{4u,8u}``: the ``trip = ub - lb + 1`` iterations (none when ub < lb)
   are split into contiguous blocks, the first ``trip mod nthreads`` threads getting one more; a
   thread with none gets ``lb' = lb + start, ub' = lb' - 1`` (trip 0 for the loop that follows);
   ``*plast`` is 1 for the thread holding the last iteration; ``*pstride`` is ``trip``.
-  When the module's ``SERIAL_SWITCH`` is set, the task runs on the calling thread alone (a team
-  of one: ``omp_get_num_threads`` is 1 outside a parallel region, and ``GOMP_barrier`` returns).
 * ``__kmpc_for_static_fini``: nothing to do.  ``__kmpc_barrier``: ``GOMP_barrier``.
 * ``__kmpc_global_thread_num``: the thread's number in its team (``omp_get_thread_num``); the
   adapter never uses it as a key.
