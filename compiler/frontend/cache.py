@@ -62,7 +62,14 @@ def frontend_fingerprint() -> str:
 
 
 def disk_enabled() -> bool:
-    return os.environ.get("MIND_FRONTEND_CACHE", "1") != "0"
+    """``$MIND_FRONTEND_CACHE``: ``1`` (default) or ``0``; anything else is E7002, not a silent
+    default (a misspelt ``off`` would otherwise keep the cache on)."""
+    value = os.environ.get("MIND_FRONTEND_CACHE", "")
+    if value not in ("", "0", "1"):
+        from mind.diagnostics import error
+        raise error("E7002", f"environment variable MIND_FRONTEND_CACHE={value!r} is not a valid setting",
+                    help="use 1 (cache frontend results on disk) or 0 (do not), or unset it (default 1)")
+    return value != "0"
 
 
 def _disk_path(key: tuple[str, str]) -> str:

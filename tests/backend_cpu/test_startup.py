@@ -68,19 +68,16 @@ def test_background_links_run_at_the_lowest_priority(monkeypatch):
     seen = []
     real = codegen._lowest_priority
 
-    def spy(pid):
+    def spy(pid):  # which links ask for it (its effect is checked on a process that lives long enough)
+        seen.append(pid)
         real(pid)
-        try:
-            seen.append(os.getpriority(os.PRIO_PROCESS, pid))
-        except OSError:  # ld already exited: nothing to read, and nothing it could slow down
-            seen.append(19)
     monkeypatch.setattr(codegen, "_lowest_priority", spy)
     objs = codegen.optimize_and_emit_objects("define void @f() {\n  ret void\n}\n", "generic", "fast")
     with tempfile.TemporaryDirectory() as d:
         codegen.link_shared(objs, os.path.join(d, "fg.so"))
         assert seen == []
         codegen.link_shared(objs, os.path.join(d, "bg.so"), background=True)
-        assert seen == [19]
+        assert len(seen) == 1 and seen[0] > 0
         assert os.path.getsize(os.path.join(d, "bg.so")) == os.path.getsize(os.path.join(d, "fg.so"))
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
     try:

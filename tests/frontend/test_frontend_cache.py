@@ -119,3 +119,13 @@ def test_sources_fingerprint_follows_edits_additions_and_only_python_files(tmp_p
     (tmp_path / "b.py").write_text("")
     assert sources_fingerprint(folders) != touched
     assert sources_fingerprint([("pkg", str(tmp_path / "missing"))]) == sources_fingerprint([])
+
+
+@pytest.mark.parametrize("value", ["off", "yes", "2"])
+def test_a_misspelt_switch_is_a_diagnostic(disk_cache, monkeypatch, value):
+    monkeypatch.setenv("MIND_FRONTEND_CACHE", value)
+    with pytest.raises(MindError) as info:
+        fcache.compile_cached(SOURCE, "<t>")
+    d = info.value.diagnostics[0]
+    assert d.code == "E7002" and "MIND_FRONTEND_CACHE" in d.message and d.help
+    assert _entries(disk_cache) == []
