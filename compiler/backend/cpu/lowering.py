@@ -8,8 +8,6 @@ script, pass) is raised as ``LoweringError`` carrying MLIR's diagnostic text; ``
 
 from __future__ import annotations
 
-import ctypes
-import os
 import threading
 from typing import Any
 
@@ -18,6 +16,8 @@ from mind.spec.record import FrozenRecord
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
 from .abi import ELEMENT_TYPES, ArgSpec, Signature
+from .mlir_capi import Diagnostics, parse_module, run_pass_manager
+from .mlir_capi import translate_to_llvm_ir as capi_translate
 from .pipeline import PipelineError, full_pipeline, prefusion
 from .runtime import link_runtime
 from .transforms import (MIN_SCHEDULE_WORK, apply_script, largest_unscheduled_work, schedule_module,
@@ -150,27 +150,6 @@ def _pass_manager(ctx: Any, pipeline_text: str) -> Any:
     return pm
 
 
-class _Diagnostics:
-    """Collects every diagnostic MLIR emits while attached (messages, with notes)."""
-
-    def __init__(self, ctx: Any) -> None:
-        self.messages: list[str] = []
-        self._handle = ctx.attach_diagnostic_handler(self._on)
-
-    def _on(self, d: Any) -> bool:
-        try:
-            text = f"{d.severity.name.lower()}: {d.location}: {d.message}"
-            for n in d.notes:
-                text += f"\n  note: {n.location}: {n.message}"
-        except Exception:  # noqa: BLE001 - a handler must never throw into MLIR
-            text = str(d)
-        self.messages.append(text)
-        return True  # handled: do not print to stderr
-
-    def detach(self) -> None:
-        self._handle.detach()
-
-
 def _element_name(t: Any) -> str:
     s = str(t)
     if s not in ELEMENT_TYPES:
@@ -220,6 +199,18 @@ def ir_str(attr: Any) -> str:
     return ir.StringAttr(attr).value
 
 
+def _parse(ctx: Any, text: str, stage: str, diags: Diagnostics) -> Any:
+    module = parse_module(ctx, text)
+    if module is None:
+        raise LoweringError(stage, "the MLIR text does not parse", diags.messages)
+    return module
+
+
+def _run(ctx: Any, pipeline_text: str, module: Any, stage: str, diags: Diagnostics) -> None:
+    if not run_pass_manager(_pass_manager(ctx, pipeline_text), module.operation):
+        raise LoweringError(stage, "a pass failed", diags.messages)
+
+
 def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool | str = True,
                           ctx: Any = None, report: dict[str, Any] | None = None) -> tuple[Any, Signature, bool]:
     """Parse, schedule (transform dialect), bufferize and lower to the LLVM dialect.
@@ -228,6 +219,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
     "all" every op that has a plan, False none.
     Returns (module, signature, scheduled).  The module lives in ``ctx`` (a new context if None).
     ``report`` (a dict) receives ``scalar_work``: the largest ``op_work`` left to scalar loops.
+    The long MLIR calls go through ``mlir_capi`` and release the GIL.
     """
     from mlir import ir
 
@@ -236,12 +228,12 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
     except PipelineError as e:
         raise LoweringError("pipeline", str(e)) from None
     ctx = ctx or _new_context()
-    diags = _Diagnostics(ctx)
+    diags = Diagnostics(ctx)
     stage = "parse"
     try:
         with ctx, ir.Location.unknown():
             try:
-                module = ir.Module.parse(mlir_text)
+                module = _parse(ctx, mlir_text, stage, diags)
                 stage = "verify"
                 if not module.operation.verify():
                     raise LoweringError(stage, "the module does not verify", diags.messages)
@@ -252,7 +244,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
                 if schedule:
                     try:
                         stage = "fusion"
-                        _pass_manager(ctx, prefusion().render()).run(module.operation)
+                        _run(ctx, prefusion().render(), module, stage, diags)
                         stage = "schedule"
                         # cse merged identical inits: unshare them (see untie_shared_inits)
                         untie_shared_inits(module, tag_empties=True)
@@ -265,69 +257,32 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
                             untie_shared_inits(module)
                     except Exception:  # noqa: BLE001 - a schedule that MLIR rejects: use scalar loops
                         diags.messages.clear()
-                        module = ir.Module.parse(mlir_text)
+                        stage = "parse"
+                        module = _parse(ctx, mlir_text, stage, diags)
                         func_op = _find_func(module, func_name)
                         func_op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
                         scheduled = False
                         if report is not None:
                             report.pop("scalar_work", None)
                 stage = "lower"
-                _pass_manager(ctx, pipeline_text).run(module.operation)
+                _run(ctx, pipeline_text, module, stage, diags)
                 if not module.operation.verify():
                     raise LoweringError(stage, "the lowered module does not verify", diags.messages)
             except LoweringError:
                 raise
-            except Exception as e:  # MLIRError, ValueError from parse/pass manager, ...
-                extra = []
-                for d in getattr(e, "error_diagnostics", []) or []:
-                    extra.append(f"error: {d.location}: {d.message}")
-                raise LoweringError(stage, str(e).strip(), diags.messages + extra) from None
+            except Exception as e:  # ValueError from the pass manager's parser, ...
+                raise LoweringError(stage, str(e).strip(), diags.messages) from None
     finally:
         diags.detach()
     return module, sig, scheduled
 
 
-_TRANSLATE: Any = None
-
-
-def _capi() -> Any:
-    """libMLIRPythonCAPI.so functions used through ctypes (the bindings do not wrap them)."""
-    global _TRANSLATE
-    if _TRANSLATE is None:
-        import mlir._mlir_libs as libs
-        lib = ctypes.CDLL(os.path.join(os.path.dirname(libs.__file__), "libMLIRPythonCAPI.so"))
-        lib.mlirRegisterAllLLVMTranslations.argtypes = [ctypes.c_void_p]
-        lib.mlirRegisterAllLLVMTranslations.restype = None
-        lib.mlirTranslateModuleToLLVMIRToString.argtypes = [ctypes.c_void_p]
-        lib.mlirTranslateModuleToLLVMIRToString.restype = ctypes.c_void_p
-        libc = ctypes.CDLL(None)
-        libc.free.argtypes = [ctypes.c_void_p]
-        libc.free.restype = None
-        _TRANSLATE = (lib, libc)
-    return _TRANSLATE
-
-
-def _capsule_pointer(capsule: Any) -> int:
-    get_name = ctypes.pythonapi.PyCapsule_GetName
-    get_name.restype = ctypes.c_char_p
-    get_name.argtypes = [ctypes.py_object]
-    get_ptr = ctypes.pythonapi.PyCapsule_GetPointer
-    get_ptr.restype = ctypes.c_void_p
-    get_ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    return int(get_ptr(capsule, get_name(capsule)))
-
-
 def translate_to_llvm_ir(module: Any) -> str:
     """LLVM IR text of an LLVM-dialect module (same output as ``mlir-translate --mlir-to-llvmir``)."""
-    lib, libc = _capi()
-    lib.mlirRegisterAllLLVMTranslations(_capsule_pointer(module.context._CAPIPtr))
-    ptr = lib.mlirTranslateModuleToLLVMIRToString(_capsule_pointer(module.operation._CAPIPtr))
-    if not ptr:
+    text = capi_translate(module)
+    if text is None:
         raise LoweringError("translate", "MLIR could not translate the module to LLVM IR")
-    try:
-        return ctypes.string_at(ptr).decode("utf-8")
-    finally:
-        libc.free(ptr)
+    return text
 
 
 def lower_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool | str = True) -> Lowered:

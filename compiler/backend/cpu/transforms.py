@@ -627,17 +627,17 @@ def _init_chain(op: Any) -> bool:
 def apply_script(module: Any, script: str, entry: str = "__mind_schedule") -> None:
     """Run ``script`` (a transform module text) on ``module`` in place, in the module's context.
 
-    The interpreter's native module is called directly: ``mlir.dialects.transform.interpreter``
-    is a thin wrapper, but importing it imports the transform dialect's generated op classes
-    (~4 ms of a cold compile)."""
+    The script is parsed and interpreted through ``mlir_capi`` (the GIL is released meanwhile, and
+    ``mlir.dialects.transform.interpreter``, whose import costs ~4 ms of a cold compile, is not
+    needed).  Raises ``RuntimeError`` when the script does not parse or a transform fails; MLIR's
+    reasons go to the context's diagnostic handler."""
     from mlir import ir
-    try:
-        from mlir._mlir_libs import _mlirTransformInterpreter as interpreter
-    except ImportError:  # bindings laid out differently: the public wrapper
-        from mlir.dialects.transform import interpreter  # type: ignore[no-redef]
 
+    from .mlir_capi import apply_named_sequence, parse_module
     with module.context, ir.Location.unknown():
-        tmod = ir.Module.parse(script)
+        tmod = parse_module(module.context, script)
+        if tmod is None:
+            raise RuntimeError("the transform script does not parse")
         entry_op = None
         for op in tmod.body.operations:
             if op.operation.name == "transform.named_sequence" and \
@@ -645,4 +645,5 @@ def apply_script(module: Any, script: str, entry: str = "__mind_schedule") -> No
                 entry_op = op
         if entry_op is None:
             raise ValueError(f"transform script has no named sequence @{entry}")
-        interpreter.apply_named_sequence(module.operation, entry_op.operation, tmod.operation)
+        if not apply_named_sequence(module.operation, entry_op.operation, tmod.operation):
+            raise RuntimeError(f"the transform script @{entry} failed")
