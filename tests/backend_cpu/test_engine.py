@@ -108,18 +108,23 @@ def test_wrong_arguments_raise_mind_error():
         k0(np.zeros(8, dtype=np.float32)[::2])  # not C-contiguous: refused, never copied
 
 
-@pytest.mark.parametrize("text,func", [
-    ("func.func @f(%x: tensor<4xf32>, %o: memref<4xf32>) { this is not mlir }", "f"),
+@pytest.mark.parametrize("text,func,says", [
+    ("func.func @f(%x: tensor<4xf32>, %o: memref<4xf32>) { this is not mlir }", "f",
+     ["stage 'parse'", 'error: loc("-":1:54): custom op \'this\' is unknown']),
     ("func.func @f(%x: tensor<4xf32>, %o: memref<4xf32>) {\n  %y = arith.addi %x, %x : tensor<4xf32>\n  return\n}",
-     "f"),
-    (K.matmul(4, 4, 4), "missing_function"),
-    ("func.func @f(%x: tensor<4xi1>, %o: memref<4xi1>) { return }", "f"),
+     "f", ['error: loc("-":2:8): \'arith.addi\' op operand #0 must be signless-integer-like',
+           'note: loc("-":2:8): see current operation']),
+    (K.matmul(4, 4, 4), "missing_function", ["missing_function"]),
+    ("func.func @f(%x: tensor<4xi1>, %o: memref<4xi1>) { return }", "f",
+     ["stage 'signature'", "element type i1 is not supported at the kernel boundary"]),
 ])
-def test_malformed_module_is_e6012(text, func):
+def test_malformed_module_is_e6012(text, func, says):
     with pytest.raises(MindError) as e:
         compile_kernel(text, func, threads=1, cache=False)
     assert e.value.codes == ["E6012"]
-    assert str(e.value)  # renders, with MLIR's diagnostics as notes
+    rendered = str(e.value)  # MLIR's diagnostics (with their notes and locations) become the error's notes
+    for fragment in says:
+        assert fragment in rendered, rendered
 
 
 def test_pipeline_options_are_validated_before_mlir():
