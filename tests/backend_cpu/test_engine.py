@@ -13,6 +13,7 @@ import pytest
 import kernels as K
 from mind.compiler.backend.cpu.cache import KernelCache
 from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir
+from mind.compiler.backend.cpu.kernel_library import host_isa
 from mind.compiler.backend.cpu.pipeline import PassSpec, PipelineError, full_pipeline, lower_to_llvm
 from mind.compiler.backend.cpu.transforms import choose_matmul_tiles, largest_divisor_at_most
 from mind.diagnostics import MindError
@@ -26,13 +27,17 @@ def _matmul_bound(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return k * 2.0**-24 * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)))
 
 
+@pytest.mark.parametrize("matmul", ["schedule", "library"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_matmul_512x1024x512_f32(threads):
+def test_matmul_512x1024x512_f32(threads, matmul):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((512, 1024), dtype=np.float32)
     b = rng.standard_normal((1024, 512), dtype=np.float32)
-    k = compile_kernel(K.matmul(512, 1024, 512), "mm", threads=threads, cache=False)
-    assert k.scheduled
+    k = compile_kernel(K.matmul(512, 1024, 512), "mm", threads=threads, cache=False, matmul=matmul)
+    if matmul == "schedule" or host_isa() is None:
+        assert k.scheduled and k.matmul_library is None
+    else:
+        assert k.matmul_library == host_isa()
     c = k(a, b)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     assert np.all(np.abs(c - ref) <= _matmul_bound(a, b))
@@ -162,7 +167,7 @@ def test_matmul_with_narrow_or_odd_vector_rows_is_scheduled_and_right(n):
     rng = np.random.default_rng(2)
     a = rng.standard_normal((64, 128), dtype=np.float32)
     b = rng.standard_normal((128, n), dtype=np.float32)
-    kern = compile_kernel(K.matmul(64, 128, n), "mm", threads=1, schedule="all", cache=False)
+    kern = compile_kernel(K.matmul(64, 128, n), "mm", threads=1, schedule="all", cache=False, matmul="schedule")
     assert kern.scheduled
     assert np.all(np.abs(kern(a, b) - a.astype(np.float64) @ b) <= _matmul_bound(a, b))
 

@@ -129,6 +129,7 @@ def test_train_step_is_scheduled_and_matches_the_reference():
 def test_cost_model_leaves_small_ops_unscheduled(monkeypatch):
     """MIND_CPU_SCHEDULE=1 (the default outside these tests): ops below MIN_SCHEDULE_WORK stay
     scalar loops, larger ones are scheduled; "all" schedules the small one too."""
+    from mind.compiler.backend.cpu.kernel_library import host_isa
     from mind.compiler.backend.cpu.transforms import MIN_SCHEDULE_WORK
 
     monkeypatch.setenv("MIND_CPU_SCHEDULE", "1")
@@ -140,9 +141,14 @@ def test_cost_model_leaves_small_ops_unscheduled(monkeypatch):
         a = rng.standard_normal((m, k), dtype=np.float32)
         b = rng.standard_normal((k, n), dtype=np.float32)
         for schedule, scheduled in ((None, want), ("all", True)):
-            run = compile_function(fn, threads=1, schedule=schedule, cache=False)
+            run = compile_function(fn, threads=1, schedule=schedule, cache=False, matmul="schedule")
             np.testing.assert_allclose(run([a, b])[0], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
             assert _kernel(run).scheduled == scheduled, (m, k, n, schedule)
+            # the prebuilt GEMM follows the same cost model
+            run = compile_function(fn, threads=1, schedule=schedule, cache=False, matmul="library")
+            np.testing.assert_allclose(run([a, b])[0], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+            expected = host_isa() if scheduled else None
+            assert _kernel(run).matmul_library == expected, (m, k, n, schedule)
 
 
 def test_unknown_schedule_option_is_rejected():

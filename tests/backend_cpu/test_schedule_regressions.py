@@ -21,11 +21,12 @@ def _fn(text: str):
     return select_function(parse_module(text, "t"), None)
 
 
-def _check(text: str, args: list[np.ndarray], rtol: float = 0.0) -> list[np.ndarray]:
+def _check(text: str, args: list[np.ndarray], rtol: float = 0.0, matmul: str = "schedule") -> list[np.ndarray]:
     fn = _fn(text)
-    run = compile_function(fn, threads=1, cache=False)
+    run = compile_function(fn, threads=1, cache=False, matmul=matmul)
     got = run(args)
-    assert next(iter(run._kernels.values())).scheduled
+    kernel = next(iter(run._kernels.values()))
+    assert kernel.scheduled or (matmul == "library" and kernel.matmul_library)
     want = run_function(fn, args)
     for g, w in zip(got, want):
         if rtol:
@@ -48,14 +49,16 @@ def test_shared_fill_init_of_two_results():
            "  return %0, %2, %5\n}\n", [np.array([1], np.int32)])
 
 
-def test_shared_fill_init_of_two_matmuls():
+@pytest.mark.parametrize("matmul", ["schedule", "library"])
+def test_shared_fill_init_of_two_matmuls(matmul):
     # two (unscheduled, 2x2) matmuls share one cse'd zero fill: the second result came out equal
-    # to the first (3 instead of 6)
+    # to the first (3 instead of 6).  With the prebuilt GEMM, the fill in front of a call is dropped
+    # (the call overwrites its output) only where it fills that very buffer.
     a, b = np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)
     got = _check("func @main(%a: f32[2, 3], %b: f32[3, 2], %c: f32[3, 2]) -> (f32[2, 2], f32[2, 2]) {\n"
                  "  %0 = matmul(%a, %b) : f32[2, 2]\n  %1 = matmul(%a, %c) : f32[2, 2]\n"
-                 "  return %0, %1\n}\n", [a, b, 2 * b])
-    assert got[1][0, 0] == 6.0
+                 "  return %0, %1\n}\n", [a, b, 2 * b], matmul=matmul)
+    assert got[0][0, 0] == 3.0 and got[1][0, 0] == 6.0
 
 
 def test_shared_fill_init_of_two_tiled_reductions():

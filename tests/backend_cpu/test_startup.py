@@ -355,7 +355,10 @@ _STORE = textwrap.dedent("""
 
 @pytest.mark.parametrize("kernel, parts", [
     ('K.sigmoid_chain((32, 256)), "chain", threads=1', "[1]"),  # one function
-    ('K.matmul(128, 256, 512), "mm", threads=2', "[2]"),  # compiled in two parts on two threads (llvm_split)
+    # compiled in two parts on two threads (llvm_split)
+    ('K.matmul(128, 256, 512), "mm", threads=2, matmul="schedule"', "[2]"),
+    # a call of the prebuilt GEMM (whose object is linked in) from an OpenMP loop
+    ('K.matmul(128, 256, 512), "mm", threads=2, matmul="library"', "[1]"),
 ])
 def test_cached_files_are_byte_identical_across_processes(tmp_path, kernel, parts):
     from mind.compiler.backend.cpu.openmp import find_openmp_runtime

@@ -36,12 +36,12 @@ from .cache import ir_cache_key
 from .emit import emit_mlir, specialize_type
 # the engine imports neither MLIR nor llvmlite; importing it here keeps module loading out of the
 # first call (the warm-start path is then printing + hashing the Core IR, a JSON read and a dlopen)
-from .engine import compile_kernel, load_cached, resolve_options, schedule_policy
+from .engine import compile_kernel, library_key, load_cached, matmul_library, resolve_options, schedule_policy
 from .outputs import new_output
 
 __all__ = ["compile_function", "emit_stage", "compile", "CpuFunction"]
 
-_KNOWN_OPTIONS = ("threads", "schedule", "cpu", "cache", "opt")
+_KNOWN_OPTIONS = ("threads", "schedule", "cpu", "cache", "opt", "matmul")
 
 
 AUTO_PARALLEL_MIN_WORK = 1 << 25
@@ -113,13 +113,19 @@ class CpuFunction:
     work to pay for their compile time (``transforms.MIN_SCHEDULE_WORK``); every other op is lowered
     to scalar loops.  ``"all"`` schedules every op that has a schedule, however small.
     ``$MIND_CPU_SCHEDULE`` (``0``, ``1`` or ``all``) sets the default for a process.
+
+    ``matmul`` (default ``$MIND_CPU_MATMUL`` or ``"library"``): f32/f64 matmuls with as much work call
+    the prebuilt GEMM of ``kernel_library`` where the host runs one of its variants; ``"schedule"``
+    compiles them per program with the transform schedule instead.
     """
 
     def __init__(self, fn: Function, *, threads: int | None = None, schedule: bool | str | None = None, cpu: str = "host",
-                 cache: Any = True, opt: str = "fast") -> None:
+                 cache: Any = True, opt: str = "fast", matmul: str | None = None) -> None:
         self.fn = fn
         schedule = schedule_policy(schedule)
-        self.options = {"threads": threads, "schedule": schedule, "cpu": cpu, "cache": cache, "opt": opt}
+        matmul_library(cpu, matmul)  # E6012 on a bad choice (or a damaged library), before any call
+        self.options = {"threads": threads, "schedule": schedule, "cpu": cpu, "cache": cache, "opt": opt,
+                        "matmul": matmul}
         self._kernels: dict[tuple[tuple[str, int], ...], Any] = {}
         self._lock = threading.Lock()
         self._out_specs = None
@@ -151,7 +157,8 @@ class CpuFunction:
                 from mind.ir.printer import print_function
                 self._ir_text = print_function(self.fn)
             alias = ir_cache_key(self._ir_text, dict(env), threads=opts["threads"], schedule=opts["schedule"],
-                                 cpu=opts["cpu"], opt=str(opts["opt"]))
+                                 cpu=opts["cpu"], opt=str(opts["opt"]),
+                                 matmul=library_key(matmul_library(opts["cpu"], opts["matmul"])))
             k = load_cached(alias, opts["threads"], opts["cache"])
             if k is not None:
                 return k
@@ -243,8 +250,8 @@ def emit_stage(module: Module | Function, stage: str, fn: str | None = None) -> 
         if stage == "mlir":
             parts.append(text)
         else:
-            from .engine import mlir_to_llvm_ir
-            parts.append(mlir_to_llvm_ir(text, name, threads=1).llvm_ir)
+            from .engine import matmul_library, mlir_to_llvm_ir
+            parts.append(mlir_to_llvm_ir(text, name, threads=1, library=matmul_library("host")).llvm_ir)
     return "\n".join(parts)
 
 

@@ -116,12 +116,14 @@ def source_fingerprint() -> str:
 
 
 def ir_cache_key(core_ir_text: str, env: dict[str, int], *, threads: int, schedule: bool, cpu: str,
-                 opt: str = "fast") -> str:
+                 opt: str = "fast", matmul: str = "schedule") -> str:
     """Key of a kernel from the canonical Core IR text, the symbol values, the options, the target,
     the toolchain versions and the backend sources: computable without emitting MLIR, so a warm start
-    never runs the emitter.  Entries under it are aliases of the MLIR-text key (``cache_key``)."""
+    never runs the emitter.  Entries under it are aliases of the MLIR-text key (``cache_key``).
+    ``matmul``: what the matmuls call (``engine.library_key``: the prebuilt object's digest)."""
     return _digest({"format": CACHE_FORMAT + "/ir", "ir_sha256": hashlib.sha256(core_ir_text.encode("utf-8")).hexdigest(),
-                    "env": sorted(env.items()), "threads": threads, "schedule": schedule, "opt": opt}, cpu)
+                    "env": sorted(env.items()), "threads": threads, "schedule": schedule, "opt": opt,
+                    "matmul": matmul}, cpu)
 
 
 @dataclass

@@ -98,6 +98,10 @@ class _Unlocked:
             ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
 
 
+FIXED_TRIPLE = "x86_64-unknown-linux-gnu"
+FIXED_TARGETS = ("x86-64-v4", "x86-64-v3")
+"""x86-64 micro-architecture levels LLVM knows by name: v4 = AVX-512 (F, BW, CD, DQ, VL), v3 = AVX2 + FMA."""
+
 _HOST: dict[str, tuple[str, str]] = {}
 _SPARE_TM: dict[str, Any] = {}
 """A target machine that emitted an object and is not used any more, by cpu option: the next
@@ -115,8 +119,14 @@ def _target_machine(cpu: str) -> Any:
         name, features = host
     elif cpu == "generic":
         name, features = "x86-64" if triple.startswith("x86_64") else "generic", ""
+    elif cpu in FIXED_TARGETS:
+        # a named instruction set (the prebuilt kernels of ``kernel_library``): the same object on
+        # every machine, so triple and CPU are fixed and nothing is read from the host
+        triple = FIXED_TRIPLE
+        target = llvm.Target.from_triple(triple)
+        name, features = cpu, ""
     else:
-        raise CodegenError(f"unknown cpu option {cpu!r} (use 'host' or 'generic')")
+        raise CodegenError(f"unknown cpu option {cpu!r} (use 'host', 'generic' or one of {FIXED_TARGETS})")
     return target.create_target_machine(cpu=name, features=features, opt=3, reloc="pic",
                                         codemodel="default")
 

@@ -31,7 +31,7 @@ from .openmp import (ABIS, OpenMPUnavailable, bind_runtime, find_openmp_runtime,
 from .outputs import new_output
 from .pipeline import MAX_THREADS, PipelineError, full_pipeline
 
-__all__ = ["Kernel", "compile_kernel", "load_cached", "resolve_options", "translate_to_llvm_ir", "mlir_to_llvm_ir",
+__all__ = ["Kernel", "compile_kernel", "matmul_library", "library_key", "load_cached", "resolve_options", "translate_to_llvm_ir", "mlir_to_llvm_ir",
            "default_threads", "wait_for_cache_writes", "jit_enabled", "OPT_LEVELS", "schedule_policy"]
 
 E_BACKEND = "E6012"
@@ -71,13 +71,16 @@ class Kernel:
     """A compiled kernel: call it with numpy arrays; returns the output array(s).
 
     ``library_path``: its shared library; for a kernel loaded in-process (MCJIT), where the
-    background job publishes the .so (see ``wait_stored``), or "" when there is no cache."""
+    background job publishes the .so (see ``wait_stored``), or "" when there is no cache.
+    ``matmul_library``: the ``kernel_library`` instruction set whose GEMM its matmuls call (None:
+    it calls none)."""
 
     signature: Signature
     threads: int
     library_path: str
     from_cache: bool
     scheduled: bool | None = None
+    matmul_library: str | None = None
     _lib: Any = field(default=None, repr=False)
     _fn: Any = field(default=None, repr=False)
     _stored: Any = field(default=None, repr=False)
@@ -106,7 +109,7 @@ class Kernel:
 
 
 def _load(path: str, sig: Signature, threads: int, from_cache: bool, scheduled: bool | None,
-          openmp: str | None) -> Kernel:
+          openmp: str | None, library: str | None = None) -> Kernel:
     if openmp is not None and load_openmp_runtime(openmp) is None:
         raise _fail(f"could not load compiled kernel '{sig.name}': it needs an OpenMP runtime with the "
                     f"'{openmp}' ABI, and none was found")
@@ -122,7 +125,7 @@ def _load(path: str, sig: Signature, threads: int, from_cache: bool, scheduled: 
             pass  # no parallel region: nothing to switch
     fn.restype = None
     fn.argtypes = [ctypes.c_void_p] * (len(sig.inputs) + len(sig.outputs))
-    return Kernel(sig, threads, path, from_cache, scheduled, lib, fn)
+    return Kernel(sig, threads, path, from_cache, scheduled, library, lib, fn)
 
 
 def resolve_options(threads: int | None, cpu: str) -> int:
@@ -149,7 +152,8 @@ def load_cached(key: str, threads: int, cache: KernelCache | bool = True) -> Ker
     if hit is None:
         return None
     so, meta = hit
-    return _load(so, Signature.from_json(meta["signature"]), threads, True, meta.get("scheduled"), meta.get("openmp"))
+    return _load(so, Signature.from_json(meta["signature"]), threads, True, meta.get("scheduled"), meta.get("openmp"),
+                 meta.get("matmul_library"))
 
 
 def jit_enabled() -> bool:
@@ -172,9 +176,29 @@ def schedule_policy(schedule: bool | str | None = None) -> bool | str:
     return schedule
 
 
+def matmul_library(cpu: str, matmul: str | None = None) -> str | None:
+    """The ``kernel_library`` instruction set whose GEMM the matmuls of a ``cpu`` kernel call, or None
+    (per-program schedules).  ``matmul``: "library" (default where the host runs a variant) or
+    "schedule"; None reads ``$MIND_CPU_MATMUL``.  E6012 on anything else, or when a shipped object
+    does not match its manifest."""
+    from .kernel_library import MATMUL_POLICIES, LibraryError, object_digest, select_isa
+    if matmul is None:
+        matmul = env_setting("MIND_CPU_MATMUL", MATMUL_POLICIES, "library")
+    if matmul not in MATMUL_POLICIES:
+        raise _fail(f"unknown matmul option {matmul!r} (use one of {', '.join(MATMUL_POLICIES)})")
+    isa = select_isa(cpu, matmul)
+    if isa is not None:
+        try:
+            object_digest(isa)
+        except LibraryError as e:
+            raise error(E_BACKEND, f"the prebuilt kernel library is damaged: {e}",
+                        help="reinstall MIND, or set MIND_CPU_MATMUL=schedule to compile matmuls per program") from None
+    return isa
+
+
 def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None, schedule: bool | str | None = None,
                    cpu: str = "host", cache: KernelCache | bool = True, alias: str | None = None,
-                   opt: str = "fast", jit: bool | None = None) -> Kernel:
+                   opt: str = "fast", jit: bool | None = None, matmul: str | None = None) -> Kernel:
     """Compile ``func_name`` of ``mlir_text`` and return a callable kernel.
 
     The function takes its inputs as ranked tensors and writes its results into memref
@@ -190,6 +214,7 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
     ``jit`` (default ``jit_enabled()``): load the new object in-process with MCJIT and link the
     cache's .so in a background thread (published atomically when done; ``Kernel.wait_stored``),
     instead of linking with ``ld`` before the first call.  The object code is the same either way.
+    ``matmul``: see ``matmul_library`` (the prebuilt GEMM's object is linked into the kernel).
     Raises ``MindError`` E6012 on any failure.
     """
     threads = resolve_options(threads, cpu)
@@ -198,6 +223,7 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
     schedule = schedule_policy(schedule)
     if jit is None:
         jit = jit_enabled()
+    library = matmul_library(cpu, matmul)
     from .transforms import MIN_SCHEDULE_WORK  # pure Python: the cost model's threshold is part of the key
     try:
         pipeline_text = full_pipeline(threads).render()
@@ -205,7 +231,7 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         raise _fail(str(e)) from None
     store = KernelCache.default() if cache is True else (cache or None)
     key = cache_key(mlir_text, func_name, pipeline=pipeline_text, threads=threads, schedule=schedule, cpu=cpu,
-                    extra=f"llvm-opt={opt}|min-work={MIN_SCHEDULE_WORK}")
+                    extra=f"llvm-opt={opt}|min-work={MIN_SCHEDULE_WORK}|matmul={library_key(library)}")
     if store is not None:
         hit = store.lookup(key)
         if hit is not None:
@@ -213,9 +239,9 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
             if alias is not None:
                 _store_alias(store, alias, key, meta)
             return _load(so, Signature.from_json(meta["signature"]), threads, True, meta.get("scheduled"),
-                         meta.get("openmp"))
+                         meta.get("openmp"), meta.get("matmul_library"))
 
-    lowered = mlir_to_llvm_ir(mlir_text, func_name, threads=threads, schedule=schedule)
+    lowered = mlir_to_llvm_ir(mlir_text, func_name, threads=threads, schedule=schedule, library=library)
     from .codegen import CodegenError, JitObject, link_shared, optimize_and_emit_objects
     from .runtime import external_functions
     try:
@@ -225,22 +251,28 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
     libs = [p] if openmp and (p := runtime_path(openmp)) else []
     try:
         # large scalar loop nests (unscheduled ops) need LLVM's loop passes; see codegen._optimize
-        loops = not lowered.scheduled or lowered.scalar_work >= MIN_SCHEDULE_WORK
+        loops = (not lowered.scheduled and lowered.library is None) or lowered.scalar_work >= MIN_SCHEDULE_WORK
         level = "loops" if opt == "fast" and loops else opt
         objs = optimize_and_emit_objects(llvm_ir, cpu, level)  # large modules: in parts, 2 cores
     except CodegenError as e:
         raise _fail(f"native code generation failed for '{func_name}': {e}") from None
+    externals = external_functions(llvm_ir)
+    if lowered.library is not None:
+        from .kernel_library import library_symbols, object_bytes
+        objs.append(object_bytes(lowered.library))  # checked against its manifest by matmul_library
+        provided = library_symbols(lowered.library)
+        externals = [name for name in externals if name not in provided]
     meta = {"signature": lowered.signature.to_json(), "scheduled": lowered.scheduled,
-            "threads": threads, "cpu": cpu, "opt": opt, "openmp": openmp}
+            "threads": threads, "cpu": cpu, "opt": opt, "openmp": openmp, "matmul_library": lowered.library}
     if jit:
         if openmp is not None:
             load_openmp_runtime(openmp)
         try:
-            jobj = JitObject(objs, cpu, libs, external_functions(llvm_ir))
+            jobj = JitObject(objs, cpu, libs, externals)
         except CodegenError as e:
             raise _fail(f"native code generation failed for '{func_name}': {e}") from None
         so = store.paths(key)[0] if store is not None else None
-        kernel = _from_address(jobj, lowered.signature, threads, so, lowered.scheduled, openmp)
+        kernel = _from_address(jobj, lowered.signature, threads, so, lowered.scheduled, openmp, lowered.library)
         if store is not None:
             kernel._stored = _store_in_background(store, key, alias, objs, libs, meta)
         return kernel
@@ -260,11 +292,11 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         raise _fail(f"native code generation failed for '{func_name}': {e}") from None
     except OSError as e:
         raise _fail(f"could not write the compiled kernel for '{func_name}': {e}") from None
-    return _load(so, lowered.signature, threads, False, lowered.scheduled, openmp)
+    return _load(so, lowered.signature, threads, False, lowered.scheduled, openmp, lowered.library)
 
 
 def _from_address(jobj: Any, sig: Signature, threads: int, so: str | None, scheduled: bool | None,
-                  openmp: str | None) -> Kernel:
+                  openmp: str | None, library: str | None) -> Kernel:
     if openmp == "gomp":
         register_serial_switch(jobj, jobj.data_address(SERIAL_SWITCH))
     symbol = f"_mlir_ciface_{sig.name}"
@@ -272,7 +304,7 @@ def _from_address(jobj: Any, sig: Signature, threads: int, so: str | None, sched
     if not addr:  # raw lookups return 0 for a missing symbol (pitfall 6)
         raise _fail(f"could not load compiled kernel '{sig.name}': no symbol {symbol}")
     proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (len(sig.inputs) + len(sig.outputs))))
-    return Kernel(sig, threads, so or "", False, scheduled, jobj, proto(addr))
+    return Kernel(sig, threads, so or "", False, scheduled, library, jobj, proto(addr))
 
 
 class _StoreJob:
@@ -339,12 +371,22 @@ def _store_alias(store: KernelCache, alias: str, key: str, meta: dict[str, Any])
         pass  # an alias is an optimization only
 
 
-def mlir_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool | str | None = None) -> Any:
-    """MLIR text -> ``lowering.Lowered`` (LLVM IR text + signature); failures become E6012."""
+def library_key(isa: str | None) -> str:
+    """What a kernel's matmuls call, for its cache keys: the prebuilt object's level and digest."""
+    if isa is None:
+        return "schedule"
+    from .kernel_library import object_digest
+    return f"library:{isa}:{object_digest(isa)}"
+
+
+def mlir_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool | str | None = None,
+                    library: str | None = None) -> Any:
+    """MLIR text -> ``lowering.Lowered`` (LLVM IR text + signature); failures become E6012.
+    ``library``: the ``kernel_library`` instruction set matmuls call (``matmul_library``), or None."""
     from .lowering import LoweringError, lower_to_llvm_ir
     schedule = schedule_policy(schedule)
     try:
-        return lower_to_llvm_ir(mlir_text, func_name, threads=threads, schedule=schedule)
+        return lower_to_llvm_ir(mlir_text, func_name, threads=threads, schedule=schedule, library=library)
     except LoweringError as e:
         raise _fail(f"MLIR compilation of '{func_name}' failed at stage '{e.stage}'",
                     notes=[str(e).split("\n", 1)[0]] + e.diagnostics) from None

@@ -16,15 +16,16 @@ from mind.spec.record import FrozenRecord
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
 from .abi import ELEMENT_TYPES, ArgSpec, Signature
+from .library_calls import insert_library_calls
 from .mlir_capi import Diagnostics, parse_module, run_pass_manager
 from .mlir_capi import translate_to_llvm_ir as capi_translate
-from .pipeline import PipelineError, full_pipeline, prefusion
+from .pipeline import PipelineError, bufferize, full_pipeline, lower_to_llvm, prefusion
 from .runtime import link_runtime
 from .transforms import (MIN_SCHEDULE_WORK, apply_script, largest_unscheduled_work, schedule_module,
                          untie_shared_inits)
 
 __all__ = ["LoweringError", "Lowered", "lower_to_llvm_ir", "lower_to_llvm_dialect", "translate_to_llvm_ir",
-           "read_signature"]
+           "read_signature", "lower_module_text"]
 
 
 class LoweringError(Exception):
@@ -40,21 +41,25 @@ class LoweringError(Exception):
 
 
 class Lowered(FrozenRecord):
-    """Result of lowering: LLVM IR text, the kernel's signature, whether a schedule was applied, and
-    the largest op left as scalar loops (``transforms.op_work``; what ``codegen`` needs to know)."""
+    """Result of lowering: LLVM IR text, the kernel's signature, whether a schedule was applied, the
+    largest op left as scalar loops (``transforms.op_work``; what ``codegen`` needs to know), and the
+    ``kernel_library`` instruction set whose object the kernel calls (None: it calls none)."""
 
-    __slots__ = ("llvm_ir", "signature", "scheduled", "scalar_work")
+    __slots__ = ("llvm_ir", "signature", "scheduled", "scalar_work", "library")
 
     llvm_ir: str
     signature: Signature
     scheduled: bool
     scalar_work: int
+    library: str | None
 
-    def __init__(self, llvm_ir: str, signature: Signature, scheduled: bool, scalar_work: int = 1 << 62) -> None:
+    def __init__(self, llvm_ir: str, signature: Signature, scheduled: bool, scalar_work: int = 1 << 62,
+                 library: str | None = None) -> None:
         _set(self, "llvm_ir", llvm_ir)
         _set(self, "signature", signature)
         _set(self, "scheduled", scheduled)
         _set(self, "scalar_work", scalar_work)
+        _set(self, "library", library)
 
 
 _LIGHT_DIALECTS = "mind.compiler.backend.cpu._mlir_light_dialects"
@@ -212,19 +217,27 @@ def _run(ctx: Any, pipeline_text: str, module: Any, stage: str, diags: Diagnosti
 
 
 def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool | str = True,
-                          ctx: Any = None, report: dict[str, Any] | None = None) -> tuple[Any, Signature, bool]:
+                          ctx: Any = None, report: dict[str, Any] | None = None,
+                          library: str | None = None) -> tuple[Any, Signature, bool]:
     """Parse, schedule (transform dialect), bufferize and lower to the LLVM dialect.
 
     ``schedule``: True schedules the ops that pay for their compile time (``MIN_SCHEDULE_WORK``),
-    "all" every op that has a plan, False none.
+    "all" every op that has a plan, False none.  ``library``: an instruction set of
+    ``kernel_library``: the matmuls it can compute (same work threshold) call its GEMM instead
+    (``library_calls``), None schedules them.
     Returns (module, signature, scheduled).  The module lives in ``ctx`` (a new context if None).
-    ``report`` (a dict) receives ``scalar_work``: the largest ``op_work`` left to scalar loops.
+    ``report`` (a dict) receives ``scalar_work``, the largest ``op_work`` left to scalar loops, and
+    ``library_calls``, how many matmuls call the library.
     The long MLIR calls go through ``mlir_capi`` and release the GIL.
     """
     from mlir import ir
 
+    min_work = 0 if schedule == "all" else MIN_SCHEDULE_WORK
     try:
-        pipeline_text = full_pipeline(threads).render()
+        if library is None:
+            pipelines = [full_pipeline(threads).render()]
+        else:
+            pipelines = [bufferize().render(), lower_to_llvm(threads).render()]
     except PipelineError as e:
         raise LoweringError("pipeline", str(e)) from None
     ctx = ctx or _new_context()
@@ -248,9 +261,9 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
                         stage = "schedule"
                         # cse merged identical inits: unshare them (see untie_shared_inits)
                         untie_shared_inits(module, tag_empties=True)
-                        script = schedule_module(module, 0 if schedule == "all" else MIN_SCHEDULE_WORK)
+                        script = schedule_module(module, min_work, library is not None)
                         if report is not None:
-                            report["scalar_work"] = largest_unscheduled_work(module)
+                            report["scalar_work"] = largest_unscheduled_work(module, min_work, library is not None)
                         if script is not None:
                             apply_script(module, script)
                             scheduled = True
@@ -265,7 +278,14 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
                         if report is not None:
                             report.pop("scalar_work", None)
                 stage = "lower"
-                _run(ctx, pipeline_text, module, stage, diags)
+                _run(ctx, pipelines[0], module, stage, diags)
+                if library is not None:
+                    stage = "library"
+                    calls = insert_library_calls(module, library, threads, min_work)
+                    if report is not None:
+                        report["library_calls"] = calls
+                    stage = "lower"
+                    _run(ctx, pipelines[1], module, stage, diags)
                 if not module.operation.verify():
                     raise LoweringError(stage, "the lowered module does not verify", diags.messages)
             except LoweringError:
@@ -285,14 +305,34 @@ def translate_to_llvm_ir(module: Any) -> str:
     return text
 
 
-def lower_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool | str = True) -> Lowered:
-    """The whole MLIR half: text in, LLVM IR text and the kernel signature out."""
+def lower_module_text(mlir_text: str) -> str:
+    """LLVM IR of a whole module of memref functions (no kernel signature, no schedule): what the
+    prebuilt kernels of ``kernel_library`` are made from.  A private context."""
+    from mlir import ir
+    ctx = _new_context()
+    diags = Diagnostics(ctx)
+    try:
+        with ctx, ir.Location.unknown():
+            module = _parse(ctx, mlir_text, "parse", diags)
+            if not module.operation.verify():
+                raise LoweringError("verify", "the module does not verify", diags.messages)
+            _run(ctx, lower_to_llvm(1).render(), module, "lower", diags)
+            return translate_to_llvm_ir(module)
+    finally:
+        diags.detach()
+
+
+def lower_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool | str = True,
+                     library: str | None = None) -> Lowered:
+    """The whole MLIR half: text in, LLVM IR text and the kernel signature out (``library``: see
+    ``lower_to_llvm_dialect``)."""
     with _CTX_LOCK:
         ctx = _shared_context()
         report: dict[str, Any] = {}
         try:
             module, sig, scheduled = lower_to_llvm_dialect(mlir_text, func_name, threads=threads,
-                                                           schedule=schedule, ctx=ctx, report=report)
+                                                           schedule=schedule, ctx=ctx, report=report,
+                                                           library=library)
             with ctx:
                 # runtime functions MLIR's lowering calls (memrefCopy) are defined in the module itself
                 ir_text = link_runtime(translate_to_llvm_ir(module))
@@ -303,7 +343,8 @@ def lower_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedu
             if len(mlir_text) > _CTX_LARGE_TEXT:
                 _retire_shared_context()
         del module
-    return Lowered(ir_text, sig, scheduled, report.get("scalar_work", 1 << 62))
+    return Lowered(ir_text, sig, scheduled, report.get("scalar_work", 1 << 62),
+                   library if report.get("library_calls") else None)
 
 
 def _identity_layout(t: Any) -> bool:

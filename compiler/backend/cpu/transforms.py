@@ -475,7 +475,7 @@ def _plan_fill(op: Any, tag: int) -> str | None:
     return fill_section(tag, shape)
 
 
-def schedule_module(module: Any, min_work: int = MIN_SCHEDULE_WORK) -> str | None:
+def schedule_module(module: Any, min_work: int = MIN_SCHEDULE_WORK, library: bool = False) -> str | None:
     """Tag the linalg ops of ``module`` that have a validated schedule and return the transform script.
 
     Per op: 2-D ``linalg.matmul`` with tiles that divide its shape, ``linalg.fill``, and
@@ -485,14 +485,16 @@ def schedule_module(module: Any, min_work: int = MIN_SCHEDULE_WORK) -> str | Non
     Every other op (slices with strides/offsets, pads, gathers, zero-extent ops, reductions the
     vectorizer gets wrong) stays a linalg op and is lowered to scalar loops.  None means: nothing to
     schedule.  Ops whose ``op_work`` is below ``min_work`` are left unscheduled too (the cost model,
-    see ``MIN_SCHEDULE_WORK``; 0 schedules every op that has a plan).
+    see ``MIN_SCHEDULE_WORK``; 0 schedules every op that has a plan).  ``library``: the matmuls that
+    ``library_calls`` will hand to the prebuilt GEMM are left alone.
     """
     from mlir import ir
     plans: list[tuple[Any, str]] = []
 
     def visit(op: Any) -> ir.WalkResult:
         name = op.name
-        if not name.startswith("linalg.") or name in ("linalg.yield", "linalg.index"):
+        if not name.startswith("linalg.") or name in ("linalg.yield", "linalg.index") or \
+                (library and _library_matmul(op, min_work)):
             return ir.WalkResult.ADVANCE
         tag = len(plans)
         section: str | None = None
@@ -526,17 +528,29 @@ def schedule_module(module: Any, min_work: int = MIN_SCHEDULE_WORK) -> str | Non
     return wrap_script([s for _, s in plans])
 
 
-def largest_unscheduled_work(module: Any) -> int:
+def _library_matmul(op: Any, min_work: int) -> bool:
+    """A matmul that ``library_calls`` hands to the prebuilt GEMM, or the zero fill of its init
+    (which it drops: the GEMM then overwrites its output)."""
+    from .library_calls import eligible_matmul
+    if op.name == "linalg.fill":
+        uses = [u for r in op.results for u in r.uses]
+        return bool(uses) and all(u.owner.name == "linalg.matmul" and u.operand_number == 2 and
+                                  eligible_matmul(u.owner, min_work) is not None for u in uses)
+    return eligible_matmul(op, min_work) is not None
+
+
+def largest_unscheduled_work(module: Any, min_work: int = MIN_SCHEDULE_WORK, library: bool = False) -> int:
     """The largest ``op_work`` of the linalg ops that ``schedule_module`` left untagged (they become
-    scalar loops; ``codegen`` gives a kernel with large ones LLVM's loop passes).  Call it before
-    the script runs; an op of unknown size counts as large."""
+    scalar loops; ``codegen`` gives a kernel with large ones LLVM's loop passes), not counting the
+    matmuls of the prebuilt library (``library``, with the same ``min_work``).  Call it before the
+    script runs; an op of unknown size counts as large."""
     from mlir import ir
     largest = [0]
 
     def visit(op: Any) -> ir.WalkResult:
         name = op.name
         if name.startswith("linalg.") and name not in ("linalg.yield", "linalg.index") and \
-                SCHED_ATTR not in op.attributes:
+                SCHED_ATTR not in op.attributes and not (library and _library_matmul(op, min_work)):
             work = op_work(op)
             largest[0] = max(largest[0], work if work is not None else 1 << 62)
         return ir.WalkResult.ADVANCE

@@ -1,0 +1,215 @@
+"""MLIR text of the prebuilt GEMM: ``C[m, n] (+)= sum_k A[m, k] * B[k, n]`` for any shapes and strides.
+
+Why a kernel with dynamic shapes: a matmul scheduled per program (``transforms``) costs 30-50 ms of
+MLIR and LLVM work on a cold compile (transform interpreter, vector lowering, code generation of a
+large unrolled body), more than ``jax.jit`` takes for the whole program.  This kernel is compiled once,
+ahead of time, for a fixed instruction set (``kernel_library``); a program only emits a call to it
+(``library_calls``), which costs what any small function costs.
+
+The loop nest mirrors the matmul schedule of ``transforms`` (K slabs of 128, column blocks of 128,
+register tiles of ``rows`` x 2 vectors, k innermost with the accumulators in registers), so it runs as
+fast.  Edges need no padding: the last columns use masked loads and stores (AVX-512 and AVX2 have
+them natively), the last rows a one-row tile.  The operands are ``memref<?x?xT, strided<[?, 1],
+offset: ?>>``: rows may be any distance apart (slices, row blocks of a thread), elements of a row are
+contiguous.  Summation order: for each output element, k ascending within a slab and slabs ascending,
+each step one fused multiply-add: what the scheduled kernel does, within the spec's bound for matmul.
+
+Pure Python: no MLIR import.
+"""
+
+from __future__ import annotations
+
+from mind.spec.record import FrozenRecord
+
+_set = object.__setattr__
+
+__all__ = ["GemmShape", "gemm_function", "operand_type", "GEMM_K_SLAB", "GEMM_N_BLOCK"]
+
+GEMM_K_SLAB = 128
+"""K rows of B per slab: a 128 x 128 block of B (64 KiB of f32) is reused by every row tile."""
+GEMM_N_BLOCK = 128
+"""Columns per block (a multiple of every register tile's width)."""
+
+
+class GemmShape(FrozenRecord):
+    """One variant: element type, lanes per vector register, rows of the register tile.
+
+    The tile is ``rows`` x 2 vectors: 8 x 2 zmm = 16 accumulators of the 32 AVX-512 registers,
+    6 x 2 ymm = 12 of AVX2's 16 (two for B, one for the broadcast of A)."""
+
+    __slots__ = ("elem", "lanes", "rows")
+
+    elem: str
+    lanes: int
+    rows: int
+
+    def __init__(self, elem: str, lanes: int, rows: int) -> None:
+        if elem not in ("f32", "f64") or lanes < 1 or rows < 1 or GEMM_N_BLOCK % (2 * lanes):
+            raise ValueError(f"unsupported GEMM variant {elem}/{lanes} lanes/{rows} rows")
+        _set(self, "elem", elem)
+        _set(self, "lanes", lanes)
+        _set(self, "rows", rows)
+
+    @property
+    def width(self) -> int:
+        """Columns of the register tile."""
+        return 2 * self.lanes
+
+
+def operand_type(elem: str) -> str:
+    """The memref type of every operand: dynamic sizes, row stride and offset; unit column stride."""
+    return f"memref<?x?x{elem}, strided<[?, 1], offset: ?>>"
+
+
+class _Text:
+    """Numbered SSA names and indented lines."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.n = 0
+        self.depth = 1
+
+    def fresh(self, hint: str) -> str:
+        self.n += 1
+        return f"%{hint}{self.n}"
+
+    def line(self, s: str) -> None:
+        self.lines.append("  " * self.depth + s)
+
+    def op(self, rhs: str, hint: str = "v") -> str:
+        r = self.fresh(hint)
+        self.line(f"{r} = {rhs}")
+        return r
+
+    def index(self, value: int) -> str:
+        return self.op(f"arith.constant {value} : index", "c")
+
+
+def _tile(t: _Text, g: GemmShape, rows: int, masked: bool, i: str, j: str, width_left: str,
+          kb: str, ke: str, one: str) -> None:
+    """One register tile at (i, j): load C, accumulate over k in [kb, ke), store C.
+
+    ``masked``: only the first ``width_left`` columns exist (fewer than the tile's width)."""
+    mty = operand_type(g.elem)
+    vty = f"vector<{g.lanes}x{g.elem}>"
+    mask_ty = f"vector<{g.lanes}xi1>"
+    cols = [j, t.op(f"arith.addi {j}, {t.index(g.lanes)} : index", "j")]
+    masks: list[str] = []
+    zero = ""
+    if masked:
+        lanes_c = t.index(g.lanes)
+        rest = t.op(f"arith.subi {width_left}, {lanes_c} : index", "w")  # may be negative: no lanes
+        masks = [t.op(f"vector.create_mask {width_left} : {mask_ty}", "mask"),
+                 t.op(f"vector.create_mask {rest} : {mask_ty}", "mask")]
+        zero = t.op(f"arith.constant dense<0.0> : {vty}", "z")
+    row_idx = [i] + [t.op(f"arith.addi {i}, {t.index(r)} : index", "i") for r in range(1, rows)]
+
+    def load(mem: str, r: str, v: int) -> str:
+        if masked:
+            return t.op(f"vector.maskedload {mem}[{r}, {cols[v]}], {masks[v]}, {zero} : "
+                        f"{mty}, {mask_ty}, {vty} into {vty}", "ld")
+        return t.op(f"vector.load {mem}[{r}, {cols[v]}] : {mty}, {vty}", "ld")
+
+    n_acc = 2 * rows
+    types = ", ".join([vty] * n_acc)
+    init = t.fresh("init")
+    t.line(f"{init}:{n_acc} = scf.if %load_c -> ({types}) {{")  # C's values, or zeros (see gemm_function)
+    t.depth += 1
+    t.line(f"scf.yield {', '.join(load('%C', row_idx[r], v) for r in range(rows) for v in range(2))} : {types}")
+    t.depth -= 1
+    t.line("} else {")
+    t.depth += 1
+    zeros = t.op(f"arith.constant dense<0.0> : {vty}", "z")
+    t.line(f"scf.yield {', '.join([zeros] * n_acc)} : {types}")
+    t.depth -= 1
+    t.line("}")
+    acc0 = [f"{init}#{n}" for n in range(n_acc)]
+    accs = [f"%acc{n}" for n in range(n_acc)]
+    results = t.fresh("res")
+    iters = ", ".join(f"{a} = {x}" for a, x in zip(accs, acc0))
+    t.line(f"{results}:{len(accs)} = scf.for %k = {kb} to {ke} step {one} iter_args({iters}) -> ({types}) {{")
+    t.depth += 1
+    bs = [load("%B", "%k", v) for v in range(2)]
+    new: list[str] = []
+    for r in range(rows):
+        a = t.op(f"memref.load %A[{row_idx[r]}, %k] : {mty}", "a")
+        av = t.op(f"vector.broadcast {a} : {g.elem} to {vty}", "av")
+        for v in range(2):
+            new.append(t.op(f"vector.fma {av}, {bs[v]}, {accs[2 * r + v]} : {vty}", "f"))
+    t.line(f"scf.yield {', '.join(new)} : {types}")
+    t.depth -= 1
+    t.line("}")
+    for r in range(rows):
+        for v in range(2):
+            val = f"{results}#{2 * r + v}"
+            if masked:
+                t.line(f"vector.maskedstore %C[{row_idx[r]}, {cols[v]}], {masks[v]}, {val} : {mty}, {mask_ty}, {vty}")
+            else:
+                t.line(f"vector.store {val}, %C[{row_idx[r]}, {cols[v]}] : {mty}, {vty}")
+
+
+def _column_tiles(t: _Text, g: GemmShape, rows: int, i: str, nb: str, ne: str, kb: str, ke: str,
+                  one: str) -> None:
+    """The register tiles of one row band across the column block [nb, ne): whole tiles, then one
+    masked tile for the columns left over."""
+    width = t.index(g.width)
+    span = t.op(f"arith.subi {ne}, {nb} : index", "span")
+    whole = t.op(f"arith.subi {span}, {t.op(f'arith.remui {span}, {width} : index', 'rem')} : index", "whole")
+    je = t.op(f"arith.addi {nb}, {whole} : index", "je")
+    t.line(f"scf.for %j{rows} = {nb} to {je} step {width} {{")
+    t.depth += 1
+    _tile(t, g, rows, False, i, f"%j{rows}", "", kb, ke, one)
+    t.depth -= 1
+    t.line("}")
+    left = t.op(f"arith.subi {ne}, {je} : index", "left")
+    has_left = t.op(f"arith.cmpi ugt, {left}, {t.index(0)} : index", "p")
+    t.line(f"scf.if {has_left} {{")
+    t.depth += 1
+    _tile(t, g, rows, True, i, je, left, kb, ke, one)
+    t.depth -= 1
+    t.line("}")
+
+
+def gemm_function(name: str, g: GemmShape) -> str:
+    """``func.func @name(%A, %B, %C, %accumulate: i1)``: C += A @ B if ``accumulate``, else C = A @ B
+    (C is then only written, never read: the zero fill in front of a matmul is not needed), every
+    operand of ``operand_type(g.elem)``.  A, B and C must not overlap.
+
+    The function carries ``llvm.emit_c_interface`` so that tests can call it through a descriptor
+    wrapper (``_mlir_ciface_<name>``); programs call it with the expanded memref arguments."""
+    mty = operand_type(g.elem)
+    t = _Text()
+    zero, one = t.index(0), t.index(1)
+    m = t.op(f"memref.dim %A, {zero} : {mty}", "m")
+    k = t.op(f"memref.dim %A, {one} : {mty}", "k")
+    n = t.op(f"memref.dim %B, {one} : {mty}", "n")
+    rows_c = t.index(g.rows)
+    m_whole = t.op(f"arith.subi {m}, {t.op(f'arith.remui {m}, {rows_c} : index', 'rem')} : index", "mw")
+    kslab, nblock = t.index(GEMM_K_SLAB), t.index(GEMM_N_BLOCK)
+    t.line(f"scf.for %kb = {zero} to {k} step {kslab} {{")
+    t.depth += 1
+    ke = t.op(f"arith.minui {t.op(f'arith.addi %kb, {kslab} : index', 'ke')}, {k} : index", "ke")
+    later_slab = t.op(f"arith.cmpi ne, %kb, {zero} : index", "p")
+    t.line(f"%load_c = arith.ori {later_slab}, %accumulate : i1")
+    t.line(f"scf.for %nb = {zero} to {n} step {nblock} {{")
+    t.depth += 1
+    ne = t.op(f"arith.minui {t.op(f'arith.addi %nb, {nblock} : index', 'ne')}, {n} : index", "ne")
+    t.line(f"scf.for %i = {zero} to {m_whole} step {rows_c} {{")
+    t.depth += 1
+    _column_tiles(t, g, g.rows, "%i", "%nb", ne, "%kb", ke, one)
+    t.depth -= 1
+    t.line("}")
+    t.line(f"scf.for %r = {m_whole} to {m} step {one} {{")
+    t.depth += 1
+    _column_tiles(t, g, 1, "%r", "%nb", ne, "%kb", ke, one)
+    t.depth -= 1
+    t.line("}")
+    t.depth -= 1
+    t.line("}")
+    t.depth -= 1
+    t.line("}")
+    t.line("return")
+    body = "\n".join(t.lines)
+    return (f"func.func @{name}(%A: {mty}, %B: {mty}, %C: {mty}, %accumulate: i1) "
+            f"attributes {{llvm.emit_c_interface}} {{\n"
+            f"{body}\n}}\n")

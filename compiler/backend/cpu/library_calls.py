@@ -1,0 +1,204 @@
+"""Matmuls that call the prebuilt GEMM of ``kernel_library`` instead of being scheduled per program.
+
+Two steps, both on a parsed module:
+
+* before scheduling (tensors), ``eligible_matmul`` tells ``transforms.schedule_module`` which
+  ``linalg.matmul`` ops to leave alone: 2-D, f32 or f64, static non-empty shapes, the default
+  indexing maps, at least ``min_work`` multiply-adds (the cost model of ``transforms``);
+* after bufferization (memrefs), ``insert_library_calls`` replaces each of them by a call of a small
+  private helper written for its operand types.  The helper casts the operands to the library's
+  ``memref<?x?xT, strided<[?, 1], offset: ?>>`` (copying an operand whose elements are not contiguous
+  along a row into a fresh buffer first), and with ``threads > 1`` splits the rows (or the columns,
+  whichever has more register tiles) into one block per thread with ``scf.forall``, which the
+  pipeline turns into an OpenMP loop.  A matmul on memrefs accumulates into its output, as the
+  library does (``C += A @ B``); the zero fill in front of it stays.
+
+Why after bufferization: a call of a body-less function cannot be bufferized on tensors (nothing
+says which operands it writes), and on memrefs the replacement is one-to-one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .gemm_kernel import operand_type
+from .kernel_library import GEMM_SHAPES, gemm_symbol
+
+__all__ = ["eligible_matmul", "insert_library_calls", "PARALLEL_MIN_WORK", "HELPER_PREFIX"]
+
+PARALLEL_MIN_WORK = 1 << 20
+"""Multiply-adds below which a matmul runs on one thread even in a threaded kernel: ~5 µs of work
+does not pay for waking the OpenMP workers and joining them."""
+
+HELPER_PREFIX = "__mind_matmul_"
+
+_DEFAULT_MAPS = ("[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
+                 "affine_map<(d0, d1, d2) -> (d0, d1)>]")
+
+
+def eligible_matmul(op: Any, min_work: int) -> str | None:
+    """The element type ("f32"/"f64") if the library can compute ``op`` (tensor or memref form)."""
+    from mlir import ir
+    if op.name != "linalg.matmul":
+        return None
+    operands = list(op.operands)
+    if len(operands) != 3 or str(op.attributes["indexing_maps"]) != _DEFAULT_MAPS:
+        return None
+    shapes = []
+    for v in operands:
+        t = v.type
+        if not isinstance(t, ir.ShapedType) or not t.has_static_shape or t.rank != 2 or 0 in t.shape:
+            return None
+        shapes.append(list(t.shape))
+    elems = {str(ir.ShapedType(v.type).element_type) for v in operands}
+    if len(elems) != 1:
+        return None
+    elem = elems.pop()
+    if elem not in ("f32", "f64"):
+        return None
+    (m, k), (_, n) = shapes[0], shapes[1]
+    return elem if m * n * k >= min_work else None
+
+
+def _zero_fills_in_front(module: Any) -> list[tuple[Any, Any]]:
+    """(matmul, fill) pairs: a ``linalg.fill`` of +0.0 right before a matmul in the same block, into
+    its output buffer (the init the emitter writes for every matmul): the library overwrites C
+    instead of accumulating, and the fill goes."""
+    import math
+
+    from mlir import ir
+    pairs: list[tuple[Any, Any]] = []
+    for func in module.body.operations:
+        for region in func.regions:
+            for block in region.blocks:
+                prev = None
+                for op in block.operations:
+                    if op.name == "linalg.matmul" and prev is not None and prev.name == "linalg.fill" and \
+                            len(prev.operands) == 2 and prev.operands[1] == op.operands[2]:
+                        src = prev.operands[0].owner
+                        if getattr(src, "name", None) == "arith.constant" and \
+                                isinstance(src.attributes["value"], ir.FloatAttr):
+                            v = src.attributes["value"].value
+                            if v == 0.0 and math.copysign(1.0, v) > 0:
+                                pairs.append((op, prev))
+                    prev = op
+    return pairs
+
+
+def _contiguous_rows(t: Any) -> bool:
+    from mlir import ir
+    strides, _ = ir.MemRefType(t).get_strides_and_offset()
+    return strides[-1] == 1
+
+
+def _split(isa: str, elem: str, m: int, n: int, k: int, threads: int) -> tuple[str, int, int]:
+    """(axis "m"/"n"/"", parts, block size): one block per thread, whole register tiles per block."""
+    g = GEMM_SHAPES[isa][elem]
+    if threads < 2 or m * n * k < PARALLEL_MIN_WORK:
+        return "", 1, 0
+    tiles_m, tiles_n = -(-m // g.rows), -(-n // g.width)
+    axis, tiles, tile = ("m", tiles_m, g.rows) if tiles_m >= tiles_n else ("n", tiles_n, g.width)
+    per_part = -(-tiles // threads)
+    parts = -(-tiles // per_part)  # no empty block
+    return (axis, parts, per_part * tile) if parts > 1 else ("", 1, 0)
+
+
+def _helper(name: str, isa: str, elem: str, types: list[str], contiguous: list[bool],
+            shape: tuple[int, int, int], threads: int, accumulate: bool) -> str:
+    """A private function ``name(A, B, C)`` for operands of ``types``: C (+)= A @ B through the library.
+
+    ``contiguous[i]``: operand i has unit stride along its rows (else it goes through a copy);
+    ``accumulate``: False when the zero fill of C was dropped (the library then writes C without
+    reading it)."""
+    m, n, k = shape
+    dyn = operand_type(elem)
+    lines: list[str] = []
+    args = ["%a", "%b", "%c"]
+    current = list(types)
+    copies: list[tuple[int, str]] = []
+    for i, dims in enumerate(((m, k), (k, n), (m, n))):
+        if contiguous[i]:
+            continue
+        dense = f"memref<{dims[0]}x{dims[1]}x{elem}>"
+        tmp = f"%t{i}"
+        lines.append(f"{tmp} = memref.alloc() {{alignment = 64 : i64}} : {dense}")
+        if i < 2 or accumulate:
+            lines.append(f"memref.copy {args[i]}, {tmp} : {types[i]} to {dense}")
+        copies.append((i, dense))
+        args[i], current[i] = tmp, dense
+    for i in range(3):
+        lines.append(f"%d{i} = memref.cast {args[i]} : {current[i]} to {dyn}")
+    sym = gemm_symbol(elem)
+    call_ty = f"({dyn}, {dyn}, {dyn}, i1) -> ()"
+    lines.append(f"%acc = arith.constant {'true' if accumulate else 'false'}")
+    axis, parts, block = _split(isa, elem, m, n, k, threads)
+    if not axis:
+        lines.append(f"func.call @{sym}(%d0, %d1, %d2, %acc) : {call_ty}")
+    else:
+        lines += [f"%block = arith.constant {block} : index",
+                  f"%extent = arith.constant {m if axis == 'm' else n} : index",
+                  f"%m = arith.constant {m} : index", f"%n = arith.constant {n} : index",
+                  f"%k = arith.constant {k} : index",
+                  f"scf.forall (%p) in ({parts}) {{",
+                  "  %lo = arith.muli %p, %block : index",
+                  "  %rest = arith.subi %extent, %lo : index",
+                  "  %size = arith.minui %rest, %block : index"]
+        if axis == "m":
+            lines += [f"  %as = memref.subview %d0[%lo, 0] [%size, %k] [1, 1] : {dyn} to {dyn}",
+                      f"  %cs = memref.subview %d2[%lo, 0] [%size, %n] [1, 1] : {dyn} to {dyn}",
+                      f"  func.call @{sym}(%as, %d1, %cs, %acc) : {call_ty}"]
+        else:
+            lines += [f"  %bs = memref.subview %d1[0, %lo] [%k, %size] [1, 1] : {dyn} to {dyn}",
+                      f"  %cs = memref.subview %d2[0, %lo] [%m, %size] [1, 1] : {dyn} to {dyn}",
+                      f"  func.call @{sym}(%d0, %bs, %cs, %acc) : {call_ty}"]
+        lines.append("}")
+    for i, dense in copies:
+        if i == 2:
+            lines.append(f"memref.copy %t2, %c : {dense} to {types[2]}")
+        lines.append(f"memref.dealloc %t{i} : {dense}")
+    lines.append("return")
+    params = ", ".join(f"{a}: {t}" for a, t in zip(("%a", "%b", "%c"), types))
+    body = "\n".join("  " + s for s in lines)
+    return f"func.func private @{name}({params}) {{\n{body}\n}}\n"
+
+
+def insert_library_calls(module: Any, isa: str, threads: int, min_work: int) -> int:
+    """Replace every eligible memref ``linalg.matmul`` of ``module`` by a call of a helper (see the
+    module docstring) and add the helpers and the library's declarations; returns how many."""
+    from mlir import ir
+    found: list[tuple[Any, str]] = []
+
+    def visit(op: Any) -> ir.WalkResult:
+        if op.name == "linalg.matmul":
+            elem = eligible_matmul(op, min_work)
+            if elem is not None and all(isinstance(v.type, ir.MemRefType) for v in op.operands):
+                found.append((op, elem))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if not found:
+        return 0
+    fills = _zero_fills_in_front(module)
+    helpers: list[str] = []
+    for i, (op, elem) in enumerate(found):
+        operands = list(op.operands)
+        a, b = (list(ir.ShapedType(v.type).shape) for v in operands[:2])
+        name = f"{HELPER_PREFIX}{i}"
+        fill = next((f for m, f in fills if m.operation == op.operation), None)
+        helpers.append(_helper(name, isa, elem, [str(v.type) for v in operands],
+                               [_contiguous_rows(v.type) for v in operands], (a[0], b[1], a[1]), threads,
+                               accumulate=fill is None))
+        if fill is not None:
+            fill.erase()
+        ir.Operation.create("func.call", results=[], operands=operands,
+                            attributes={"callee": ir.FlatSymbolRefAttr.get(name)}, loc=op.location,
+                            ip=ir.InsertionPoint(op))
+        op.erase()
+    decls = [f"func.func private @{gemm_symbol(e)}({', '.join([operand_type(e)] * 3)}, i1)"
+             for e in sorted({e for _, e in found})]
+    extra = ir.Module.parse("module {\n" + "\n".join(decls) + "\n" + "".join(helpers) + "}\n")
+    anchor = list(module.body.operations)[-1]
+    for op in list(extra.body.operations):
+        op.move_after(anchor)
+        anchor = op
+    return len(found)
