@@ -192,6 +192,24 @@ def read_signature(func_op: Any) -> Signature:
     return Signature(name, tuple(ins), tuple(outs))
 
 
+def _prepare_entry(func_op: Any) -> None:
+    """The kernel's C interface (``_mlir_ciface_``), and its tensor arguments marked read-only for
+    bufferization: they are the caller's numpy arrays, which a kernel must never write (an op whose
+    init is an argument, ``outs(%arg)``, would otherwise compute in place in it)."""
+    from mlir import ir
+    func_op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    old = list(func_op.attributes["arg_attrs"]) if "arg_attrs" in func_op.attributes else []
+    read_only = ir.BoolAttr.get(False)
+    attrs = []
+    for i, t in enumerate(ftype.inputs):
+        entries = {a.name: a.attr for a in ir.DictAttr(old[i])} if i < len(old) else {}
+        if isinstance(t, ir.RankedTensorType):
+            entries["bufferization.writable"] = read_only
+        attrs.append(ir.DictAttr.get(entries))
+    func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
 def _find_func(module: Any, name: str) -> Any:
     for op in module.body.operations:
         if op.operation.name == "func.func" and ir_str(op.attributes["sym_name"]) == name:
@@ -252,7 +270,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
                     raise LoweringError(stage, "the module does not verify", diags.messages)
                 func_op = _find_func(module, func_name)
                 sig = read_signature(func_op)
-                func_op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+                _prepare_entry(func_op)
                 scheduled = False
                 if schedule:
                     try:
@@ -272,8 +290,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
                         diags.messages.clear()
                         stage = "parse"
                         module = _parse(ctx, mlir_text, stage, diags)
-                        func_op = _find_func(module, func_name)
-                        func_op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+                        _prepare_entry(_find_func(module, func_name))
                         scheduled = False
                         if report is not None:
                             report.pop("scalar_work", None)

@@ -1,0 +1,305 @@
+"""The prebuilt GEMM (kernel_library, gemm_kernel, library_calls): reproducible objects, the kernel
+itself against float64 numpy on edge shapes, strides and special values, and the calls programs make."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import kernels as K
+from mind.compiler.backend.cpu import kernel_library as KL
+from mind.compiler.backend.cpu.abi import descriptor_type
+from mind.compiler.backend.cpu.engine import compile_kernel, library_key, matmul_library, mlir_to_llvm_ir
+from mind.diagnostics import MindError
+
+HOST = KL.host_isa()
+RUNNABLE = [isa for isa in KL.ISAS if KL._REQUIRED_FLAGS[isa] <= KL._cpu_flags()]
+needs_library = pytest.mark.skipif(HOST is None, reason="this CPU runs none of the prebuilt GEMM's instruction sets")
+EPS = {"f32": 2.0**-24, "f64": 2.0**-53}
+NP = {"f32": np.float32, "f64": np.float64}
+
+
+# ------------------------------------------------------------------ the shipped objects
+
+def test_manifest_describes_the_shipped_files_and_their_sources():
+    """Hashes of the files and of the MLIR they are built from: an edit of gemm_kernel without
+    ``--write`` fails here (no MLIR needed)."""
+    manifest = json.load(open(KL.MANIFEST, encoding="utf-8"))
+    assert sorted(manifest["objects"]) == sorted(KL.ISAS)
+    for isa, entry in manifest["objects"].items():
+        data = open(os.path.join(KL.PREBUILT_DIR, entry["file"]), "rb").read()
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"] and len(data) == entry["bytes"]
+        assert hashlib.sha256(KL.library_mlir(isa).encode()).hexdigest() == entry["source_sha256"]
+        assert set(entry["symbols"]) == {KL.gemm_symbol(e) for e in KL.GEMM_SHAPES[isa]}
+
+
+def test_rebuild_is_byte_identical_in_a_fresh_process():
+    """What an auditor runs: every object rebuilt from source equals the shipped one (another hash
+    seed than this process's)."""
+    env = dict(os.environ, PYTHONHASHSEED="4242")
+    r = subprocess.run([sys.executable, "-m", "mind.compiler.backend.cpu.kernel_library", "--check"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("matches the shipped object") == len(KL.ISAS)
+
+
+def test_a_damaged_object_is_refused(tmp_path, monkeypatch):
+    shutil.copytree(KL.PREBUILT_DIR, tmp_path / "prebuilt")
+    victim = tmp_path / "prebuilt" / "gemm-x86-64-v4.o"
+    data = bytearray(victim.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    monkeypatch.setattr(KL, "PREBUILT_DIR", str(tmp_path / "prebuilt"))
+    monkeypatch.setattr(KL, "MANIFEST", str(tmp_path / "prebuilt" / "MANIFEST.json"))
+    KL._manifest.cache_clear()
+    KL.object_bytes.cache_clear()
+    try:
+        with pytest.raises(KL.LibraryError, match="does not match its SHA-256"):
+            KL.object_bytes("x86-64-v4")
+        if HOST == "x86-64-v4":
+            with pytest.raises(MindError, match="E6012") as info:
+                matmul_library("host", "library")
+            assert "MIND_CPU_MATMUL=schedule" in str(info.value)
+    finally:
+        KL._manifest.cache_clear()
+        KL.object_bytes.cache_clear()
+
+
+def test_host_isa_reads_the_cpu_flags(monkeypatch):
+    v3 = KL._REQUIRED_FLAGS["x86-64-v3"]
+    for flags, want in ((frozenset(), None), (v3, "x86-64-v3"), (v3 - {"fma"}, None),
+                        (KL._REQUIRED_FLAGS["x86-64-v4"], "x86-64-v4")):
+        monkeypatch.setattr(KL, "_cpu_flags", lambda flags=flags: flags)
+        assert KL.host_isa() == want
+
+
+def test_policy_choices():
+    assert KL.select_isa("generic", "library") is None  # portable objects call nothing host-specific
+    assert KL.select_isa("host", "schedule") is None
+    assert KL.select_isa("host", "library") == HOST
+    with pytest.raises(ValueError):
+        KL.select_isa("host", "blas")
+
+
+def test_unknown_matmul_setting_is_e6012(monkeypatch):
+    monkeypatch.setenv("MIND_CPU_MATMUL", "blas")
+    with pytest.raises(MindError, match="E6012") as info:
+        compile_kernel(K.matmul(8, 8, 8), "mm", threads=1, cache=False)
+    assert "MIND_CPU_MATMUL" in str(info.value)
+    with pytest.raises(MindError, match="E6012"):
+        compile_kernel(K.matmul(8, 8, 8), "mm", threads=1, cache=False, matmul="blas")
+
+
+def test_cache_keys_name_what_matmuls_call():
+    assert library_key(None) == "schedule"
+    if HOST is not None:
+        assert library_key(HOST) == f"library:{HOST}:{KL.object_digest(HOST)}"
+
+
+# ------------------------------------------------------------------ the kernel, called directly
+
+_JITS: dict[str, object] = {}
+
+
+def _gemm(isa: str, elem: str):
+    from mind.compiler.backend.cpu.codegen import JitObject
+    jit = _JITS.get(isa)
+    if jit is None:
+        jit = _JITS[isa] = JitObject([KL.object_bytes(isa)], "host")
+    addr = jit.address("_mlir_ciface_" + KL.gemm_symbol(elem))
+    assert addr
+    return ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_bool)(addr)
+
+
+def _descriptor(view: np.ndarray, base: np.ndarray):
+    """A strided descriptor of ``view`` (a 2-D view of ``base`` with unit column stride)."""
+    d = descriptor_type(2)()
+    d.allocated = d.aligned = base.ctypes.data
+    item = base.itemsize
+    d.offset = (view.ctypes.data - base.ctypes.data) // item
+    d.sizes[0], d.sizes[1] = view.shape
+    d.strides[0], d.strides[1] = view.strides[0] // item, view.strides[1] // item
+    assert d.strides[1] == 1
+    return d
+
+
+def _call(isa, elem, a_view, a_base, b_view, b_base, c_view, c_base, accumulate):
+    descs = [_descriptor(a_view, a_base), _descriptor(b_view, b_base), _descriptor(c_view, c_base)]
+    _gemm(isa, elem)(*[ctypes.addressof(d) for d in descs], accumulate)
+
+
+def _placed(rng, rows, cols, dtype, pad_rows, pad_cols, fill):
+    """A ``rows x cols`` view at an offset inside a larger array filled with ``fill`` elsewhere."""
+    base = np.full((rows + pad_rows + 1, cols + pad_cols), fill, dtype=dtype)
+    view = base[1:1 + rows, pad_cols:pad_cols + cols]
+    view[...] = rng.standard_normal((rows, cols)).astype(dtype)
+    return view, base
+
+
+def _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=0):
+    rng = np.random.default_rng(seed)
+    dt = NP[elem]
+    a, abase = _placed(rng, m, k, dt, pads[0], pads[1], np.nan)  # a read outside the views would be NaN
+    b, bbase = _placed(rng, k, n, dt, pads[2], pads[3], np.nan)
+    c, cbase = _placed(rng, m, n, dt, pads[4], pads[5], 7.0)
+    if not accumulate:
+        c[...] = np.nan  # overwritten, never read
+    c0 = c.astype(np.float64)
+    outside = cbase.copy()
+    _call(isa, elem, a, abase, b, bbase, c, cbase, accumulate)
+    exact = a.astype(np.float64) @ b.astype(np.float64) + (c0 if accumulate else 0.0)
+    bound = (k + 1) * EPS[elem] * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)) +
+                                   (np.abs(c0) if accumulate else 0.0))
+    assert np.all(np.abs(c - exact) <= bound), (isa, elem, m, n, k, pads, accumulate)
+    mask = np.ones(cbase.shape, bool)
+    mask[1:1 + m, pads[5]:pads[5] + n] = False
+    np.testing.assert_array_equal(cbase[mask], outside[mask])  # masked edges write nothing else
+
+
+@pytest.mark.parametrize("isa", RUNNABLE)
+@pytest.mark.parametrize("elem", ["f32", "f64"])
+def test_gemm_edges_of_every_tile(isa, elem):
+    g = KL.GEMM_SHAPES[isa][elem]
+    ms = sorted({1, g.rows - 1, g.rows, g.rows + 1, 2 * g.rows + 3})
+    ns = sorted({1, g.lanes - 1, g.lanes, g.lanes + 1, g.width, g.width + 1, 129})
+    ks = [1, 127, 129]
+    for m in ms:
+        for n in ns:
+            for k in ks:
+                _check_gemm(isa, elem, m, n, k, (0, 0, 0, 0, 0, 0), accumulate=(m + n + k) % 2 == 0)
+
+
+@pytest.mark.parametrize("isa", RUNNABLE)
+@given(m=st.integers(1, 40), n=st.integers(1, 300), k=st.integers(1, 300),
+       pads=st.tuples(*[st.integers(0, 9)] * 6), accumulate=st.booleans(), elem=st.sampled_from(["f32", "f64"]))
+def test_gemm_on_strided_views_matches_float64(isa, m, n, k, pads, accumulate, elem):
+    _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=m * 7 + n)
+
+
+@pytest.mark.parametrize("isa", RUNNABLE)
+def test_gemm_propagates_nan_and_inf_like_the_reference(isa):
+    from mind.reference.interpreter import run_function
+    from mind.ir.parser import parse_module
+    m, k, n = 9, 130, 35
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    a[2, 7] = np.nan
+    a[4, 0] = np.inf
+    b[0, 3] = 0.0  # inf * 0 = NaN in column 3 of row 4
+    b[5, 33] = -np.inf
+    c = np.empty((m, n), np.float32)
+    _call(isa, "f32", a, a, b, b, c, c, False)
+    fn = parse_module(f"func @main(%a: f32[{m}, {k}], %b: f32[{k}, {n}]) -> (f32[{m}, {n}]) {{\n"
+                      f"  %0 = matmul(%a, %b) : f32[{m}, {n}]\n  return %0\n}}\n").functions[0]
+    want = run_function(fn, [a, b])[0]
+    np.testing.assert_array_equal(np.isnan(c), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(c) & (c > 0), np.isinf(want) & (want > 0))
+    np.testing.assert_array_equal(np.isinf(c) & (c < 0), np.isinf(want) & (want < 0))
+
+
+# ------------------------------------------------------------------ programs that call it
+
+def _bound(a, b, eps=EPS["f32"]):
+    return (a.shape[1] + 1) * eps * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)))
+
+
+@needs_library
+@pytest.mark.parametrize("m,k,n,threads", [
+    (256, 64, 64, 2),    # rows split between the threads
+    (16, 64, 1024, 2),   # columns split (more column tiles than row tiles)
+    (37, 300, 1000, 2),  # uneven blocks
+    (100, 3, 250, 1),
+])
+def test_programs_call_the_library(m, k, n, threads):
+    rng = np.random.default_rng(m)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    kern = compile_kernel(K.matmul(m, k, n), "mm", threads=threads, cache=False, matmul="library")
+    assert kern.matmul_library == HOST
+    assert np.all(np.abs(kern(a, b) - a.astype(np.float64) @ b) <= _bound(a, b))
+    llvm_ir = mlir_to_llvm_ir(K.matmul(m, k, n), "mm", threads=threads, library=HOST).llvm_ir
+    assert "declare void @mind_gemm_f32(" in llvm_ir
+    assert "store <" not in llvm_ir  # no zero fill of the output: the call overwrites it
+
+
+@needs_library
+def test_f64_program_calls_the_library():
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((33, 70)), rng.standard_normal((70, 45))
+    kern = compile_kernel(K.matmul(33, 70, 45, "f64"), "mm", threads=1, cache=False, matmul="library")
+    assert kern.matmul_library == HOST
+    assert np.all(np.abs(kern(a, b) - a @ b) <= _bound(a, b, EPS["f64"]))
+
+
+_STRIDED = """
+func.func @mm(%big: tensor<{m}x{k2}xf32>, %b: tensor<{k}x{n}xf32>, %bias: tensor<{m}x{n}xf32>,
+              %out: memref<{m}x{n2}xf32>) {{
+  %a = tensor.extract_slice %big[0, 0] [{m}, {k}] [1, 2] : tensor<{m}x{k2}xf32> to tensor<{m}x{k}xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) outs(%bias : tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<{m}x{n2}xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<{m}x{n2}xf32>) -> tensor<{m}x{n2}xf32>
+  %w = tensor.insert_slice %r into %f[0, 1] [{m}, {n}] [1, 2] : tensor<{m}x{n}xf32> into tensor<{m}x{n2}xf32>
+  bufferization.materialize_in_destination %w in restrict writable %out : (tensor<{m}x{n2}xf32>, memref<{m}x{n2}xf32>) -> ()
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("matmul", ["library", "schedule"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_operands_with_strided_rows_go_through_a_copy(threads, matmul):
+    """A strided slice as A, a bias as C's initial value (the call accumulates) and a result written
+    into every second column of the output (C's elements are not contiguous).  The bias is an input:
+    no kernel may compute in place in it (both policies; this was wrong before tensor arguments were
+    marked read-only for bufferization: every call added A @ B to the caller's array)."""
+    m, k, n = 40, 96, 80
+    text = _STRIDED.format(m=m, k=k, k2=2 * k, n=n, n2=2 * n + 1)
+    rng = np.random.default_rng(9)
+    big = rng.standard_normal((m, 2 * k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    bias = rng.standard_normal((m, n), dtype=np.float32)
+    kern = compile_kernel(text, "mm", threads=threads, cache=False, matmul=matmul, schedule="all")
+    assert kern.matmul_library == (HOST if matmul == "library" else None)
+    inputs = [x.copy() for x in (big, b, bias)]
+    out = kern(big, b, bias)
+    np.testing.assert_array_equal(kern(big, b, bias), out)
+    for x, before in zip((big, b, bias), inputs):
+        np.testing.assert_array_equal(x, before)
+    a = big[:, ::2]
+    want = np.zeros((m, 2 * n + 1))
+    want[:, 1::2] = a.astype(np.float64) @ b + bias
+    bound = np.zeros_like(want)
+    bound[:, 1::2] = _bound(a, b) + EPS["f32"] * np.abs(bias)
+    assert np.all(np.abs(out - want) <= bound)
+
+
+@needs_library
+def test_cpu_generic_never_calls_the_library():
+    kern = compile_kernel(K.matmul(64, 64, 64), "mm", threads=1, cache=False, cpu="generic", matmul="library")
+    assert kern.matmul_library is None
+
+
+@needs_library
+def test_policies_have_their_own_cache_entries(tmp_path):
+    from mind.compiler.backend.cpu.cache import KernelCache
+    store = KernelCache(str(tmp_path))
+    first = compile_kernel(K.matmul(64, 64, 64), "mm", threads=1, cache=store, matmul="library")
+    assert first.wait_stored(60)
+    other = compile_kernel(K.matmul(64, 64, 64), "mm", threads=1, cache=store, matmul="schedule")
+    assert not other.from_cache and other.matmul_library is None
+    again = compile_kernel(K.matmul(64, 64, 64), "mm", threads=1, cache=store, matmul="library")
+    assert again.from_cache and again.matmul_library == HOST  # the .so has the library linked in
+    a = np.ones((64, 64), np.float32)
+    np.testing.assert_array_equal(again(a, a), np.full((64, 64), 64.0, np.float32))
