@@ -6,6 +6,8 @@
 Every start-up figure is measured in fresh subprocesses (the median of ``START_REPEATS`` of them, MIND's
 and jax's interleaved; ``--quick``: one); each column says what it includes:
 
+* ``sched``: whether a transform schedule was applied to the kernel; ``+gemm``: its matmuls call the
+  prebuilt GEMM (``kernel_library``).
 * ``import``: importing MIND's API, frontend and interpreter (``from mind... import ...``).
 * ``tools``: importing ``mlir.ir``, ``mlir.passmanager`` and ``llvmlite.binding`` (done lazily by a
   cold compile; reported on its own, as ``import jax`` is for jax).
@@ -303,7 +305,8 @@ def child_start(name: str, mode: str) -> dict:
     t3 = time.perf_counter()
     res["cpu_s"] = time.process_time() - c0  # CPU time of this process (all its threads)
     res.update({"frontend_s": t1 - t0, "load_s": t2 - t1, "first_call_s": t3 - t2, "total_s": t3 - t0,
-                "from_cache": k.from_cache, "scheduled": k.scheduled, "threads": k.threads,
+                "from_cache": k.from_cache, "scheduled": k.scheduled, "matmul_library": k.matmul_library,
+                "threads": k.threads,
                 "mlir_imported": "mlir" in sys.modules, "llvmlite_imported": "llvmlite" in sys.modules,
                 "checksum": float(np.sum(np.asarray(out[0], dtype=np.float64)))})
     if mode == "e2e":
@@ -344,7 +347,7 @@ def child_percall(name: str, budget: float) -> dict:
     outs = run(arrays)
     k = next(iter(run._kernels.values()))
     bufs = [np.empty_like(o) for o in outs]
-    res.update({"scheduled": k.scheduled, "threads": k.threads,
+    res.update({"scheduled": k.scheduled, "matmul_library": k.matmul_library, "threads": k.threads,
                 "mind_s": median_time(lambda: run(arrays), budget=budget),
                 "mind_out_s": median_time(lambda: run(arrays, out=bufs), budget=budget)})
     np.testing.assert_array_equal(bufs[0], outs[0])
@@ -549,7 +552,7 @@ def render(result: dict) -> str:
         wl = None if "total_s" not in w else w["frontend_s"] + w["load_s"]
         wi = "-" if "total_s" not in w else \
             ("mlir" if w.get("mlir_imported") else "") + ("llvm" if w.get("llvmlite_imported") else "") or "none"
-        lines.append([name, str(r.get("scheduled")), _ms(c.get("import_s")), _ms(c.get("tools_s")),
+        lines.append([name, str(r.get("scheduled")) + ("+gemm" if r.get("matmul_library") else ""), _ms(c.get("import_s")), _ms(c.get("tools_s")),
                       _ms(c.get("total_s")), _ms(c.get("cpu_s")), _ms(e.get("e2e_s")), _ms(w.get("total_s")), _ms(wl), wi,
                       _ms(r.get("mind_s")), _ms(r.get("mind_out_s")), _ms(r.get("numpy_s")),
                       _ms(r.get("numpy_best_s")), _ms(r.get("torch_s")), _ms(r.get("torch_compile_s")),

@@ -4,9 +4,11 @@
 
 Why: the register block of the matmul schedule (``transforms.choose_matmul_tiles``) depends on how N
 divides into AVX-512 vectors; widths that are not 1 or 2 whole vectors once gave rows that LLVM
-scalarized (9 GFLOP/s at N = 48).  A = 256 x 512, B = 512 x N, f32; MIND's kernel is compiled with
-``threads=1`` and NumPy is limited to one BLAS thread (set before NumPy is imported).  Each figure is
-the best of repeated calls writing into a preallocated output (MIND) or ``np.matmul(out=)``.
+scalarized (9 GFLOP/s at N = 48).  The prebuilt GEMM (``kernel_library``, the default where the host
+runs it) handles the last columns of any N with masked loads instead.  A = 256 x 512, B = 512 x N,
+f32; MIND's kernels (``matmul="schedule"`` and ``"library"``) are compiled with ``threads=1`` and NumPy
+is limited to one BLAS thread (set before NumPy is imported).  Each figure is the best of repeated
+calls writing into a preallocated output (MIND) or ``np.matmul(out=)``.
 """
 
 from __future__ import annotations
@@ -40,26 +42,30 @@ def measure() -> list[dict]:
         a = rng.standard_normal((M, K), dtype=np.float32)
         b = rng.standard_normal((K, n), dtype=np.float32)
         out, ref = np.empty((M, n), np.float32), np.empty((M, n), np.float32)
-        kern = compile_kernel(kernels.matmul(M, K, n), "mm", threads=1, cache=False)
-        kern(a, b, out=[out])
         np.matmul(a, b, out=ref)
-        err = float(np.max(np.abs(out - ref)))
         flops = 2 * M * K * n
-        _, mind_best = median_and_best(lambda: kern(a, b, out=[out]), budget=0.4)
         _, np_best = median_and_best(lambda: np.matmul(a, b, out=ref), budget=0.4)
         t = choose_matmul_tiles(M, n, K)
-        rows.append({"n": n, "block": f"{t.reg_m}x{t.reg_n}", "scheduled": bool(kern.scheduled),
-                     "mind_gflops": flops / mind_best / 1e9, "numpy_gflops": flops / np_best / 1e9,
-                     "max_abs_diff": err})
+        row = {"n": n, "block": f"{t.reg_m}x{t.reg_n}", "numpy_gflops": flops / np_best / 1e9}
+        for policy in ("schedule", "library"):
+            kern = compile_kernel(kernels.matmul(M, K, n), "mm", threads=1, cache=False, matmul=policy)
+            kern(a, b, out=[out])
+            _, best = median_and_best(lambda: kern(a, b, out=[out]), budget=0.4)
+            row[f"{policy}_gflops"] = flops / best / 1e9
+            row[f"{policy}_max_abs_diff"] = float(np.max(np.abs(out - ref)))
+            row[f"{policy}_kernel"] = kern.matmul_library or ("scheduled" if kern.scheduled else "loops")
+        rows.append(row)
     return rows
 
 
 def render(rows: list[dict]) -> str:
-    lines = [f"{'N':>4}  {'block':>6}  {'MIND GFLOP/s':>12}  {'numpy GFLOP/s':>13}  {'ratio':>5}",
-             "-" * 48]
+    lines = [f"{'N':>4}  {'block':>6}  {'schedule':>8}  {'library':>8}  {'numpy':>6}  {'sched/np':>8}  "
+             f"{'lib/np':>6}   (GFLOP/s; library: {rows[0]['library_kernel'] if rows else ''})",
+             "-" * 62]
     for r in rows:
-        lines.append(f"{r['n']:>4}  {r['block']:>6}  {r['mind_gflops']:>12.0f}  {r['numpy_gflops']:>13.0f}  "
-                     f"{r['mind_gflops'] / r['numpy_gflops']:>5.2f}")
+        lines.append(f"{r['n']:>4}  {r['block']:>6}  {r['schedule_gflops']:>8.0f}  {r['library_gflops']:>8.0f}  "
+                     f"{r['numpy_gflops']:>6.0f}  {r['schedule_gflops'] / r['numpy_gflops']:>8.2f}  "
+                     f"{r['library_gflops'] / r['numpy_gflops']:>6.2f}")
     return "\n".join(lines)
 
 
