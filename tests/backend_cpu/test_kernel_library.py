@@ -20,6 +20,7 @@ import kernels as K
 from mind.compiler.backend.cpu import kernel_library as KL
 from mind.compiler.backend.cpu.abi import descriptor_type
 from mind.compiler.backend.cpu.engine import compile_kernel, library_key, matmul_library, mlir_to_llvm_ir
+from mind.compiler.backend.cpu.gemm_kernel import VARIANTS, gemm_symbol
 from mind.diagnostics import MindError
 
 HOST = KL.host_isa()
@@ -40,7 +41,7 @@ def test_manifest_describes_the_shipped_files_and_their_sources():
         data = open(os.path.join(KL.PREBUILT_DIR, entry["file"]), "rb").read()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"] and len(data) == entry["bytes"]
         assert hashlib.sha256(KL.library_mlir(isa).encode()).hexdigest() == entry["source_sha256"]
-        assert set(entry["symbols"]) == {KL.gemm_symbol(e) for e in KL.GEMM_SHAPES[isa]}
+        assert set(entry["symbols"]) == {gemm_symbol(e) for e in VARIANTS[isa]}
 
 
 def test_rebuild_is_byte_identical_in_a_fresh_process():
@@ -67,9 +68,15 @@ def test_a_damaged_object_is_refused(tmp_path, monkeypatch):
         with pytest.raises(KL.LibraryError, match="does not match its SHA-256"):
             KL.object_bytes("x86-64-v4")
         if HOST == "x86-64-v4":
-            with pytest.raises(MindError, match="E6012") as info:
-                matmul_library("host", "library")
+            assert matmul_library("host", "library") == HOST  # the manifest is intact: keys work
+            with pytest.raises(MindError, match="E6012") as info:  # the object is not linked
+                compile_kernel(K.matmul(64, 64, 64), "mm", threads=1, cache=False, matmul="library")
             assert "MIND_CPU_MATMUL=schedule" in str(info.value)
+        (tmp_path / "prebuilt" / "MANIFEST.json").write_text("{}")
+        KL._manifest.cache_clear()
+        if HOST is not None:
+            with pytest.raises(MindError, match="E6012"):
+                matmul_library("host", "library")
     finally:
         KL._manifest.cache_clear()
         KL.object_bytes.cache_clear()
@@ -116,7 +123,7 @@ def _gemm(isa: str, elem: str):
     jit = _JITS.get(isa)
     if jit is None:
         jit = _JITS[isa] = JitObject([KL.object_bytes(isa)], "host")
-    addr = jit.address("_mlir_ciface_" + KL.gemm_symbol(elem))
+    addr = jit.address("_mlir_ciface_" + gemm_symbol(elem))
     assert addr
     return ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_bool)(addr)
 
@@ -169,7 +176,7 @@ def _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=0):
 @pytest.mark.parametrize("isa", RUNNABLE)
 @pytest.mark.parametrize("elem", ["f32", "f64"])
 def test_gemm_edges_of_every_tile(isa, elem):
-    g = KL.GEMM_SHAPES[isa][elem]
+    g = VARIANTS[isa][elem]
     ms = sorted({1, g.rows - 1, g.rows, g.rows + 1, 2 * g.rows + 3})
     ns = sorted({1, g.lanes - 1, g.lanes, g.lanes + 1, g.width, g.width + 1, 129})
     ks = [1, 127, 129]

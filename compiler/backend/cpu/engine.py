@@ -191,9 +191,13 @@ def matmul_library(cpu: str, matmul: str | None = None) -> str | None:
         try:
             object_digest(isa)
         except LibraryError as e:
-            raise error(E_BACKEND, f"the prebuilt kernel library is damaged: {e}",
-                        help="reinstall MIND, or set MIND_CPU_MATMUL=schedule to compile matmuls per program") from None
+            raise _damaged(e) from None
     return isa
+
+
+def _damaged(e: Exception) -> MindError:
+    return error(E_BACKEND, f"the prebuilt kernel library is damaged: {e}",
+                 help="reinstall MIND, or set MIND_CPU_MATMUL=schedule to compile matmuls per program")
 
 
 def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None, schedule: bool | str | None = None,
@@ -258,8 +262,11 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         raise _fail(f"native code generation failed for '{func_name}': {e}") from None
     externals = external_functions(llvm_ir)
     if lowered.library is not None:
-        from .kernel_library import library_symbols, object_bytes
-        objs.append(object_bytes(lowered.library))  # checked against its manifest by matmul_library
+        from .kernel_library import LibraryError, library_symbols, object_bytes
+        try:
+            objs.append(object_bytes(lowered.library))  # checked against the manifest's SHA-256
+        except LibraryError as e:
+            raise _damaged(e) from None
         provided = library_symbols(lowered.library)
         externals = [name for name in externals if name not in provided]
     meta = {"signature": lowered.signature.to_json(), "scheduled": lowered.scheduled,

@@ -23,7 +23,7 @@ from mind.spec.record import FrozenRecord
 
 _set = object.__setattr__
 
-__all__ = ["GemmShape", "gemm_function", "operand_type", "GEMM_K_SLAB", "GEMM_N_BLOCK"]
+__all__ = ["GemmShape", "gemm_function", "gemm_symbol", "operand_type", "VARIANTS", "GEMM_K_SLAB", "GEMM_N_BLOCK"]
 
 GEMM_K_SLAB = 128
 """K rows of B per slab: a 128 x 128 block of B (64 KiB of f32) is reused by every row tile."""
@@ -54,6 +54,18 @@ class GemmShape(FrozenRecord):
     def width(self) -> int:
         """Columns of the register tile."""
         return 2 * self.lanes
+
+
+VARIANTS: dict[str, dict[str, GemmShape]] = {
+    "x86-64-v4": {"f32": GemmShape("f32", 16, 8), "f64": GemmShape("f64", 8, 8)},
+    "x86-64-v3": {"f32": GemmShape("f32", 8, 6), "f64": GemmShape("f64", 4, 6)},
+}
+"""Per instruction set of ``kernel_library.ISAS`` and element type: the register tile."""
+
+
+def gemm_symbol(elem: str) -> str:
+    """The library function for one element type."""
+    return f"mind_gemm_{elem}"
 
 
 def operand_type(elem: str) -> str:

@@ -20,29 +20,24 @@ per-program schedule of ``transforms``.  This module imports neither MLIR nor ll
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import json
 import os
-import platform
 import sys
 from functools import lru_cache
 from typing import Any
 
-from .gemm_kernel import GemmShape, gemm_function
+__all__ = ["ISAS", "library_mlir", "build_object", "host_isa", "select_isa", "object_bytes", "object_digest",
+           "library_symbols", "LibraryError", "MATMUL_POLICIES", "PREBUILT_DIR", "main"]
 
-__all__ = ["ISAS", "GEMM_SHAPES", "gemm_symbol", "library_mlir", "build_object", "host_isa", "select_isa",
-           "object_bytes", "object_digest", "library_symbols", "LibraryError", "MATMUL_POLICIES", "PREBUILT_DIR", "main"]
+# A warm start (cache hit) runs ``select_isa`` and ``object_digest`` for its cache key: they read the
+# CPU flags and the manifest and import nothing more (``gemm_kernel``, ``hashlib``, ``argparse`` are
+# imported by the functions that build or check objects).
 
 PREBUILT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prebuilt")
 MANIFEST = os.path.join(PREBUILT_DIR, "MANIFEST.json")
 
-GEMM_SHAPES: dict[str, dict[str, GemmShape]] = {
-    "x86-64-v4": {"f32": GemmShape("f32", 16, 8), "f64": GemmShape("f64", 8, 8)},
-    "x86-64-v3": {"f32": GemmShape("f32", 8, 6), "f64": GemmShape("f64", 4, 6)},
-}
-"""Per instruction set (best first) and element type: the register tile (see ``GemmShape``)."""
-ISAS = tuple(GEMM_SHAPES)
+ISAS = ("x86-64-v4", "x86-64-v3")
+"""The instruction sets with a prebuilt object, best first (``gemm_kernel.VARIANTS`` has their tiles)."""
 
 # cpuinfo flags each level needs (LLVM's definitions of x86-64-v3 and -v4; ``abm`` is LZCNT)
 _V3_FLAGS = frozenset({"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"})
@@ -59,19 +54,17 @@ class LibraryError(Exception):
     """A shipped object is missing or does not match its manifest."""
 
 
-def gemm_symbol(elem: str) -> str:
-    return f"mind_gemm_{elem}"
-
-
 def library_symbols(isa: str) -> frozenset[str]:
     """The functions the object of ``isa`` defines (with their ``_mlir_ciface_`` wrappers)."""
-    names = [gemm_symbol(e) for e in GEMM_SHAPES[isa]]
+    from .gemm_kernel import VARIANTS, gemm_symbol
+    names = [gemm_symbol(e) for e in VARIANTS[isa]]
     return frozenset(names + ["_mlir_ciface_" + n for n in names])
 
 
 def library_mlir(isa: str) -> str:
     """The MLIR module the object of ``isa`` is built from (one function per element type)."""
-    return "module {\n" + "".join(gemm_function(gemm_symbol(e), g) for e, g in GEMM_SHAPES[isa].items()) + "}\n"
+    from .gemm_kernel import VARIANTS, gemm_function, gemm_symbol
+    return "module {\n" + "".join(gemm_function(gemm_symbol(e), g) for e, g in VARIANTS[isa].items()) + "}\n"
 
 
 def build_object(isa: str) -> bytes:
@@ -95,6 +88,7 @@ def _toolchain_versions() -> dict[str, str]:
 
 
 def _sha256(data: bytes) -> str:
+    import hashlib
     return hashlib.sha256(data).hexdigest()
 
 
@@ -129,14 +123,17 @@ def object_bytes(isa: str) -> bytes:
 
 
 def object_digest(isa: str) -> str:
-    """The manifest's SHA-256 of ``isa``'s object (part of every cache key of a kernel that links it)."""
-    object_bytes(isa)
-    return str(_manifest()["objects"][isa]["sha256"])
+    """The manifest's SHA-256 of ``isa``'s object (part of every cache key of a kernel that links it;
+    the object itself is checked against it when a kernel is linked, ``object_bytes``)."""
+    entry = _manifest().get("objects", {}).get(isa)
+    if entry is None or not isinstance(entry.get("sha256"), str):
+        raise LibraryError(f"the kernel library manifest has no object for {isa}")
+    return entry["sha256"]
 
 
 @lru_cache(maxsize=1)
 def _cpu_flags() -> frozenset[str]:
-    if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
+    if sys.platform != "linux" or os.uname().machine != "x86_64":
         return frozenset()
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
@@ -169,11 +166,12 @@ def select_isa(cpu: str, policy: str) -> str | None:
 # ------------------------------------------------------------------ rebuilding (auditors, developers)
 
 def _rebuild() -> dict[str, Any]:
+    from .gemm_kernel import VARIANTS, gemm_symbol
     objects = {}
     for isa in ISAS:
         data = build_object(isa)
         objects[isa] = {"file": _file_name(isa), "sha256": _sha256(data), "bytes": len(data),
-                        "symbols": [gemm_symbol(e) for e in GEMM_SHAPES[isa]],
+                        "symbols": [gemm_symbol(e) for e in VARIANTS[isa]],
                         "source_sha256": _sha256(library_mlir(isa).encode("utf-8")), "data": data}
     return objects
 
@@ -181,6 +179,7 @@ def _rebuild() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     """``--check``: rebuild every object and compare it with the shipped one (exit 1 on a difference);
     ``--write``: rebuild and replace the objects and the manifest."""
+    import argparse
     ap = argparse.ArgumentParser(prog="python -m mind.compiler.backend.cpu.kernel_library",
                                  description="Rebuild MIND's prebuilt kernels and compare or replace them.")
     mode = ap.add_mutually_exclusive_group(required=True)

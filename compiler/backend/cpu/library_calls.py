@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .gemm_kernel import operand_type
-from .kernel_library import GEMM_SHAPES, gemm_symbol
+from .gemm_kernel import VARIANTS, gemm_symbol, operand_type
 
 __all__ = ["eligible_matmul", "insert_library_calls", "PARALLEL_MIN_WORK", "HELPER_PREFIX"]
 
@@ -93,7 +92,7 @@ def _contiguous_rows(t: Any) -> bool:
 
 def _split(isa: str, elem: str, m: int, n: int, k: int, threads: int) -> tuple[str, int, int]:
     """(axis "m"/"n"/"", parts, block size): one block per thread, whole register tiles per block."""
-    g = GEMM_SHAPES[isa][elem]
+    g = VARIANTS[isa][elem]
     if threads < 2 or m * n * k < PARALLEL_MIN_WORK:
         return "", 1, 0
     tiles_m, tiles_n = -(-m // g.rows), -(-n // g.width)
