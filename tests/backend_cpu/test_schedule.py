@@ -144,11 +144,10 @@ def test_cost_model_leaves_small_ops_unscheduled(monkeypatch):
             run = compile_function(fn, threads=1, schedule=schedule, cache=False, matmul="schedule")
             np.testing.assert_allclose(run([a, b])[0], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
             assert _kernel(run).scheduled == scheduled, (m, k, n, schedule)
-            # the prebuilt GEMM follows the same cost model
+            # a call of the prebuilt GEMM costs no compile time: every size calls it
             run = compile_function(fn, threads=1, schedule=schedule, cache=False, matmul="library")
             np.testing.assert_allclose(run([a, b])[0], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
-            expected = host_isa() if scheduled else None
-            assert _kernel(run).matmul_library == expected, (m, k, n, schedule)
+            assert _kernel(run).matmul_library == host_isa(), (m, k, n, schedule)
 
 
 def test_unknown_schedule_option_is_rejected():

@@ -4,7 +4,8 @@ Two steps, both on a parsed module:
 
 * before scheduling (tensors), ``eligible_matmul`` tells ``transforms.schedule_module`` which
   ``linalg.matmul`` ops to leave alone: 2-D, f32 or f64, static non-empty shapes, the default
-  indexing maps, at least ``min_work`` multiply-adds (the cost model of ``transforms``);
+  indexing maps, whatever their size (a call costs no compile time, so the schedule's cost model
+  does not apply: a 10 x 20 x 30 matmul runs in 8 µs as a call against 18 µs as scalar loops);
 * after bufferization (memrefs), ``insert_library_calls`` replaces each of them by a call of a small
   private helper written for its operand types.  The helper casts the operands to the library's
   ``memref<?x?xT, strided<[?, 1], offset: ?>>`` (copying an operand whose elements are not contiguous
@@ -35,7 +36,7 @@ _DEFAULT_MAPS = ("[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2)
                  "affine_map<(d0, d1, d2) -> (d0, d1)>]")
 
 
-def eligible_matmul(op: Any, min_work: int) -> str | None:
+def eligible_matmul(op: Any) -> str | None:
     """The element type ("f32"/"f64") if the library can compute ``op`` (tensor or memref form)."""
     from mlir import ir
     if op.name != "linalg.matmul":
@@ -55,8 +56,7 @@ def eligible_matmul(op: Any, min_work: int) -> str | None:
     elem = elems.pop()
     if elem not in ("f32", "f64"):
         return None
-    (m, k), (_, n) = shapes[0], shapes[1]
-    return elem if m * n * k >= min_work else None
+    return elem
 
 
 def _zero_fills_in_front(module: Any) -> list[tuple[Any, Any]]:
@@ -161,7 +161,7 @@ def _helper(name: str, isa: str, elem: str, types: list[str], contiguous: list[b
     return f"func.func private @{name}({params}) {{\n{body}\n}}\n"
 
 
-def insert_library_calls(module: Any, isa: str, threads: int, min_work: int) -> int:
+def insert_library_calls(module: Any, isa: str, threads: int) -> int:
     """Replace every eligible memref ``linalg.matmul`` of ``module`` by a call of a helper (see the
     module docstring) and add the helpers and the library's declarations; returns how many."""
     from mlir import ir
@@ -169,7 +169,7 @@ def insert_library_calls(module: Any, isa: str, threads: int, min_work: int) -> 
 
     def visit(op: Any) -> ir.WalkResult:
         if op.name == "linalg.matmul":
-            elem = eligible_matmul(op, min_work)
+            elem = eligible_matmul(op)
             if elem is not None and all(isinstance(v.type, ir.MemRefType) for v in op.operands):
                 found.append((op, elem))
         return ir.WalkResult.ADVANCE

@@ -241,7 +241,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
 
     ``schedule``: True schedules the ops that pay for their compile time (``MIN_SCHEDULE_WORK``),
     "all" every op that has a plan, False none.  ``library``: an instruction set of
-    ``kernel_library``: the matmuls it can compute (same work threshold) call its GEMM instead
+    ``kernel_library``: the matmuls it can compute (any size) call its GEMM instead
     (``library_calls``), None schedules them.
     Returns (module, signature, scheduled).  The module lives in ``ctx`` (a new context if None).
     ``report`` (a dict) receives ``scalar_work``, the largest ``op_work`` left to scalar loops, and
@@ -281,7 +281,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
                         untie_shared_inits(module, tag_empties=True)
                         script = schedule_module(module, min_work, library is not None)
                         if report is not None:
-                            report["scalar_work"] = largest_unscheduled_work(module, min_work, library is not None)
+                            report["scalar_work"] = largest_unscheduled_work(module, library is not None)
                         if script is not None:
                             apply_script(module, script)
                             scheduled = True
@@ -298,7 +298,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
                 _run(ctx, pipelines[0], module, stage, diags)
                 if library is not None:
                     stage = "library"
-                    calls = insert_library_calls(module, library, threads, min_work)
+                    calls = insert_library_calls(module, library, threads)
                     if report is not None:
                         report["library_calls"] = calls
                     stage = "lower"

@@ -494,7 +494,7 @@ def schedule_module(module: Any, min_work: int = MIN_SCHEDULE_WORK, library: boo
     def visit(op: Any) -> ir.WalkResult:
         name = op.name
         if not name.startswith("linalg.") or name in ("linalg.yield", "linalg.index") or \
-                (library and _library_matmul(op, min_work)):
+                (library and _library_matmul(op)):
             return ir.WalkResult.ADVANCE
         tag = len(plans)
         section: str | None = None
@@ -528,29 +528,29 @@ def schedule_module(module: Any, min_work: int = MIN_SCHEDULE_WORK, library: boo
     return wrap_script([s for _, s in plans])
 
 
-def _library_matmul(op: Any, min_work: int) -> bool:
+def _library_matmul(op: Any) -> bool:
     """A matmul that ``library_calls`` hands to the prebuilt GEMM, or the zero fill of its init
     (which it drops: the GEMM then overwrites its output)."""
     from .library_calls import eligible_matmul
     if op.name == "linalg.fill":
         uses = [u for r in op.results for u in r.uses]
         return bool(uses) and all(u.owner.name == "linalg.matmul" and u.operand_number == 2 and
-                                  eligible_matmul(u.owner, min_work) is not None for u in uses)
-    return eligible_matmul(op, min_work) is not None
+                                  eligible_matmul(u.owner) is not None for u in uses)
+    return eligible_matmul(op) is not None
 
 
-def largest_unscheduled_work(module: Any, min_work: int = MIN_SCHEDULE_WORK, library: bool = False) -> int:
+def largest_unscheduled_work(module: Any, library: bool = False) -> int:
     """The largest ``op_work`` of the linalg ops that ``schedule_module`` left untagged (they become
     scalar loops; ``codegen`` gives a kernel with large ones LLVM's loop passes), not counting the
-    matmuls of the prebuilt library (``library``, with the same ``min_work``).  Call it before the
-    script runs; an op of unknown size counts as large."""
+    matmuls of the prebuilt library (``library``).  Call it before the script runs; an op of unknown
+    size counts as large."""
     from mlir import ir
     largest = [0]
 
     def visit(op: Any) -> ir.WalkResult:
         name = op.name
         if name.startswith("linalg.") and name not in ("linalg.yield", "linalg.index") and \
-                SCHED_ATTR not in op.attributes and not (library and _library_matmul(op, min_work)):
+                SCHED_ATTR not in op.attributes and not (library and _library_matmul(op)):
             work = op_work(op)
             largest[0] = max(largest[0], work if work is not None else 1 << 62)
         return ir.WalkResult.ADVANCE
