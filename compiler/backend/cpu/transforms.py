@@ -31,7 +31,7 @@ _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 __all__ = [
     "MatmulTiles", "ElementwiseTiles", "choose_matmul_tiles", "choose_elementwise_tiles",
     "matmul_section", "elementwise_section", "fill_section", "wrap_script", "schedule_module",
-    "apply_script", "largest_divisor_at_most", "untie_shared_inits", "MIN_SCHEDULE_WORK", "op_work",
+    "apply_script", "largest_divisor_at_most", "untie_shared_inits", "MIN_SCHEDULE_WORK", "op_work", "DEFAULT_MAPS",
     "largest_unscheduled_work",
 ]
 
@@ -297,7 +297,7 @@ def _generic_loops(op: Any) -> tuple[list[int], list[str]] | None:
     return [int(r) for r in ranges], kinds  # type: ignore[misc]
 
 
-_DEFAULT_MAPS = {
+DEFAULT_MAPS = {
     "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
                      "affine_map<(d0, d1, d2) -> (d0, d1)>]",
     "linalg.batch_matmul": "[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, "
@@ -403,7 +403,7 @@ def _vectorizable_reduction(op: Any) -> bool:
 
 
 def _plan_matmul(op: Any, tag: int, name: str) -> str | None:
-    if len(list(op.operands)) != 3 or str(op.attributes["indexing_maps"]) != _DEFAULT_MAPS[name]:
+    if len(list(op.operands)) != 3 or str(op.attributes["indexing_maps"]) != DEFAULT_MAPS[name]:
         return None
     a, b = (_static_shape(v.type) for v in list(op.operands)[:2])
     if a is None or b is None or 0 in a or 0 in b:
