@@ -33,15 +33,22 @@ NP = {"f32": np.float32, "f64": np.float64}
 # ------------------------------------------------------------------ the shipped objects
 
 def test_manifest_describes_the_shipped_files_and_their_sources():
-    """Hashes of the files and of the MLIR they are built from: an edit of gemm_kernel without
-    ``--write`` fails here (no MLIR needed)."""
+    """Hashes of the files and of the sources they are built from: an edit of gemm_kernel,
+    gemm_driver or kmpc_gomp without ``--write`` fails here (no MLIR needed)."""
     manifest = json.load(open(KL.MANIFEST, encoding="utf-8"))
-    assert sorted(manifest["objects"]) == sorted(KL.ISAS)
-    for isa, entry in manifest["objects"].items():
+    assert manifest["format"] == KL.MANIFEST_FORMAT
+    assert list(manifest["objects"]) == sorted(KL.OBJECTS) and set(KL.OBJECTS) >= {f"gemm-{i}" for i in KL.ISAS}
+    assert sorted(f for f in os.listdir(KL.PREBUILT_DIR) if f.endswith(".o")) == \
+        sorted(spec.file for spec in KL.OBJECTS.values())  # nothing stale ships
+    for name, entry in manifest["objects"].items():
+        spec = KL.OBJECTS[name]
         data = open(os.path.join(KL.PREBUILT_DIR, entry["file"]), "rb").read()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"] and len(data) == entry["bytes"]
-        assert hashlib.sha256(KL.library_mlir(isa).encode()).hexdigest() == entry["source_sha256"]
-        assert set(entry["symbols"]) == {gemm_symbol(e) for e in VARIANTS[isa]}
+        assert hashlib.sha256(KL.object_source(name).encode()).hexdigest() == entry["source_sha256"]
+        assert (entry["target"], entry["language"], entry["file"]) == (spec.target, spec.language, spec.file)
+        assert entry["symbols"] == sorted(spec.defines())
+    for isa in KL.ISAS:
+        assert {gemm_symbol(e) for e in VARIANTS[isa]} <= KL.OBJECTS[KL.gemm_object(isa)].defines()
 
 
 def test_rebuild_is_byte_identical_in_a_fresh_process():
@@ -51,35 +58,59 @@ def test_rebuild_is_byte_identical_in_a_fresh_process():
     r = subprocess.run([sys.executable, "-m", "mind.compiler.backend.cpu.kernel_library", "--check"],
                        capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.count("matches the shipped object") == len(KL.ISAS)
+    assert r.stdout.count("matches the shipped object") == len(KL.OBJECTS)
 
 
-def test_a_damaged_object_is_refused(tmp_path, monkeypatch):
+def _damaged_copy(tmp_path, monkeypatch, victim: str | None):
+    """A copy of the prebuilt folder used in place of the shipped one, with one byte of the object
+    ``victim`` flipped."""
     shutil.copytree(KL.PREBUILT_DIR, tmp_path / "prebuilt")
-    victim = tmp_path / "prebuilt" / "gemm-x86-64-v4.o"
-    data = bytearray(victim.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    victim.write_bytes(bytes(data))
+    if victim is not None:
+        path = tmp_path / "prebuilt" / KL.OBJECTS[victim].file
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
     monkeypatch.setattr(KL, "PREBUILT_DIR", str(tmp_path / "prebuilt"))
     monkeypatch.setattr(KL, "MANIFEST", str(tmp_path / "prebuilt" / "MANIFEST.json"))
     KL._manifest.cache_clear()
     KL.object_bytes.cache_clear()
-    try:
-        with pytest.raises(KL.LibraryError, match="does not match its SHA-256"):
-            KL.object_bytes("x86-64-v4")
-        if HOST == "x86-64-v4":
-            assert matmul_library("host", "library") == HOST  # the manifest is intact: keys work
-            with pytest.raises(MindError, match="E6012") as info:  # the object is not linked
-                compile_kernel(K.matmul(64, 64, 64), "mm", threads=1, cache=False, matmul="library")
-            assert "MIND_CPU_MATMUL=schedule" in str(info.value)
-        (tmp_path / "prebuilt" / "MANIFEST.json").write_text("{}")
-        KL._manifest.cache_clear()
-        if HOST is not None:
-            with pytest.raises(MindError, match="E6012"):
-                matmul_library("host", "library")
-    finally:
-        KL._manifest.cache_clear()
-        KL.object_bytes.cache_clear()
+
+
+@pytest.fixture
+def restore_library():
+    yield
+    KL._manifest.cache_clear()
+    KL.object_bytes.cache_clear()
+
+
+def test_a_damaged_object_is_refused(tmp_path, monkeypatch, restore_library):
+    _damaged_copy(tmp_path, monkeypatch, "gemm-x86-64-v4")
+    with pytest.raises(KL.LibraryError, match="does not match its SHA-256"):
+        KL.object_bytes("gemm-x86-64-v4")
+    if HOST == "x86-64-v4":
+        assert matmul_library("host", "library") == HOST  # the manifest is intact: keys work
+        with pytest.raises(MindError, match="E6012") as info:  # the object is not linked
+            compile_kernel(K.matmul(64, 64, 64), "mm", threads=1, cache=False, matmul="library")
+        assert "MIND_CPU_MATMUL=schedule" in str(info.value)
+    (tmp_path / "prebuilt" / "MANIFEST.json").write_text("{}")
+    KL._manifest.cache_clear()
+    with pytest.raises(KL.LibraryError, match="not in format"):
+        KL.object_digest("gemm-parallel")
+    if HOST is not None:
+        with pytest.raises(MindError, match="E6012"):
+            matmul_library("host", "library")
+
+
+def test_a_damaged_openmp_object_is_refused_with_its_own_way_out(tmp_path, monkeypatch, restore_library):
+    from mind.compiler.backend.cpu import openmp
+    if openmp.runtime_path("gomp") is None:
+        pytest.skip("GCC's libgomp is not installed")
+    monkeypatch.setattr(openmp, "preferred_abi", lambda: "gomp")
+    _damaged_copy(tmp_path, monkeypatch, "openmp-gomp")
+    with pytest.raises(MindError, match="E6012") as info:
+        compile_kernel(K.sigmoid_chain((64, 256)), "chain", threads=2, cache=False)
+    assert "MIND_OPENMP=kmpc" in str(info.value) and "threads=1" in str(info.value)
+    compile_kernel(K.sigmoid_chain((64, 256)), "chain", threads=1, cache=False)  # no OpenMP: not linked
 
 
 def test_host_isa_reads_the_cpu_flags(monkeypatch):
@@ -108,9 +139,11 @@ def test_unknown_matmul_setting_is_e6012(monkeypatch):
 
 
 def test_cache_keys_name_what_matmuls_call():
-    assert library_key(None) == "schedule"
+    assert library_key(None) == library_key(None, 2) == "schedule"
     if HOST is not None:
-        assert library_key(HOST) == f"library:{HOST}:{KL.object_digest(HOST)}"
+        gemm = KL.object_digest(KL.gemm_object(HOST))
+        assert library_key(HOST) == f"library:{HOST}:{gemm}"
+        assert library_key(HOST, 2) == f"library:{HOST}:{gemm}:{KL.object_digest('gemm-parallel')}"
 
 
 # ------------------------------------------------------------------ the kernel, called directly
@@ -122,7 +155,7 @@ def _gemm(isa: str, elem: str):
     from mind.compiler.backend.cpu.codegen import JitObject
     jit = _JITS.get(isa)
     if jit is None:
-        jit = _JITS[isa] = JitObject([KL.object_bytes(isa)], "host")
+        jit = _JITS[isa] = JitObject([KL.object_bytes(KL.gemm_object(isa))], "host")
     addr = jit.address("_mlir_ciface_" + gemm_symbol(elem))
     assert addr
     return ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_bool)(addr)
@@ -215,6 +248,69 @@ def test_gemm_propagates_nan_and_inf_like_the_reference(isa):
     np.testing.assert_array_equal(np.isinf(c) & (c < 0), np.isinf(want) & (want < 0))
 
 
+# ------------------------------------------------------------------ the threaded driver, called directly
+
+def _driver(isa: str, elem: str):
+    """The driver of ``elem`` and the address of the serial switch it reads, loaded in-process with
+    the GEMM of ``isa`` and a one-line module defining the switch (as a kernel's does)."""
+    from mind.compiler.backend.cpu import openmp
+    from mind.compiler.backend.cpu.codegen import JitObject, optimize_and_emit_objects
+    from mind.compiler.backend.cpu.gemm_driver import DRIVER_NEEDS, driver_symbol
+    from mind.compiler.backend.cpu.kmpc_gomp import SERIAL_SWITCH
+    abi = openmp.preferred_abi()
+    if abi is None:
+        pytest.skip("no OpenMP runtime")
+    key = f"driver-{isa}"
+    jit = _JITS.get(key)
+    if jit is None:
+        openmp.load_openmp_runtime(abi)
+        switch = optimize_and_emit_objects(f"@{SERIAL_SWITCH} = global i32 0, align 4\n", "host", "fast")
+        jit = _JITS[key] = JitObject([KL.object_bytes(KL.gemm_object(isa)), KL.object_bytes("gemm-parallel"), *switch],
+                                     "host", [openmp.runtime_path(abi)], DRIVER_NEEDS)
+    desc = [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_int64] * 5
+    fn = ctypes.CFUNCTYPE(None, *(desc * 3), ctypes.c_bool, ctypes.c_int32, ctypes.c_int32, ctypes.c_int64)(
+        jit.address(driver_symbol(elem)))
+    return fn, jit.data_address(SERIAL_SWITCH)
+
+
+def _expanded(view: np.ndarray, base: np.ndarray) -> list:
+    d = _descriptor(view, base)
+    return [d.allocated, d.aligned, d.offset, d.sizes[0], d.sizes[1], d.strides[0], d.strides[1]]
+
+
+@pytest.mark.parametrize("isa", RUNNABLE)
+@pytest.mark.parametrize("elem", ["f32", "f64"])
+@pytest.mark.parametrize("serial", [False, True])
+def test_driver_blocks_compute_the_serial_gemms_bits(isa, elem, serial):
+    """Every split (rows or columns, more parts than threads, empty trailing parts, blocks that are
+    not whole tiles), with the serial switch off and on: the bits of one serial call, and nothing
+    outside C written."""
+    fn, switch = _driver(isa, elem)
+    g = VARIANTS[isa][elem]
+    rng = np.random.default_rng(11)
+    dt = NP[elem]
+    def whole_tiles(extent: int, parts: int, tile: int) -> int:  # as library_calls._split
+        return -(-(-(-extent // tile)) // parts) * tile
+    cases = [(64, 70, 33, 0, 2, whole_tiles(64, 2, g.rows)), (70, 64, 200, 0, 3, whole_tiles(70, 3, g.rows)),
+             (9, 500, 40, 1, 2, whole_tiles(500, 2, g.width)), (9, 500, 40, 1, 5, whole_tiles(500, 5, g.width)),
+             (50, 50, 20, 0, 4, 40), (17, 31, 5, 1, 3, 11), (8, 8, 8, 0, 1, 8)]  # empty parts; odd blocks
+    assert all(parts * block >= (m if axis == 0 else n) for m, n, _, axis, parts, block in cases)
+    ctypes.c_int32.from_address(switch).value = int(serial)
+    try:
+        for m, n, k, axis, parts, block in cases:
+            for accumulate in (False, True):
+                a, abase = _placed(rng, m, k, dt, 2, 3, np.nan)
+                b, bbase = _placed(rng, k, n, dt, 1, 5, np.nan)
+                c, cbase = _placed(rng, m, n, dt, 2, 1, 7.0)
+                want_base = cbase.copy()
+                want = want_base[1:1 + m, 1:1 + n]
+                _call(isa, elem, a, abase, b, bbase, want, want_base, accumulate)
+                fn(*_expanded(a, abase), *_expanded(b, bbase), *_expanded(c, cbase), accumulate, parts, axis, block)
+                np.testing.assert_array_equal(cbase, want_base, err_msg=str((m, n, k, axis, parts, block)))
+    finally:
+        ctypes.c_int32.from_address(switch).value = 0
+
+
 # ------------------------------------------------------------------ programs that call it
 
 def _bound(a, b, eps=EPS["f32"]):
@@ -237,6 +333,8 @@ def test_programs_call_the_library(m, k, n, threads):
     assert np.all(np.abs(kern(a, b) - a.astype(np.float64) @ b) <= _bound(a, b))
     llvm_ir = mlir_to_llvm_ir(K.matmul(m, k, n), "mm", threads=threads, library=HOST).llvm_ir
     assert "declare void @mind_gemm_f32(" in llvm_ir
+    assert ("call void @mind_gemm_f32_parallel(" in llvm_ir) == (threads > 1)  # the split is prebuilt,
+    assert "__kmpc" not in llvm_ir  # so the kernel has no OpenMP region of its own
     assert "store <" not in llvm_ir  # no zero fill of the output: the call overwrites it
 
 

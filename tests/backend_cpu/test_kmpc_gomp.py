@@ -14,6 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 
+import kernels as K
 from mind.compiler.backend.cpu import kmpc_gomp, openmp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,15 +67,25 @@ def _mlir_like(threads: int = 2, sched: int = 34, chunk: int = 0) -> str:
     return _STRUCT + _fill(_MLIR_LIKE, threads=threads, sched=sched, chunk=chunk)
 
 
-def test_the_emitted_subset_is_adaptable_and_needs_only_libgomp():
+def test_the_emitted_subset_is_adaptable_and_calls_only_the_support_object():
     from mind.compiler.backend.cpu.runtime import external_functions
     ir = _mlir_like()
     assert kmpc_gomp.adaptable(ir)
     linked = kmpc_gomp.link_kmpc_on_gomp(ir)
-    assert "declare" not in "".join(ln for ln in linked.splitlines() if "@__kmpc_" in ln and ln.startswith("declare"))
-    assert set(external_functions(linked)) <= set(kmpc_gomp.GOMP_FUNCTIONS)
-    assert "i32 2, i32 0)" in linked  # the pushed team size reaches GOMP_parallel
+    assert "__kmpc_" not in linked and "define" not in "".join(ln for ln in linked.splitlines() if "mind_kmpc_" in ln)
+    assert set(external_functions(linked)) == set(kmpc_gomp.support_symbols()) - {
+        "mind_kmpc_for_static_init_4u"}  # what the module uses, renamed; the definitions are prebuilt
+    assert f"@{kmpc_gomp.SERIAL_SWITCH} = global i32 0" in linked  # a module that forks defines its switch
     assert kmpc_gomp.link_kmpc_on_gomp("define void @g() {\n  ret void\n}\n") == "define void @g() {\n  ret void\n}\n"
+
+
+def test_the_support_module_needs_only_libgomp_and_the_kernels_switch():
+    from mind.compiler.backend.cpu.runtime import external_functions
+    text = kmpc_gomp.support_module()
+    assert set(external_functions(text)) <= set(kmpc_gomp.GOMP_FUNCTIONS) | {"llvm.va_start.p0", "llvm.va_end.p0"}
+    for name in kmpc_gomp.support_symbols():
+        assert f"define hidden void @{name}(" in text or f"define hidden i32 @{name}(" in text
+    assert f"@{kmpc_gomp.SERIAL_SWITCH} = external global" in text
 
 
 @pytest.mark.parametrize("change", [
@@ -88,6 +99,12 @@ def test_the_emitted_subset_is_adaptable_and_needs_only_libgomp():
     lambda ir: ir.replace("ret void\n}\ndefine internal",
                           "call void @__kmpc_push_num_threads(ptr @1, i32 %g, i32 3)\n  ret void\n}\ndefine internal",
                           1),  # two different team sizes
+    lambda ir: ir.replace("ret void\n}\ndefine internal",
+                          "call void (ptr, i32, ptr, ...) @__kmpc_fork_call(ptr @1, i32 0, ptr @f..omp_par)\n"
+                          "  ret void\n}\ndefine internal", 1),  # a fork without a push next to one with
+    lambda ir: ir.replace("i32 1, ptr @f..omp_par, ptr %arg)",
+                          f"i32 {kmpc_gomp.MAX_FORK_ARGS + 1}, ptr @f..omp_par"
+                          + ", ptr %arg" * (kmpc_gomp.MAX_FORK_ARGS + 1) + ")"),  # too many arguments
 ])
 def test_anything_outside_the_subset_keeps_the_kmpc_calls(change):
     ir = change(_mlir_like())
@@ -101,7 +118,7 @@ def test_bind_runtime_falls_back_to_kmpc_or_fails_with_a_reason(monkeypatch):
     monkeypatch.setattr(openmp, "runtime_path", lambda abi: "/x/libiomp5.so" if abi == "kmpc" else "/x/libgomp.so.1")
     assert openmp.bind_runtime(ir) == (ir, "kmpc")
     text, abi = openmp.bind_runtime(_mlir_like())
-    assert abi == "gomp" and "@__kmpc_fork_call(ptr %loc" in text
+    assert abi == "gomp" and "@mind_kmpc_fork_call(ptr @1" in text and "@__kmpc_" not in text
     assert openmp.bind_runtime("define void @g() {\n  ret void\n}\n")[1] is None
     monkeypatch.setattr(openmp, "runtime_path", lambda abi: None if abi == "kmpc" else "/x/libgomp.so.1")
     with pytest.raises(openmp.OpenMPUnavailable, match="LLVM/Intel OpenMP runtime"):
@@ -173,19 +190,21 @@ define internal void @three(ptr %gtid, ptr %btid, ptr %a, ptr %b, ptr %c) {
 
 define void @probe(ptr %out, ptr %tripp) {
   %g = call i32 @__kmpc_global_thread_num(ptr @loc)
-  call void @__kmpc_push_num_threads(ptr @loc, i32 %g, i32 {threads})
+{push}
   call void (ptr, i32, ptr, ...) @__kmpc_fork_call(ptr @loc, i32 2, ptr @share, ptr %out, ptr %tripp)
   ret void
 }
 
 define i64 @count_none() {
   store i64 0, ptr @count
+{push}
   call void (ptr, i32, ptr, ...) @__kmpc_fork_call(ptr @loc, i32 0, ptr @none)
   %n = load i64, ptr @count
   ret i64 %n
 }
 
 define void @add_three(ptr %a, ptr %b, ptr %c) {
+{push}
   call void (ptr, i32, ptr, ...) @__kmpc_fork_call(ptr @loc, i32 3, ptr @three, ptr %a, ptr %b, ptr %c)
   ret void
 }
@@ -202,20 +221,25 @@ declare void @__kmpc_fork_call(ptr, i32, ptr, ...)
 _JITS: dict = {}
 
 
-def _probe(threads: int, bits: int):
-    """The probe module for a team of ``threads``, its loop counter ``bits`` wide, adapted and
-    loaded in-process against libgomp."""
+def _probe(threads: int | None, bits: int):
+    """The probe module for a team of ``threads`` (pushed before every fork; None: no push, libgomp's
+    default team), its loop counter ``bits`` wide, adapted and loaded in-process against libgomp
+    with the prebuilt support object."""
     key = (threads, bits)
     if key not in _JITS:
         from mind.compiler.backend.cpu.codegen import JitObject, optimize_and_emit_objects
+        from mind.compiler.backend.cpu.kernel_library import object_bytes
         from mind.compiler.backend.cpu.runtime import external_functions
-        ir = _fill(_PROBE, t=f"i{bits}", suffix="4u" if bits == 32 else "8u", threads=threads)
+        push = "" if threads is None else f"  call void @__kmpc_push_num_threads(ptr @loc, i32 0, i32 {threads})"
+        ir = _fill(_PROBE, t=f"i{bits}", suffix="4u" if bits == 32 else "8u", push=push)
         ir = re.sub(r"zext i64 (%\w+) to i64", r"add i64 \1, 0", ir)  # a 64-bit counter needs no widening
         assert kmpc_gomp.adaptable(ir)
         linked = kmpc_gomp.link_kmpc_on_gomp(ir)
         openmp.load_openmp_runtime("gomp")
-        _JITS[key] = JitObject(optimize_and_emit_objects(linked, "host", "fast"), "host", [GOMP],
-                               external_functions(linked))
+        support = object_bytes("openmp-gomp")  # the prebuilt definitions
+        externals = set(external_functions(linked)) - set(kmpc_gomp.support_symbols()) | set(kmpc_gomp.GOMP_FUNCTIONS)
+        _JITS[key] = JitObject(optimize_and_emit_objects(linked, "host", "fast") + [support], "host", [GOMP],
+                               sorted(externals))
     return _JITS[key]
 
 
@@ -251,16 +275,34 @@ def test_static_work_sharing_partitions_every_trip_count(threads, bits):
 
 
 @needs_gomp
-def test_fork_call_passes_zero_or_several_arguments_to_every_thread():
-    jit = _probe(2, 64)
+@pytest.mark.parametrize("threads", [None, 3])
+def test_fork_call_passes_zero_or_several_arguments_to_every_thread(threads):
+    jit = _probe(threads, 64)
     count = ctypes.CFUNCTYPE(ctypes.c_int64)(jit.address("count_none"))
     nth = count()
-    assert nth >= 1  # libgomp's default team (no push in that function)
+    assert nth == (threads or nth) and nth >= 1  # the pushed team, or libgomp's default one
     assert nth == count()
     add = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(jit.address("add_three"))
     cells = np.zeros(3, dtype=np.int64)
     add(cells.ctypes.data, cells.ctypes.data + 8, cells.ctypes.data + 16)
     assert list(cells) == [nth, 10 * nth, 100 * nth]
+
+
+@needs_gomp
+def test_the_support_functions_stay_inside_each_kernel_library(tmp_path):
+    """Hidden in the object: a kernel's library exports its serial switch but none of the
+    ``mind_kmpc_*`` functions, so two kernels (or a real LLVM/Intel runtime) never bind to each
+    other's."""
+    from mind.compiler.backend.cpu.engine import compile_kernel
+    if openmp.preferred_abi() != "gomp":
+        pytest.skip("libgomp is not the preferred runtime here")
+    kern = compile_kernel(K.sigmoid_chain((128, 256)), "chain", threads=2, cache=False, jit=False)
+    lib = ctypes.CDLL(kern.library_path)
+    assert ctypes.c_int32.in_dll(lib, kmpc_gomp.SERIAL_SWITCH).value == 0
+    for name in kmpc_gomp.support_symbols():
+        assert not hasattr(lib, name), name
+    x = np.linspace(-3, 3, 128 * 256, dtype=np.float32).reshape(128, 256)
+    np.testing.assert_allclose(kern(x), 1 / (1 + np.exp(-np.maximum(x, 0) * 2 - 1)), rtol=1e-5)
 
 
 # ---------------------------------------------------------------- compiled kernels, both ABIs
@@ -371,9 +413,9 @@ def test_a_forked_child_runs_threaded_kernels(tmp_path, abi):
 
 def test_split_modules_define_the_serial_switch_once():
     from mind.compiler.backend.cpu.llvm_split import split_module
-    body = "\n".join(f"  %v{i} = add i64 %x, {i}" for i in range(300))
+    body = "\n".join(f"  %v{i} = add i64 %x, {i}" for i in range(150))
     ir = (_STRUCT + _fill(_MLIR_LIKE, threads=2, sched=34, chunk=0)
-          + f"define i64 @big(i64 %x) {{\n{body}\n  ret i64 %v299\n}}\n")
+          + "".join(f"define i64 @big{j}(i64 %x) {{\n{body}\n  ret i64 %v149\n}}\n" for j in range(2)))
     linked = kmpc_gomp.link_kmpc_on_gomp(ir)
     parts = split_module(linked, min_lines=100)
     assert parts is not None and len(parts) == 2

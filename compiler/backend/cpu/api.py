@@ -158,7 +158,7 @@ class CpuFunction:
                 self._ir_text = print_function(self.fn)
             alias = ir_cache_key(self._ir_text, dict(env), threads=opts["threads"], schedule=opts["schedule"],
                                  cpu=opts["cpu"], opt=str(opts["opt"]),
-                                 matmul=library_key(matmul_library(opts["cpu"], opts["matmul"])))
+                                 matmul=library_key(matmul_library(opts["cpu"], opts["matmul"]), opts["threads"]))
             k = load_cached(alias, opts["threads"], opts["cache"])
             if k is not None:
                 return k

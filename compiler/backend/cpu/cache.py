@@ -88,10 +88,21 @@ def _digest(parts: dict[str, Any], cpu: str) -> str:
     the backend's own sources (the emitter, schedules, pipeline and codegen act on the key's text:
     an edit of them must miss) and, for a threaded kernel, the OpenMP ABI it is built for."""
     from .openmp import preferred_abi  # a threaded kernel's code depends on the runtime's ABI
+    abi = preferred_abi() if parts["threads"] > 1 else None
     parts = dict(parts, target=host_fingerprint() if cpu == "host" else f"{_machine()}|{cpu}",
-                 toolchain=toolchain_fingerprint(), sources=source_fingerprint(),
-                 openmp=preferred_abi() if parts["threads"] > 1 else None)
+                 toolchain=toolchain_fingerprint(), sources=source_fingerprint(), openmp=abi,
+                 openmp_support=_openmp_support_digest() if abi == "gomp" else None)
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def _openmp_support_digest() -> str:
+    """The digest of the prebuilt ``openmp-gomp`` object a kernel adapted to libgomp links.  A
+    damaged manifest gives a key all the same: linking the kernel then reports the damage (E6012)."""
+    from .kernel_library import LibraryError, object_digest
+    try:
+        return object_digest("openmp-gomp")
+    except LibraryError:
+        return "unavailable"
 
 
 def cache_key(mlir_text: str, func_name: str, *, pipeline: str, threads: int, schedule: bool, cpu: str,
@@ -120,7 +131,7 @@ def ir_cache_key(core_ir_text: str, env: dict[str, int], *, threads: int, schedu
     """Key of a kernel from the canonical Core IR text, the symbol values, the options, the target,
     the toolchain versions and the backend sources: computable without emitting MLIR, so a warm start
     never runs the emitter.  Entries under it are aliases of the MLIR-text key (``cache_key``).
-    ``matmul``: what the matmuls call (``engine.library_key``: the prebuilt object's digest)."""
+    ``matmul``: what the matmuls call (``engine.library_key``: the prebuilt objects' digests)."""
     return _digest({"format": CACHE_FORMAT + "/ir", "ir_sha256": hashlib.sha256(core_ir_text.encode("utf-8")).hexdigest(),
                     "env": sorted(env.items()), "threads": threads, "schedule": schedule, "opt": opt,
                     "matmul": matmul}, cpu)

@@ -99,8 +99,9 @@ class _Unlocked:
 
 
 FIXED_TRIPLE = "x86_64-unknown-linux-gnu"
-FIXED_TARGETS = ("x86-64-v4", "x86-64-v3")
-"""x86-64 micro-architecture levels LLVM knows by name: v4 = AVX-512 (F, BW, CD, DQ, VL), v3 = AVX2 + FMA."""
+FIXED_TARGETS = ("x86-64-v4", "x86-64-v3", "x86-64")
+"""x86-64 micro-architecture levels LLVM knows by name: v4 = AVX-512 (F, BW, CD, DQ, VL), v3 = AVX2 + FMA,
+plain x86-64 = the baseline every x86-64 CPU runs."""
 
 _HOST: dict[str, tuple[str, str]] = {}
 _SPARE_TM: dict[str, Any] = {}
@@ -120,7 +121,7 @@ def _target_machine(cpu: str) -> Any:
     elif cpu == "generic":
         name, features = "x86-64" if triple.startswith("x86_64") else "generic", ""
     elif cpu in FIXED_TARGETS:
-        # a named instruction set (the prebuilt kernels of ``kernel_library``): the same object on
+        # a named instruction set (the prebuilt objects of ``kernel_library``): the same object on
         # every machine, so triple and CPU are fixed and nothing is read from the host
         triple = FIXED_TRIPLE
         target = llvm.Target.from_triple(triple)

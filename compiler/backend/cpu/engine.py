@@ -181,7 +181,7 @@ def matmul_library(cpu: str, matmul: str | None = None) -> str | None:
     (per-program schedules).  ``matmul``: "library" (default where the host runs a variant) or
     "schedule"; None reads ``$MIND_CPU_MATMUL``.  E6012 on anything else, or when a shipped object
     does not match its manifest."""
-    from .kernel_library import MATMUL_POLICIES, LibraryError, object_digest, select_isa
+    from .kernel_library import MATMUL_POLICIES, LibraryError, gemm_object, object_digest, select_isa
     if matmul is None:
         matmul = env_setting("MIND_CPU_MATMUL", MATMUL_POLICIES, "library")
     if matmul not in MATMUL_POLICIES:
@@ -189,15 +189,17 @@ def matmul_library(cpu: str, matmul: str | None = None) -> str | None:
     isa = select_isa(cpu, matmul)
     if isa is not None:
         try:
-            object_digest(isa)
+            object_digest(gemm_object(isa))
         except LibraryError as e:
-            raise _damaged(e) from None
+            raise _damaged(e, gemm_object(isa)) from None
     return isa
 
 
-def _damaged(e: Exception) -> MindError:
-    return error(E_BACKEND, f"the prebuilt kernel library is damaged: {e}",
-                 help="reinstall MIND, or set MIND_CPU_MATMUL=schedule to compile matmuls per program")
+def _damaged(e: Exception, name: str) -> MindError:
+    """E6012 for a damaged object ``name`` of the kernel library, with what avoids it."""
+    avoid = ("set MIND_OPENMP=kmpc (an LLVM/Intel OpenMP runtime) or compile with threads=1"
+             if name == "openmp-gomp" else "set MIND_CPU_MATMUL=schedule to compile matmuls per program")
+    return error(E_BACKEND, f"the prebuilt kernel library is damaged: {e}", help=f"reinstall MIND, or {avoid}")
 
 
 def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None, schedule: bool | str | None = None,
@@ -235,7 +237,7 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         raise _fail(str(e)) from None
     store = KernelCache.default() if cache is True else (cache or None)
     key = cache_key(mlir_text, func_name, pipeline=pipeline_text, threads=threads, schedule=schedule, cpu=cpu,
-                    extra=f"llvm-opt={opt}|min-work={MIN_SCHEDULE_WORK}|matmul={library_key(library)}")
+                    extra=f"llvm-opt={opt}|min-work={MIN_SCHEDULE_WORK}|matmul={library_key(library, threads)}")
     if store is not None:
         hit = store.lookup(key)
         if hit is not None:
@@ -247,9 +249,12 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
 
     lowered = mlir_to_llvm_ir(mlir_text, func_name, threads=threads, schedule=schedule, library=library)
     from .codegen import CodegenError, JitObject, link_shared, optimize_and_emit_objects
+    from .kernel_library import LibraryError, calls_driver, object_bytes, objects_for
+    from .kernel_library import OBJECTS as LIBRARY_OBJECTS
     from .runtime import external_functions
     try:
-        llvm_ir, openmp = bind_runtime(lowered.llvm_ir)
+        llvm_ir, openmp = bind_runtime(lowered.llvm_ir, teams=lowered.library is not None and
+                                       calls_driver(lowered.llvm_ir))
     except OpenMPUnavailable as e:
         raise _fail(f"native code generation failed for '{func_name}': {e}") from None
     libs = [p] if openmp and (p := runtime_path(openmp)) else []
@@ -261,14 +266,15 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
     except CodegenError as e:
         raise _fail(f"native code generation failed for '{func_name}': {e}") from None
     externals = external_functions(llvm_ir)
-    if lowered.library is not None:
-        from .kernel_library import LibraryError, library_symbols, object_bytes
+    linked = objects_for(llvm_ir, lowered.library, openmp)
+    for name in linked:
         try:
-            objs.append(object_bytes(lowered.library))  # checked against the manifest's SHA-256
+            objs.append(object_bytes(name))  # checked against the manifest's SHA-256
         except LibraryError as e:
-            raise _damaged(e) from None
-        provided = library_symbols(lowered.library)
-        externals = [name for name in externals if name not in provided]
+            raise _damaged(e, name) from None
+    provided = set().union(*(LIBRARY_OBJECTS[name].defines() for name in linked))
+    needed = [n for name in linked for n in LIBRARY_OBJECTS[name].needs]
+    externals = sorted({name for name in externals if name not in provided} | set(needed))
     meta = {"signature": lowered.signature.to_json(), "scheduled": lowered.scheduled,
             "threads": threads, "cpu": cpu, "opt": opt, "openmp": openmp, "matmul_library": lowered.library}
     if jit:
@@ -378,12 +384,20 @@ def _store_alias(store: KernelCache, alias: str, key: str, meta: dict[str, Any])
         pass  # an alias is an optimization only
 
 
-def library_key(isa: str | None) -> str:
-    """What a kernel's matmuls call, for its cache keys: the prebuilt object's level and digest."""
+def library_key(isa: str | None, threads: int = 1) -> str:
+    """What a kernel's matmuls call, for its cache keys: the GEMM's level and the digests of the
+    objects they may link (the threaded driver too when ``threads`` > 1)."""
     if isa is None:
         return "schedule"
-    from .kernel_library import object_digest
-    return f"library:{isa}:{object_digest(isa)}"
+    from .kernel_library import LibraryError, gemm_object, object_digest
+    names = [gemm_object(isa)] + (["gemm-parallel"] if threads > 1 else [])
+    digests = []
+    for name in names:
+        try:
+            digests.append(object_digest(name))
+        except LibraryError as e:
+            raise _damaged(e, name) from None
+    return ":".join(["library", isa, *digests])
 
 
 def mlir_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool | str | None = None,

@@ -1,18 +1,24 @@
-"""The prebuilt kernel library: GEMM object files shipped with MIND, rebuilt byte-identically from source.
+"""The prebuilt kernel library: object files shipped with MIND, rebuilt byte-identically from source.
 
 Why prebuilt: the MLIR and LLVM work a per-program matmul schedule needs is most of a cold compile
-(``gemm_kernel``).  Compiled once per instruction set, the GEMM is linked into every kernel that calls
-it (``library_calls`` emits the calls, ``engine`` adds the object), and a program with matmuls
-compiles as fast as one without.
+(``gemm_kernel``), and so is the code generation of the OpenMP plumbing of a threaded kernel.  Compiled
+once, these objects are linked into every kernel that calls them (``engine``), and a program with
+matmuls or parallel loops compiles as fast as one without.  The objects (``OBJECTS``):
 
-Why auditable: the objects are generated from ``gemm_kernel``'s MLIR by the same pinned toolchain as
-every kernel (MLIR bindings, llvmlite), for a fixed triple and a named x86-64 level, so they depend
-on nothing of the build machine.  ``prebuilt/MANIFEST.json`` records each object's SHA-256, the
-SHA-256 of its MLIR source and the toolchain versions; every load checks the hash, and
-``python -m mind.compiler.backend.cpu.kernel_library --check`` (a test runs it) rebuilds each object
-and compares bytes.  ``--write`` regenerates them after a change to the kernel.
+* ``gemm-<isa>``: the serial GEMMs of ``gemm_kernel`` (MLIR), one per instruction set of ``ISAS``;
+* ``gemm-parallel``: the threaded GEMM driver of ``gemm_driver`` (LLVM IR, baseline x86-64), which
+  splits one matmul over a libgomp-ABI team (``library_calls`` calls it when threads > 1);
+* ``openmp-gomp``: the ``__kmpc_*`` functions of ``kmpc_gomp`` on top of libgomp (LLVM IR, baseline
+  x86-64), which every kernel adapted to libgomp calls.
 
-Which variant runs: the best level the host supports (``host_isa``: AVX-512 -> x86-64-v4, AVX2+FMA ->
+Why auditable: each object is generated from its source by the same pinned toolchain as every kernel
+(MLIR bindings, llvmlite), for a fixed triple and a named x86-64 level, so it depends on nothing of
+the build machine.  ``prebuilt/MANIFEST.json`` records each object's SHA-256, the SHA-256 of its
+source and the toolchain versions; every link checks the hash, and ``python -m
+mind.compiler.backend.cpu.kernel_library --check`` (a test runs it) rebuilds each object and compares
+bytes.  ``--write`` regenerates them after a change to a source.
+
+Which GEMM runs: the best level the host supports (``host_isa``: AVX-512 -> x86-64-v4, AVX2+FMA ->
 x86-64-v3, read from ``/proc/cpuinfo`` so that a cache hit imports nothing), only for ``cpu="host"``
 kernels (``"generic"`` promises portable code) and unless ``$MIND_CPU_MATMUL=schedule`` asks for the
 per-program schedule of ``transforms``.  This module imports neither MLIR nor llvmlite at import time.
@@ -24,20 +30,22 @@ import json
 import os
 import sys
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["ISAS", "library_mlir", "build_object", "host_isa", "select_isa", "object_bytes", "object_digest",
-           "library_symbols", "LibraryError", "MATMUL_POLICIES", "PREBUILT_DIR", "main"]
+__all__ = ["ISAS", "OBJECTS", "LibraryObject", "gemm_object", "object_source", "build_object", "host_isa",
+           "select_isa", "object_bytes", "object_digest", "library_fingerprint", "objects_for", "calls_driver",
+           "LibraryError", "MATMUL_POLICIES", "PREBUILT_DIR", "main"]
 
-# A warm start (cache hit) runs ``select_isa`` and ``object_digest`` for its cache key: they read the
-# CPU flags and the manifest and import nothing more (``gemm_kernel``, ``hashlib``, ``argparse`` are
-# imported by the functions that build or check objects).
+# A warm start (cache hit) runs ``select_isa`` and ``library_fingerprint`` for its cache key: they
+# read the CPU flags and the manifest and import nothing more (the sources, ``hashlib``,
+# ``argparse`` are imported by the functions that build or check objects).
 
 PREBUILT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prebuilt")
 MANIFEST = os.path.join(PREBUILT_DIR, "MANIFEST.json")
+MANIFEST_FORMAT = 2
 
 ISAS = ("x86-64-v4", "x86-64-v3")
-"""The instruction sets with a prebuilt object, best first (``gemm_kernel.VARIANTS`` has their tiles)."""
+"""The instruction sets with a prebuilt GEMM, best first (``gemm_kernel.VARIANTS`` has their tiles)."""
 
 # cpuinfo flags each level needs (LLVM's definitions of x86-64-v3 and -v4; ``abm`` is LZCNT)
 _V3_FLAGS = frozenset({"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"})
@@ -54,26 +62,99 @@ class LibraryError(Exception):
     """A shipped object is missing or does not match its manifest."""
 
 
-def library_symbols(isa: str) -> frozenset[str]:
-    """The functions the object of ``isa`` defines (with their ``_mlir_ciface_`` wrappers)."""
-    from .gemm_kernel import VARIANTS, gemm_symbol
-    names = [gemm_symbol(e) for e in VARIANTS[isa]]
-    return frozenset(names + ["_mlir_ciface_" + n for n in names])
+class LibraryObject:
+    """One prebuilt object: its target (a ``codegen.FIXED_TARGETS`` level), the language of its
+    source ("mlir" or "llvm"), and which module writes that source, what it defines and what it
+    needs from the OpenMP runtime."""
+
+    __slots__ = ("name", "target", "language", "_source", "_defines", "needs")
+
+    def __init__(self, name: str, target: str, language: str, source: Callable[[], str],
+                 defines: Callable[[], tuple[str, ...]], needs: tuple[str, ...] = ()) -> None:
+        self.name, self.target, self.language = name, target, language
+        self._source, self._defines, self.needs = source, defines, needs
+
+    def source(self) -> str:
+        return self._source()
+
+    def defines(self) -> frozenset[str]:
+        """The functions the object defines (the ``_mlir_ciface_`` wrappers of an MLIR one too)."""
+        names = self._defines()
+        if self.language == "mlir":
+            names = names + tuple("_mlir_ciface_" + n for n in names)
+        return frozenset(names)
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}.o"
 
 
-def library_mlir(isa: str) -> str:
-    """The MLIR module the object of ``isa`` is built from (one function per element type)."""
-    from .gemm_kernel import VARIANTS, gemm_function, gemm_symbol
-    return "module {\n" + "".join(gemm_function(gemm_symbol(e), g) for e, g in VARIANTS[isa].items()) + "}\n"
+def _gemm_source(isa: str) -> Callable[[], str]:
+    def source() -> str:
+        from .gemm_kernel import VARIANTS, gemm_function, gemm_symbol
+        return "module {\n" + "".join(gemm_function(gemm_symbol(e), g) for e, g in VARIANTS[isa].items()) + "}\n"
+    return source
 
 
-def build_object(isa: str) -> bytes:
-    """Compile ``library_mlir(isa)`` to an object (needs MLIR and llvmlite): the same pipeline as
-    every kernel's, then LLVM at O3 for the fixed target ``isa``."""
+def _gemm_defines(isa: str) -> Callable[[], tuple[str, ...]]:
+    def defines() -> tuple[str, ...]:
+        from .gemm_kernel import VARIANTS, gemm_symbol
+        return tuple(gemm_symbol(e) for e in VARIANTS[isa])
+    return defines
+
+
+def _driver_source() -> str:
+    from .gemm_driver import driver_module
+    return driver_module()
+
+
+def _driver_defines() -> tuple[str, ...]:
+    from .gemm_driver import DRIVER_ELEMENTS, driver_symbol
+    return tuple(driver_symbol(e) for e in DRIVER_ELEMENTS)
+
+
+def _openmp_source() -> str:
+    from .kmpc_gomp import support_module
+    return support_module()
+
+
+def _openmp_defines() -> tuple[str, ...]:
+    from .kmpc_gomp import support_symbols
+    return support_symbols()
+
+
+_GOMP_NEEDS = ("GOMP_parallel", "GOMP_barrier", "omp_get_thread_num", "omp_get_num_threads")
+
+OBJECTS: dict[str, LibraryObject] = {
+    **{f"gemm-{isa}": LibraryObject(f"gemm-{isa}", isa, "mlir", _gemm_source(isa), _gemm_defines(isa))
+       for isa in ISAS},
+    "gemm-parallel": LibraryObject("gemm-parallel", "x86-64", "llvm", _driver_source, _driver_defines,
+                                   ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")),
+    "openmp-gomp": LibraryObject("openmp-gomp", "x86-64", "llvm", _openmp_source, _openmp_defines, _GOMP_NEEDS),
+}
+"""Every shipped object, by name, in the manifest's order."""
+
+
+def gemm_object(isa: str) -> str:
+    """The name of the serial GEMM object of ``isa``."""
+    return f"gemm-{isa}"
+
+
+def object_source(name: str) -> str:
+    """The source (MLIR or LLVM IR text) the object ``name`` is built from."""
+    return OBJECTS[name].source()
+
+
+def build_object(name: str) -> bytes:
+    """Compile the object ``name`` from its source (needs MLIR for an MLIR source, and llvmlite):
+    the same pipeline as every kernel's, then LLVM at O3 for the object's fixed target."""
     from .codegen import optimize_and_emit_object
-    from .lowering import lower_module_text
-    llvm_ir = lower_module_text(library_mlir(isa))
-    return optimize_and_emit_object(llvm_ir, isa, "full")
+    spec = OBJECTS[name]
+    text = spec.source()
+    if spec.language == "mlir":
+        from .lowering import lower_module_text
+        text = lower_module_text(text)
+    return optimize_and_emit_object(text, spec.target, "full")
 
 
 def _toolchain_versions() -> dict[str, str]:
@@ -92,26 +173,30 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _file_name(isa: str) -> str:
-    return f"gemm-{isa}.o"
-
-
 @lru_cache(maxsize=1)
 def _manifest() -> dict[str, Any]:
     try:
         with open(MANIFEST, encoding="utf-8") as f:
-            return json.load(f)
+            data = json.load(f)
     except (OSError, ValueError) as e:
         raise LibraryError(f"cannot read the kernel library manifest {MANIFEST}: {e}") from None
+    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT or not isinstance(data.get("objects"), dict):
+        raise LibraryError(f"the kernel library manifest {MANIFEST} is not in format {MANIFEST_FORMAT}")
+    return data
+
+
+def _entry(name: str) -> dict[str, Any]:
+    entry = _manifest()["objects"].get(name)
+    if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str) or not isinstance(entry.get("file"), str):
+        raise LibraryError(f"the kernel library manifest has no object {name}")
+    return entry
 
 
 @lru_cache(maxsize=None)
-def object_bytes(isa: str) -> bytes:
-    """The shipped object of ``isa``, checked against the manifest's SHA-256."""
-    entry = _manifest().get("objects", {}).get(isa)
-    if entry is None:
-        raise LibraryError(f"the kernel library manifest has no object for {isa}")
-    path = os.path.join(PREBUILT_DIR, entry["file"])
+def object_bytes(name: str) -> bytes:
+    """The shipped object ``name``, checked against the manifest's SHA-256."""
+    entry = _entry(name)
+    path = os.path.join(PREBUILT_DIR, os.path.basename(entry["file"]))
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -122,13 +207,36 @@ def object_bytes(isa: str) -> bytes:
     return data
 
 
-def object_digest(isa: str) -> str:
-    """The manifest's SHA-256 of ``isa``'s object (part of every cache key of a kernel that links it;
-    the object itself is checked against it when a kernel is linked, ``object_bytes``)."""
-    entry = _manifest().get("objects", {}).get(isa)
-    if entry is None or not isinstance(entry.get("sha256"), str):
-        raise LibraryError(f"the kernel library manifest has no object for {isa}")
-    return entry["sha256"]
+def object_digest(name: str) -> str:
+    """The manifest's SHA-256 of the object ``name`` (the object itself is checked against it when
+    a kernel is linked, ``object_bytes``)."""
+    return _entry(name)["sha256"]
+
+
+def library_fingerprint() -> str:
+    """Every object's name and manifest SHA-256: part of every cache key, since a kernel may link
+    any of them (``objects_for``)."""
+    return "|".join(f"{name}:{object_digest(name)}" for name in OBJECTS)
+
+
+def calls_driver(llvm_ir: str) -> bool:
+    """Whether a kernel's LLVM IR calls the threaded GEMM driver (it then starts OpenMP teams)."""
+    from .gemm_driver import DRIVER_ELEMENTS, driver_symbol
+    return any(f" @{driver_symbol(e)}(" in llvm_ir for e in DRIVER_ELEMENTS)
+
+
+def objects_for(llvm_ir: str, isa: str | None, abi: str | None) -> list[str]:
+    """The objects a kernel's (bound) LLVM IR is linked with: the GEMM of ``isa`` when it calls the
+    library, the driver when it calls that, ``openmp-gomp`` when it calls ``kmpc_gomp``'s functions."""
+    from .kmpc_gomp import PREFIX
+    names = []
+    if isa is not None:
+        names.append(gemm_object(isa))
+        if calls_driver(llvm_ir):
+            names.append("gemm-parallel")
+    if abi == "gomp" and f"@{PREFIX}" in llvm_ir:
+        names.append("openmp-gomp")
+    return names
 
 
 @lru_cache(maxsize=1)
@@ -165,14 +273,13 @@ def select_isa(cpu: str, policy: str) -> str | None:
 
 # ------------------------------------------------------------------ rebuilding (auditors, developers)
 
-def _rebuild() -> dict[str, Any]:
-    from .gemm_kernel import VARIANTS, gemm_symbol
+def _rebuild() -> dict[str, dict[str, Any]]:
     objects = {}
-    for isa in ISAS:
-        data = build_object(isa)
-        objects[isa] = {"file": _file_name(isa), "sha256": _sha256(data), "bytes": len(data),
-                        "symbols": [gemm_symbol(e) for e in VARIANTS[isa]],
-                        "source_sha256": _sha256(library_mlir(isa).encode("utf-8")), "data": data}
+    for name, spec in OBJECTS.items():
+        data = build_object(name)
+        objects[name] = {"file": spec.file, "sha256": _sha256(data), "bytes": len(data), "target": spec.target,
+                         "language": spec.language, "symbols": sorted(spec.defines()),
+                         "source_sha256": _sha256(spec.source().encode("utf-8")), "data": data}
     return objects
 
 
@@ -189,29 +296,33 @@ def main(argv: list[str] | None = None) -> int:
     built = _rebuild()
     if args.write:
         os.makedirs(PREBUILT_DIR, exist_ok=True)
-        for isa, entry in built.items():
+        for entry in built.values():
             tmp = os.path.join(PREBUILT_DIR, entry["file"] + ".tmp")
             with open(tmp, "wb") as f:
                 f.write(entry["data"])
             os.replace(tmp, os.path.join(PREBUILT_DIR, entry["file"]))
-        manifest = {"format": 1, "toolchain": _toolchain_versions(),
-                    "objects": {isa: {k: v for k, v in e.items() if k != "data"} for isa, e in built.items()}}
+        manifest = {"format": MANIFEST_FORMAT, "toolchain": _toolchain_versions(),
+                    "objects": {name: {k: v for k, v in e.items() if k != "data"} for name, e in built.items()}}
         tmp = MANIFEST + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=1, sort_keys=True)
             f.write("\n")
         os.replace(tmp, MANIFEST)
-        for isa, e in built.items():
+        known = {e["file"] for e in built.values()}
+        for stale in sorted(os.listdir(PREBUILT_DIR)):  # objects no longer in OBJECTS
+            if stale.endswith(".o") and stale not in known:
+                os.remove(os.path.join(PREBUILT_DIR, stale))
+        for e in built.values():
             print(f"{e['file']}: {e['bytes']} bytes, sha256 {e['sha256']}")
         return 0
     _manifest.cache_clear()
     object_bytes.cache_clear()
     status = 0
-    for isa, e in built.items():
+    for name, e in built.items():
         try:
-            shipped = object_bytes(isa)
+            shipped = object_bytes(name)
         except LibraryError as err:
-            print(f"{isa}: {err}")
+            print(f"{name}: {err}")
             status = 1
             continue
         same = shipped == e["data"]

@@ -1,28 +1,39 @@
-"""The part of the ``__kmpc_*`` OpenMP ABI that MLIR emits, defined in LLVM IR on top of GCC's libgomp.
+"""The part of the ``__kmpc_*`` OpenMP ABI that MLIR emits, defined on top of GCC's libgomp.
 
 Why: ``convert-openmp-to-llvm`` calls the LLVM/Intel ABI (``__kmpc_fork_call``, ...), whose runtimes
 cost a new process 2.5-6 ms before the first parallel loop runs (Intel OpenMP: a 2.8 MB library to
 relocate, then a timestamp-counter calibration when it initializes), a cost every warm start of a
 threaded kernel paid.  libgomp, present wherever GCC's runtime is, loads in about 0.2 ms and starts
-its threads in about 0.3 ms.  Its ABI differs (``GOMP_parallel(fn, data, nthreads, flags)``), so
-this module defines the six ``__kmpc_*`` functions our kernels use as internal functions of the
-kernel's own module, each calling libgomp: the kernel then needs only ``GOMP_parallel``,
-``GOMP_barrier``, ``omp_get_thread_num`` and ``omp_get_num_threads`` from outside.
+its threads in about 0.3 ms.  Its ABI differs (``GOMP_parallel(fn, data, nthreads, flags)``), so this
+module defines the seven ``__kmpc_*`` functions our kernels use on top of libgomp: the kernel then
+needs only ``GOMP_parallel``, ``GOMP_barrier``, ``omp_get_thread_num`` and ``omp_get_num_threads``
+from outside.
+
+How: the definitions (``support_module``) are compiled once, ahead of time, into the prebuilt object
+``openmp-gomp`` of ``kernel_library`` (code generation of these eight small functions cost every
+threaded kernel 4-10 ms of its cold compile when they were part of its module).  An adapted kernel
+(``link_kmpc_on_gomp``) calls them under the names ``mind_kmpc_*`` (``__kmpc_fork_call`` ->
+``mind_kmpc_fork_call``): hidden in the object, they are bound inside the kernel's shared library
+and never confused with a real LLVM/Intel runtime loaded in the same process.  Every kernel library
+links its own copy.
 
 What is covered, and checked before anything is rewritten (``adaptable``): the functions in
-``_DEFINITIONS`` only, and worksharing loops with the static unchunked schedule (34), increment 1
-and chunk 0, which is what LLVM's OpenMPIRBuilder emits for MLIR's ``omp.wsloop``: it normalizes
-every loop to ``[0, trip)`` first.  A module that needs anything else (a reduction, another
-schedule) keeps the ``__kmpc_*`` calls and needs an LLVM/Intel runtime (``openmp``).
+``_DEFINITIONS`` only; worksharing loops with the static unchunked schedule (34), increment 1 and
+chunk 0, which is what LLVM's OpenMPIRBuilder emits for MLIR's ``omp.wsloop`` (it normalizes every
+loop to ``[0, trip)`` first); at most ``MAX_FORK_ARGS`` arguments per fork; and one constant team
+size pushed before every fork of the module, or none.  A module that needs anything else (a
+reduction, another schedule) keeps the ``__kmpc_*`` calls and needs an LLVM/Intel runtime
+(``openmp``).
 
 Semantics (the same as LLVM's runtime for these inputs):
+* ``__kmpc_push_num_threads(loc, gtid, n)`` records ``n`` for the forks that follow.  It is kept in
+  one variable of the kernel's library, which is exact because ``adaptable`` admits only modules
+  whose forks all follow a push of the same constant (the pipeline's ``num-threads``) or that push
+  nothing (libgomp's default team).
 * ``__kmpc_fork_call(loc, argc, task, a0, ..., a_{argc-1})`` runs ``task(&tid, &tid, a0, ...)`` on
   every thread of a new team (``GOMP_parallel``; thread 0 is the caller) and returns when all are
-  done.  The team size is the constant every ``__kmpc_push_num_threads`` of the module pushes (the
-  pipeline's ``num-threads``; a module whose pushes differ or are not constants is not adapted;
-  none: libgomp's default), so ``__kmpc_push_num_threads`` itself has nothing left to do.
-  When the module's ``SERIAL_SWITCH`` is set, the task runs on the calling thread alone (a team
-  of one: ``omp_get_num_threads`` is 1 outside a parallel region, and ``GOMP_barrier`` returns).
+  done.  When the kernel's ``SERIAL_SWITCH`` is set, the task runs on the calling thread alone (a
+  team of one: ``omp_get_num_threads`` is 1 outside a parallel region, and ``GOMP_barrier`` returns).
 * ``__kmpc_for_static_init_{4u,8u}``: the ``trip = ub - lb + 1`` iterations (none when ub < lb)
   are split into contiguous blocks, the first ``trip mod nthreads`` threads getting one more; a
   thread with none gets ``lb' = lb + start, ub' = lb' - 1`` (trip 0 for the loop that follows);
@@ -36,41 +47,53 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["GOMP_FUNCTIONS", "SERIAL_SWITCH", "adaptable", "link_kmpc_on_gomp"]
+__all__ = ["GOMP_FUNCTIONS", "SERIAL_SWITCH", "MAX_FORK_ARGS", "PREFIX", "adaptable", "link_kmpc_on_gomp",
+           "define_serial_switch", "support_module", "support_symbols"]
 
 SERIAL_SWITCH = "mind_omp_serial"
-"""An exported ``i32`` of every adapted module: when non-zero, ``__kmpc_fork_call`` runs the region
-on the calling thread alone instead of through ``GOMP_parallel``.  Why: libgomp is not fork-safe; a
-child forked after the parent started libgomp's threads waits forever on the first parallel region,
-since those threads do not exist in the child.  ``openmp`` sets the switch of every adapted kernel
-in such a child (``os.register_at_fork``), and of those it loads there, so the child computes the
-same results on one thread (as PyTorch does with its own OpenMP)."""
+"""An exported ``i32`` of every kernel that starts OpenMP teams on libgomp: when non-zero,
+``__kmpc_fork_call`` (and the threaded GEMM driver of ``gemm_driver``) runs the region on the
+calling thread alone instead of through ``GOMP_parallel``.  Why: libgomp is not fork-safe; a child
+forked after the parent started libgomp's threads waits forever on the first parallel region, since
+those threads do not exist in the child.  ``openmp`` sets the switch of every such kernel in such a
+child (``os.register_at_fork``), and of those it loads there, so the child computes the same results
+on one thread (as PyTorch does with its own OpenMP).  Defined by the kernel's own module
+(``define_serial_switch``); the prebuilt objects refer to it."""
 
-# What the adapted module needs from libgomp.
+PREFIX = "mind_kmpc_"
+"""What ``__kmpc_`` becomes in an adapted module and in the support object."""
+
+MAX_FORK_ARGS = 16
+"""Arguments a fork may pass to its task (MLIR passes one: a struct of the captured values)."""
+
+# What the support object needs from libgomp.
 GOMP_FUNCTIONS = ("GOMP_parallel", "GOMP_barrier", "omp_get_thread_num", "omp_get_num_threads")
+
+_TEAM = "@mind_kmpc.team"  # the pushed team size (0: libgomp's default)
 
 _SIMPLE = {
     "__kmpc_global_thread_num": """\
-define internal i32 @__kmpc_global_thread_num(ptr %loc) {
+define hidden i32 @{p}global_thread_num(ptr %loc) {{
   %t = call i32 @omp_get_thread_num()
   ret i32 %t
-}
+}}
 """,
     "__kmpc_push_num_threads": """\
-define internal void @__kmpc_push_num_threads(ptr %loc, i32 %gtid, i32 %n) {
+define hidden void @{p}push_num_threads(ptr %loc, i32 %gtid, i32 %n) {{
+  store atomic i32 %n, ptr {team} monotonic, align 4
   ret void
-}
+}}
 """,
     "__kmpc_for_static_fini": """\
-define internal void @__kmpc_for_static_fini(ptr %loc, i32 %gtid) {
+define hidden void @{p}for_static_fini(ptr %loc, i32 %gtid) {{
   ret void
-}
+}}
 """,
     "__kmpc_barrier": """\
-define internal void @__kmpc_barrier(ptr %loc, i32 %gtid) {
+define hidden void @{p}barrier(ptr %loc, i32 %gtid) {{
   call void @GOMP_barrier()
   ret void
-}
+}}
 """,
 }
 
@@ -84,7 +107,7 @@ def _static_init(bits: int) -> str:
     def widen(name: str, src: str) -> str:
         return f"  %{name} = {ext.format(src)}\n" if ext else f"  %{name} = add i32 {src}, 0\n"
     return (
-        f"define internal void @__kmpc_for_static_init_{suffix}(ptr %loc, i32 %gtid, i32 %sched, ptr %plast, "
+        f"define hidden void @{PREFIX}for_static_init_{suffix}(ptr %loc, i32 %gtid, i32 %sched, ptr %plast, "
         f"ptr %plower, ptr %pupper, ptr %pstride, {t} %incr, {t} %chunk) {{\n"
         f"  %lb = load {t}, ptr %plower, align 4\n"
         f"  %ub = load {t}, ptr %pupper, align 4\n"
@@ -119,16 +142,16 @@ def _static_init(bits: int) -> str:
         "}\n")
 
 
-def _fork_call(max_args: int, nthreads: int) -> str:
+def _fork_call() -> str:
     """``__kmpc_fork_call`` (variadic) + the trampoline ``GOMP_parallel`` runs on each thread.
 
-    The variadic pointers are copied into an array of ``max_args`` (the largest ``argc`` of the
-    module's calls, so every call fits; the copy is bounded by it all the same); the trampoline
-    calls the task with its ``argc`` arguments through a switch, one case per count."""
-    n = max(max_args, 0)
+    The variadic pointers are copied into an array of ``MAX_FORK_ARGS`` (``adaptable`` admits no
+    fork with more; the copy is bounded by it all the same); the trampoline calls the task with its
+    ``argc`` arguments through a switch, one case per count."""
+    n = MAX_FORK_ARGS
     cases = " ".join(f"i32 {k}, label %c{k}" for k in range(n + 1))
     lines = [
-        "define internal void @mind.omp.trampoline(ptr %ctx) {",
+        "define internal void @mind_kmpc.trampoline(ptr %ctx) {",
         "entry:",
         "  %gtid = alloca i32, align 4",
         "  %btid = alloca i32, align 4",
@@ -153,10 +176,10 @@ def _fork_call(max_args: int, nthreads: int) -> str:
         lines.append("  ret void")
     lines.append("}")
     lines += [
-        "define internal void @__kmpc_fork_call(ptr %loc, i32 %argc, ptr %task, ...) {",
+        f"define hidden void @{PREFIX}fork_call(ptr %loc, i32 %argc, ptr %task, ...) {{",
         "entry:",
         "  %ap = alloca [24 x i8], align 8",  # the x86-64 System V va_list
-        f"  %args = alloca [{max(n, 1)} x ptr], align 8",
+        f"  %args = alloca [{n} x ptr], align 8",
         "  %ctx = alloca { ptr, i32, ptr }, align 8",
         "  call void @llvm.va_start.p0(ptr %ap)",
         "  %neg = icmp slt i32 %argc, 0",
@@ -184,11 +207,12 @@ def _fork_call(max_args: int, nthreads: int) -> str:
         f"  %serial = load atomic i32, ptr @{SERIAL_SWITCH} monotonic, align 4",
         "  %alone = icmp ne i32 %serial, 0",
         "  br i1 %alone, label %serial.run, label %team",
-        "serial.run:",  # a forked child: the parent's thread pool does not exist here (see below)
-        "  call void @mind.omp.trampoline(ptr %ctx)",
+        "serial.run:",  # a forked child: the parent's thread pool does not exist here
+        "  call void @mind_kmpc.trampoline(ptr %ctx)",
         "  ret void",
         "team:",
-        f"  call void @GOMP_parallel(ptr @mind.omp.trampoline, ptr %ctx, i32 {nthreads}, i32 0)",
+        f"  %size = load atomic i32, ptr {_TEAM} monotonic, align 4",
+        "  call void @GOMP_parallel(ptr @mind_kmpc.trampoline, ptr %ctx, i32 %size, i32 0)",
         "  ret void",
         "}",
     ]
@@ -197,14 +221,32 @@ def _fork_call(max_args: int, nthreads: int) -> str:
 
 _DEFINITIONS = ("__kmpc_global_thread_num", "__kmpc_push_num_threads", "__kmpc_for_static_fini", "__kmpc_barrier",
                 "__kmpc_for_static_init_4u", "__kmpc_for_static_init_8u", "__kmpc_fork_call")
-_EXTERNAL_DECLS = {
-    "GOMP_parallel": "declare void @GOMP_parallel(ptr, ptr, i32, i32)",
-    "GOMP_barrier": "declare void @GOMP_barrier()",
-    "omp_get_thread_num": "declare i32 @omp_get_thread_num()",
-    "omp_get_num_threads": "declare i32 @omp_get_num_threads()",
-    "llvm.va_start.p0": "declare void @llvm.va_start.p0(ptr)",
-    "llvm.va_end.p0": "declare void @llvm.va_end.p0(ptr)",
-}
+_EXTERNAL_DECLS = (
+    "declare void @GOMP_parallel(ptr, ptr, i32, i32)",
+    "declare void @GOMP_barrier()",
+    "declare i32 @omp_get_thread_num()",
+    "declare i32 @omp_get_num_threads()",
+    "declare void @llvm.va_start.p0(ptr)",
+    "declare void @llvm.va_end.p0(ptr)",
+)
+
+
+def support_module() -> str:
+    """LLVM IR of the prebuilt ``openmp-gomp`` object: every function of ``_DEFINITIONS`` under its
+    ``PREFIX`` name, hidden, on top of libgomp; the serial switch is the kernel's (external)."""
+    out = [f"{_TEAM} = internal global i32 0, align 4",
+           f"@{SERIAL_SWITCH} = external global i32, align 4", ""]
+    out += [text.format(p=PREFIX, team=_TEAM) for text in _SIMPLE.values()]
+    out += [_static_init(32), _static_init(64), _fork_call()]
+    out += list(_EXTERNAL_DECLS)
+    return "\n".join(out) + "\n"
+
+
+def support_symbols() -> tuple[str, ...]:
+    """The functions the support object defines (hidden: bound inside each kernel's library)."""
+    return tuple(PREFIX + name[len("__kmpc_"):] for name in _DEFINITIONS)
+
+
 _STATIC_INIT_CALL = re.compile(r"@__kmpc_for_static_init_(4u|8u)\(ptr [^,]+, i32 [^,]+, i32 (-?\d+|%[-\w.$]+), "
                                r"ptr [^,]+, ptr [^,]+, ptr [^,]+, ptr [^,]+, i(?:32|64) ([^,]+), i(?:32|64) ([^)]+)\)")
 _PUSH_CALL = re.compile(r"@__kmpc_push_num_threads\(ptr [^,]+, i32 [^,]+, i32 ([^)]+)\)")
@@ -217,6 +259,10 @@ def _kmpc_used(ir_text: str) -> set[str]:
     return set(_KMPC_NAME.findall(ir_text))
 
 
+def _count_calls(ir_text: str, name: str) -> int:
+    return sum(1 for _ in re.finditer(r"call [^@\n]*@" + name + r"\(", ir_text))
+
+
 def adaptable(ir_text: str) -> bool:
     """Whether every ``__kmpc_*`` use of the module is in the subset defined here (see the module
     docstring); also true for a module without any."""
@@ -226,39 +272,32 @@ def adaptable(ir_text: str) -> bool:
     for m in _STATIC_INIT_CALL.finditer(ir_text):
         if (m.group(2), m.group(3), m.group(4)) != (str(STATIC_UNCHUNKED), "1", "0"):
             return False
-    inits = sum(1 for _ in re.finditer(r"call [^@\n]*@__kmpc_for_static_init_", ir_text))
-    if inits != sum(1 for _ in _STATIC_INIT_CALL.finditer(ir_text)):
+    if _count_calls(ir_text, "__kmpc_for_static_init_(?:4u|8u)") != sum(1 for _ in _STATIC_INIT_CALL.finditer(ir_text)):
         return False  # a call this module cannot read
     forks = [m.group(1) for m in _FORK_CALL.finditer(ir_text)]
-    calls = sum(1 for _ in re.finditer(r"call [^@\n]*@__kmpc_fork_call\(", ir_text))
-    if len(forks) != calls or not all(a.isdigit() for a in forks):
+    if len(forks) != _count_calls(ir_text, "__kmpc_fork_call") or \
+            not all(a.isdigit() and int(a) <= MAX_FORK_ARGS for a in forks):
         return False
     pushes = _PUSH_CALL.findall(ir_text)
-    if len(pushes) != sum(1 for _ in re.finditer(r"call [^@\n]*@__kmpc_push_num_threads\(", ir_text)):
+    if len(pushes) != _count_calls(ir_text, "__kmpc_push_num_threads"):
         return False
+    if pushes and len(pushes) != len(forks):
+        return False  # the pushed size would reach forks that did not ask for it
     return len(set(pushes)) <= 1 and all(p.isdigit() for p in pushes)
 
 
-def link_kmpc_on_gomp(ir_text: str) -> str:
-    """``ir_text`` with its ``__kmpc_*`` declarations replaced by the definitions above (the caller
-    checks ``adaptable`` first; a module without ``__kmpc_*`` comes back unchanged)."""
-    used = _kmpc_used(ir_text)
-    if not used:
+def define_serial_switch(ir_text: str) -> str:
+    """``ir_text`` defining ``SERIAL_SWITCH`` (exported, 0) if it does not yet."""
+    if re.search(rf"^@{SERIAL_SWITCH} = (?:dso_local )?global ", ir_text, re.M):
         return ir_text
-    max_args = max((int(a) for a in _FORK_CALL.findall(ir_text)), default=0)
-    nthreads = int(next(iter(_PUSH_CALL.findall(ir_text)), "0"))
-    lines = [ln for ln in ir_text.split("\n")
-             if not (ln.startswith("declare ") and any(f"@{name}(" in ln for name in used))]
-    out = [f"@{SERIAL_SWITCH} = global i32 0, align 4\n"] if "__kmpc_fork_call" in used else []
-    for name in _DEFINITIONS:
-        if name not in used:
-            continue
-        if name in _SIMPLE:
-            out.append(_SIMPLE[name])
-        elif name == "__kmpc_fork_call":
-            out.append(_fork_call(max_args, nthreads))
-        else:
-            out.append(_static_init(32 if name.endswith("4u") else 64))
-    body = "\n".join(lines)
-    out += [decl for name, decl in _EXTERNAL_DECLS.items() if f"@{name}(" not in body]
-    return body + "\n" + "\n".join(out) + "\n"
+    return ir_text + f"@{SERIAL_SWITCH} = global i32 0, align 4\n"
+
+
+def link_kmpc_on_gomp(ir_text: str) -> str:
+    """``ir_text`` calling the support object instead of ``__kmpc_*`` (the caller checks
+    ``adaptable`` first; a module without ``__kmpc_*`` comes back unchanged).  The module defines the
+    serial switch when it forks; the object (``kernel_library``) must be linked with it."""
+    if not _kmpc_used(ir_text):
+        return ir_text
+    renamed = ir_text.replace("@__kmpc_", "@" + PREFIX)
+    return define_serial_switch(renamed) if "__kmpc_fork_call" in _kmpc_used(ir_text) else renamed

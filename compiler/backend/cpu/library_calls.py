@@ -10,9 +10,9 @@ Two steps, both on a parsed module:
 * after bufferization (memrefs), ``insert_library_calls`` replaces each of them by a call of a small
   private helper written for its operand types.  The helper casts the operands to the library's
   ``memref<?x?xT, strided<[?, 1], offset: ?>>`` (copying an operand whose elements are not contiguous
-  along a row into a fresh buffer first), and with ``threads > 1`` splits the rows (or the columns,
-  whichever has more register tiles) into one block per thread with ``scf.forall``, which the
-  pipeline turns into an OpenMP loop.  A matmul on memrefs accumulates into its output, and so does
+  along a row into a fresh buffer first), and with ``threads > 1`` calls the threaded driver of
+  ``gemm_driver`` instead, with the rows (or the columns, whichever has more register tiles) split
+  into one block per thread: the kernel itself then has no OpenMP region to compile.  A matmul on memrefs accumulates into its output, and so does
   the call (``C += A @ B``), except where the emitter's zero fill of C comes right before it: the
   fill is then dropped and the call overwrites C (``C = A @ B``, C never read).
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .gemm_driver import driver_symbol
 from .gemm_kernel import VARIANTS, gemm_symbol, operand_type
 from .transforms import DEFAULT_MAPS
 
@@ -131,23 +132,11 @@ def _helper(name: str, isa: str, elem: str, types: list[str], contiguous: list[b
     if not axis:
         lines.append(f"func.call @{sym}(%d0, %d1, %d2, %acc) : {call_ty}")
     else:
-        lines += [f"%block = arith.constant {block} : index",
-                  f"%extent = arith.constant {m if axis == 'm' else n} : index",
-                  f"%m = arith.constant {m} : index", f"%n = arith.constant {n} : index",
-                  f"%k = arith.constant {k} : index",
-                  f"scf.forall (%p) in ({parts}) {{",
-                  "  %lo = arith.muli %p, %block : index",
-                  "  %rest = arith.subi %extent, %lo : index",
-                  "  %size = arith.minui %rest, %block : index"]
-        if axis == "m":
-            lines += [f"  %as = memref.subview %d0[%lo, 0] [%size, %k] [1, 1] : {dyn} to {dyn}",
-                      f"  %cs = memref.subview %d2[%lo, 0] [%size, %n] [1, 1] : {dyn} to {dyn}",
-                      f"  func.call @{sym}(%as, %d1, %cs, %acc) : {call_ty}"]
-        else:
-            lines += [f"  %bs = memref.subview %d1[0, %lo] [%k, %size] [1, 1] : {dyn} to {dyn}",
-                      f"  %cs = memref.subview %d2[0, %lo] [%m, %size] [1, 1] : {dyn} to {dyn}",
-                      f"  func.call @{sym}(%d0, %bs, %cs, %acc) : {call_ty}"]
-        lines.append("}")
+        lines += [f"%parts = arith.constant {parts} : i32",
+                  f"%axis = arith.constant {0 if axis == 'm' else 1} : i32",
+                  f"%block = arith.constant {block} : index",
+                  f"func.call @{driver_symbol(elem)}(%d0, %d1, %d2, %acc, %parts, %axis, %block) : "
+                  f"({dyn}, {dyn}, {dyn}, i1, i32, i32, index) -> ()"]
     for i, dense in copies:
         if i == 2:
             lines.append(f"memref.copy %t2, %c : {dense} to {types[2]}")
@@ -190,8 +179,12 @@ def insert_library_calls(module: Any, isa: str, threads: int) -> int:
                             attributes={"callee": ir.FlatSymbolRefAttr.get(name)}, loc=op.location,
                             ip=ir.InsertionPoint(op))
         op.erase()
-    decls = [f"func.func private @{gemm_symbol(e)}({', '.join([operand_type(e)] * 3)}, i1)"
-             for e in sorted({e for _, e in found})]
+    decls = []
+    for e in sorted({e for _, e in found}):
+        operands = ", ".join([operand_type(e)] * 3)
+        decls.append(f"func.func private @{gemm_symbol(e)}({operands}, i1)")
+        if any(f"@{driver_symbol(e)}(" in h for h in helpers):
+            decls.append(f"func.func private @{driver_symbol(e)}({operands}, i1, i32, i32, index)")
     extra = ir.Module.parse("module {\n" + "\n".join(decls) + "\n" + "".join(helpers) + "}\n")
     anchor = list(module.body.operations)[-1]
     for op in list(extra.body.operations):

@@ -85,20 +85,23 @@ class OpenMPUnavailable(Exception):
     """A module needs an OpenMP runtime that this machine does not have."""
 
 
-def bind_runtime(llvm_ir: str) -> tuple[str, str | None]:
+def bind_runtime(llvm_ir: str, teams: bool = False) -> tuple[str, str | None]:
     """The module's text for the runtime it will run on, and that runtime's ABI (None: the module
-    makes no OpenMP call).  libgomp when it is preferred and the module's calls are within what
-    ``kmpc_gomp`` defines; else an LLVM/Intel runtime."""
-    if "@__kmpc_" not in llvm_ir:
+    starts no OpenMP team).  libgomp when it is preferred and the module's ``__kmpc_*`` calls are
+    within what ``kmpc_gomp`` defines; else an LLVM/Intel runtime.  ``teams``: the module also calls
+    prebuilt code that starts teams through ``GOMP_parallel`` (the threaded GEMM driver), which both
+    runtimes export; the module then defines the serial switch that code reads."""
+    from .kmpc_gomp import adaptable, define_serial_switch, link_kmpc_on_gomp
+    kmpc = "@__kmpc_" in llvm_ir
+    if not kmpc and not teams:
         return llvm_ir, None
-    if preferred_abi() == "gomp":
-        from .kmpc_gomp import adaptable, link_kmpc_on_gomp
-        if adaptable(llvm_ir):
-            return link_kmpc_on_gomp(llvm_ir), "gomp"
+    if preferred_abi() == "gomp" and adaptable(llvm_ir):
+        linked = link_kmpc_on_gomp(llvm_ir)
+        return (define_serial_switch(linked) if teams else linked), "gomp"
     if runtime_path("kmpc") is None:
         raise OpenMPUnavailable("the kernel's parallel loops need an LLVM/Intel OpenMP runtime (libiomp5 or "
                                 "libomp): none was found; install intel-openmp or compile with threads=1")
-    return llvm_ir, "kmpc"
+    return (define_serial_switch(llvm_ir) if teams else llvm_ir), "kmpc"
 
 
 _LOAD_LOCK = threading.Lock()
