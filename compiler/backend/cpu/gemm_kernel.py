@@ -97,22 +97,23 @@ class _Text:
         return self.op(f"arith.constant {value} : index", "c")
 
 
-def _tile(t: _Text, g: GemmShape, rows: int, masked: bool, i: str, j: str, width_left: str,
+def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str, j: str, width_left: str,
           kb: str, ke: str, one: str) -> None:
-    """One register tile at (i, j): load C, accumulate over k in [kb, ke), store C.
+    """One register tile of ``rows`` x ``vectors`` vectors at (i, j): load C, accumulate over k in
+    [kb, ke), store C.
 
     ``masked``: only the first ``width_left`` columns exist (fewer than the tile's width)."""
     mty = operand_type(g.elem)
     vty = f"vector<{g.lanes}x{g.elem}>"
     mask_ty = f"vector<{g.lanes}xi1>"
-    cols = [j, t.op(f"arith.addi {j}, {t.index(g.lanes)} : index", "j")]
+    cols = [j] + [t.op(f"arith.addi {j}, {t.index(v * g.lanes)} : index", "j") for v in range(1, vectors)]
     masks: list[str] = []
     zero = ""
     if masked:
-        lanes_c = t.index(g.lanes)
-        rest = t.op(f"arith.subi {width_left}, {lanes_c} : index", "w")  # may be negative: no lanes
-        masks = [t.op(f"vector.create_mask {width_left} : {mask_ty}", "mask"),
-                 t.op(f"vector.create_mask {rest} : {mask_ty}", "mask")]
+        masks = [t.op(f"vector.create_mask {width_left} : {mask_ty}", "mask")]
+        for v in range(1, vectors):  # may be negative: no lanes
+            rest = t.op(f"arith.subi {width_left}, {t.index(v * g.lanes)} : index", "w")
+            masks.append(t.op(f"vector.create_mask {rest} : {mask_ty}", "mask"))
         zero = t.op(f"arith.constant dense<0.0> : {vty}", "z")
     row_idx = [i] + [t.op(f"arith.addi {i}, {t.index(r)} : index", "i") for r in range(1, rows)]
 
@@ -122,12 +123,12 @@ def _tile(t: _Text, g: GemmShape, rows: int, masked: bool, i: str, j: str, width
                         f"{mty}, {mask_ty}, {vty} into {vty}", "ld")
         return t.op(f"vector.load {mem}[{r}, {cols[v]}] : {mty}, {vty}", "ld")
 
-    n_acc = 2 * rows
+    n_acc = vectors * rows
     types = ", ".join([vty] * n_acc)
     init = t.fresh("init")
     t.line(f"{init}:{n_acc} = scf.if %load_c -> ({types}) {{")  # C's values, or zeros (see gemm_function)
     t.depth += 1
-    t.line(f"scf.yield {', '.join(load('%C', row_idx[r], v) for r in range(rows) for v in range(2))} : {types}")
+    t.line(f"scf.yield {', '.join(load('%C', row_idx[r], v) for r in range(rows) for v in range(vectors))} : {types}")
     t.depth -= 1
     t.line("} else {")
     t.depth += 1
@@ -141,19 +142,19 @@ def _tile(t: _Text, g: GemmShape, rows: int, masked: bool, i: str, j: str, width
     iters = ", ".join(f"{a} = {x}" for a, x in zip(accs, acc0))
     t.line(f"{results}:{len(accs)} = scf.for %k = {kb} to {ke} step {one} iter_args({iters}) -> ({types}) {{")
     t.depth += 1
-    bs = [load("%B", "%k", v) for v in range(2)]
+    bs = [load("%B", "%k", v) for v in range(vectors)]
     new: list[str] = []
     for r in range(rows):
         a = t.op(f"memref.load %A[{row_idx[r]}, %k] : {mty}", "a")
         av = t.op(f"vector.broadcast {a} : {g.elem} to {vty}", "av")
-        for v in range(2):
-            new.append(t.op(f"vector.fma {av}, {bs[v]}, {accs[2 * r + v]} : {vty}", "f"))
+        for v in range(vectors):
+            new.append(t.op(f"vector.fma {av}, {bs[v]}, {accs[vectors * r + v]} : {vty}", "f"))
     t.line(f"scf.yield {', '.join(new)} : {types}")
     t.depth -= 1
     t.line("}")
     for r in range(rows):
-        for v in range(2):
-            val = f"{results}#{2 * r + v}"
+        for v in range(vectors):
+            val = f"{results}#{vectors * r + v}"
             if masked:
                 t.line(f"vector.maskedstore %C[{row_idx[r]}, {cols[v]}], {masks[v]}, {val} : {mty}, {mask_ty}, {vty}")
             else:
@@ -163,21 +164,31 @@ def _tile(t: _Text, g: GemmShape, rows: int, masked: bool, i: str, j: str, width
 def _column_tiles(t: _Text, g: GemmShape, rows: int, i: str, nb: str, ne: str, kb: str, ke: str,
                   one: str) -> None:
     """The register tiles of one row band across the column block [nb, ne): whole tiles, then one
-    masked tile for the columns left over."""
+    masked tile for the columns left over: two vectors wide if they need both, else one (a narrow
+    output, N <= lanes, then does no work on lanes that do not exist)."""
     width = t.index(g.width)
     span = t.op(f"arith.subi {ne}, {nb} : index", "span")
     whole = t.op(f"arith.subi {span}, {t.op(f'arith.remui {span}, {width} : index', 'rem')} : index", "whole")
     je = t.op(f"arith.addi {nb}, {whole} : index", "je")
     t.line(f"scf.for %j{rows} = {nb} to {je} step {width} {{")
     t.depth += 1
-    _tile(t, g, rows, False, i, f"%j{rows}", "", kb, ke, one)
+    _tile(t, g, rows, 2, False, i, f"%j{rows}", "", kb, ke, one)
     t.depth -= 1
     t.line("}")
     left = t.op(f"arith.subi {ne}, {je} : index", "left")
-    has_left = t.op(f"arith.cmpi ugt, {left}, {t.index(0)} : index", "p")
-    t.line(f"scf.if {has_left} {{")
+    wide = t.op(f"arith.cmpi ugt, {left}, {t.index(g.lanes)} : index", "p")
+    some = t.op(f"arith.cmpi ugt, {left}, {t.index(0)} : index", "p")
+    t.line(f"scf.if {wide} {{")
     t.depth += 1
-    _tile(t, g, rows, True, i, je, left, kb, ke, one)
+    _tile(t, g, rows, 2, True, i, je, left, kb, ke, one)
+    t.depth -= 1
+    t.line("} else {")
+    t.depth += 1
+    t.line(f"scf.if {some} {{")
+    t.depth += 1
+    _tile(t, g, rows, 1, True, i, je, left, kb, ke, one)
+    t.depth -= 1
+    t.line("}")
     t.depth -= 1
     t.line("}")
 
