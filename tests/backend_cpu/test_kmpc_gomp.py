@@ -383,12 +383,15 @@ _FORK = textwrap.dedent("""
     so = compile_kernel(K.sigmoid_chain((128, 256)), "chain", threads=2, cache=cache)  # the cached .so
     assert so.from_cache and not jit.from_cache
     want = jit(x)  # libgomp's threads exist from here on
+    a = x[:, :128].copy()
+    mm = compile_kernel(K.matmul(128, 128, 256), "mm", threads=2, cache=False)  # the threaded GEMM driver
+    want_mm = mm(a, x)
     pid = os.fork()
     if pid == 0:
         ok = openmp.serial_after_fork() == (openmp.preferred_abi() == "gomp")
         ok = ok and np.array_equal(jit(x), want) and np.array_equal(so(x), want)
         late = compile_kernel(K.sigmoid_chain((64, 256)), "chain", threads=2, cache=False)  # new in the child
-        ok = ok and np.array_equal(late(x[:64]), want[:64])
+        ok = ok and np.array_equal(late(x[:64]), want[:64]) and np.array_equal(mm(a, x), want_mm)
         os._exit(0 if ok else 3)
     _, status = os.waitpid(pid, 0)
     print(os.waitstatus_to_exitcode(status), openmp.serial_after_fork(), np.array_equal(jit(x), want))

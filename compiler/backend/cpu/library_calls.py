@@ -12,9 +12,10 @@ Two steps, both on a parsed module:
   ``memref<?x?xT, strided<[?, 1], offset: ?>>`` (copying an operand whose elements are not contiguous
   along a row into a fresh buffer first), and with ``threads > 1`` calls the threaded driver of
   ``gemm_driver`` instead, with the rows (or the columns, whichever has more register tiles) split
-  into one block per thread: the kernel itself then has no OpenMP region to compile.  A matmul on memrefs accumulates into its output, and so does
-  the call (``C += A @ B``), except where the emitter's zero fill of C comes right before it: the
-  fill is then dropped and the call overwrites C (``C = A @ B``, C never read).
+  into one block per thread: the kernel itself then has no OpenMP region to compile.  A matmul on
+  memrefs accumulates into its output, and so does the call (``C += A @ B``), except where the
+  emitter's zero fill of C comes right before it: the fill is then dropped and the call overwrites C
+  (``C = A @ B``, C never read).
 
 Why after bufferization: a call of a body-less function cannot be bufferized on tensors (nothing
 says which operands it writes), and on memrefs the replacement is one-to-one.
