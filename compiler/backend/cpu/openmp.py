@@ -91,10 +91,9 @@ def bind_runtime(llvm_ir: str, teams: bool = False) -> tuple[str, str | None]:
     within what ``kmpc_gomp`` defines; else an LLVM/Intel runtime.  ``teams``: the module also calls
     prebuilt code that starts teams through ``GOMP_parallel`` (the threaded GEMM driver), which both
     runtimes export; the module then defines the serial switch that code reads."""
-    from .kmpc_gomp import adaptable, define_serial_switch, link_kmpc_on_gomp
-    kmpc = "@__kmpc_" in llvm_ir
-    if not kmpc and not teams:
+    if "@__kmpc_" not in llvm_ir and not teams:
         return llvm_ir, None
+    from .kmpc_gomp import adaptable, define_serial_switch, link_kmpc_on_gomp
     if preferred_abi() == "gomp" and adaptable(llvm_ir):
         linked = link_kmpc_on_gomp(llvm_ir)
         return (define_serial_switch(linked) if teams else linked), "gomp"
