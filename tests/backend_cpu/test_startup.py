@@ -360,8 +360,10 @@ _STORE = textwrap.dedent("""
     ('K.sigmoid_chain((32, 256)), "chain", threads=1', "[1]"),  # one function
     # compiled in two parts on two threads (llvm_split)
     ('K.matmul(128, 256, 512), "mm", threads=2, matmul="schedule"', "[2]"),
-    # a call of the prebuilt GEMM (whose object is linked in) from an OpenMP loop
+    # a call of the prebuilt threaded GEMM driver (its object and the GEMM's are linked in)
     ('K.matmul(128, 256, 512), "mm", threads=2, matmul="library"', "[1]"),
+    # an OpenMP loop on the prebuilt OpenMP support (linked in where libgomp runs it)
+    ('K.sigmoid_chain((128, 256)), "chain", threads=2', "[1]"),
 ])
 def test_cached_files_are_byte_identical_across_processes(tmp_path, kernel, parts):
     from mind.compiler.backend.cpu.openmp import find_openmp_runtime
