@@ -273,7 +273,7 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         except LibraryError as e:
             raise _damaged(e, name) from None
     provided = set().union(*(LIBRARY_OBJECTS[name].defines() for name in linked))
-    needed = [n for name in linked for n in LIBRARY_OBJECTS[name].needs]
+    needed = [n for name in linked for n in LIBRARY_OBJECTS[name].needs()]
     externals = sorted({name for name in externals if name not in provided} | set(needed))
     meta = {"signature": lowered.signature.to_json(), "scheduled": lowered.scheduled,
             "threads": threads, "cpu": cpu, "opt": opt, "openmp": openmp, "matmul_library": lowered.library}

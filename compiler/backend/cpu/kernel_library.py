@@ -67,12 +67,14 @@ class LibraryObject:
     source ("mlir" or "llvm"), and which module writes that source, what it defines and what it
     needs from the OpenMP runtime."""
 
-    __slots__ = ("name", "target", "language", "_source", "_defines", "needs")
+    __slots__ = ("name", "target", "language", "_source", "_defines", "_needs")
 
     def __init__(self, name: str, target: str, language: str, source: Callable[[], str],
-                 defines: Callable[[], tuple[str, ...]], needs: tuple[str, ...] = ()) -> None:
+                 defines: Callable[[], tuple[str, ...]], needs: Callable[[], tuple[str, ...]] = tuple) -> None:
+        # callables: the generators are imported only when an object is linked or built, never by a
+        # warm start (which reads the manifest only)
         self.name, self.target, self.language = name, target, language
-        self._source, self._defines, self.needs = source, defines, needs
+        self._source, self._defines, self._needs = source, defines, needs
 
     def source(self) -> str:
         return self._source()
@@ -83,6 +85,10 @@ class LibraryObject:
         if self.language == "mlir":
             names = names + tuple("_mlir_ciface_" + n for n in names)
         return frozenset(names)
+
+    def needs(self) -> tuple[str, ...]:
+        """The functions the object calls that the OpenMP runtime provides."""
+        return tuple(self._needs())
 
     @property
     def file(self) -> str:
@@ -113,6 +119,11 @@ def _driver_defines() -> tuple[str, ...]:
     return tuple(driver_symbol(e) for e in DRIVER_ELEMENTS)
 
 
+def _driver_needs() -> tuple[str, ...]:
+    from .gemm_driver import DRIVER_NEEDS
+    return DRIVER_NEEDS
+
+
 def _openmp_source() -> str:
     from .kmpc_gomp import support_module
     return support_module()
@@ -123,14 +134,17 @@ def _openmp_defines() -> tuple[str, ...]:
     return support_symbols()
 
 
-_GOMP_NEEDS = ("GOMP_parallel", "GOMP_barrier", "omp_get_thread_num", "omp_get_num_threads")
+def _openmp_needs() -> tuple[str, ...]:
+    from .kmpc_gomp import GOMP_FUNCTIONS
+    return GOMP_FUNCTIONS
+
 
 OBJECTS: dict[str, LibraryObject] = {
     **{f"gemm-{isa}": LibraryObject(f"gemm-{isa}", isa, "mlir", _gemm_source(isa), _gemm_defines(isa))
        for isa in ISAS},
     "gemm-parallel": LibraryObject("gemm-parallel", "x86-64", "llvm", _driver_source, _driver_defines,
-                                   ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")),
-    "openmp-gomp": LibraryObject("openmp-gomp", "x86-64", "llvm", _openmp_source, _openmp_defines, _GOMP_NEEDS),
+                                   _driver_needs),
+    "openmp-gomp": LibraryObject("openmp-gomp", "x86-64", "llvm", _openmp_source, _openmp_defines, _openmp_needs),
 }
 """Every shipped object, by name, in the manifest's order."""
 
