@@ -222,10 +222,28 @@ def gather(operand: Array, indices: Array, *, axis: int) -> Array:
 # contractions
 # ---------------------------------------------------------------------------------------------
 
+def _dot(a: Array, b: Array) -> Array:
+    """``a @ b`` (batch dims broadcast) summed in one fixed order: k = 0, 1, …, K-1.
+
+    Why not ``np.matmul``: on floats it calls BLAS, whose summation order (and so the last bits of
+    the result) depends on the CPU it runs on; the oracle must give the same bits on every machine.
+    Integer operands (``uint64``, wrapping) are exact in any order."""
+    if a.dtype.kind != "f":
+        return np.matmul(a, b)
+    k = a.shape[-1]
+    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    acc = np.zeros(shape, dtype=a.dtype)
+    term = np.empty(shape, dtype=a.dtype)
+    for i in range(k):
+        np.multiply(a[..., :, i:i + 1], b[..., i:i + 1, :], out=term)
+        np.add(acc, term, out=acc)
+    return acc
+
+
 def matmul(lhs: Array, rhs: Array) -> Array:
     a, b = _wide(lhs), _wide(rhs)
     with _quiet():
-        product = np.matmul(a, b)
+        product = _dot(a, b)
     return np.asarray(_narrow(np.asarray(product), lhs.dtype))
 
 
@@ -262,7 +280,7 @@ def conv2d(input: Array, filter: Array, *, strides: Sequence[int], padding: Sequ
             for j in range(kw):
                 window = x[:, i * rh: i * rh + sh * (oh - 1) + 1: sh, j * rw: j * rw + sw * (ow - 1) + 1: sw, :]
                 if oh and ow:
-                    out = out + window @ w[i, j]
+                    out = out + _dot(window, w[i, j])
     return np.asarray(_narrow(out, input.dtype))
 
 

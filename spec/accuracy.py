@@ -313,7 +313,7 @@ def accumulation(op: str, operands: Sequence[Any], attrs: Mapping[str, Any]) -> 
     """``(n, abs_sum)`` for an op of class ``sum``/``dot`` on concrete operands, else None.
 
     ``abs_sum`` has the result's shape and is computed in f64 from the absolute values of the
-    operands (by the reference's own contraction for conv2d, which is exact enough: its f64
+    operands (by the reference's own contraction, which is exact enough: its f64
     rounding is far below the bound).
     """
     import numpy as np
@@ -331,10 +331,12 @@ def accumulation(op: str, operands: Sequence[Any], attrs: Mapping[str, Any]) -> 
             n *= x.shape[a]
         return n, np.sum(x, axis=axes, keepdims=bool(attrs["keepdims"]))
     if op == "matmul":
+        from mind.reference.ops import matmul
+
         a = np.abs(np.asarray(operands[0], dtype=np.float64))
         b = np.abs(np.asarray(operands[1], dtype=np.float64))
         with np.errstate(all="ignore"):
-            return int(a.shape[-1]), np.matmul(a, b)
+            return int(a.shape[-1]), matmul(a, b)
     if op == "conv2d":
         from mind.reference.ops import conv2d
 

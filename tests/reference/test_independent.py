@@ -221,3 +221,18 @@ def test_wrapping_arithmetic_by_python_ints(data, shape, dtype):
     for fn, py in ((R.add, lambda x, y: x + y), (R.sub, lambda x, y: x - y), (R.mul, lambda x, y: x * y)):
         want = np.array([wrap(py(int(x), int(y))) for x, y in zip(a.flat, b.flat)], dtype=dtype).reshape(shape)
         assert check("exact", _dt(a), fn(a, b), want) is None
+
+
+@given(st.data(), st.integers(1, 3), st.integers(0, 6), st.integers(1, 3))
+def test_float_contractions_sum_in_one_fixed_order(data, m, k, n):
+    """The oracle's bits may not depend on the CPU (BLAS orders sums by the machine): matmul in f64
+    is the left-to-right sum over k of the products, bit for bit."""
+    a = arrays(data.draw, (2, m, k), np.float64, -1e6, 1e6)
+    b = arrays(data.draw, (k, n), np.float64, -1e6, 1e6)
+    want = np.zeros((2, m, n))
+    for bi, i, j in itertools.product(range(2), range(m), range(n)):
+        s = 0.0
+        for t in range(k):
+            s = s + float(a[bi, i, t]) * float(b[t, j])
+        want[bi, i, j] = s
+    assert R.matmul(a, b).tobytes() == want.tobytes()
