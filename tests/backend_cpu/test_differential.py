@@ -3,7 +3,7 @@ the reference.
 
 Every op result is also a function result, so each op is checked locally: the reference op is
 applied to the *compiled* operand values and compared with the compiled result through
-``spec.accuracy.check_op`` (bit-exact where the spec says exact).  A failure names the first op whose
+``reference.accuracy.check_op`` (bit-exact where the spec says exact).  A failure names the first op whose
 result diverges (probe-style bisection without a second run).
 """
 
@@ -16,6 +16,7 @@ from hypothesis import given, settings, strategies as st
 
 from mind.backends import compile_for
 from mind.ir.builder import FunctionBuilder
+from mind.reference.accuracy import accumulation, check_op
 from mind.reference.ops import OP_FUNCTIONS
 from mind.spec import accuracy
 from mind.spec.dtypes import DType
@@ -137,7 +138,7 @@ def _overflows(op, operands, attrs, dtype):
     so such elements are not comparable."""
     if not dtype.is_float or accuracy.get(OP_SPEC[op].accuracy).kind != "sum":
         return False
-    _n, abs_sum = accuracy.accumulation(op, operands, attrs)
+    _n, abs_sum = accumulation(op, operands, attrs)
     with np.errstate(all="ignore"):
         return bool(np.any(np.asarray(abs_sum) > np.finfo(dtype.numpy).max))
 
@@ -165,7 +166,7 @@ def _check(prog, threads: int = 1):
         actual = values[id(op.result)]
         if _overflows(op.op, operands, attrs, op.result.type.dtype):
             continue
-        mm = accuracy.check_op(op.op, operands, attrs, actual, expected, dtype=op.result.type.dtype)
+        mm = check_op(op.op, operands, attrs, actual, expected, dtype=op.result.type.dtype)
         assert mm is None, (f"first diverging op #{i}: %{op.result.name} = {op.op}{attrs} on "
                             f"{[str(v.type) for v in op.operands]}: {mm}\n{fn}")
 
