@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from mind.spec.dtypes import DType, from_numpy
+from mind.spec.dtypes import DType
 
 Array = np.ndarray
 
@@ -290,7 +290,3 @@ OP_FUNCTIONS: dict[str, Callable[..., Array]] = {
     "reduce_max": reduce_max, "reshape": reshape, "transpose": transpose, "slice": slice,
     "pad": pad, "gather": gather, "matmul": matmul, "conv2d": conv2d,
 }
-
-
-def result_dtype_of(arr: Array) -> DType | None:
-    return from_numpy(arr.dtype)

@@ -54,7 +54,6 @@ from typing import Any, Mapping
 from mind.spec.dtypes import DType, parse_dtype
 
 REFERENCE_ULP = 1
-HISTOGRAM_BUCKETS = ("0", "1", "2", "3", ">=4")
 
 
 @dataclass(frozen=True)
@@ -63,17 +62,6 @@ class AccuracyClass:
     kind: str  # "exact" | "ulp" | "sum"
     summary: str
     ulp: Mapping[str, int] = field(default_factory=dict)  # dtype name -> bound, for kind "ulp"
-    n_meaning: str = ""
-
-    def describe(self, dtype: DType | None = None) -> str:
-        """One-line statement of the bound, for docs and failure messages."""
-        if self.kind == "exact":
-            return "bit-exact (any NaN matches any NaN)"
-        if self.kind == "ulp":
-            if dtype is not None and dtype.is_float:
-                return f"≤ {self.ulp[dtype.value]} ULP from the exact result"
-            return ", ".join(f"{d} ≤ {u} ULP" for d, u in self.ulp.items()) + " from the exact result"
-        return f"|computed - exact| ≤ γ(n)·Σ|{'x_i' if self.name == 'sum' else 'a_k·b_k'}|, n = {self.n_meaning}"
 
 
 ULP_BOUNDS = {"f32": 4, "f64": 2}
@@ -96,12 +84,12 @@ ACCURACY: dict[str, AccuracyClass] = {
         "sum", "sum",
         "|computed − exact| ≤ γ(n)·Σ|x_i| (+ n·η for underflow), γ(n) = n·u/(1 − n·u), u the unit "
         "roundoff (f32 2^-24, f64 2^-53), n the number of summed elements; any summation order. "
-        "Non-finite exact results are matched exactly.", n_meaning="the number of summed elements"),
+        "Non-finite exact results are matched exactly."),
     "dot": AccuracyClass(
         "dot", "sum",
         "|computed − exact| ≤ γ(n)·Σ|a_k·b_k| (+ n·η for underflow), n the contraction length "
         "(K for matmul, KH·KW·C for conv2d); any accumulation order. Non-finite exact results are "
-        "matched exactly.", n_meaning="the contraction length"),
+        "matched exactly."),
 }
 
 

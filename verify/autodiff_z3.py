@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from mind.ir.builder import FunctionBuilder
-from mind.ir.core import Assumption, Operation, Value
+from mind.ir.core import Assumption, Operation
 from mind.spec.dims import sym
 from mind.spec.dtypes import DType
 from mind.spec.ops import OPS, TensorType
