@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from mind.ir.core import Function
+from mind.reference.accuracy import check_op
 from mind.reference.interpreter import bind_arguments
 from mind.reference.ops import OP_FUNCTIONS
 from mind.spec.dims import evaluate
@@ -42,8 +43,6 @@ def probe_function(fn: Function) -> Function:
 def first_divergence(fn: Function, args: Sequence[Any] | Mapping[str, Any],
                      compile_runner: Callable[[Function], Runner]) -> Divergence | None:
     """Run ``fn``'s probe through ``compile_runner`` and check each op against the reference."""
-    from mind.spec.accuracy import check_op
-
     arrays, env = bind_arguments(fn, args)
     if not fn.ops:
         return None

@@ -40,17 +40,20 @@ reference's ``expected`` and therefore allows the sum of both sides' bounds:
   computes f32 ``exp``/``log`` in f64 and rounds once, and f64 with the platform libm, both within
   ``REFERENCE_ULP = 1`` of the exact result.
 * ``sum``/``dot``: ``|actual - expected| ≤ 2 · (γ(n) · abs_sum + n · η)``.
+
+This module holds the classes and bounds only; ``n`` and ``abs_sum`` of an op applied to concrete
+arrays, and ``check_op`` (``check`` with those filled in), are in ``mind.reference.accuracy``, which
+computes them with the reference's own ops.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from mind.spec.dtypes import DType, parse_dtype
 
 REFERENCE_ULP = 1
-HISTOGRAM_BUCKETS = ("0", "1", "2", "3", ">=4")
 
 
 @dataclass(frozen=True)
@@ -59,17 +62,6 @@ class AccuracyClass:
     kind: str  # "exact" | "ulp" | "sum"
     summary: str
     ulp: Mapping[str, int] = field(default_factory=dict)  # dtype name -> bound, for kind "ulp"
-    n_meaning: str = ""
-
-    def describe(self, dtype: DType | None = None) -> str:
-        """One-line statement of the bound, for docs and failure messages."""
-        if self.kind == "exact":
-            return "bit-exact (any NaN matches any NaN)"
-        if self.kind == "ulp":
-            if dtype is not None and dtype.is_float:
-                return f"≤ {self.ulp[dtype.value]} ULP from the exact result"
-            return ", ".join(f"{d} ≤ {u} ULP" for d, u in self.ulp.items()) + " from the exact result"
-        return f"|computed - exact| ≤ γ(n)·Σ|{'x_i' if self.name == 'sum' else 'a_k·b_k'}|, n = {self.n_meaning}"
 
 
 ULP_BOUNDS = {"f32": 4, "f64": 2}
@@ -92,12 +84,12 @@ ACCURACY: dict[str, AccuracyClass] = {
         "sum", "sum",
         "|computed − exact| ≤ γ(n)·Σ|x_i| (+ n·η for underflow), γ(n) = n·u/(1 − n·u), u the unit "
         "roundoff (f32 2^-24, f64 2^-53), n the number of summed elements; any summation order. "
-        "Non-finite exact results are matched exactly.", n_meaning="the number of summed elements"),
+        "Non-finite exact results are matched exactly."),
     "dot": AccuracyClass(
         "dot", "sum",
         "|computed − exact| ≤ γ(n)·Σ|a_k·b_k| (+ n·η for underflow), n the contraction length "
         "(K for matmul, KH·KW·C for conv2d); any accumulation order. Non-finite exact results are "
-        "matched exactly.", n_meaning="the contraction length"),
+        "matched exactly."),
 }
 
 
@@ -108,7 +100,8 @@ def get(name: str) -> AccuracyClass:
         raise KeyError(f"unknown accuracy class {name!r}; classes: {', '.join(ACCURACY)}") from None
 
 
-def _dtype(dtype: DType | str) -> DType:
+def as_dtype(dtype: DType | str) -> DType:
+    """``dtype`` itself, or the dtype it names (``ValueError`` for an unknown name)."""
     if isinstance(dtype, DType):
         return dtype
     d = parse_dtype(str(dtype))
@@ -118,11 +111,11 @@ def _dtype(dtype: DType | str) -> DType:
 
 
 def unit_roundoff(dtype: DType | str) -> float:
-    return _dtype(dtype).unit_roundoff
+    return as_dtype(dtype).unit_roundoff
 
 
 def smallest_subnormal(dtype: DType | str) -> float:
-    return {"f32": 2.0 ** -149, "f64": 2.0 ** -1074}[_dtype(dtype).value]
+    return {"f32": 2.0 ** -149, "f64": 2.0 ** -1074}[as_dtype(dtype).value]
 
 
 def gamma(n: int, dtype: DType | str) -> float:
@@ -157,7 +150,7 @@ def ulp_distance(a: Any, b: Any, dtype: DType | str) -> Any:
     """
     import numpy as np
 
-    dt = _dtype(dtype)
+    dt = as_dtype(dtype)
     if not dt.is_float:
         raise ValueError(f"ULP distance is defined for float dtypes, not {dt.value}")
     a = np.asarray(a, dtype=dt.numpy)
@@ -237,7 +230,7 @@ def check(accuracy: str | AccuracyClass, dtype: DType | str, actual: Any, expect
     import numpy as np
 
     acc = accuracy if isinstance(accuracy, AccuracyClass) else get(accuracy)
-    dt = _dtype(dtype)
+    dt = as_dtype(dtype)
     exp_arr = np.asarray(expected)
     act_arr = np.asarray(actual)
     if act_arr.dtype != dt.numpy:
@@ -305,65 +298,6 @@ def _report(acc: AccuracyClass, dt: DType, bad: Any, act: Any, exp: Any, allowed
                     hist, failures)
 
 
-# ---------------------------------------------------------------------------------------------
-# n and abs_sum of the accumulating ops
-# ---------------------------------------------------------------------------------------------
-
-def accumulation(op: str, operands: Sequence[Any], attrs: Mapping[str, Any]) -> tuple[int, Any] | None:
-    """``(n, abs_sum)`` for an op of class ``sum``/``dot`` on concrete operands, else None.
-
-    ``abs_sum`` has the result's shape and is computed in f64 from the absolute values of the
-    operands (by the reference's own contraction, which is exact enough: its f64
-    rounding is far below the bound).
-    """
-    import numpy as np
-
-    from mind.spec.ops import OPS
-
-    cls = OPS[op].accuracy
-    if get(cls).kind != "sum":
-        return None
-    if op == "reduce_sum":
-        x = np.abs(np.asarray(operands[0], dtype=np.float64))
-        axes = tuple(attrs["axes"])
-        n = 1
-        for a in axes:
-            n *= x.shape[a]
-        return n, np.sum(x, axis=axes, keepdims=bool(attrs["keepdims"]))
-    if op == "matmul":
-        from mind.reference.ops import matmul
-
-        a = np.abs(np.asarray(operands[0], dtype=np.float64))
-        b = np.abs(np.asarray(operands[1], dtype=np.float64))
-        with np.errstate(all="ignore"):
-            return int(a.shape[-1]), matmul(a, b)
-    if op == "conv2d":
-        from mind.reference.ops import conv2d
-
-        x = np.abs(np.asarray(operands[0], dtype=np.float64))
-        w = np.abs(np.asarray(operands[1], dtype=np.float64))
-        kh, kw, c = w.shape[0], w.shape[1], w.shape[2]
-        with np.errstate(all="ignore"):
-            return int(kh * kw * c), conv2d(x, w, **attrs)
-    raise ValueError(f"no accumulation rule for {op}")
-
-
-def check_op(op: str, operands: Sequence[Any], attrs: Mapping[str, Any], actual: Any, expected: Any,
-             dtype: DType | str | None = None) -> Mismatch | None:
-    """:func:`check` with the class, ``n`` and ``abs_sum`` of ``op`` applied to ``operands``."""
-    import numpy as np
-
-    from mind.spec.dtypes import from_numpy
-    from mind.spec.ops import OPS
-
-    dt = _dtype(dtype) if dtype is not None else from_numpy(np.asarray(expected).dtype)
-    acc = OPS[op].accuracy
-    extra = accumulation(op, operands, attrs) if get(acc).kind == "sum" and dt.is_float else None
-    if extra is None:
-        return check(acc, dt, actual, expected)
-    return check(acc, dt, actual, expected, n=extra[0], abs_sum=extra[1])
-
-
 __all__ = ["ACCURACY", "AccuracyClass", "Mismatch", "ULP_BOUNDS", "REFERENCE_ULP", "ULP_MAX", "get",
-           "gamma", "sum_bound", "unit_roundoff", "smallest_subnormal", "ulp_distance", "ulp_histogram",
-           "check", "check_op", "accumulation"]
+           "as_dtype", "gamma", "sum_bound", "unit_roundoff", "smallest_subnormal", "ulp_distance",
+           "ulp_histogram", "check"]

@@ -183,10 +183,6 @@ def sym(name: str) -> DimExpr:
     return DimExpr.symbol(name)
 
 
-def is_const(d: Any) -> bool:
-    return isinstance(d, int) and not isinstance(d, bool)
-
-
 def format_dim(d: Dim) -> str:
     """Canonical text of a dimension: terms by descending degree then name, constant last."""
     if isinstance(d, int) or not isinstance(d, DimExpr):

@@ -38,6 +38,7 @@ CASES_DIR = os.path.join(ROOT, "conformance", "cases")
 from mind.conformance.values import decode, encode, from_literal  # noqa: E402
 from mind.ir.parser import parse_module  # noqa: E402
 from mind.ir.verify import verify_module  # noqa: E402
+from mind.reference.accuracy import accumulation  # noqa: E402
 from mind.reference.interpreter import bind_arguments, select_function  # noqa: E402
 from mind.reference.ops import OP_FUNCTIONS  # noqa: E402
 from mind.spec import accuracy  # noqa: E402
@@ -102,7 +103,7 @@ def _accuracy_of(fn, producers, index: int) -> dict[str, Any]:
     cls = OPS[op.op].accuracy
     out: dict[str, Any] = {"class": cls}
     if accuracy.get(cls).kind == "sum":
-        n, abs_sum = accuracy.accumulation(op.op, operands, attrs)
+        n, abs_sum = accumulation(op.op, operands, attrs)
         out["n"] = int(n)
         if v.type.dtype.is_float:
             out["abs_sum"] = encode(abs_sum, "f64")

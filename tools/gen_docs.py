@@ -137,9 +137,19 @@ MAPPING = [
 ]
 
 
+def _with_code(code: str) -> list[str]:
+    """The ops, in table order, with a constraint reported by diagnostic ``code``."""
+    return [op.name for op in OPS.values() if any(c.code == code for c in op.constraints)]
+
+
+def _names(names: Sequence[str]) -> str:
+    quoted = [f"`{n}`" for n in names]
+    return ", ".join(quoted[:-1]) + " and " + quoted[-1] if len(quoted) > 1 else "".join(quoted)
+
+
 def index_page() -> str:
     L = [GENERATED.format(src="mind.spec (ops, dtypes, accuracy)"), "# Core IR v1 specification\n"]
-    L.append("Core IR has exactly 19 ops. Each is defined once, as data, in `spec/ops/` "
+    L.append(f"Core IR has exactly {len(OPS)} ops. Each is defined once, as data, in `spec/ops/` "
              "(`mind.spec.ops.OPS`); this page and the per-op pages are generated from those definitions "
              "(`tools/gen_docs.py`), and `tests/test_docs.py` fails if they drift. The reference "
              "interpreter (`reference/ops.py`) transcribes each op's Semantics; the conformance cases "
@@ -165,13 +175,13 @@ def index_page() -> str:
     for d in ALL_DTYPES:
         L.append(f"| `{d.value}` | {meaning[d.value]} |")
     L.append("")
-    L.append("There are no implicit conversions: operands of binary ops, `compare`, `select`, `pad`, "
-             "`matmul` and `conv2d` must have equal dtypes; `convert` changes dtypes.\n")
+    L.append(f"There are no implicit conversions: operands of {_names(_with_code('E2004'))} must have "
+             "equal dtypes; `convert` changes dtypes.\n")
     L.append("## Broadcasting\n")
-    L.append("Binary elementwise ops (`add`, `sub`, `mul`, `div`), `compare` and `select` broadcast "
-             "NumPy-style: shapes are right-aligned and padded on the left with extent-1 axes; on each "
+    L.append(f"{_names(_with_code('E3001'))} broadcast NumPy-style (each has a constraint with code `E3001`): "
+             "shapes are right-aligned and padded on the left with extent-1 axes; on each "
              "axis the extents must be equal, or one of them must be 1, and the result extent is the "
-             "other one. The batch dimensions of `matmul` broadcast by the same rule. With symbolic "
+             "other one (`matmul` broadcasts its batch dimensions). With symbolic "
              "dimensions the rule is `ite(a == 1, b, a)`: any extent against a literal `1` is that extent "
              "(`B`, `2*B`: the `ite` gives it whether or not it is 1), equal extents give themselves, while "
              "`B` against `3` is undecided (diagnostic `E3011`) unless the `where` assumptions decide it.\n")
@@ -197,7 +207,7 @@ def index_page() -> str:
              f"ULP classes {accuracy.REFERENCE_ULP} extra ULP for the reference's own error, `sum`/`dot` "
              "twice the bound. Failures report the first failing index, the values and a histogram of ULP "
              "distances (0, 1, 2, 3, ≥4).\n")
-    L.append("## From MIND Core v1 to these 19 ops\n")
+    L.append(f"## From MIND Core v1 to these {len(OPS)} ops\n")
     L.append("Every op of the public MIND Core v1 specification is expressible in Core IR:\n")
     L.append("| MIND Core v1 | Core IR | Notes |")
     L.append("|---|---|---|")
@@ -207,7 +217,7 @@ def index_page() -> str:
     L.append("## Closed under reverse-mode autodiff\n")
     L.append("The public Core v1 set is not closed under differentiation: the gradients of Relu, Slice, "
              "Gather and Conv2d need ops it lacks (a mask-select, a pad, a scatter-add, a transposed "
-             "convolution). Here the VJP of every op is again a program over these 19 ops, so gradient "
+             f"convolution). Here the VJP of every op is again a program over these {len(OPS)} ops, so gradient "
              "programs are interpreted, verified and compiled by the same machinery: `select` + `compare` "
              "give masks, `pad` is the adjoint of `slice`, the scatter-add of `gather` is a `matmul` with "
              "a one-hot `compare` matrix, and `conv2d` with `lhs_dilation`/`rhs_dilation` expresses the "

@@ -16,7 +16,7 @@ roundoff on the f32 side).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -293,7 +293,6 @@ def _avoid_ties(fn: Function, args: list[np.ndarray], rng: np.random.Generator) 
     """Random compositions contain select(compare(x, y, gt), ...): redraw until no compare operand
     pair is within 0.05 (the kink), so finite differences never straddle it."""
     from mind.reference.interpreter import run_function
-    from mind.ir.builder import FunctionBuilder as _FB  # noqa: F401
 
     cmp_ops = [op for op in fn.ops if op.op == "compare"]
     if not cmp_ops:

@@ -10,7 +10,7 @@ Two kinds of proof, both reusing ``verify.z3arith`` (``Z3Arith``, ``Z3Context``,
    the one the builder recorded, and each cotangent's shape equals its operand's shape.
 2. *Attribute formulas for all extents.*  Where a rule needs concrete attributes (``pad``'s lo/hi,
    ``slice``'s start/stop, ``conv2d``'s padding), the helper that computes them
-   (``compiler.autodiff.helpers.slice_vjp_params`` / ``pad_vjp_params`` / ``conv_window``) is
+   (``mind.spec.ops.vjp.slice_vjp_params`` / ``pad_vjp_params`` / ``conv_window``) is
    evaluated on Z3 terms with the extents symbolic (attributes enumerated over small ranges), and the
    spec's shape functions (``slice_extent``, ``pad_extent``, ``conv_extent`` via the op's shape rule)
    of the VJP ops must give back the primal extent.
@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from mind.ir.builder import FunctionBuilder
-from mind.ir.core import Assumption, Operation, Value
+from mind.ir.core import Assumption, Operation
 from mind.spec.dims import sym
 from mind.spec.dtypes import DType
 from mind.spec.ops import OPS, TensorType
+from mind.spec.ops.vjp import conv_window, pad_vjp_params, slice_vjp_params
 
 F64 = DType.F64
 
@@ -198,7 +199,6 @@ def prove_slice_formula(steps: Sequence[int] = (-3, -2, -1, 1, 2, 3)) -> tuple[s
     """∀ n, start, stop (any integers satisfying slice's constraints) and each step: the rule's
     reversal slice and pad are well-formed and give back extent n (for m ≥ 1, or |step| = 1)."""
     z3 = _z3()
-    from mind.compiler.autodiff.helpers import slice_vjp_params
     from mind.verify.z3arith import Z3_ARITH as A
 
     n, b, e = z3.Ints("n start stop")
@@ -223,7 +223,6 @@ def prove_pad_formula(interiors: Sequence[int] = (0, 1, 2, 3)) -> tuple[str, str
     """∀ n, lo, hi ≥ 0 and each interior: slice(start = lo, stop = lo + n·(i+1) - i, step = i+1) of
     the padded extent is well-formed and has extent n (when n ≥ 1 or lo ≥ i; else start = stop)."""
     z3 = _z3()
-    from mind.compiler.autodiff.helpers import pad_vjp_params
     from mind.verify.z3arith import Z3_ARITH as A
 
     n, lo, hi = z3.Ints("n lo hi")
@@ -248,7 +247,6 @@ def prove_conv_formula(which: str, ks=(1, 2, 3), ss=(1, 2, 3), ds=(1, 2), rs=(1,
     lhs/rhs dilation and padding pair from the ranges: the VJP convolution's window (via
     ``conv_window``) is well-formed and its result extent is H (``input``) or K (``filter``)."""
     z3 = _z3()
-    from mind.compiler.autodiff.helpers import conv_window
     from mind.verify.z3arith import Z3_ARITH as A
 
     H, N, C, O = z3.Ints("H N C O")

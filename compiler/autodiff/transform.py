@@ -12,9 +12,10 @@ is ordinary Core IR in the same 19 ops, typed by the spec's shape rules.
   float→int ``convert``) cut the flow.  Asking for the gradient of an integer or bool value is
   E5005; a loss that is not a rank-0 float is E5006.
 
-VJP rule signature: ``vjp(b, op, g, wants) -> list[Value | None]`` with ``b`` the builder, ``op``
-the primal ``Operation``, ``g`` the (non-zero) cotangent of its result and ``wants[i]`` whether
-operand ``i``'s cotangent is needed; the rule returns one cotangent (or ``None`` = zero) per operand.
+VJP rule signature: ``vjp(b, op, g, wants) -> list[Value | None]`` (``mind.spec.ops.base.VjpRule``)
+with ``b`` the builder, ``op`` the primal ``Operation``, ``g`` the (non-zero) cotangent of its result
+and ``wants[i]`` whether operand ``i``'s cotangent is needed; the rule returns one cotangent (or
+``None`` = zero) per operand.
 """
 
 from __future__ import annotations
@@ -26,8 +27,7 @@ from mind.ir.builder import FunctionBuilder
 from mind.ir.core import Function, Value
 from mind.ir.printer import format_type
 from mind.spec.ops import OPS
-
-from mind.compiler.autodiff import helpers as H
+from mind.spec.ops.vjp import same_shape, scalar, zeros_like
 
 
 def _is_float(v: Value) -> bool:
@@ -71,7 +71,7 @@ def grad_values(b: FunctionBuilder, loss: Value, wrt: Sequence[Value], *,
                 relevant.append(op)
     ct: dict[int, Value] = {}
     if id(loss) in active:
-        ct[id(loss)] = seed if seed is not None else H.scalar(b, 1, loss.type.dtype)
+        ct[id(loss)] = seed if seed is not None else scalar(b, 1, loss.type.dtype)
     for op in relevant:  # already in reverse program order
         g = ct.get(id(op.result))
         if g is None:
@@ -79,21 +79,18 @@ def grad_values(b: FunctionBuilder, loss: Value, wrt: Sequence[Value], *,
         wants = tuple(id(v) in active and id(v) in needed for v in op.operands)
         if not any(wants):
             continue
-        opdef = OPS[op.op]
-        if opdef.vjp is None:
-            raise error("E5001", f"`{op.op}` has no VJP rule", op.span)
-        contributions = opdef.vjp(b, op, g, wants)
+        contributions = OPS[op.op].vjp(b, op, g, wants)
         for v, c, want in zip(op.operands, contributions, wants):
             if c is None or not want:
                 continue
-            if not H.same_shape(b.arith, c.type.shape, v.type.shape) or c.type.dtype is not v.type.dtype:
+            if not same_shape(b.arith, c.type.shape, v.type.shape) or c.type.dtype is not v.type.dtype:
                 raise AssertionError(f"VJP of {op.op} gave {c.type} for operand {v.type}")  # a rule bug
             prev = ct.get(id(v))
             ct[id(v)] = c if prev is None else b.emit("add", prev, c)
     out = []
     for w in wrt:
         g = ct.get(id(w))
-        out.append(g if g is not None else H.zeros_like(b, w))
+        out.append(g if g is not None else zeros_like(b, w))
     return out
 
 

@@ -1,4 +1,8 @@
-"""The Core IR op registry: exactly 19 ops, each defined once (see ``base.OpDef``)."""
+"""The Core IR op registry: every op, each defined once, in one place (see ``base.OpDef``).
+
+``OPS`` is the op table that everything else reads (verifier, builder, reference, lowering, docs,
+tests); its order is the order of the docs' op table.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +13,13 @@ from mind.spec.ops.base import (AttrDef, ConstraintDef, ConstraintUndecided, Con
                                 Example, OpDef, OperandDef, ShapeContext, TensorType)
 from mind.spec.ops import contraction, elementwise, structure
 
-OPS: dict[str, OpDef] = {op.name: op for op in (*structure.OPS[:1], *elementwise.OPS,
-                                                *structure.OPS[1:], *contraction.OPS)}
+_DEFINED = (*structure.OPS[:1], *elementwise.OPS, *structure.OPS[1:], *contraction.OPS)
+OPS: dict[str, OpDef] = {op.name: op for op in _DEFINED}
 
-assert len(OPS) == 19, sorted(OPS)
+assert len(OPS) == len(_DEFINED), "two op definitions share a name"
 
 __all__ = ["OPS", "OpDef", "AttrDef", "OperandDef", "ConstraintDef", "Example", "TensorType",
-           "ShapeContext", "ConstraintViolation", "ConstraintUndecided", "infer_type", "get_op"]
-
-
-def get_op(name: str) -> OpDef | None:
-    return OPS.get(name)
+           "ShapeContext", "ConstraintViolation", "ConstraintUndecided", "infer_type"]
 
 
 def infer_type(op: str | OpDef, operand_types: Sequence[TensorType], attrs: Mapping[str, Any],

@@ -1,15 +1,19 @@
-"""The machine-readable form of an op definition, and the context its shape rule runs in.
+"""The machine-readable form of an op definition, and the contexts its rules run in.
 
 An ``OpDef`` is the single place where an op's facts live: operands, attributes (kinds and valid
-ranges), the dtype and shape rule, numbered constraints with their diagnostic codes, the semantics
-formula, total-semantics notes, the accuracy class, the VJP rule and worked examples.  The human
-spec (``docs/spec/ops/*.md``), the IR verifier, the reference interpreter, the Z3 verifier and the
-tests all read these objects.
+ranges), the dtype and shape rule (and its fast concrete path), numbered constraints with their
+diagnostic codes, the semantics formula, total-semantics notes, the accuracy class, the VJP rule
+and worked examples.  The human spec (``docs/spec/ops/*.md``), the IR verifier, the reference
+interpreter, the Z3 verifier, the autodiff transform and the tests all read these objects.
+
+A shape rule runs in a ``ShapeContext``; a VJP rule runs against a ``VjpBuilder``, the protocol
+below, which the IR layer's ``FunctionBuilder`` implements (the spec names what it needs and
+imports nothing above itself).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from mind.spec.dims import Arith, Cond, Dim, Undecidable, Unknown, format_dim, INT_ARITH
 from mind.spec.dtypes import DType
@@ -94,24 +98,67 @@ class Example(FrozenRecord):
         object.__setattr__(self, "expected", expected)
 
 
+class VjpValue(Protocol):
+    """An SSA value as a VJP rule sees it (``mind.ir.core.Value``): its type."""
+
+    type: TensorType
+
+
+class VjpOp(Protocol):
+    """The primal op application a VJP rule differentiates (``mind.ir.core.Operation``)."""
+
+    op: str
+    operands: tuple[VjpValue, ...]
+    attrs: Mapping[str, Any]
+    result: VjpValue
+    span: Any  # ``mind.diagnostics.Span`` or None: where diagnostics about this op point
+
+
+class VjpBuilder(Protocol):
+    """What a VJP rule builds its IR with: the 19 ops and constants, each result typed by the
+    spec's shape rules.  ``arith`` is the dimension arithmetic of the function being built (the
+    symbols of its parameters and its assumptions).  ``mind.ir.builder.FunctionBuilder`` implements
+    this; ``tests/spec/test_vjp_protocol.py`` checks that it does."""
+
+    @property
+    def arith(self) -> Arith: ...
+
+    def emit(self, op: str, *operands: VjpValue, span: Any = None, name: str | None = None,
+             **attrs: Any) -> VjpValue: ...
+
+    def const(self, value: Any, dtype: DType, span: Any = None) -> VjpValue: ...
+
+    def splat(self, scalar: Any, dtype: DType, shape: Sequence[int], span: Any = None) -> VjpValue: ...
+
+
+#: ``vjp(b, op, g, wants)``: the cotangent of each operand of ``op`` (a value emitted through ``b``,
+#: or None for zero) given ``g``, the non-zero cotangent of its result; ``wants[i]`` says whether
+#: operand ``i``'s cotangent is needed at all.
+VjpRule = Callable[[VjpBuilder, VjpOp, VjpValue, Sequence[bool]], Sequence["VjpValue | None"]]
+
+#: ``infer(ctx, operand_types, attrs)``: the shape and dtype rule, checking every constraint through ``ctx``.
+ShapeRule = Callable[["ShapeContext", Sequence[TensorType], Mapping[str, Any]], TensorType]
+
+#: ``fast_infer(operand_types)``: the shape rule restricted to its common concrete case, or None.
+FastShapeRule = Callable[[Sequence[TensorType]], "TensorType | None"]
+
 _OPDEF_FIELDS = ("name", "summary", "operands", "attrs", "dtype_rule", "shape_rule_text", "constraints",
-                 "infer", "semantics", "edge_cases", "accuracy", "vjp_text", "examples", "vjp",
-                 "fast_infer", "laws", "extra")
+                 "infer", "semantics", "edge_cases", "accuracy", "vjp_text", "vjp", "examples",
+                 "fast_infer", "laws")
 
 
 class OpDef(Record):
-    """One op's definition (a ``Record`` with the constructor, fields, ``repr`` and equality of a
-    mutable dataclass: ``vjp`` and ``fast_infer`` are set next to the rules they name)."""
+    """One op's definition, complete when constructed (a ``Record`` with the constructor, fields,
+    ``repr`` and equality of a dataclass; mutable only so that tests can swap in a wrong rule and
+    see the checkers refute it)."""
 
     _fields = _OPDEF_FIELDS
 
     def __init__(self, name: str, summary: str, operands: tuple[OperandDef, ...], attrs: tuple[AttrDef, ...],
                  dtype_rule: str, shape_rule_text: str, constraints: tuple[ConstraintDef, ...],
-                 infer: Callable[["ShapeContext", Sequence[TensorType], Mapping[str, Any]], TensorType],
-                 semantics: str, edge_cases: str, accuracy: str, vjp_text: str,
-                 examples: tuple[Example, ...] = (), vjp: Callable[..., Sequence[Any]] | None = None,
-                 fast_infer: Callable[[Sequence[TensorType]], TensorType | None] | None = None,
-                 laws: tuple[str, ...] = (), extra: dict[str, Any] | None = None) -> None:
+                 infer: ShapeRule, semantics: str, edge_cases: str, accuracy: str, vjp_text: str,
+                 vjp: VjpRule, examples: tuple[Example, ...] = (), fast_infer: FastShapeRule | None = None,
+                 laws: tuple[str, ...] = ()) -> None:
         self.name = name
         self.summary = summary
         self.operands = operands
@@ -124,17 +171,14 @@ class OpDef(Record):
         self.edge_cases = edge_cases
         self.accuracy = accuracy  # key of mind.spec.accuracy.ACCURACY
         self.vjp_text = vjp_text
-        self.examples = examples
-        # The VJP rule as code, next to its text: vjp(builder, op, cotangent) -> one cotangent (or
-        # None) per operand, built from the 19 ops through ``mind.ir.builder`` (see the autodiff
-        # transform).
+        # The VJP rule as code, next to its text, written in the 19 ops against ``VjpBuilder``.
         self.vjp = vjp
+        self.examples = examples
         # The same shape rule restricted to its common concrete case (equal dtypes, int dims that
         # agree): returns the result type, or None when ``infer`` must decide (and report).  It lives
         # here, next to ``infer``, and tests check the two agree; it exists only for compile speed.
         self.fast_infer = fast_infer
         self.laws = laws
-        self.extra = {} if extra is None else extra
 
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 

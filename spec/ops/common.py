@@ -8,9 +8,14 @@ from mind.spec.dims import DimExpr, format_dim
 from mind.spec.ops.base import ShapeContext, TensorType
 
 
-def _fmt(shape: Sequence[Any]) -> str:
-    return "[" + ", ".join(format_dim(d) if isinstance(d, int) or hasattr(d, "terms") else str(d)
-                           for d in shape) + "]"
+def show_dim(d: Any) -> str:
+    """A dim in a message: canonical text for ints and ``DimExpr``, ``str`` for anything else (a Z3
+    term when a rule runs in the verifier)."""
+    return format_dim(d) if isinstance(d, (int, DimExpr)) else str(d)
+
+
+def fmt_shape(shape: Sequence[Any]) -> str:
+    return "[" + ", ".join(show_dim(d) for d in shape) + "]"
 
 
 def broadcast(ctx: ShapeContext, label: str, *shapes: Sequence[Any]) -> tuple[Any, ...]:
@@ -37,7 +42,7 @@ def broadcast_general(ctx: ShapeContext, label: str, *shapes: Sequence[Any]) -> 
             a, b = acc, other
             ctx.require(label, A.or_(A.eq(a, b), A.eq(a, 1), A.eq(b, 1)),
                         lambda a=a, b=b, axis=axis: (
-                            f"shapes {' and '.join(_fmt(s) for s in shapes)} do not broadcast: "
+                            f"shapes {' and '.join(fmt_shape(s) for s in shapes)} do not broadcast: "
                             f"axis {axis - rank} has extents {format_dim(a)} and {format_dim(b)}"),
                         help="extents must be equal, or one of them 1")
             if type(b) is int and b == 1:  # ite(a == 1, 1, a) is a, whether or not a is 1
@@ -108,6 +113,3 @@ def check_axes(ctx: ShapeContext, range_label: str, order_label: str, axes: Sequ
     for a, b in zip(axes, axes[1:]):
         ctx.require(order_label, a < b, lambda: f"axes {list(axes)} are not unique and increasing")
 
-
-def fmt_shape(shape: Sequence[Any]) -> str:
-    return _fmt(shape)

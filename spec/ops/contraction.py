@@ -6,8 +6,9 @@ from typing import Any, Mapping, Sequence
 
 from mind.spec.dims import format_dim
 from mind.spec.ops.base import (AttrDef, ConstraintDef, Example, OpDef, OperandDef, ShapeContext,
-                                TensorType)
+                                TensorType, VjpBuilder, VjpOp, VjpValue)
 from mind.spec.ops.common import broadcast, fmt_shape, same_dtype
+from mind.spec.ops.vjp import conv_window, need_int, unbroadcast
 
 
 def _matmul_infer(ctx: ShapeContext, xs: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
@@ -41,6 +42,16 @@ def _fast_matmul(xs: Sequence[TensorType]) -> TensorType | None:
     return TensorType(d, (sa[0], sb[1]))
 
 
+def _swap_last(b: VjpBuilder, v: VjpValue) -> VjpValue:
+    r = v.type.rank
+    return b.emit("transpose", v, permutation=tuple(range(r - 2)) + (r - 1, r - 2))
+
+
+def _vjp_matmul(b: VjpBuilder, op: VjpOp, g: VjpValue, wants: Sequence[bool]) -> list[VjpValue | None]:
+    lhs, rhs = op.operands
+    return [unbroadcast(b, b.emit("matmul", g, _swap_last(b, rhs)), lhs.type, op.span) if wants[0] else None,
+            unbroadcast(b, b.emit("matmul", _swap_last(b, lhs), g), rhs.type, op.span) if wants[1] else None]
+
 
 MATMUL = OpDef(
     name="matmul", summary="Batched matrix product; batch dims broadcast.",
@@ -53,13 +64,14 @@ MATMUL = OpDef(
                  ConstraintDef("C3", "E3002", "rank(lhs) ≥ 2 and rank(rhs) ≥ 2"),
                  ConstraintDef("C4", "E3003", "shape(lhs)[-1] = shape(rhs)[-2]"),
                  ConstraintDef("C5", "E3001", "batch dims broadcast")),
-    infer=_matmul_infer,
+    infer=_matmul_infer, fast_infer=_fast_matmul,
     semantics="result[b, m, n] = Σ_k lhs[bl(b), m, k] * rhs[br(b), k, n]",
     edge_cases="Integers wrap. Floats: the accumulation order is unspecified (see Accuracy); K = 0 "
                "gives +0. NaN/inf propagate as in a sum of products.",
     accuracy="dot",
     vjp_text="d lhs = unbroadcast(matmul(g, transpose(rhs)), shape(lhs)); "
              "d rhs = unbroadcast(matmul(transpose(lhs), g), shape(rhs)) (transpose swaps the last two axes)",
+    vjp=_vjp_matmul,
     examples=(Example("batched with broadcast", """func @main(%a: f32[2, 1, 2], %b: f32[2, 1]) -> (f32[2, 1, 1]) {
   %0 = matmul(%a, %b) : f32[2, 1, 1]
   return %0
@@ -102,6 +114,59 @@ def _conv_infer(ctx: ShapeContext, xs: Sequence[TensorType], attrs: Mapping[str,
     return TensorType(x.dtype, (x.shape[0], out[0], out[1], w.shape[3]))
 
 
+def _spatial_slice(b: VjpBuilder, v: VjpValue, ranges: Sequence[tuple[int, int]],
+                   full: Sequence[int]) -> VjpValue:
+    if all(h0 == 0 and h1 == n for (h0, h1), n in zip(ranges, full)):
+        return v
+    n, _, _, c = v.type.shape
+    return b.emit("slice", v, start=(0, ranges[0][0], ranges[1][0], 0), stop=(n, ranges[0][1], ranges[1][1], c),
+                  step=(1, 1, 1, 1))
+
+
+def _vjp_conv2d(b: VjpBuilder, op: VjpOp, g: VjpValue, wants: Sequence[bool]) -> list[VjpValue | None]:
+    A = b.arith
+    x, w = op.operands
+    strides, padding = op.attrs["strides"], op.attrs["padding"]
+    lhs_dil, rhs_dil = op.attrs["lhs_dilation"], op.attrs["rhs_dilation"]
+    what = "the spatial extents of the input, filter and result"
+    hw = [need_int(x.type.shape[1 + i], what, op.span) for i in range(2)]
+    k = [need_int(w.type.shape[i], what, op.span) for i in range(2)]
+    oh = [need_int(g.type.shape[1 + i], what, op.span) for i in range(2)]
+    out: list[VjpValue | None] = [None, None]
+    if wants[0]:
+        # d input[h] = sum_{y, i} g[y] w[i] [y*S + i*R = lo + h*D]: a convolution of g dilated by S
+        # with the flipped filter (rhs_dilation R), strided by D, over the window that yields H results.
+        win = []
+        for i in range(2):
+            length = (hw[i] - 1) * lhs_dil[i] + (k[i] - 1) * rhs_dil[i] + 1
+            win.append(conv_window(A, oh[i], strides[i], (k[i] - 1) * rhs_dil[i] - padding[i][0], length))
+        if all(hw) and all(h1 > h0 for h0, h1, _, _ in win):
+            gs = _spatial_slice(b, g, [(h0, h1) for h0, h1, _, _ in win], oh)
+            wf = w
+            if k != [1, 1]:
+                wf = b.emit("slice", w, start=(k[0] - 1, k[1] - 1, 0, 0),
+                            stop=(-1, -1, w.type.shape[2], w.type.shape[3]), step=(-1, -1, 1, 1))
+            wf = b.emit("transpose", wf, permutation=(0, 1, 3, 2))
+            out[0] = b.emit("conv2d", gs, wf, strides=tuple(lhs_dil),
+                            padding=tuple((lo, hi) for _, _, lo, hi in win),
+                            lhs_dilation=tuple(strides), rhs_dilation=tuple(rhs_dil))
+    if wants[1]:
+        # d filter[i, c, o] = sum_{n, y} P[n, y*S + i*R, c] g[n, y, o]: a convolution with batch and
+        # channels exchanged, where g is the filter (rhs_dilation S) and the window step is R.
+        win = []
+        for i in range(2):
+            length = (oh[i] - 1) * strides[i] + (k[i] - 1) * rhs_dil[i] + 1
+            win.append(conv_window(A, hw[i], lhs_dil[i], padding[i][0], length))
+        if all(oh) and all(h1 > h0 for h0, h1, _, _ in win):
+            xs = _spatial_slice(b, x, [(h0, h1) for h0, h1, _, _ in win], hw)
+            xt = b.emit("transpose", xs, permutation=(3, 1, 2, 0))
+            gt = b.emit("transpose", g, permutation=(1, 2, 0, 3))
+            r = b.emit("conv2d", xt, gt, strides=tuple(rhs_dil), padding=tuple((lo, hi) for _, _, lo, hi in win),
+                       lhs_dilation=tuple(lhs_dil), rhs_dilation=tuple(strides))
+            out[1] = b.emit("transpose", r, permutation=(1, 2, 0, 3))
+    return out
+
+
 CONV2D = OpDef(
     name="conv2d", summary="2-D convolution (cross-correlation), NHWC input, HWIO filter.",
     operands=(OperandDef("input", "tensor [N, H, W, C]"), OperandDef("filter", "tensor [KH, KW, C, O]")),
@@ -137,6 +202,7 @@ CONV2D = OpDef(
              "padding = window of input dilated by D at offset lo over length (OH - 1) * S + (K - 1) * R + 1), "
              "[1, 2, 0, 3]). A window's negative padding becomes a slice of the source; spatial extents "
              "must be concrete (E5004 otherwise)",
+    vjp=_vjp_conv2d,
     examples=(Example("3x3 valid convolution of ones", """func @main(%x: f32[1, 3, 3, 1], %w: f32[2, 2, 1, 1]) -> (f32[1, 2, 2, 1]) {
   %0 = conv2d(%x, %w) {strides = [1, 1], padding = [[0, 0], [0, 0]], lhs_dilation = [1, 1], rhs_dilation = [1, 1]} : f32[1, 2, 2, 1]
   return %0
@@ -144,82 +210,5 @@ CONV2D = OpDef(
         [[[[[6], [8]], [[12], [14]]]]]),),
 )
 
-
-# ---------------------------------------------------------------------------------------------
-# VJP rules: vjp(b, op, g, wants) -> one cotangent (Value) or None (zero) per operand, emitted
-# through the FunctionBuilder ``b`` (see mind.compiler.autodiff.transform).
-# ---------------------------------------------------------------------------------------------
-
-def _swap_last(b: Any, v: Any) -> Any:
-    r = v.type.rank
-    return b.emit("transpose", v, permutation=tuple(range(r - 2)) + (r - 1, r - 2))
-
-
-def _vjp_matmul(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
-    from mind.compiler.autodiff.helpers import unbroadcast
-
-    lhs, rhs = op.operands
-    return [unbroadcast(b, b.emit("matmul", g, _swap_last(b, rhs)), lhs.type, op.span) if wants[0] else None,
-            unbroadcast(b, b.emit("matmul", _swap_last(b, lhs), g), rhs.type, op.span) if wants[1] else None]
-
-
-def _spatial_slice(b: Any, v: Any, ranges: Sequence[tuple[int, int]], full: Sequence[int]) -> Any:
-    if all(h0 == 0 and h1 == n for (h0, h1), n in zip(ranges, full)):
-        return v
-    n, _, _, c = v.type.shape
-    return b.emit("slice", v, start=(0, ranges[0][0], ranges[1][0], 0), stop=(n, ranges[0][1], ranges[1][1], c),
-                  step=(1, 1, 1, 1))
-
-
-def _vjp_conv2d(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
-    from mind.compiler.autodiff.helpers import conv_window, need_int
-
-    A = b.arith
-    x, w = op.operands
-    strides, padding = op.attrs["strides"], op.attrs["padding"]
-    lhs_dil, rhs_dil = op.attrs["lhs_dilation"], op.attrs["rhs_dilation"]
-    what = "the spatial extents of the input, filter and result"
-    hw = [need_int(x.type.shape[1 + i], what, op.span) for i in range(2)]
-    k = [need_int(w.type.shape[i], what, op.span) for i in range(2)]
-    oh = [need_int(g.type.shape[1 + i], what, op.span) for i in range(2)]
-    out: list[Any] = [None, None]
-    if wants[0]:
-        # d input[h] = sum_{y, i} g[y] w[i] [y*S + i*R = lo + h*D]: a convolution of g dilated by S
-        # with the flipped filter (rhs_dilation R), strided by D, over the window that yields H results.
-        win = []
-        for i in range(2):
-            length = (hw[i] - 1) * lhs_dil[i] + (k[i] - 1) * rhs_dil[i] + 1
-            win.append(conv_window(A, oh[i], strides[i], (k[i] - 1) * rhs_dil[i] - padding[i][0], length))
-        if all(hw) and all(h1 > h0 for h0, h1, _, _ in win):
-            gs = _spatial_slice(b, g, [(h0, h1) for h0, h1, _, _ in win], oh)
-            wf = w
-            if k != [1, 1]:
-                wf = b.emit("slice", w, start=(k[0] - 1, k[1] - 1, 0, 0),
-                            stop=(-1, -1, w.type.shape[2], w.type.shape[3]), step=(-1, -1, 1, 1))
-            wf = b.emit("transpose", wf, permutation=(0, 1, 3, 2))
-            out[0] = b.emit("conv2d", gs, wf, strides=tuple(lhs_dil),
-                            padding=tuple((lo, hi) for _, _, lo, hi in win),
-                            lhs_dilation=tuple(strides), rhs_dilation=tuple(rhs_dil))
-    if wants[1]:
-        # d filter[i, c, o] = sum_{n, y} P[n, y*S + i*R, c] g[n, y, o]: a convolution with batch and
-        # channels exchanged, where g is the filter (rhs_dilation S) and the window step is R.
-        win = []
-        for i in range(2):
-            length = (oh[i] - 1) * strides[i] + (k[i] - 1) * rhs_dil[i] + 1
-            win.append(conv_window(A, hw[i], lhs_dil[i], padding[i][0], length))
-        if all(oh) and all(h1 > h0 for h0, h1, _, _ in win):
-            xs = _spatial_slice(b, x, [(h0, h1) for h0, h1, _, _ in win], hw)
-            xt = b.emit("transpose", xs, permutation=(3, 1, 2, 0))
-            gt = b.emit("transpose", g, permutation=(1, 2, 0, 3))
-            r = b.emit("conv2d", xt, gt, strides=tuple(rhs_dil), padding=tuple((lo, hi) for _, _, lo, hi in win),
-                       lhs_dilation=tuple(lhs_dil), rhs_dilation=tuple(strides))
-            out[1] = b.emit("transpose", r, permutation=(1, 2, 0, 3))
-    return out
-
-
-MATMUL.vjp = _vjp_matmul
-CONV2D.vjp = _vjp_conv2d
-
-MATMUL.fast_infer = _fast_matmul
 
 OPS = (MATMUL, CONV2D)

@@ -8,8 +8,10 @@ from typing import Any, Mapping, Sequence
 from mind.spec.dims import format_dim
 from mind.spec.dtypes import DType
 from mind.spec.ops.base import (AttrDef, ConstraintDef, Example, OpDef, OperandDef, ShapeContext,
-                                TensorType)
+                                TensorType, VjpBuilder, VjpOp, VjpValue)
 from mind.spec.ops.common import check_axes, fmt_shape
+from mind.spec.ops.vjp import (broadcast_like, keep_shape, need_int, no_cotangent, pad_vjp_params, reshape_to,
+                               scalar, slice_vjp_params, zeros_like)
 
 
 def _const_infer(ctx: ShapeContext, xs: Sequence[TensorType], attrs: Mapping[str, Any]) -> TensorType:
@@ -31,7 +33,7 @@ CONST = OpDef(
     semantics="result = value",
     edge_cases="Float literals are parsed to the nearest value of the dtype (round to nearest even); "
                "`nan`, `inf`, `-inf` and `-0.0` are literals. Integer literals must fit the dtype.",
-    accuracy="exact", vjp_text="no operands",
+    accuracy="exact", vjp_text="no operands", vjp=no_cotangent,
     examples=(Example("a literal and a splat", """func @main() -> (i32[2, 2], f32[3]) {
   %0 = const {value = [[1, 2], [3, 4]]} : i32[2, 2]
   %1 = const {value = splat(-0.0)} : f32[3]
@@ -61,6 +63,12 @@ _REDUCE_ATTRS = (AttrDef("axes", "ints", "the reduced axes, strictly increasing;
 _REDUCE_CONSTRAINTS = (ConstraintDef("C1", "E3004", "0 ≤ a < rank(operand) for every a in axes"),
                        ConstraintDef("C2", "E3005", "axes is strictly increasing (no duplicates)"))
 
+def _vjp_reduce_sum(b: VjpBuilder, op: VjpOp, g: VjpValue, wants: Sequence[bool]) -> list[VjpValue | None]:
+    x = op.operands[0]
+    g_keep = reshape_to(b, g, keep_shape(x.type.shape, op.attrs["axes"]))
+    return [broadcast_like(b, g_keep, x)]
+
+
 REDUCE_SUM = OpDef(
     name="reduce_sum", summary="Sum over the given axes.",
     operands=(OperandDef("operand", "numeric tensor"),), attrs=_REDUCE_ATTRS,
@@ -76,6 +84,7 @@ REDUCE_SUM = OpDef(
                               "written as add(reshape(g), zeros(shape(operand))) for a concrete shape and as "
                               "select(compare(operand, operand, eq), reshape(g), reshape(g)) for a symbolic one "
                               "(NaN-free: no multiplication by 0)",
+    vjp=_vjp_reduce_sum,
     examples=(Example("rows and all", """func @main(%x: f32[2, 3]) -> (f32[2], f32[]) {
   %0 = reduce_sum(%x) {axes = [1], keepdims = false} : f32[2]
   %1 = reduce_sum(%x) {axes = [0, 1], keepdims = false} : f32[]
@@ -86,6 +95,17 @@ REDUCE_SUM = OpDef(
   return %0
 }""", {"x": [[], []]}, [[[0], [0]]])),
 )
+
+def _vjp_reduce_max(b: VjpBuilder, op: VjpOp, g: VjpValue, wants: Sequence[bool]) -> list[VjpValue | None]:
+    x = op.operands[0]
+    axes = tuple(op.attrs["axes"])
+    kshape = keep_shape(x.type.shape, axes)
+    hit = b.emit("compare", x, reshape_to(b, op.result, kshape), direction="eq")
+    mask = b.emit("convert", hit, dtype=x.type.dtype)
+    count = b.emit("reduce_sum", mask, axes=axes, keepdims=True)
+    share = b.emit("div", reshape_to(b, g, kshape), count)
+    return [b.emit("mul", mask, share)]
+
 
 REDUCE_MAX = OpDef(
     name="reduce_max", summary="Maximum over the given axes.",
@@ -101,6 +121,7 @@ REDUCE_MAX = OpDef(
              "the number of maximal elements in the window (ties share the gradient equally): "
              "mask = convert(compare(operand, reshape(result, keepdims), eq)); "
              "d operand = mul(mask, div(reshape(g, keepdims), reduce_sum(mask, axes, keepdims = true)))",
+    vjp=_vjp_reduce_max,
     examples=(Example("NaN, signed zero and empty windows", """func @main(%x: f32[3, 2], %e: f32[2, 0]) -> (f32[3], f32[2]) {
   %0 = reduce_max(%x) {axes = [1], keepdims = false} : f32[3]
   %1 = reduce_max(%e) {axes = [1], keepdims = false} : f32[2]
@@ -123,6 +144,10 @@ def _reshape_infer(ctx: ShapeContext, xs: Sequence[TensorType], attrs: Mapping[s
     return TensorType(xs[0].dtype, shape)
 
 
+def _vjp_reshape(b: VjpBuilder, op: VjpOp, g: VjpValue, wants: Sequence[bool]) -> list[VjpValue | None]:
+    return [reshape_to(b, g, op.operands[0].type.shape)]
+
+
 RESHAPE = OpDef(
     name="reshape", summary="The same elements in row-major order, with a new shape.",
     operands=(OperandDef("operand", "tensor"),),
@@ -133,7 +158,7 @@ RESHAPE = OpDef(
     infer=_reshape_infer,
     semantics="flatten(result) = flatten(operand) in row-major order",
     edge_cases="None: the op is total on every input that satisfies its constraints.",
-    accuracy="exact", vjp_text="d operand = reshape(g, shape(operand))",
+    accuracy="exact", vjp_text="d operand = reshape(g, shape(operand))", vjp=_vjp_reshape,
     examples=(Example("matrix to column", """func @main(%x: i32[2, 2]) -> (i32[4, 1]) {
   %0 = reshape(%x) {shape = [4, 1]} : i32[4, 1]
   return %0
@@ -152,6 +177,14 @@ def _transpose_infer(ctx: ShapeContext, xs: Sequence[TensorType], attrs: Mapping
     return TensorType(x.dtype, tuple(x.shape[p] for p in perm))
 
 
+def _vjp_transpose(b: VjpBuilder, op: VjpOp, g: VjpValue, wants: Sequence[bool]) -> list[VjpValue | None]:
+    perm = tuple(op.attrs["permutation"])
+    inverse = tuple(sorted(range(len(perm)), key=lambda i: perm[i]))
+    if inverse == tuple(range(len(perm))):
+        return [g]
+    return [b.emit("transpose", g, permutation=inverse)]
+
+
 TRANSPOSE = OpDef(
     name="transpose", summary="Permutes the axes.",
     operands=(OperandDef("operand", "tensor"),),
@@ -163,7 +196,7 @@ TRANSPOSE = OpDef(
     infer=_transpose_infer,
     semantics="result[i_0, …, i_{r-1}] = operand[j] where j[permutation[k]] = i_k",
     edge_cases="None: the op is total on every input that satisfies its constraints.",
-    accuracy="exact", vjp_text="d operand = transpose(g, inverse(permutation))",
+    accuracy="exact", vjp_text="d operand = transpose(g, inverse(permutation))", vjp=_vjp_transpose,
     examples=(Example("swap axes", """func @main(%x: f32[2, 3]) -> (f32[3, 2]) {
   %0 = transpose(%x) {permutation = [1, 0]} : f32[3, 2]
   return %0
@@ -199,6 +232,31 @@ def _slice_infer(ctx: ShapeContext, xs: Sequence[TensorType], attrs: Mapping[str
     return TensorType(x.dtype, tuple(shape))
 
 
+def _vjp_slice(b: VjpBuilder, op: VjpOp, g: VjpValue, wants: Sequence[bool]) -> list[VjpValue | None]:
+    A = b.arith
+    x = op.operands[0]
+    starts, stops, steps, los, his, inters = [], [], [], [], [], []
+    for axis, (n, start, step, m) in enumerate(zip(x.type.shape, op.attrs["start"], op.attrs["step"],
+                                                    op.result.type.shape)):
+        nonempty = A.ge(m, 1)
+        if nonempty is False:
+            return [None]  # an empty window reads nothing: the cotangent is zero
+        if nonempty is not True and abs(step) != 1:
+            need_int(m, f"the extent of sliced axis {axis} (step {step})", op.span)
+        lo, hi, interior, rev = slice_vjp_params(A, n, start, step, m)
+        los.append(need_int(lo, f"the low padding of axis {axis}", op.span))
+        his.append(need_int(hi, f"the high padding of axis {axis}", op.span))
+        inters.append(interior)
+        starts.append(m - 1 if rev else 0)
+        stops.append(-1 if rev else m)
+        steps.append(-1 if rev else 1)
+    if any(s < 0 for s in steps):
+        g = b.emit("slice", g, start=tuple(starts), stop=tuple(stops), step=tuple(steps))
+    if any(los) or any(his) or any(inters):
+        g = b.emit("pad", g, scalar(b, 0, g.type.dtype), lo=tuple(los), hi=tuple(his), interior=tuple(inters))
+    return [g]
+
+
 SLICE = OpDef(
     name="slice", summary="A strided window of each axis; negative steps walk backwards.",
     operands=(OperandDef("operand", "tensor"),),
@@ -222,6 +280,7 @@ SLICE = OpDef(
              "positive-step window (lo = last, hi = n - 1 - start, interior = -step - 1), "
              "with last = start + (m - 1) * step; an empty window gives no cotangent; lo and hi must be "
              "concrete (E5004 otherwise)",
+    vjp=_vjp_slice,
     examples=(Example("forward and backward strides", """func @main(%x: i32[6]) -> (i32[3], i32[3]) {
   %0 = slice(%x) {start = [0], stop = [6], step = [2]} : i32[3]
   %1 = slice(%x) {start = [5], stop = [-1], step = [-2]} : i32[3]
@@ -252,6 +311,33 @@ def _pad_infer(ctx: ShapeContext, xs: Sequence[TensorType], attrs: Mapping[str, 
     return TensorType(x.dtype, tuple(shape))
 
 
+def _vjp_pad(b: VjpBuilder, op: VjpOp, g: VjpValue, wants: Sequence[bool]) -> list[VjpValue | None]:
+    A = b.arith
+    x, value = op.operands
+    out: list[VjpValue | None] = [None, None]
+    if wants[0]:
+        starts, stops, steps = [], [], []
+        for axis, (n, lo, interior) in enumerate(zip(x.type.shape, op.attrs["lo"], op.attrs["interior"])):
+            start, stop, step = pad_vjp_params(A, n, lo, interior)
+            if A.ge(stop, 0) is not True:  # n = 0 with lo < interior: read nothing
+                if A.eq(n, 0) is not True:
+                    need_int(n, f"the extent of padded axis {axis}", op.span)
+                stop = start
+            starts.append(start)
+            stops.append(stop)
+            steps.append(step)
+        if all(s == 1 for s in steps) and all(a == 0 for a in starts) and \
+                all(A.eq(e, m) is True for e, m in zip(stops, g.type.shape)):
+            out[0] = g
+        else:
+            out[0] = b.emit("slice", g, start=tuple(starts), stop=tuple(stops), step=tuple(steps))
+    if wants[1]:
+        holes = b.emit("pad", zeros_like(b, x), scalar(b, 1, x.type.dtype), lo=op.attrs["lo"],
+                       hi=op.attrs["hi"], interior=op.attrs["interior"])
+        out[1] = b.emit("reduce_sum", b.emit("mul", g, holes), axes=tuple(range(g.type.rank)), keepdims=False)
+    return out
+
+
 PAD = OpDef(
     name="pad", summary="Pads each axis at both ends and between elements with a scalar value.",
     operands=(OperandDef("operand", "tensor"), OperandDef("value", "rank-0 tensor of the same dtype")),
@@ -272,6 +358,7 @@ PAD = OpDef(
              "(= lo + (n - 1) * (interior + 1) + 1; start = stop = lo when n = 0); "
              "d value = reduce_sum(g * pad(zeros(shape(operand)), 1)) over all axes "
              "(g summed over the padding positions, without cancellation)",
+    vjp=_vjp_pad,
     examples=(Example("edge and interior padding", """func @main(%x: i32[3], %v: i32[]) -> (i32[8]) {
   %0 = pad(%x, %v) {lo = [1], hi = [2], interior = [1]} : i32[8]
   return %0
@@ -289,139 +376,8 @@ def _gather_infer(ctx: ShapeContext, xs: Sequence[TensorType], attrs: Mapping[st
     return TensorType(x.dtype, tuple(x.shape[:axis]) + tuple(idx.shape) + tuple(x.shape[axis + 1:]))
 
 
-GATHER = OpDef(
-    name="gather", summary="Picks slices of one axis by integer indices.",
-    operands=(OperandDef("operand", "tensor"), OperandDef("indices", "i32 or i64 tensor")),
-    attrs=(AttrDef("axis", "int", "the axis indexed"),),
-    dtype_rule="result dtype = dtype(operand)",
-    shape_rule_text="shape(operand)[:axis] ++ shape(indices) ++ shape(operand)[axis+1:]",
-    constraints=(ConstraintDef("C1", "E2005", "dtype(indices) ∈ {i32, i64}"),
-                 ConstraintDef("C2", "E3004", "0 ≤ axis < rank(operand)")),
-    infer=_gather_infer,
-    semantics="result[p, i, q] = operand[p, clamp(indices[i], 0, n - 1), q] with n = shape(operand)[axis]",
-    edge_cases="Out-of-range indices are clamped into [0, n - 1] (negative indices read element 0; they "
-               "do not count from the end). If n = 0 every result element is 0 (false for bool).",
-    accuracy="exact",
-    vjp_text="d operand = the scatter-add of g at the clamped indices, written as a contraction of g with "
-             "the one-hot matrix compare(eq, clamp(indices), iota(n)): "
-             "reshape(matmul(onehot, reshape(g, [P, M, Q])), shape(operand)) where onehot[k, j] = "
-             "(clamp(indices[j], 0, n - 1) == k), written without a clamp as "
-             "convert(compare(lower, idx, le)) * convert(compare(upper, idx, ge)) with idx = reshape(indices, [1, M]), "
-             "lower = iota(n) as [n, 1] with lower[0] = INT_MIN, upper = iota(n) with upper[n - 1] = INT_MAX; "
-             "P, M, Q the products of the leading, index and trailing extents; n must be concrete "
-             "(E5004 otherwise); d indices: none",
-    examples=(Example("clamped indices", """func @main(%x: f32[3, 2], %i: i64[4]) -> (f32[4, 2]) {
-  %0 = gather(%x, %i) {axis = 0} : f32[4, 2]
-  return %0
-}""", {"x": [[1, 2], [3, 4], [5, 6]], "i": [2, 0, 7, -1]}, [[[5, 6], [1, 2], [5, 6], [1, 2]]]),),
-)
-
-
-# ---------------------------------------------------------------------------------------------
-# VJP rules: vjp(b, op, g, wants) -> one cotangent (Value) or None (zero) per operand, emitted
-# through the FunctionBuilder ``b`` (see mind.compiler.autodiff.transform).
-# ---------------------------------------------------------------------------------------------
-
-def _vjp_const(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
-    return []
-
-
-def _vjp_reduce_sum(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
-    from mind.compiler.autodiff.helpers import broadcast_like, keep_shape, reshape_to
-
-    x = op.operands[0]
-    g_keep = reshape_to(b, g, keep_shape(x.type.shape, op.attrs["axes"]))
-    return [broadcast_like(b, g_keep, x)]
-
-
-def _vjp_reduce_max(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
-    from mind.compiler.autodiff.helpers import keep_shape, reshape_to
-
-    x = op.operands[0]
-    axes = tuple(op.attrs["axes"])
-    kshape = keep_shape(x.type.shape, axes)
-    hit = b.emit("compare", x, reshape_to(b, op.result, kshape), direction="eq")
-    mask = b.emit("convert", hit, dtype=x.type.dtype)
-    count = b.emit("reduce_sum", mask, axes=axes, keepdims=True)
-    share = b.emit("div", reshape_to(b, g, kshape), count)
-    return [b.emit("mul", mask, share)]
-
-
-def _vjp_reshape(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
-    from mind.compiler.autodiff.helpers import reshape_to
-
-    return [reshape_to(b, g, op.operands[0].type.shape)]
-
-
-def _vjp_transpose(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
-    perm = tuple(op.attrs["permutation"])
-    inverse = tuple(sorted(range(len(perm)), key=lambda i: perm[i]))
-    if inverse == tuple(range(len(perm))):
-        return [g]
-    return [b.emit("transpose", g, permutation=inverse)]
-
-
-def _vjp_slice(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
-    from mind.compiler.autodiff.helpers import need_int, scalar, slice_vjp_params
-
-    A = b.arith
-    x = op.operands[0]
-    starts, stops, steps, los, his, inters = [], [], [], [], [], []
-    for axis, (n, start, step, m) in enumerate(zip(x.type.shape, op.attrs["start"], op.attrs["step"],
-                                                    op.result.type.shape)):
-        nonempty = A.ge(m, 1)
-        if nonempty is False:
-            return [None]  # an empty window reads nothing: the cotangent is zero
-        if nonempty is not True and abs(step) != 1:
-            need_int(m, f"the extent of sliced axis {axis} (step {step})", op.span)
-        lo, hi, interior, rev = slice_vjp_params(A, n, start, step, m)
-        los.append(need_int(lo, f"the low padding of axis {axis}", op.span))
-        his.append(need_int(hi, f"the high padding of axis {axis}", op.span))
-        inters.append(interior)
-        starts.append(m - 1 if rev else 0)
-        stops.append(-1 if rev else m)
-        steps.append(-1 if rev else 1)
-    if any(s < 0 for s in steps):
-        g = b.emit("slice", g, start=tuple(starts), stop=tuple(stops), step=tuple(steps))
-    if any(los) or any(his) or any(inters):
-        g = b.emit("pad", g, scalar(b, 0, g.type.dtype), lo=tuple(los), hi=tuple(his), interior=tuple(inters))
-    return [g]
-
-
-def _vjp_pad(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
-    from mind.compiler.autodiff.helpers import pad_vjp_params, scalar, zeros_like
-
-    A = b.arith
-    x, value = op.operands
-    out: list[Any] = [None, None]
-    if wants[0]:
-        starts, stops, steps = [], [], []
-        for axis, (n, lo, interior) in enumerate(zip(x.type.shape, op.attrs["lo"], op.attrs["interior"])):
-            start, stop, step = pad_vjp_params(A, n, lo, interior)
-            if A.ge(stop, 0) is not True:  # n = 0 with lo < interior: read nothing
-                if A.eq(n, 0) is not True:
-                    from mind.compiler.autodiff.helpers import need_int
-                    need_int(n, f"the extent of padded axis {axis}", op.span)
-                stop = start
-            starts.append(start)
-            stops.append(stop)
-            steps.append(step)
-        if all(s == 1 for s in steps) and all(a == 0 for a in starts) and \
-                all(A.eq(e, m) is True for e, m in zip(stops, g.type.shape)):
-            out[0] = g
-        else:
-            out[0] = b.emit("slice", g, start=tuple(starts), stop=tuple(stops), step=tuple(steps))
-    if wants[1]:
-        holes = b.emit("pad", zeros_like(b, x), scalar(b, 1, x.type.dtype), lo=op.attrs["lo"],
-                       hi=op.attrs["hi"], interior=op.attrs["interior"])
-        out[1] = b.emit("reduce_sum", b.emit("mul", g, holes), axes=tuple(range(g.type.rank)), keepdims=False)
-    return out
-
-
-def _vjp_gather(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
+def _vjp_gather(b: VjpBuilder, op: VjpOp, g: VjpValue, wants: Sequence[bool]) -> list[VjpValue | None]:
     import numpy as np
-
-    from mind.compiler.autodiff.helpers import need_int, reshape_to
 
     A = b.arith
     x, idx = op.operands
@@ -449,9 +405,33 @@ def _vjp_gather(b: Any, op: Any, g: Any, wants: Sequence[bool]) -> list[Any]:
     return [reshape_to(b, d, x.type.shape), None]
 
 
-for _op, _rule in ((CONST, _vjp_const), (REDUCE_SUM, _vjp_reduce_sum), (REDUCE_MAX, _vjp_reduce_max),
-                   (RESHAPE, _vjp_reshape), (TRANSPOSE, _vjp_transpose), (SLICE, _vjp_slice),
-                   (PAD, _vjp_pad), (GATHER, _vjp_gather)):
-    _op.vjp = _rule
+GATHER = OpDef(
+    name="gather", summary="Picks slices of one axis by integer indices.",
+    operands=(OperandDef("operand", "tensor"), OperandDef("indices", "i32 or i64 tensor")),
+    attrs=(AttrDef("axis", "int", "the axis indexed"),),
+    dtype_rule="result dtype = dtype(operand)",
+    shape_rule_text="shape(operand)[:axis] ++ shape(indices) ++ shape(operand)[axis+1:]",
+    constraints=(ConstraintDef("C1", "E2005", "dtype(indices) ∈ {i32, i64}"),
+                 ConstraintDef("C2", "E3004", "0 ≤ axis < rank(operand)")),
+    infer=_gather_infer,
+    semantics="result[p, i, q] = operand[p, clamp(indices[i], 0, n - 1), q] with n = shape(operand)[axis]",
+    edge_cases="Out-of-range indices are clamped into [0, n - 1] (negative indices read element 0; they "
+               "do not count from the end). If n = 0 every result element is 0 (false for bool).",
+    accuracy="exact",
+    vjp_text="d operand = the scatter-add of g at the clamped indices, written as a contraction of g with "
+             "the one-hot matrix compare(eq, clamp(indices), iota(n)): "
+             "reshape(matmul(onehot, reshape(g, [P, M, Q])), shape(operand)) where onehot[k, j] = "
+             "(clamp(indices[j], 0, n - 1) == k), written without a clamp as "
+             "convert(compare(lower, idx, le)) * convert(compare(upper, idx, ge)) with idx = reshape(indices, [1, M]), "
+             "lower = iota(n) as [n, 1] with lower[0] = INT_MIN, upper = iota(n) with upper[n - 1] = INT_MAX; "
+             "P, M, Q the products of the leading, index and trailing extents; n must be concrete "
+             "(E5004 otherwise); d indices: none",
+    vjp=_vjp_gather,
+    examples=(Example("clamped indices", """func @main(%x: f32[3, 2], %i: i64[4]) -> (f32[4, 2]) {
+  %0 = gather(%x, %i) {axis = 0} : f32[4, 2]
+  return %0
+}""", {"x": [[1, 2], [3, 4], [5, 6]], "i": [2, 0, 7, -1]}, [[[5, 6], [1, 2], [5, 6], [1, 2]]]),),
+)
+
 
 OPS = (CONST, REDUCE_SUM, REDUCE_MAX, RESHAPE, TRANSPOSE, SLICE, PAD, GATHER)

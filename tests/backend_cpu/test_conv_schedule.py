@@ -12,9 +12,9 @@ import pytest
 from mind.compiler.backend.cpu.api import compile_function
 from mind.compiler.backend.cpu.conv_schedule import ConvTiles, block_cost, choose_conv_tiles, conv_section
 from mind.ir.parser import parse_module
+from mind.reference.accuracy import check_op
 from mind.reference.interpreter import select_function
 from mind.reference.ops import conv2d as ref_conv2d
-from mind.spec import accuracy
 
 _NP = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}
 
@@ -181,7 +181,7 @@ def test_scheduled_conv_matches_reference(name, xs, ws, dt, kw):
              "lhs_dilation": kw.get("lhs_dil", (1, 1)), "rhs_dilation": kw.get("rhs_dil", (1, 1))}
     want = ref_conv2d(x, w, **attrs)
     # the spec's accuracy class of conv2d (exact for integers, a dot-product bound for floats)
-    assert accuracy.check_op("conv2d", [x, w], attrs, got, want) is None
+    assert check_op("conv2d", [x, w], attrs, got, want) is None
 
 
 @pytest.mark.parametrize("dt,xs,ws,pad", [
@@ -255,7 +255,7 @@ def test_unscheduled_conv_still_correct():
     got = run([x, w])[0]
     assert not next(iter(run._kernels.values())).scheduled
     attrs = {"strides": (2, 1), "padding": ((0, 0), (0, 0)), "lhs_dilation": (1, 1), "rhs_dilation": (1, 1)}
-    assert accuracy.check_op("conv2d", [x, w], attrs, got, ref_conv2d(x, w, **attrs)) is None
+    assert check_op("conv2d", [x, w], attrs, got, ref_conv2d(x, w, **attrs)) is None
 
 
 def test_two_convs_sharing_an_init_and_a_chain():

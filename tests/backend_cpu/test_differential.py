@@ -3,7 +3,7 @@ the reference.
 
 Every op result is also a function result, so each op is checked locally: the reference op is
 applied to the *compiled* operand values and compared with the compiled result through
-``spec.accuracy.check_op`` (bit-exact where the spec says exact).  A failure names the first op whose
+``reference.accuracy.check_op`` (bit-exact where the spec says exact).  A failure names the first op whose
 result diverges (probe-style bisection without a second run).
 """
 
@@ -16,6 +16,7 @@ from hypothesis import given, settings, strategies as st
 
 from mind.backends import compile_for
 from mind.ir.builder import FunctionBuilder
+from mind.reference.accuracy import accumulation, check_op
 from mind.reference.ops import OP_FUNCTIONS
 from mind.spec import accuracy
 from mind.spec.dtypes import DType
@@ -40,6 +41,16 @@ def arrays(draw, dtype, shape):
         return np.array(vals, dtype=dtype.numpy).reshape(shape)
 
 
+# What ``programs`` draws: each op by name (``compare_select`` emits both), one branch each below.
+KINDS = ["add", "sub", "mul", "div", "exp", "log", "compare_select", "convert", "reduce_sum", "reduce_max",
+         "transpose", "reshape", "slice", "pad", "gather", "matmul", "conv2d", "const"]
+
+
+def test_programs_draw_every_op():
+    """A new op of the spec fails here until ``programs`` can emit it."""
+    assert (set(KINDS) - {"compare_select"}) | {"compare", "select"} == set(OP_SPEC)
+
+
 def _try(b, op, *xs, **attrs):
     try:
         return b.emit(op, *xs, **attrs)
@@ -60,9 +71,7 @@ def programs(draw, dims=st.integers(1, 4)):
     pool = [x, y]
     n_ops = draw(st.integers(1, 5))
     for _ in range(n_ops):
-        kind = draw(st.sampled_from(["add", "sub", "mul", "div", "exp", "log", "compare_select", "convert",
-                                     "reduce_sum", "reduce_max", "transpose", "reshape", "slice", "pad",
-                                     "gather", "matmul", "conv2d", "const"]))
+        kind = draw(st.sampled_from(KINDS))
         v = draw(st.sampled_from(pool))
         w = draw(st.sampled_from(pool))
         dt, r = v.type.dtype, v.type.rank
@@ -137,7 +146,7 @@ def _overflows(op, operands, attrs, dtype):
     so such elements are not comparable."""
     if not dtype.is_float or accuracy.get(OP_SPEC[op].accuracy).kind != "sum":
         return False
-    _n, abs_sum = accuracy.accumulation(op, operands, attrs)
+    _n, abs_sum = accumulation(op, operands, attrs)
     with np.errstate(all="ignore"):
         return bool(np.any(np.asarray(abs_sum) > np.finfo(dtype.numpy).max))
 
@@ -165,7 +174,7 @@ def _check(prog, threads: int = 1):
         actual = values[id(op.result)]
         if _overflows(op.op, operands, attrs, op.result.type.dtype):
             continue
-        mm = accuracy.check_op(op.op, operands, attrs, actual, expected, dtype=op.result.type.dtype)
+        mm = check_op(op.op, operands, attrs, actual, expected, dtype=op.result.type.dtype)
         assert mm is None, (f"first diverging op #{i}: %{op.result.name} = {op.op}{attrs} on "
                             f"{[str(v.type) for v in op.operands]}: {mm}\n{fn}")
 

@@ -10,7 +10,8 @@ import numpy as np
 from hypothesis import given, strategies as st
 
 from mind.reference import ops as R
-from mind.spec.accuracy import check, check_op
+from mind.reference.accuracy import check_op
+from mind.spec.accuracy import check
 from mind.spec.dtypes import DType
 
 shapes = st.lists(st.integers(0, 4), min_size=0, max_size=3).map(tuple)

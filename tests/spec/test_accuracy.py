@@ -129,17 +129,3 @@ def test_sum_class_bound():
     assert check("dot", "f64", np.array([-np.inf]), np.array([np.inf]), n=2, abs_sum=[np.inf]) is not None
     with pytest.raises(ValueError):
         check("sum", "f32", exp, exp)
-
-
-def test_accumulation_of_each_op():
-    x = np.array([[1.0, -2.0], [3.0, -4.0]], dtype=np.float32)
-    n, s = accuracy.accumulation("reduce_sum", [x], {"axes": (1,), "keepdims": False})
-    assert n == 2 and s.tolist() == [3.0, 7.0]
-    n, s = accuracy.accumulation("matmul", [x, x], {})
-    assert n == 2 and s.tolist() == [[7.0, 10.0], [15.0, 22.0]]
-    x4 = np.ones((1, 3, 3, 2), np.float32)
-    w4 = -np.ones((2, 2, 2, 1), np.float32)
-    attrs = {"strides": (1, 1), "padding": ((0, 0), (0, 0)), "lhs_dilation": (1, 1), "rhs_dilation": (1, 1)}
-    n, s = accuracy.accumulation("conv2d", [x4, w4], attrs)
-    assert n == 8 and s.shape == (1, 2, 2, 1) and np.all(s == 8)
-    assert accuracy.accumulation("add", [x, x], {}) is None

@@ -1,9 +1,11 @@
 """Building blocks of the VJP rules: zeros, negation, un-broadcasting, and the attribute arithmetic
 of the structural rules.
 
-The VJP rules themselves live with their ops in ``mind.spec.ops`` (one place per op); they import
-this module lazily.  Everything here emits ops through a ``FunctionBuilder`` (so every result type
-comes from the spec's shape rules) and uses only the 19 Core IR ops.
+The rules themselves are part of each op's definition (``OpDef.vjp`` in this package), as the shape
+rules are; this module is to them what ``common.py`` is to the shape rules.  Everything here emits
+ops through a ``VjpBuilder`` (so every result type comes from the spec's shape rules) and uses only
+the 19 Core IR ops.  The autodiff transform (``mind.compiler.autodiff``) and the VJP checkers
+(``mind.verify.autodiff_*``) import it from here.
 
 Zeros of a symbolic shape.  A ``const`` needs a concrete shape, and ``mul(x, 0)`` is *not* a zero
 (``0 * inf = NaN``, ``0 * NaN = NaN``).  Two NaN-free forms are used instead:
@@ -16,6 +18,9 @@ Zeros of a symbolic shape.  A ``const`` needs a concrete shape, and ``mul(x, 0)`
 The attribute functions (``slice_vjp_params``, ``pad_vjp_params``, ``conv_window``) are written
 against the spec's ``Arith`` interface, so the same code computes concrete attributes in the
 transform (``SymArith``) and symbolic ones in the Z3 proofs of ``verify/autodiff_z3.py``.
+
+A rule that cannot differentiate an op on the shapes it is given raises E5004 through
+``mind.diagnostics``, which belongs to the spec layer (see "Layers" in ``docs/architecture.md``).
 """
 
 from __future__ import annotations
@@ -23,24 +28,31 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from mind.diagnostics import error
-from mind.spec.dims import DimExpr, format_dim
+from mind.spec.dims import Arith, format_dim
 from mind.spec.dtypes import DType
+from mind.spec.ops.base import TensorType, VjpBuilder, VjpOp, VjpValue
+from mind.spec.ops.common import fmt_shape, show_dim
 
 # --------------------------------------------------------------------------------------------
 # small emitters
 # --------------------------------------------------------------------------------------------
 
 
+def no_cotangent(b: VjpBuilder, op: VjpOp, g: VjpValue, wants: Sequence[bool]) -> list[VjpValue | None]:
+    """The rule of an op whose operands receive no cotangent (a bool result, or no operands)."""
+    return [None] * len(op.operands)
+
+
 def is_concrete(shape: Sequence[Any]) -> bool:
     return all(isinstance(d, int) and not isinstance(d, bool) for d in shape)
 
 
-def scalar(b: Any, value: float, dtype: DType) -> Any:
+def scalar(b: VjpBuilder, value: float, dtype: DType) -> VjpValue:
     """A rank-0 constant (broadcast by its consumer)."""
     return b.const(value, dtype)
 
 
-def zeros_like(b: Any, x: Any, dtype: DType | None = None) -> Any:
+def zeros_like(b: VjpBuilder, x: VjpValue, dtype: DType | None = None) -> VjpValue:
     """A zero tensor of ``shape(x)`` (dtype of ``x`` unless given), NaN-free for symbolic shapes."""
     dtype = dtype or x.type.dtype
     if is_concrete(x.type.shape):
@@ -50,30 +62,31 @@ def zeros_like(b: Any, x: Any, dtype: DType | None = None) -> Any:
     return b.emit("select", p, z, z)
 
 
-def neg(b: Any, x: Any) -> Any:
+def neg(b: VjpBuilder, x: VjpValue) -> VjpValue:
     """Exact IEEE negation (signed zeros and NaN included): ``mul(x, -1)``."""
     return b.emit("mul", x, scalar(b, -1, x.type.dtype))
 
 
-def same_shape(A: Any, a: Sequence[Any], b: Sequence[Any]) -> bool:
+def same_shape(A: Arith, a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(x == y if type(x) is type(y) else A.eq(x, y) is True
                                     for x, y in zip(a, b))
 
 
-def reshape_to(b: Any, x: Any, shape: Sequence[Any]) -> Any:
+def reshape_to(b: VjpBuilder, x: VjpValue, shape: Sequence[Any]) -> VjpValue:
     if same_shape(b.arith, x.type.shape, shape):
         return x
     return b.emit("reshape", x, shape=tuple(shape))
 
 
-def unbroadcast(b: Any, g: Any, target: Any, span: Any = None) -> Any:
-    """Sum ``g`` (of a broadcast result shape) back to ``target`` (a ``TensorType``) with
-    ``reduce_sum`` over the broadcast axes and a ``reshape``."""
+def unbroadcast(b: VjpBuilder, g: VjpValue, target: TensorType, span: Any = None) -> VjpValue:
+    """Sum ``g`` (of a broadcast result shape) back to ``target`` with ``reduce_sum`` over the
+    broadcast axes and a ``reshape``."""
     A = b.arith
     gs, ts = tuple(g.type.shape), tuple(target.shape)
     lead = len(gs) - len(ts)
     if lead < 0:
-        raise error("E5004", f"cotangent of shape {_fmt(gs)} has lower rank than the operand {_fmt(ts)}", span)
+        raise error("E5004", f"cotangent of shape {fmt_shape(gs)} has lower rank than the operand "
+                             f"{fmt_shape(ts)}", span)
     axes = list(range(lead))
     for i, t in enumerate(ts):
         o = gs[lead + i]
@@ -84,7 +97,7 @@ def unbroadcast(b: Any, g: Any, target: Any, span: Any = None) -> Any:
         if A.eq(t, 1) is True:
             axes.append(lead + i)
             continue
-        raise error("E5004", f"cannot decide whether axis {i} of {_fmt(ts)} was broadcast to "
+        raise error("E5004", f"cannot decide whether axis {i} of {fmt_shape(ts)} was broadcast to "
                              f"{format_dim(o)}", span,
                     help="add an assumption (`where ...`) that decides the extent, or make it concrete")
     out = g
@@ -93,7 +106,7 @@ def unbroadcast(b: Any, g: Any, target: Any, span: Any = None) -> Any:
     return reshape_to(b, out, ts)
 
 
-def broadcast_like(b: Any, g_keep: Any, like: Any) -> Any:
+def broadcast_like(b: VjpBuilder, g_keep: VjpValue, like: VjpValue) -> VjpValue:
     """Broadcast ``g_keep`` (keepdims form: extent 1 on the reduced axes) to ``shape(like)``."""
     if same_shape(b.arith, g_keep.type.shape, like.type.shape):
         return g_keep
@@ -110,16 +123,8 @@ def keep_shape(shape: Sequence[Any], axes: Sequence[int]) -> tuple[Any, ...]:
 def need_int(x: Any, what: str, span: Any = None) -> int:
     if isinstance(x, int) and not isinstance(x, bool):
         return x
-    raise error("E5004", f"the gradient needs {what} to be a concrete integer, but it is {_show(x)}", span,
+    raise error("E5004", f"the gradient needs {what} to be a concrete integer, but it is {show_dim(x)}", span,
                 help="make the dimension concrete, or add assumptions that fix it")
-
-
-def _show(x: Any) -> str:
-    return format_dim(x) if isinstance(x, (int, DimExpr)) else str(x)
-
-
-def _fmt(shape: Sequence[Any]) -> str:
-    return "[" + ", ".join(_show(d) for d in shape) + "]"
 
 
 # --------------------------------------------------------------------------------------------
@@ -127,7 +132,7 @@ def _fmt(shape: Sequence[Any]) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def slice_vjp_params(A: Any, n: Any, start: Any, step: int, m: Any) -> tuple[Any, Any, Any, bool]:
+def slice_vjp_params(A: Arith, n: Any, start: Any, step: int, m: Any) -> tuple[Any, Any, Any, bool]:
     """For one axis of ``slice`` (operand extent ``n``, result extent ``m``): the ``pad`` that puts
     the (reversed, if ``step < 0``) cotangent back in place: ``(lo, hi, interior, reversed)``.
 
@@ -143,7 +148,7 @@ def slice_vjp_params(A: Any, n: Any, start: Any, step: int, m: Any) -> tuple[Any
     return last, n - 1 - start, -step - 1, True
 
 
-def pad_vjp_params(A: Any, n: Any, lo: int, interior: int) -> tuple[Any, Any, int]:
+def pad_vjp_params(A: Arith, n: Any, lo: int, interior: int) -> tuple[Any, Any, int]:
     """For one axis of ``pad``: the ``slice`` (start, stop, step) that reads the operand's
     positions lo, lo + (interior + 1), …: stop = lo + n * (interior + 1) - interior, which gives
     exactly n elements for every n ≥ 0 (``ceildiv(n * s - i, s) = n`` with s = i + 1)."""
@@ -151,7 +156,7 @@ def pad_vjp_params(A: Any, n: Any, lo: int, interior: int) -> tuple[Any, Any, in
     return lo, lo + n * s - interior, s
 
 
-def conv_window(A: Any, n: Any, dil: int, offset: Any, length: Any) -> tuple[Any, Any, Any, Any]:
+def conv_window(A: Arith, n: Any, dil: int, offset: Any, length: Any) -> tuple[Any, Any, Any, Any]:
     """A source axis of extent ``n``, dilated by ``dil`` and placed at ``offset + h * dil``, seen
     through the window [0, length): the source range [h0, h1) that lands in the window and the
     padding (lo, hi) around its dilation so that the padded sequence is exactly ``length`` long.
