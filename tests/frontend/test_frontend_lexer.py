@@ -84,10 +84,11 @@ def test_e1001_invalid_utf8():
 
 
 def test_e1002_invalid_character():
-    assert lex_error("let a = 1\nlet b = a # 2") == [("E1002", 2, 11, 12)]
-    assert lex_error("let é = 1") == [("E1002", 1, 5, 6)]
-    assert lex_error("a & b") == [("E1002", 1, 3, 4)]
+    assert lex_error("let a = 1\nlet b = a $ 2") == [("E1002", 2, 11, 12)]
+    assert lex_error("let x² = 1") == [("E1002", 1, 6, 7)]  # not an identifier character
+    assert lex_error("a ~ b") == [("E1002", 1, 3, 4)]
     assert lex_error("a\x00") == [("E1002", 1, 2, 3)]
+    assert lex_error("a\u00a0b") == [("E1002", 1, 2, 3)]  # a no-break space
 
 
 def test_e1003_unterminated_string():
@@ -112,12 +113,12 @@ def test_e1006_unterminated_block_comment():
 
 
 def test_several_lexical_errors_are_all_reported():
-    codes = [c for c, *_ in lex_error('a # b\n1x\n"bad \\q"\n"open')]
+    codes = [c for c, *_ in lex_error('a $ b\n1x\n"bad \\q"\n"open')]
     assert codes == ["E1002", "E1005", "E1004", "E1003"]
 
 
 def test_lexical_errors_are_capped():
-    assert len(lex_error("#" * 100)) == lexer.MAX_ERRORS
+    assert len(lex_error("$" * 100)) == lexer.MAX_ERRORS
 
 
 def test_e1012_size_limit(monkeypatch):
