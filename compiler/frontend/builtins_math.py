@@ -250,6 +250,8 @@ def sin_cos(em: Em, x: Value, which: str) -> Value:
         q = em("select", em.cmp(q, em.c(4.0), "eq"), em.c(0.0), q)
     z = em("mul", r, r)
     s = em("add", r, em("mul", r, em("mul", z, _poly(em, z, _SIN))))
+    # |r| < 2^-27: sin r = r to within 2^-55 (keeps the sign of ±0 and tiny values exactly)
+    s = em("select", em.lt(em.abs(r), em.c(2.0 ** -27)), r, s)
     c = em("add", em("sub", em.c(1.0), em("mul", z, em.c(0.5))), em("mul", em("mul", z, z), _poly(em, z, _COS)))
     # quadrant 0: sin r, 1: cos r, 2: -sin r, 3: -cos r
     out = em("select", em.cmp(q, em.c(1.0), "eq"), c,

@@ -27,7 +27,9 @@ from mind.spec.dims import format_dim
 from mind.spec.dtypes import DType
 
 from . import ast as A
+from . import litexpr
 from .indexing import index_update, take_row
+from .litexpr import LITERALS, LitExpr
 from .values import POISON, ArrLit, Closure, FnRef, Lit, Scope, StructVal, Tup, describe
 
 #: Loop iterations run at compile time per function (all loops together), E1012 beyond.
@@ -167,8 +169,8 @@ def keep_type(E: Any, old: Any, new: Any, off: tuple[int, int], what: str) -> An
     if old is POISON or new is POISON:
         return new
     to, tn = type(old), type(new)
-    if to is Lit:
-        if tn is Lit:
+    if to in LITERALS:
+        if tn in LITERALS:
             if new.kind != old.kind and not (old.kind == "float" and new.kind == "int"):
                 raise E.fail("E2004", f"{what} holds a {old.kind} literal; the new value is a "
                                       f"{new.kind} literal", off, "an assignment keeps the variable's type")
@@ -178,7 +180,7 @@ def keep_type(E: Any, old: Any, new: Any, off: tuple[int, int], what: str) -> An
         if tn is ArrLit and (new.kind == old.kind or old.kind == "float"):
             return new
     elif to is Value:
-        if tn is Lit or tn is ArrLit:
+        if tn in LITERALS or tn is ArrLit:
             new = E.materialize(new, old.type.dtype)
             if new.type.rank == 0 and old.type.rank:
                 new = _broadcast(E, new, old, off)
@@ -216,6 +218,12 @@ def static_bool(E: Any, c: Any, node: A.Expr, what: str) -> bool | None:
     """The value of the condition ``c`` if it is known at compile time, ``None`` for a rank-0 bool
     tensor computed at run time; anything else is a diagnostic (raises ``Reported``)."""
     t = type(c)
+    if t is LitExpr and c.kind == "bool":
+        known = litexpr.constant(E, c)
+        if known is not None:
+            return bool(known)
+        c = E.materialize(c)
+        t = Value
     if t is Lit:
         if c.kind == "bool":
             return bool(c.value)
@@ -305,9 +313,13 @@ def merge(E: Any, c: Value, a: Any, b: Any, off: tuple[int, int], what: str) -> 
         return StructVal(a.info, [merge(E, c, x, y, off, what) for x, y in zip(a.items, b.items)], off)
     if ta is Lit and tb is Lit and a.kind == b.kind and a.value == b.value and a.text == b.text:
         return a
+    if ta in LITERALS and tb in LITERALS:
+        chosen = litexpr.choose(c, a, b, off)
+        if chosen is not None:
+            return chosen
     if (ta is FnRef or ta is Closure) and a is b:
         return a
-    if ta in (Lit, ArrLit, Value) and tb in (Lit, ArrLit, Value):
+    if ta in (Lit, ArrLit, Value, LitExpr) and tb in (Lit, ArrLit, Value, LitExpr):
         try:
             x, y = E.pair(a, b, off)
         except E.Reported:
@@ -401,11 +413,11 @@ def _iteration_values(E: Any, node: A.Expr) -> list[Any] | None:
     if t is A.Range:
         if node.start is None or node.stop is None:
             raise E.fail("E2011", "a loop range needs both bounds", node.span, "e.g. `0..n`")
-        lo = E.static_int(node.start, "the start of the range")
-        hi = E.static_int(node.stop, "the end of the range")
+        lo = loop_bound(E, node.start, "the start of the range")
+        hi = loop_bound(E, node.stop, "the end of the range")
         return _ints(E, range(lo, hi + 1 if node.inclusive else hi), node)
     if t is A.Call and node.name == "range" and not node.kwargs and 1 <= len(node.args) <= 3:
-        bounds = [E.static_int(a, "a bound of `range`") for a in node.args]
+        bounds = [loop_bound(E, a, "a bound of `range`") for a in node.args]
         if len(bounds) == 3 and bounds[2] == 0:
             raise E.fail("E3006", "the step of `range` cannot be 0", node.args[2].span)
         return _ints(E, range(*bounds), node)
@@ -436,6 +448,23 @@ def _iteration_values(E: Any, node: A.Expr) -> list[Any] | None:
         return [take_row(E, v, i, node.span) for i in range(n)]
     raise E.fail("E2011", f"`for` iterates over a range with bounds known at compile time, a tuple "
                           f"or a tensor; found {describe(v)}", node.span, "e.g. `for i in 0..n { ... }`")
+
+
+def loop_bound(E: Any, node: A.Expr, what: str) -> int:
+    """An integer known at compile time for a loop bound (E2011 for one computed at run time)."""
+    v = E.ev(node)
+    if v is POISON:
+        raise E.Reported()
+    if type(v) is Lit and v.kind == "int":
+        return v.value
+    if type(v) is Value and v.type.dtype.is_int and v.type.rank == 0:
+        known = E.static.of(v)
+        if known is not None:
+            return int(known)
+        raise E.fail("E2011", f"{what} is computed at run time; loops run at compile time", node.span,
+                     "use a bound known at compile time (a literal, a `const`, a loop index), or "
+                     "compute over whole axes with tensor operations")
+    raise E.fail("E2009", f"{what} must be an integer, found {describe(v)}", node.span)
 
 
 def _ints(E: Any, r: range, node: A.Expr) -> list[Lit]:

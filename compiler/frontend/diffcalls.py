@@ -134,7 +134,7 @@ def call(E: Any, node: A.Call) -> Any:
     if name == "vjp":
         if len(node.args) < 2 or node.kwargs:
             raise E.fail("E2007", "`vjp` takes a function and the point: `let (y, back) = vjp(f, x)`", node.span)
-        return vjp(E, node)
+        return vjp(E, node, node.args[0], node.args[1:])
     if name == "jvp":
         if len(node.args) != 3 or node.kwargs:
             raise E.fail("E2007", "`jvp` takes a function, the point and a tangent: `jvp(f, x, v)`",
@@ -146,12 +146,14 @@ def call(E: Any, node: A.Call) -> Any:
 def call_result(E: Any, gcall: A.Call, node: A.Call) -> Any:
     """``grad(f)(x)``, ``value_and_grad(f)(x)``, ``jacobian(f)(x)``."""
     name = base_name(gcall.name)
-    if name not in ("grad", "value_and_grad", "jacobian"):
+    if name not in ("grad", "value_and_grad", "jacobian", "vjp"):
         raise E.fail("E2009", f"the result of `{name}(...)` is not a function", node.func.span)
     if len(gcall.args) != 1 or gcall.kwargs:
         raise E.fail("E2007", f"`{name}(f)` takes one function", gcall.span, f"e.g. `{name}(loss_fn)(w)`")
     if node.kwargs or not node.args:
         raise E.fail("E2007", f"call `{name}(f)` with positional arguments", node.span)
+    if name == "vjp":
+        return vjp(E, node, gcall.args[0], node.args)
     return at_point(E, gcall.args[0], node.args, node, name)
 
 
@@ -231,9 +233,9 @@ def _pullback_values(E: Any, y: Value, v: Value, wrt: list[Value], off: tuple[in
     return E.differentiate(loss, wrt, off)
 
 
-def vjp(E: Any, node: A.Call) -> Any:
-    f = function_of(E, node.args[0])
-    args = [(a, E.ev(a)) for a in node.args[1:]]
+def vjp(E: Any, node: A.Call, fnode: A.Expr, arg_nodes: Any) -> Any:
+    f = function_of(E, fnode)
+    args = [(a, E.ev(a)) for a in arg_nodes]
     if any(v is POISON for _, v in args):
         return POISON
     point = _point(E, args[0][1], args[0][0].span)

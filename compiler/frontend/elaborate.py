@@ -24,14 +24,15 @@ from mind.spec.dtypes import DType, parse_dtype
 from mind.spec.ops import OPS, ConstraintUndecided, ConstraintViolation, TensorType
 
 from . import ast as A
-from . import control, diffcalls, library
+from . import control, diffcalls, library, litexpr
 from .builtins import BUILTINS, call_builtin
 from .consteval import StaticValues
 from .indexing import index_expr
+from .litexpr import LITERALS, LitExpr
 from .structs import check_struct, get_field, named_type, struct_lit, struct_params
 from .values import (MAX_CONST_ELEMENTS, NAMED_RESULTS, POISON, RESULT_NAMES, ConstantTooLarge, ArrLit, FnRef,
                      Callback, Closure, ConstRef, LeanBuilder, Lit, Scope, StructInfo, StructType, StructVal,
-                     Tup, np_scalar, suggest)
+                     Tup, describe, np_scalar, suggest)
 
 #: Resource limits: ops emitted per function (inlining can multiply code), inlining depth.
 MAX_OPS = 200_000
@@ -55,6 +56,10 @@ _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
 _PY_CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
            ">=": operator.ge}
+
+
+class _NotLiteral(Exception):
+    """An element of an array literal is not a scalar literal (the array stacks values)."""
 
 
 class Reported(Exception):
@@ -254,6 +259,8 @@ class Elaborator:
 
     def materialize(self, v: Any, dtype: DType | None = None) -> Any:
         """A Value for ``v`` (literals get ``dtype`` or their default); Tup/FnRef pass through."""
+        if type(v) is LitExpr:
+            return litexpr.materialize(self, v, dtype)
         if type(v) is Lit:
             dt = dtype or _default_dtype(v.kind)
             return self.const(self.lit_value(v, dt), dt, v.span)
@@ -270,7 +277,7 @@ class Elaborator:
         """``v`` as a tensor Value (literals default-typed); POISON passes; else E2001."""
         if v is POISON or type(v) is Value:
             return v
-        if type(v) is Lit or type(v) is ArrLit:
+        if type(v) is Lit or type(v) is ArrLit or type(v) is LitExpr:
             return self.materialize(v)
         if type(v) is Tup:
             raise self.fail("E2001", f"{what} is a tuple of {len(v.items)} values, a tensor is expected",
@@ -284,7 +291,7 @@ class Elaborator:
         """Materialize two operands: a literal adopts the other operand's dtype."""
         if type(a) is Value and type(b) is Value:  # the common case: nothing to materialize
             return a, b
-        la, lb = type(a) in (Lit, ArrLit), type(b) in (Lit, ArrLit)
+        la, lb = type(a) in _LITERAL_TYPES, type(b) in _LITERAL_TYPES
         if la and not lb and type(b) is Value:
             return self.materialize(a, b.type.dtype), b
         if lb and not la and type(a) is Value:
@@ -363,6 +370,11 @@ class Elaborator:
                 raise self.fail("E2001", f"{what} has {n} value(s), the declared type has {len(want)}",
                                 off, "make the value match the declared tuple type")
             return Tup([self.check_type(x, w, env, off, what) for x, w in zip(v.items, want)], v.span)
+        if type(v) is LitExpr:
+            v = self.materialize(v, want.dtype)
+            if want.shape:  # a fill: broadcast the scalar (``select`` broadcasts its operands)
+                full = self.splat(True, DType.BOOL, self.static_shape(want, off, "a literal fill"), off)
+                v = self.emit("select", (full, v, v), off, "=")
         if type(v) is Lit:
             if want.shape is None:
                 return self.materialize(v, want.dtype)
@@ -594,6 +606,8 @@ class Elaborator:
 
     def apply_unary(self, node: A.Unary, v: Any) -> Any:
         if node.op == "-":
+            if type(v) is LitExpr and v.kind != "bool":
+                return litexpr.negate(v, node.span)
             if type(v) is Lit:
                 if v.kind == "bool":
                     raise self.fail("E2005", "cannot negate a bool", node.span, "use `!` for logical not")
@@ -643,8 +657,10 @@ class Elaborator:
 
             return matmul_values(self, self.tensor(a, node.left.span, "the left operand of `@`"),
                                  self.tensor(b, node.right.span, "the right operand of `@`"), node.span, "@")
-        if type(a) is Lit and type(b) is Lit:
-            folded = _fold_literals(op, a, b, node.span)
+        if type(a) in LITERALS and type(b) in LITERALS:
+            folded = _fold_literals(op, a, b, node.span) if type(a) is Lit and type(b) is Lit else None
+            if folded is None:
+                folded = litexpr.combine(op, a, b, node.span)
             if folded is not None:
                 return folded
         a, b = self.pair(a, b, node.span)
@@ -679,9 +695,14 @@ class Elaborator:
         return self.emit("select", (self.emit("compare", (b, zero), off, "%", direction="eq"), zero, r),
                          off, "%")
 
-    def array(self, node: A.ArrayLit) -> ArrLit:
+    def array(self, node: A.ArrayLit) -> Any:
+        """An array literal (``ArrLit``), or, when an element is a tensor, the elements stacked
+        along a new first axis (``[y0, y1]``)."""
         items: list[Lit] = []
-        shape = self._array_shape(node, 0, items)
+        try:
+            shape = self._array_shape(node, 0, items)
+        except _NotLiteral:
+            return self.stack_elements(node)
         kinds = {x.kind for x in items}
         if "bool" in kinds and len(kinds) > 1:
             raise self.fail("E2004", "array literal mixes bools and numbers", node.span)
@@ -701,10 +722,25 @@ class Elaborator:
         if type(v) is not Lit:
             if v is POISON:
                 raise Reported()
-            raise self.fail("E2009", "array literal elements must be number or bool literals", node.span,
-                            "build tensors from values with builtins, e.g. `concat([a, b], axis=0)`")
+            raise _NotLiteral()
         items.append(v)
         return ()
+
+    def stack_elements(self, node: A.ArrayLit) -> Value:
+        from .builtins import Args, concat_tensors
+
+        vals = [self.ev(e) for e in node.elts]
+        if any(v is POISON for v in vals):
+            raise Reported()
+        dt = next((v.type.dtype for v in vals if type(v) is Value), None)
+        xs = []
+        for v, e in zip(vals, node.elts):
+            v = self.materialize(v, dt) if type(v) in _LITERAL_TYPES else v
+            if type(v) is not Value:
+                raise self.fail("E2009", f"an array element must be a number or a tensor, found "
+                                         f"{describe(v)}", e.span)
+            xs.append(self.emit("reshape", (v,), e.span, "[...]", shape=(1,) + tuple(v.type.shape)))
+        return concat_tensors(Args(self, node, "array literal", {}), xs, list(node.elts), 0)
 
     # -- calls ------------------------------------------------------------------------------------
     def call(self, node: A.Call) -> Any:
@@ -1134,6 +1170,7 @@ def elaborate(module: A.Module) -> Module:
 # -- helpers -------------------------------------------------------------------------------------
 
 _np_scalar = np_scalar
+_LITERAL_TYPES = (Lit, ArrLit, LitExpr)
 #: Items hoisted in a block: node type -> what the duplicate-definition message calls it.
 _ITEMS = {A.FnDef: "function", A.StructDef: "struct", A.ConstDef: "constant"}
 #: "tensor.NAME" -> NAME for every builtin but `grad` (which ``Elaborator.call`` treats apart)

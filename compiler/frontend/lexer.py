@@ -60,7 +60,7 @@ CONTEXTUAL: frozenset[str] = frozenset({"Tensor", "tensor", "diff", "i32", "i64"
 PUNCTUATION: frozenset[str] = frozenset({
     "->", "::", "==", "!=", "<=", ">=", "&&", "||", "..", "..=", "...",
     "+=", "-=", "*=", "/=", "%=",
-    "+", "-", "*", "/", "%", "@", "<", ">", "=", "!", ",", ";", ":", ".", "|", "?", "#", "&",
+    "+", "-", "*", "/", "%", "@", "<", ">", "=", "!", ",", ";", ":", ".", "|", "?", "#", "&", "^",
     "(", ")", "[", "]", "{", "}",
 })
 
@@ -83,7 +83,7 @@ _TOKEN_PATTERN = (
     r"(?:[ \t\r\f\v]+|//[^\n]*|/\*(?:[^*\n]|\*(?!/))*\*/)*+"
     r"(?:"
     r"(?P<IDENT>[A-Za-z_\x80-\U0010ffff][A-Za-z0-9_\x80-\U0010ffff]*)"
-    r"|(?P<P>->|::|==|!=|<=|>=|&&|\|\||\.\.[.=]?|[-+*/%]=|[-+*%@<>=!,;:|?#&]|\.(?!\d)|/(?!\*))"
+    r"|(?P<P>->|::|==|!=|<=|>=|&&|\|\||\.\.[.=]?|[-+*/%]=|[-+*%@<>=!,;:|?#&^]|\.(?!\d)|/(?!\*))"
     r"|(?P<OPEN>[(\[{])"
     r"|(?P<CLOSE>[)\]}])"
     rf"|(?P<FLOAT>(?:(?:{_DIGITS})?\.{_DIGITS}(?:{_EXP})?|{_DIGITS}{_EXP}|{_DIGITS}\.(?![\w.]))(?![\w.]))"
@@ -123,7 +123,7 @@ _RADIX_MARKS = frozenset("xXbBoO")
 # character or `.`: no FLOAT alternative matches there, and INT matches exactly those digits.
 _VALID = (
     r"[A-Za-z_\x80-\U0010ffff][A-Za-z0-9_\x80-\U0010ffff]*+"  # (non-ASCII: checked after)
-    r"|[(\[{)\]},;\n@?#]"  # one-character tokens that never start a longer one
+    r"|[(\[{)\]},;\n@?#^]"  # one-character tokens that never start a longer one
     r"|\d++(?![\w.])"  # a plain integer: FLOAT cannot match it and INT matches exactly it
     # operators: the longer form first (`->?` is `->` or `-`)
     r"|-[>=]?|::?|==?|!=?|<=?|>=?|&&?|\|\|?|\.\.[.=]?|\.(?!\d)|/=|/(?!\*)|[+*%]=?"
@@ -353,8 +353,8 @@ def tokenize(data: str | bytes, filename: str = "<input>") -> Tokens:
             # one line break, at the very end, not leading and with no bracket open: it is kept
             (nl == n - 1 and kinds[0] != "NL" and "(" not in text and "[" not in text
              and "{" not in text) or _newlines_all_separate(text))):
-        return _newlines(kinds, texts, starts, ends, SourceMap(filename, text))
-    return Tokens(kinds, texts, starts, ends, SourceMap(filename, text))
+        return _join_continuations(_newlines(kinds, texts, starts, ends, SourceMap(filename, text)))
+    return _join_continuations(Tokens(kinds, texts, starts, ends, SourceMap(filename, text)))
 
 
 def _bad_identifier(kinds: list[str], texts: list[str]) -> int | None:
@@ -375,6 +375,34 @@ def _bad_char(word: str) -> int | None:
             if not ("a" + word[j]).isidentifier():
                 return j
     return None
+
+
+#: Tokens that cannot start a statement but continue an expression: a line break before one of them
+#: does not end the statement (``a\n    + b``, ``x\n    .sum()``).  ``-`` is not one (it may start
+#: an expression).
+_CONTINUATION = frozenset({"+", "*", "/", "%", "@", "&&", "||", "==", "!=", "<", "<=", ">", ">=",
+                           ".", "as", "?"})
+
+
+def _join_continuations(toks: Tokens) -> Tokens:
+    kinds = toks.kinds
+    if "NL" not in kinds:
+        return toks
+    texts, ends, starts = toks.texts, toks.ends, toks._starts
+    j = kinds.index("NL")
+    drop = []
+    while True:
+        if kinds[j + 1] in _CONTINUATION:
+            drop.append(j)
+        try:
+            j = kinds.index("NL", j + 1)
+        except ValueError:
+            break
+    for j in reversed(drop):
+        del kinds[j], texts[j], ends[j]
+        if starts is not None:
+            del starts[j]
+    return toks
 
 
 def _newlines_all_separate(text: str) -> bool:
@@ -512,4 +540,4 @@ def _tokenize_precise(text: str, filename: str) -> Tokens:
         raise MindError(errors, {filename: text})
     if not kinds or kinds[-1] != "EOF":  # pragma: no cover - the EOF alternative always matches
         ka("EOF"); ta(""); sa(len(text)); ea(len(text))
-    return Tokens(kinds, texts, starts, ends, source)
+    return _join_continuations(Tokens(kinds, texts, starts, ends, source))

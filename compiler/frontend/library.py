@@ -90,18 +90,21 @@ def check_import(E: Any, s: Any) -> None:
     path = tuple(s.path)
     if s.names is not None:
         module, names = path, list(s.names)
-    elif module_of(path) is not None:  # `import std.tensor`: a whole module
-        module, names = path, []
+    elif module_of(path) is not None or (path[0] == "std" and len(path) == 2):
+        module, names = path, []  # `import std.tensor`: a whole module
     else:
         module, names = path[:-1], [path[-1]]
     found = module_of(module)
     if found is None:
         shown = "::".join(module) or "::".join(path)
-        E.report("E2008", f"unknown module `{shown}`", s.span,
-                 "the standard library's modules are " + ", ".join(
-                     f"`{'::'.join(m)}`" for m in MODULES) + ", e.g. `import diff::grad`")
+        E.report("E2008", f"`{shown}` is not a module of MIND's standard library", s.span,
+                 "its modules are " + ", ".join(f"`{'::'.join(m)}`" for m in MODULES) +
+                 " (`std::` may precede them), e.g. `import diff::grad`")
         return
     for n in names:
-        if not provides(found, n):
+        refused = REFUSED.get(n)
+        if refused is not None:
+            E.report("E1013", refused[0], s.span, refused[1])
+        elif not provides(found, n):
             E.report("E2008", f"`{'::'.join(found)}` has no `{n}`", s.span,
                      suggest(n, known_names() if MODULES[found] is None else MODULES[found]))

@@ -129,6 +129,11 @@ _NESTS = {p: frozenset({"(", ".", "[", "::", "as", "{"} | {op for op, q in _BINA
 #: Tokens that continue an operand: a call, a field or path `::`, an index.
 _POSTFIX = frozenset({"(", ".", "[", "::"})
 _RANGES = frozenset({"..", "..="})
+_BITS_HELP = ("MIND computes with numbers, not bits: write `*`, `/` and `%` (`x / 65536` for `x >> 16` "
+              "of a non-negative x), and `&&`, `||`, `!` for bools")
+#: Operators of other languages, reported where they follow an operand.
+_BITWISE = {op: (f"the bitwise operator `{op}` is not supported", _BITS_HELP) for op in ("&", "|", "^")}
+_BITWISE.update({op: (f"the shift operator `{op}` is not supported", _BITS_HELP) for op in ("<<", ">>")})
 #: Tokens after `..` that end a range with no upper bound (`a..`).
 _RANGE_END = frozenset({")", "]", "}", ",", "NL", ";", "EOF", "{"})
 _TYPE_EXAMPLES = {"angle": "Tensor<f32, [2, 3]>", "legacy": "Tensor[f32,(2,3)]",
@@ -696,9 +701,13 @@ class _Parser(ControlSyntax):
         if prec is None or prec < min_prec:
             if kind in _RANGES and min_prec == 1:
                 return self._range(left)
+            if kind in _BITWISE:
+                raise self.unsupported(self.i, *_BITWISE[kind])
             return left
         # precedence climbing: `kind` is a binary operator binding at least as tight as min_prec
         while True:
+            if prec == 3 and k[self.i + 1] == kind and (kind == "<" or kind == ">"):
+                raise self.unsupported(self.i, *_BITWISE[kind + kind])
             i = self.i + 1
             while k[i] == "NL":
                 i += 1
@@ -721,6 +730,8 @@ class _Parser(ControlSyntax):
             if prec is None or prec < min_prec:
                 if kind in _RANGES and min_prec == 1:
                     return self._range(left)
+                if kind in _BITWISE:
+                    raise self.unsupported(self.i, *_BITWISE[kind])
                 return left
 
     def _cast(self, value: A.Expr) -> A.Expr:
