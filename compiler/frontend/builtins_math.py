@@ -168,13 +168,16 @@ def _two_sum(em: Em, a: Value, b: Value) -> tuple[Value, Value]:
 
 
 def _mod4(em: Em, t: Value) -> Value:
-    """t - 4·floor(t/4), exactly (an exact t of magnitude ≥ 2^54 is a multiple of 4)."""
+    """t, less a multiple of 4 when |t| ≥ 4, exactly: t - 4·floor(t/4) ∈ [0, 4) is exact for
+    |t| ≥ 4 (it is a multiple of t's last bit), an exact t of magnitude ≥ 2^54 is a multiple of 4,
+    and |t| < 4 is kept as it is (4 - 1e-10 would round)."""
     q = em("mul", t, em.c(0.25))
     fq = em("convert", em("convert", q, dtype=DType.I64), dtype=DType.F64)
     fq = em("sub", fq, em.to_float(em.cmp(fq, q, "gt"), DType.F64))
     m = em("sub", t, em("mul", fq, em.c(4.0)))
-    small = em.lt(em.abs(t), em.c(2.0 ** 54))
-    return em("select", small, m, em.c(0.0))
+    at = em.abs(t)
+    m = em("select", em.lt(at, em.c(2.0 ** 54)), m, em.c(0.0))
+    return em("select", em.lt(at, em.c(4.0)), t, m)
 
 
 def reduce_pio2(em: Em, ax: Value, narrow: bool) -> tuple[Value, Value]:
@@ -191,7 +194,7 @@ def reduce_pio2(em: Em, ax: Value, narrow: bool) -> tuple[Value, Value]:
     e = em("convert", e, dtype=DType.I64)
     # ax's last bit is 2^(E - 23) (narrow) or 2^(E - 52): the product with c_i is a multiple of 4
     # for i < (E - 25) / 24 or (E - 54) / 24; two bits to spare for the estimate of E
-    bias, window, n_exact = (27, 6, 3) if narrow else (56, 9, 4)
+    bias, window, n_exact = (27, 6, 3) if narrow else (56, 10, 4)
     i64 = DType.I64
     i0 = em("div", em("sub", e, em.c(bias, i64)), em.c(CHUNK_BITS, i64))
     i0 = em("select", em.lt(i0, em.c(0, i64)), em.c(0, i64), i0)
@@ -204,23 +207,36 @@ def reduce_pio2(em: Em, ax: Value, narrow: bool) -> tuple[Value, Value]:
         hi = em("sub", g, em("sub", g, xs))
         pieces = [hi, em("sub", xs, hi)]
     ctab = em.table([float(v) for v in C])
-    s = comp = None
+    # S = Σ terms (the large ones reduced mod 4) as s + c_hi + c_lo: every term enters s through
+    # TwoSum; for an f64 x the rounding errors are summed in double-double (c_hi, c_lo), so that
+    # the remainder keeps 53 bits even where x·(2/π) nearly cancels with an integer (|r| ≥ 2^-62
+    # for every double); for an f32 x, 2^-69 absolute suffices and the small terms are summed plainly
+    s = c_hi = c_lo = None
     for j in range(window):
         cj = em("mul", em("gather", ctab, em("add", i0, em.c(j, i64)), axis=0),
                 em.c(2.0 ** (-CHUNK_BITS * (j + 1))))
         for p in pieces:
             t = em("mul", p, cj)
-            if j < n_exact:  # may reach 4: reduce exactly, add without error (TwoSum)
+            if j < n_exact:
                 t = _mod4(em, t)
-                if s is None:
-                    s = t
-                    continue
-                s, err = _two_sum(em, s, t)
-                comp = err if comp is None else em("add", comp, err)
-            else:  # below 2^-16: the rounding of a plain sum is below 2^-69
-                comp = em("add", comp, t)
+            if s is None:
+                s = t
+                continue
+            if narrow and j >= n_exact:  # below 2^-16
+                c_hi = em("add", c_hi, t)
+                continue
+            s, err = _two_sum(em, s, t)
+            if c_hi is None:
+                c_hi = err
+            elif narrow:
+                c_hi = em("add", c_hi, err)
+            else:
+                c_hi, err2 = _two_sum(em, c_hi, err)
+                c_lo = err2 if c_lo is None else em("add", c_lo, err2)
     k = floor_values(em, em("add", s, em.c(0.5)))
-    f = em("add", em("sub", s, k), comp)
+    f = em("add", em("sub", s, k), c_hi)
+    if c_lo is not None:
+        f = em("add", f, c_lo)
     q = em("sub", k, em("mul", em.c(4.0), floor_values(em, em("mul", k, em.c(0.25)))))
     r = em("add", em("mul", f, em.c(PIO2_HI)), em("mul", f, em.c(PIO2_LO)))
     return q, r
@@ -271,6 +287,15 @@ def tan_values(em: Em, x: Value) -> Value:
 
 # -- log2 and pow ---------------------------------------------------------------------------------
 
+def _ldexp_or_inf(m: float, e: int) -> float:
+    import math
+
+    try:
+        return math.ldexp(m, e)
+    except OverflowError:
+        return float("inf")
+
+
 def log2_values(em: Em, x: Value) -> Value:
     """log2(x) = E + log(m)/ln 2 with x = m·2^E, m ∈ [√½, √2): E is exact (powers of two give
     exact integers) and |log(m)/ln 2| ≤ ½.  Computed in f64."""
@@ -282,8 +307,7 @@ def log2_values(em: Em, x: Value) -> Value:
     e = floor_values(em, em("mul", em("log", ws), em.c(_INV_LN2)))
     e = em("select", em.lt(e, em.c(float(lo + 2))), em.c(float(lo + 2)),
            em("select", em.cmp(e, em.c(float(hi - 2)), "gt"), em.c(float(hi - 2)), e))
-    pow2 = em.table([2.0 ** -k if -1022 <= -k <= 1023 else (0.0 if -k < -1022 else float("inf"))
-                     for k in range(lo, hi)])
+    pow2 = em.table([_ldexp_or_inf(1.0, -k) for k in range(lo, hi)])  # 2^-k, subnormal ones too
     ei = em("convert", em("sub", e, em.c(float(lo))), dtype=DType.I64)
     m = em("mul", ws, em("gather", pow2, ei, axis=0))  # ws·2^-E, exact
     # correct the estimate of E (off by at most one) and move m into [√½, √2)
@@ -343,9 +367,9 @@ def pow_values(em: Em, x: Value, y: Value) -> Value:
     bad = em.both(em.both(neg_finite, y_finite), em("compare", y_int, em.c(False, DType.BOOL), direction="eq"))
     out = em("select", bad, em.c(float("nan")), out)
     unit = em.either(em.cmp(wx, one, "eq"), em.cmp(wy, zero, "eq"))
-    unit = em.either(unit, em.both(em.cmp(wx, em.c(-1.0), "eq"), em("compare", y_finite,
-                                                                   em.c(False, DType.BOOL), direction="eq")))
+    unit = em.either(unit, em.both(em.cmp(wx, em.c(-1.0), "eq"), em.cmp(em.abs(wy), inf, "eq")))
     out = em("select", unit, one, out)
+    out = em("select", em.cmp(wy, one, "eq"), wx, out)  # pow(x, 1) = x exactly
     return out if dt is f64 else em("convert", out, dtype=dt)
 
 
@@ -393,7 +417,7 @@ def b_pow(a: Args) -> Any:
 
 
 def b_sign(a: Args) -> Any:
-    """-1, 0 or 1 of x's dtype; for floats ±0 and NaN are returned as they are (as NumPy)."""
+    """-1, 0 or 1 of x's dtype; sign(±0) = +0 and sign(NaN) = NaN (as NumPy)."""
     x = a.tensor("x")
     _need(a, x, lambda d: d.is_numeric, "numeric")
     em = Em(a.E, a.node.span, "sign")
@@ -402,8 +426,7 @@ def b_sign(a: Args) -> Any:
     pos = em.to_float(em.cmp(x, zero, "gt"), dt) if dt.is_float else em("convert", em.cmp(x, zero, "gt"), dtype=dt)
     neg = em.to_float(em.lt(x, zero), dt) if dt.is_float else em("convert", em.lt(x, zero), dtype=dt)
     out = em("sub", pos, neg)
-    if dt.is_float:
-        out = em("select", em.cmp(x, zero, "eq"), x, out)  # ±0 and NaN pass through
+    if dt.is_float:  # sign(±0) = +0 (the sub above), NaN passes through
         out = em("select", em.cmp(x, x, "ne"), x, out)
     return out
 

@@ -186,7 +186,8 @@ def keep_type(E: Any, old: Any, new: Any, off: tuple[int, int], what: str) -> An
                 new = _broadcast(E, new, old, off)
             tn = Value
         if tn is Value:
-            _same_type(E, old, new, off, what, "an assignment keeps the variable's type")
+            _same_type(E, old, new, off, what + " has type {a}; the new value has type {b}",
+                       "an assignment keeps the variable's type; use `let` for a new variable")
             return new
     elif to is Tup and tn is Tup and len(old.items) == len(new.items):
         return Tup([keep_type(E, a, b, off, what) for a, b in zip(old.items, new.items)], new.span)
@@ -202,14 +203,15 @@ def _broadcast(E: Any, v: Value, like: Value, off: tuple[int, int]) -> Value:
     return E.emit("select", (E.const(True, DType.BOOL), v, like), off, "=")
 
 
-def _same_type(E: Any, a: Value, b: Value, off: tuple[int, int], what: str, help: str) -> None:
+def _same_type(E: Any, a: Value, b: Value, off: tuple[int, int], message: str, help: str) -> None:
+    """E2001 unless ``a`` and ``b`` have the same dtype and shape; ``message`` is formatted with the
+    two types (``{a}``, ``{b}``)."""
     ta, tb = a.type, b.type
     if ta.dtype is tb.dtype and ta.rank == tb.rank:
         arith = E.b.arith
         if all(arith.eq(x, y) is True for x, y in zip(ta.shape, tb.shape)):
             return
-    raise E.fail("E2001", f"{what} has type {E.fmt_type(ta)}; the new value has type "
-                          f"{E.fmt_type(tb)}", off, help)
+    raise E.fail("E2001", message.format(a=E.fmt_type(ta), b=E.fmt_type(tb)), off, help)
 
 
 # -- if ---------------------------------------------------------------------------------------
@@ -326,8 +328,9 @@ def merge(E: Any, c: Value, a: Any, b: Any, off: tuple[int, int], what: str) -> 
             return POISON
         if x is POISON or y is POISON:
             return POISON
-        _same_type(E, x, y, off, what, "both sides must have the same type: a condition computed "
-                                        "at run time evaluates both and selects")
+        _same_type(E, x, y, off, what + " differ: {a} and {b}",
+                   "both sides must have the same type: a condition computed at run time evaluates "
+                   "both and selects")
         return E.emit("select", (c, x, y), off, "if")
     raise E.fail("E2001", f"{what} differ: {describe(a)} and {describe(b)}", off,
                  "both sides must have the same type")

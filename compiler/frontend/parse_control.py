@@ -58,6 +58,7 @@ class ControlSyntax:
     e: list[int]
     i: int
     nostruct: bool
+    nopath: bool
 
     # -- helpers ----------------------------------------------------------------------------------
     def _start(self, i: int) -> int:
@@ -273,14 +274,14 @@ class ControlSyntax:
         self._enter(op)
         self.i = op + 1
         items: list[Any] = []
-        saved = self.nostruct
-        self.nostruct = False
+        saved = self.nostruct, self.nopath
+        self.nostruct, self.nopath = False, True
         while k[self.i] != "]":
             items.append(self._index_item())
             if k[self.i] != ",":
                 break
             self.i += 1
-        self.nostruct = saved
+        self.nostruct, self.nopath = saved
         j = self._close("]", op, "`,` or `]`")
         self.depth -= 1
         return A.Index(value, tuple(items), (value.span[0], self.e[j]))

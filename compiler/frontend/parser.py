@@ -127,7 +127,7 @@ _SCALAR_TYPES = A.SCALAR_TYPES
 _NESTS = {p: frozenset({"(", ".", "[", "::", "as", "{"} | {op for op, q in _BINARY.items() if q > p})
           for p in set(_BINARY.values())}
 #: Tokens that continue an operand: a call, a field or path `::`, an index.
-_POSTFIX = frozenset({"(", ".", "[", "::"})
+_POSTFIX = frozenset({"(", ".", "[", "::", "?"})
 _RANGES = frozenset({"..", "..="})
 _BITS_HELP = ("MIND computes with numbers, not bits: write `*`, `/` and `%` (`x / 65536` for `x >> 16` "
               "of a non-negative x), and `&&`, `||`, `!` for bools")
@@ -149,10 +149,11 @@ class _Parser(ControlSyntax):
     error path reports exactly what the straightforward formulation does.
     """
 
-    __slots__ = ("k", "t", "toks", "e", "i", "depth", "errors", "src", "nostruct")
+    __slots__ = ("k", "t", "toks", "e", "i", "depth", "errors", "src", "nostruct", "nopath")
 
     def __init__(self, toks: Tokens) -> None:
         self.nostruct = False  # true in `if`/`while`/`for` headers: `x {` starts the body
+        self.nopath = False  # true in `x[...]`: `a::k` is a slice, not a path
         self.k = toks.kinds
         self.t = toks.texts
         self.toks = toks
@@ -784,6 +785,8 @@ class _Parser(ControlSyntax):
         dotted = expr.id if type(expr) is _Name else None  # type: ignore[attr-defined]
         while True:
             if kind == "." or kind == "::":  # `math::sin` names what `math.sin` does
+                if kind == "::" and self.nopath:
+                    return expr
                 j = self.i + 1
                 if k[j] != "IDENT":
                     self.i = j

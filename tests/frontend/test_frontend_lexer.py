@@ -131,3 +131,40 @@ def test_error_renders_with_caret():
         tokenize("let a = 12abc", "t.mind")
     text = str(info.value)
     assert "error[E1005]" in text and "t.mind:1:9" in text and "        ^^^^^" in text
+
+
+@pytest.mark.parametrize("text, value", [("0x2A", 42), ("0XfF", 255), ("0b1010", 10), ("0o52", 42),
+                                         ("0x_ff".replace("_", ""), 255), ("0b1_0", 2)])
+def test_radix_literals(text, value):
+    from mind.compiler.frontend.parser import parse_expr
+
+    assert kinds(text) == ["RADIX", "EOF"]
+    assert parse_expr(text).value == value
+
+
+@pytest.mark.parametrize("text", ["0x", "0b12", "0o8", "0xg", "0x1.5"])
+def test_bad_radix_literals(text):
+    assert lex_error(text)[0][0] == "E1005"
+
+
+def test_unicode_identifiers():
+    assert tokenize("let α = 1; let größe = α; 変数 + _ñ1").pairs()[:4] == [
+        ("let", "let"), ("IDENT", "α"), ("=", "="), ("INT", "1")]
+    assert [k for k in kinds("変数 + _ñ1")] == ["IDENT", "+", "IDENT", "EOF"]
+
+
+def test_new_operators_and_punctuation():
+    assert kinds("a += 1 % b .. c ..= d ... #[x] &y ^z -= *= /= %=")[:-1] == [
+        "IDENT", "+=", "INT", "%", "IDENT", "..", "IDENT", "..=", "IDENT", "...", "#", "[", "IDENT", "]",
+        "&", "IDENT", "^", "IDENT", "-=", "*=", "/=", "%="]
+    assert kinds("0..n")[:-1] == ["INT", "..", "IDENT"]  # not the float `0.`
+
+
+def test_a_line_starting_with_a_binary_operator_continues_the_statement():
+    assert kinds("a\n  + b\n  .sum()\n- c")[:-1] == ["IDENT", "+", "IDENT", ".", "IDENT", "(", ")", "NL", "-",
+                                                    "IDENT"]
+
+
+def test_new_keywords():
+    words = "mut if else for in while loop break continue struct pub as const match"
+    assert kinds(words)[:-1] == words.split()
