@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from mind.diagnostics import Diagnostic, MindError, Span
@@ -17,19 +16,22 @@ from mind.ir.core import MAX_CONST_ELEMENTS, RELATIONS, Assumption, Function, Mo
 from mind.spec.dims import Dim, INT_ARITH, sym
 from mind.spec.dtypes import DType, parse_dtype
 from mind.spec.ops import OPS, TensorType
+from mind.spec.record import FrozenRecord
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Resource bounds for untrusted IR text."""
+class Limits(FrozenRecord):
+    """Resource bounds for untrusted IR text (a frozen record: importing the parser builds no
+    dataclass, which matters on the warm start that reads the frontend cache)."""
 
-    max_bytes: int = 64 * 1024 * 1024
-    max_ops: int = 1_000_000
-    max_functions: int = 10_000
-    max_rank: int = 16
-    max_nesting: int = 64
-    max_dim: int = 1 << 48
-    max_const_elements: int = MAX_CONST_ELEMENTS
+    __slots__ = ("max_bytes", "max_ops", "max_functions", "max_rank", "max_nesting", "max_dim",
+                 "max_const_elements")
+
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024, max_ops: int = 1_000_000, max_functions: int = 10_000,
+                 max_rank: int = 16, max_nesting: int = 64, max_dim: int = 1 << 48,
+                 max_const_elements: int = MAX_CONST_ELEMENTS) -> None:
+        for name, value in zip(self.__slots__, (max_bytes, max_ops, max_functions, max_rank, max_nesting,
+                                                max_dim, max_const_elements)):
+            object.__setattr__(self, name, value)
 
 
 DEFAULT_LIMITS = Limits()
@@ -44,9 +46,17 @@ _TOKEN_CLASSES = (
     ("eof", r"\Z"),  # trailing whitespace and comments: searching on from inside them would find tokens
 )
 _WS = r"(?:[ \t\r\n]+|//[^\n]*)*+"  # possessive: a comment is never given back to match a token
-_TOKEN = re.compile(_WS + "(?:\n    " + "\n  | ".join(f"(?P<{k}>{p})" for k, p in _TOKEN_CLASSES) + "\n)",
-                    re.VERBOSE)
-"""One token after any whitespace and comments, in a group named after its kind."""
+_TOKEN_PATTERN = _WS + "(?:\n    " + "\n  | ".join(f"(?P<{k}>{p})" for k, p in _TOKEN_CLASSES) + "\n)"
+"""One token after any whitespace and comments, in a group named after its kind (compiled on first
+use, ``_token_re``: only positions need it)."""
+_COMPILED: list[re.Pattern[str]] = []
+
+
+def _token_re() -> re.Pattern[str]:
+    if not _COMPILED:
+        _COMPILED.append(re.compile(_TOKEN_PATTERN, re.VERBOSE))
+    return _COMPILED[0]
+
 _TOKEN_TEXT = re.compile(_WS + "(" + "|".join(p for _, p in _TOKEN_CLASSES) + ")", re.VERBOSE)
 """The same tokens as plain texts, for ``findall`` (no match object per token: ~3x faster)."""
 
@@ -57,12 +67,13 @@ _KIND_OF_FIRST = {**{c: "ident" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl
 ``%``, ``@`` or ``.``: no other class matches them)."""
 
 
-@dataclass(slots=True)
 class Tok:
-    kind: str
-    text: str
-    start: int
-    end: int
+    """One token with its position (``IRParser.tok``; the parser itself keeps parallel lists)."""
+
+    __slots__ = ("kind", "text", "start", "end")
+
+    def __init__(self, kind: str, text: str, start: int, end: int) -> None:
+        self.kind, self.text, self.start, self.end = kind, text, start, end
 
 
 class IRParser:
@@ -137,7 +148,7 @@ class IRParser:
         texts: list[str] = []
         kinds: list[str] = []
         starts: list[int] = []
-        for m in _TOKEN.finditer(text):
+        for m in _token_re().finditer(text):
             kind = m.lastgroup
             if kind == "eof":
                 break
@@ -368,9 +379,10 @@ class IRParser:
         elif opdef.operands:
             raise self._unexpected("`(`")
         raw_attrs: dict[str, tuple[Any, int]] = {}
-        adefs = {a.name: a for a in opdef.attrs}
+        adefs: dict[str, Any] = {}
         if texts[self.pos] == "{":
             self.pos += 1
+            adefs = {a.name: a for a in opdef.attrs}
             while True:
                 name_tok = self.expect_kind("ident", "an attribute name")
                 attr = texts[name_tok]
