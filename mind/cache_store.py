@@ -221,11 +221,13 @@ def evict(paths: "list[str] | tuple[str, ...]", reason: str) -> None:
     """Remove the files of a damaged entry (those already gone are fine) and warn that it is rebuilt."""
     for p in paths:
         try:
-            os.unlink(p)
-        except FileNotFoundError:
-            pass
+            if stat.S_ISDIR(os.lstat(p).st_mode):  # a folder planted under an entry's name
+                import shutil
+                shutil.rmtree(p)  # never follows links (fd-based on Linux)
+            else:
+                os.unlink(p)
         except OSError:
-            pass  # e.g. a folder planted under an entry's name: the next check reports it again
+            pass  # already gone, or not ours to remove: the next check reports it again
     warn(f"removed a damaged cache entry `{paths[0]}`: {reason}; it is rebuilt",
          help="nothing to do if this is rare (a full disk, a crash); if it repeats, something else "
               "is writing into MIND's cache folder")

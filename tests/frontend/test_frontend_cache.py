@@ -13,6 +13,8 @@ import sys
 import textwrap
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from mind import cache_store
 from mind.cache_store import MindCacheWarning
@@ -203,3 +205,61 @@ def test_a_misspelt_switch_is_a_diagnostic(disk_cache, monkeypatch, name, value)
     d = info.value.diagnostics[0]
     assert d.code == "E7002" and name in d.message and d.help
     assert _entries(disk_cache) == []
+
+
+@pytest.fixture(scope="module")
+def pristine_entry(tmp_path_factory):
+    """The bytes of ``SOURCE``'s frontend entry."""
+    root = tmp_path_factory.mktemp("pristine-frontend")
+    old = os.environ.get("MIND_CACHE_DIR")
+    os.environ["MIND_CACHE_DIR"] = str(root)
+    try:
+        fcache.clear()
+        fcache.compile_cached(SOURCE, "<t>")
+    finally:
+        if old is None:
+            del os.environ["MIND_CACHE_DIR"]
+        else:
+            os.environ["MIND_CACHE_DIR"] = old
+        fcache.clear()
+    (entry,) = _entries(root)
+    return pathlib.Path(entry).read_bytes()
+
+
+def _mutated(data: bytes, flips: list, cut: int, rehash: bool) -> bytes:
+    out = bytearray(data)
+    for pos, x in flips:
+        out[pos % len(out)] ^= x
+    out = bytes(out[: len(out) - cut % (len(out) + 1)])
+    if rehash:  # what only MIND's own account could write: a hash that matches the damaged text
+        import hashlib
+        _, _, body = out.partition(b"\n")
+        out = f"{fcache.FORMAT} {hashlib.sha256(body).hexdigest()}\n".encode() + body
+    return out
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=st.one_of(st.binary(max_size=300),
+                         st.builds(lambda f, c, r: (f, c, r), st.lists(st.tuples(st.integers(0, 4096),
+                                                                                 st.integers(1, 255)), max_size=6),
+                                   st.integers(0, 64), st.booleans())))
+@example(content=([], 0, True))
+@example(content=([(40, 1)], 0, False))
+def test_fuzzed_frontend_entries_give_the_module_or_a_coded_diagnostic(disk_cache, pristine_entry, content):
+    want = compile_source(SOURCE, "<t>").text()
+    fcache.clear()
+    fcache.compile_cached(SOURCE, "<t>")
+    (entry,) = _entries(disk_cache)
+    data = content if isinstance(content, bytes) else _mutated(pristine_entry, *content)
+    pathlib.Path(entry).write_bytes(data)
+    fcache.clear()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MindCacheWarning)
+        try:
+            got = fcache.compile_cached(SOURCE, "<t>")
+        except MindError as e:  # only a text whose hash was recomputed can get this far
+            assert isinstance(content, tuple) and content[2] and "E7009" not in e.codes
+            return
+    if not (isinstance(content, tuple) and content[2]):
+        assert got.text() == want  # damage without a matching hash is always rebuilt
