@@ -79,8 +79,9 @@ class Tok:
 class IRParser:
     """Recursive descent over a token list.
 
-    Tokens are two parallel lists, ``texts`` and ``kinds`` (no object per token), and their start
-    offsets ``_starts`` are computed only where a position is needed: always with ``spans=True``
+    Tokens are a list of their texts, ``texts`` (no object per token; a token's kind follows from
+    its first character, ``kind_of``; the last one is ``""``, the end), and their start offsets
+    ``_starts`` are computed only where a position is needed: always with ``spans=True``
     (every value, op and function gets its source span), only for a diagnostic with ``spans=False``
     (text whose positions nobody will see, like the frontend cache's entries: 2-3x faster)."""
 
@@ -170,20 +171,23 @@ class IRParser:
                                      f"{self.limits.max_bytes}", 0)
 
     def _scan(self) -> None:
-        """Fill ``texts`` and ``kinds`` (and ``_starts`` with ``spans``)."""
+        """Fill ``texts`` (and ``_starts`` with ``spans``)."""
         if self.spans:
-            self.texts, self.kinds, self._starts = self._positioned_tokens()
+            self.texts, _, self._starts = self._positioned_tokens()
             return
         self._check_size()
         texts = _TOKEN_TEXT.findall(self.text)
         while texts and texts[-1] == "":  # the end of the text (see ``_TOKEN_CLASSES``)
             texts.pop()
-        kinds = [_KIND_OF_FIRST.get(t[0], "invalid") for t in texts]
-        if "invalid" in kinds or "%" in texts or "@" in texts or "." in texts:
+        if any(t[0] not in _KIND_OF_FIRST or t in ("%", "@", ".") for t in set(texts)):
             self._positioned_tokens()  # raises E1002 at the first invalid character
         texts.append("")
-        kinds.append("eof")
-        self.texts, self.kinds = texts, kinds
+        self.texts = texts
+
+    def kind_of(self, i: int) -> str:
+        """The kind of token ``i`` (``eof`` for the end)."""
+        text = self.texts[i]
+        return _KIND_OF_FIRST[text[0]] if text else "eof"
 
     def start_of(self, i: int) -> int:
         """The offset where token ``i`` starts."""
@@ -199,7 +203,7 @@ class IRParser:
     def tok(self) -> Tok:
         """The current token as an object (for subclasses; the parser itself reads the lists)."""
         i = self.pos
-        return Tok(self.kinds[i], self.texts[i], self.start_of(i), self.end_of(i))
+        return Tok(self.kind_of(i), self.texts[i], self.start_of(i), self.end_of(i))
 
     def next(self) -> Tok:
         t = self.tok
@@ -229,21 +233,21 @@ class IRParser:
     def expect_kind(self, kind: str, what: str) -> int:
         """Consume a token of ``kind``; its token index."""
         i = self.pos
-        if self.kinds[i] == kind:
+        if self.kind_of(i) == kind:
             self.pos = i + 1
             return i
         raise self._unexpected(what)
 
     def _unexpected(self, expected: str) -> MindError:
         i = self.pos
-        found = "end of input" if self.kinds[i] == "eof" else f"`{self.texts[i]}`"
+        found = "end of input" if not self.texts[i] else f"`{self.texts[i]}`"
         start = self.start_of(i)
         return self.fail("E1010", f"expected {expected}, found {found}", start, max(self.end_of(i), start + 1))
 
     # grammar ------------------------------------------------------------------------------------
     def parse_module(self) -> Module:
         funcs: list[Function] = []
-        while self.kinds[self.pos] != "eof":
+        while self.texts[self.pos]:
             if len(funcs) >= self.limits.max_functions:
                 raise self.fail("E1012", "too many functions", self.start_of(self.pos))
             funcs.append(self.parse_function())
@@ -285,12 +289,12 @@ class IRParser:
         lines: list[tuple[int, str, list[int], dict[str, tuple[Any, int]], TensorType, int]] = []
         texts = self.texts
         while texts[self.pos] != "return":
-            if self.kinds[self.pos] == "eof" or texts[self.pos] == "}":
+            if not texts[self.pos] or texts[self.pos] == "}":
                 raise self._unexpected("an operation or `return`")
             lines.append(self.parse_op_line())
         self.pos += 1
         ret_toks: list[int] = []
-        if self.kinds[self.pos] == "value":
+        if texts[self.pos][:1] == "%":
             ret_toks.append(self.pos)
             self.pos += 1
             while self.accept(","):
@@ -350,23 +354,34 @@ class IRParser:
         return self.span(self.start_of(i), self.end_of(j))
 
     def parse_op_line(self) -> tuple:
-        res = self.expect_kind("value", "a result like `%0` or `return`")
+        """``%r = op(%a, ...) {attrs} : type``: (result token, op name, operand tokens, attributes with
+        their tokens, type, last token).  The common path reads the token list directly (the module
+        of a warm start is parsed this way); anything unexpected goes through ``_unexpected``."""
+        texts = self.texts
+        res = self.pos
+        if texts[res][:1] != "%":
+            raise self._unexpected("a result like `%0` or `return`")
         self.n_ops += 1
         if self.n_ops > self.limits.max_ops:
             raise self.fail("E1012", f"more than {self.limits.max_ops} operations", self.start_of(res))
-        self.expect("=")
-        op_tok = self.expect_kind("ident", "an op name")
-        texts, kinds = self.texts, self.kinds
+        if texts[res + 1] != "=":
+            self.pos = res + 1
+            raise self._unexpected("`=`")
+        op_tok = res + 2
         opdef = OPS.get(texts[op_tok])
         if opdef is None:
+            self.pos = op_tok
+            if self.kind_of(op_tok) != "ident":
+                raise self._unexpected("an op name")
             raise self._fail_at("E4006", f"unknown op `{texts[op_tok]}`", op_tok,
                                 help="Core IR has exactly these ops: " + ", ".join(OPS))
+        i = op_tok + 1
         operands: list[int] = []
-        if texts[self.pos] == "(":  # optional for ops without operands: `%0 = const {value = 1} : i32[]`
-            i = self.pos + 1
+        if texts[i] == "(":  # optional for ops without operands: `%0 = const {value = 1} : i32[]`
+            i += 1
             if texts[i] != ")":
                 while True:
-                    if kinds[i] != "value":
+                    if texts[i][:1] != "%":
                         self.pos = i
                         raise self._unexpected("an operand like `%x`")
                     operands.append(i)
@@ -374,10 +389,14 @@ class IRParser:
                         break
                     i += 2
                 i += 1
-            self.pos = i
-            self.expect(")", "`)` or `,`")
+            if texts[i] != ")":
+                self.pos = i
+                raise self._unexpected("`)` or `,`")
+            i += 1
         elif opdef.operands:
+            self.pos = i
             raise self._unexpected("`(`")
+        self.pos = i
         raw_attrs: dict[str, tuple[Any, int]] = {}
         adefs: dict[str, Any] = {}
         if texts[self.pos] == "{":
@@ -398,7 +417,9 @@ class IRParser:
                 if not self.accept(","):
                     break
             self.expect("}", "`}` or `,`")
-        self.expect(":")
+        if texts[self.pos] != ":":
+            raise self._unexpected("`:`")
+        self.pos += 1
         ty = self.parse_type()
         for name, (raw, tok) in raw_attrs.items():
             if adefs[name].kind == "tensor":
@@ -468,7 +489,8 @@ class IRParser:
         if self.accept("-"):
             return 0 - self._dim_unary(depth + 1)
         i = self.pos
-        kind, text = self.kinds[i], self.texts[i]
+        text = self.texts[i]
+        kind = self.kind_of(i)
         if kind == "number":
             self.pos = i + 1
             if not text.isdigit():
@@ -593,7 +615,8 @@ class IRParser:
         """(text with its sign, token index of the number)."""
         neg = self.accept("-")
         i = self.pos
-        kind, text = self.kinds[i], self.texts[i]
+        text = self.texts[i]
+        kind = self.kind_of(i)
         if kind == "number" or (kind == "ident" and text in ("nan", "inf", "true", "false")):
             self.pos = i + 1
             return (("-" if neg else "") + text, i)

@@ -134,7 +134,8 @@ class CpuFunction:
                  cache: Any = True, opt: str = "fast", matmul: str | None = None) -> None:
         self.fn = fn
         schedule = schedule_policy(schedule)
-        matmul_library(cpu, matmul)  # E6012 on a bad choice (or a damaged library), before any call
+        # E6012 on a bad choice (or a damaged library), before any call; resolved once
+        self._library = matmul_library(cpu, matmul)
         self.options = {"threads": threads, "schedule": schedule, "cpu": cpu, "cache": cache, "opt": opt,
                         "matmul": matmul}
         self._kernels: dict[tuple[tuple[str, int], ...], Any] = {}
@@ -168,10 +169,9 @@ class CpuFunction:
             if self._ir_text is None:
                 from mind.ir.printer import print_function
                 self._ir_text = print_function(self.fn)
-            library = matmul_library(opts["cpu"], opts["matmul"])
             alias = ir_cache_key(self._ir_text, dict(env), threads=opts["threads"], schedule=opts["schedule"],
-                                 cpu=opts["cpu"], opt=str(opts["opt"]), matmul=library_key(library, opts["threads"]))
-            k = load_cached(alias, opts["threads"], opts["cache"], signature=signature, library=library)
+                                 cpu=opts["cpu"], opt=str(opts["opt"]), matmul=library_key(self._library, opts["threads"]))
+            k = load_cached(alias, opts["threads"], opts["cache"], signature=signature, library=self._library)
             if k is not None:
                 return k
         text, name = emit_mlir(self.fn, env)
