@@ -135,7 +135,7 @@ def _decode(data: bytes, file: str) -> Module:
         text = ir.decode("utf-8")
         module = parse_module(text, file, spans=False)
         _apply_spans(module, json.loads(spans_line))
-    except (UnicodeDecodeError, ValueError, MindError, TypeError, KeyError, IndexError) as e:
+    except (UnicodeDecodeError, ValueError, MindError, TypeError, KeyError, IndexError, AttributeError) as e:
         raise EntryProblem(f"it does not read back as a module ({type(e).__name__})") from None
     return module
 

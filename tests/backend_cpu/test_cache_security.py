@@ -27,7 +27,6 @@ from mind.compiler.backend.cpu.abi import mlir_signature
 from mind.compiler.backend.cpu.api import compile_function, kernel_signature
 from mind.compiler.backend.cpu.cache import KernelCache
 from mind.compiler.backend.cpu.engine import compile_kernel, wait_for_cache_writes
-from mind.compiler.frontend import cache as fcache
 from mind.diagnostics import MindError
 from mind.ir.parser import parse_module
 

@@ -12,7 +12,6 @@ import sys
 
 import pytest
 
-from mind import cache_store
 from mind.cli.main import main
 from mind.compiler.frontend import cache as fcache
 
@@ -20,19 +19,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TRAIN = os.path.join(ROOT, "examples", "train_mlp.mind")
 QUICK = os.path.join(ROOT, "examples", "quickstart.mind")
 SPEC_MLP = os.path.join(ROOT, "examples", "spec_style_mlp.mind")
-
-
-@pytest.fixture
-def cache_root(tmp_path, monkeypatch):
-    root = tmp_path / "cache"
-    monkeypatch.setenv("MIND_CACHE_DIR", str(root))
-    monkeypatch.delenv("MIND_CACHE", raising=False)
-    monkeypatch.delenv("MIND_FRONTEND_CACHE", raising=False)
-    fcache.clear()
-    cache_store.forget_checks()
-    yield root
-    fcache.clear()
-    cache_store.forget_checks()
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -16,7 +16,6 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from mind import cache_store
 from mind.cache_store import MindCacheWarning
 from mind.compiler.frontend import cache as fcache
 from mind.compiler.frontend.api import compile_source
@@ -27,15 +26,8 @@ SOURCE = "fn f(x: Tensor<f32, [B, 4]>) -> Tensor<f32, [B, 4]> { relu(x) * 2.0 + 
 
 
 @pytest.fixture
-def disk_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("MIND_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("MIND_FRONTEND_CACHE", raising=False)
-    monkeypatch.delenv("MIND_CACHE", raising=False)
-    fcache.clear()
-    cache_store.forget_checks()
-    yield tmp_path
-    fcache.clear()
-    cache_store.forget_checks()
+def disk_cache(cache_root):
+    return cache_root
 
 
 def _entries(root) -> list[str]:
@@ -172,7 +164,7 @@ def test_the_disk_layer_can_be_turned_off(disk_cache, monkeypatch):
     monkeypatch.delenv("MIND_FRONTEND_CACHE")
     monkeypatch.setenv("MIND_CACHE", "off")  # every disk cache
     fcache.compile_cached(SOURCE, "<v>")
-    assert os.listdir(disk_cache) == []
+    assert not disk_cache.exists()
 
 
 def test_sources_fingerprint_follows_edits_additions_and_only_python_files(tmp_path):
@@ -263,3 +255,18 @@ def test_fuzzed_frontend_entries_give_the_module_or_a_coded_diagnostic(disk_cach
             return
     if not (isinstance(content, tuple) and content[2]):
         assert got.text() == want  # damage without a matching hash is always rebuilt
+
+
+@pytest.mark.parametrize("spans", [b"[1]", b'[{"span": null, "params": 5}]', b'[{"span": [1, 2]}]',
+                                   b'[{"span": null, "ops": {"99": null}}]', b'[{"span": null, "ops": {"x": null}}]',
+                                   b"{}", b"[]", b'[{"span": ["f", "1", 1, 1, 1]}]'])
+def test_an_entry_with_a_bad_span_table_is_rebuilt_even_with_a_matching_hash(disk_cache, spans):
+    import hashlib
+    good = fcache.compile_cached(SOURCE, "<t>")
+    (entry,) = _entries(disk_cache)
+    _, _, body = pathlib.Path(entry).read_bytes().partition(b"\n")
+    body = spans + b"\n" + body.partition(b"\n")[2]
+    pathlib.Path(entry).write_bytes(f"{fcache.FORMAT} {hashlib.sha256(body).hexdigest()}\n".encode() + body)
+    fcache.clear()
+    with pytest.warns(MindCacheWarning):
+        assert fcache.compile_cached(SOURCE, "<t>").text() == good.text()
