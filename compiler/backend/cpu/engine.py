@@ -144,19 +144,23 @@ def _dlopen_checked(fd: int, path: str) -> str:
     The caller loads it, then calls ``_unlink_name``.
 
     The name is a symbolic link to ``/proc/self/fd/N`` beside ``path`` (in a checked folder), named
-    after the process and a counter: the dynamic loader takes a name it has loaded before for the
-    same library without opening anything, and ``/proc/self/fd/N`` itself names different files as
+    after the process and a counter: given a name it has loaded before, the dynamic loader returns
+    that library without opening anything, and ``/proc/self/fd/N`` names different files as
     descriptors are reused.  A process killed in between leaves the link, which
-    ``cache_store.sweep_debris`` removes (``.load-*``).  Without ``/proc`` (not Linux), ``path``
-    itself (the folder's checks still hold; only the window between hashing and loading is open)."""
+    ``cache_store.sweep_debris`` removes (``.load-*``).  Without ``/proc`` (not Linux), or where the
+    link cannot be made (a folder the user made read-only), ``path`` itself: the folder's checks
+    still hold, only the window between hashing and loading is open."""
     if not _PROC_FD:
         return path
     name = os.path.join(os.path.dirname(path), f".load-{os.getpid()}-{next(_LOADS)}.so")
     try:
-        os.symlink(f"/proc/self/fd/{fd}", name)
-    except FileExistsError:  # left by a killed process with this pid
-        os.unlink(name)
-        os.symlink(f"/proc/self/fd/{fd}", name)
+        try:
+            os.symlink(f"/proc/self/fd/{fd}", name)
+        except FileExistsError:  # left by a killed process with this pid
+            os.unlink(name)
+            os.symlink(f"/proc/self/fd/{fd}", name)
+    except OSError:
+        return path
     return name
 
 
@@ -185,8 +189,6 @@ def _load_entry(store: KernelCache, key: str, expected: Expected,
     except MindError as e:
         evict(entry.files, f"it does not load ({e.diagnostics[0].message})")
         return None
-    except OSError as e:
-        raise _fail(f"could not load the cached kernel '{expected.signature.name}': {e}") from None
     finally:
         _unlink_name(name, entry.library_path)
         entry.close()
