@@ -58,7 +58,7 @@ def _token_re() -> re.Pattern[str]:
     return _COMPILED[0]
 
 _TOKEN_TEXT = re.compile(_WS + "(" + "|".join(p for _, p in _TOKEN_CLASSES) + ")", re.VERBOSE)
-"""The same tokens as plain texts, for ``findall`` (no match object per token: ~3x faster)."""
+"""The same tokens as plain texts, for ``findall`` (no match object per token: ~2.5x faster)."""
 
 _KIND_OF_FIRST = {**{c: "ident" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"},
                   **{c: "number" for c in "0123456789."}, **{c: "punct" for c in "()[]{},:=+-*<>"},
@@ -68,7 +68,7 @@ _KIND_OF_FIRST = {**{c: "ident" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl
 
 
 class Tok:
-    """One token with its position (``IRParser.tok``; the parser itself keeps parallel lists)."""
+    """One token with its position (``IRParser.tok``; the parser itself keeps a list of texts)."""
 
     __slots__ = ("kind", "text", "start", "end")
 
@@ -83,7 +83,8 @@ class IRParser:
     its first character, ``kind_of``; the last one is ``""``, the end), and their start offsets
     ``_starts`` are computed only where a position is needed: always with ``spans=True``
     (every value, op and function gets its source span), only for a diagnostic with ``spans=False``
-    (text whose positions nobody will see, like the frontend cache's entries: 2-3x faster)."""
+    (text whose positions nobody will see, like the frontend cache's entries: train_step's module
+    parses in 0.8 instead of 1.3 ms)."""
 
     def __init__(self, text: str, filename: str = "<ir>", limits: Limits = DEFAULT_LIMITS, *,
                  spans: bool = True):
