@@ -1,8 +1,11 @@
 """Parser of the Core IR text (grammar: ``spec/ir.ebnf``).
 
 IR text is untrusted input: the parser never evaluates anything it reads, bounds every resource
-(size, op count, rank, nesting, literal size), and reports malformed input as coded diagnostics with
-``file:line:col`` spans.  Semantic checks (def-before-use, constraints) are the verifier's job.
+(size, op count, rank, nesting, literal size, the size of a dimension expression and of every
+integer), and reports malformed input as coded diagnostics with ``file:line:col`` spans.  Numbers
+are ASCII digits only.  Every entry point (``mind ir``, ``mind run``, ``mind verify``) parses with
+this one parser; only the ``Limits`` differ.  Semantic checks (def-before-use, constraints, declared
+result types) are the verifier's job.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 from mind.diagnostics import Diagnostic, MindError, Span
 from mind.ir.core import MAX_CONST_ELEMENTS, RELATIONS, Assumption, Function, Module, Operation, Value
-from mind.spec.dims import Dim, INT_ARITH, sym
+from mind.spec.dims import Dim, DimExpr, INT_ARITH, sym
 from mind.spec.dtypes import DType, parse_dtype
 from mind.spec.ops import OPS, TensorType
 
@@ -30,6 +33,16 @@ class Limits:
     max_nesting: int = 64
     max_dim: int = 1 << 48
     max_const_elements: int = MAX_CONST_ELEMENTS
+    # A product like ``(A + B + 1) * (A + B + 1) * ...`` expands to a polynomial whose size grows
+    # exponentially in the text, and coefficients like ``2^48 * 2^48 * ...`` without bound: both
+    # are refused (E1012) before they are built.
+    max_dim_terms: int = 256
+    max_coef: int = 1 << 62
+
+
+#: Integer literals longer than this are refused before conversion (Python's ``int`` of a string
+#: is quadratic, and refuses over 4,300 digits): every limit above fits in far fewer digits.
+MAX_INT_DIGITS = 40
 
 
 DEFAULT_LIMITS = Limits()
@@ -41,7 +54,7 @@ _TOKEN = re.compile(r"""
   | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<punct>->|>=|<=|==|[()\[\]{},:=+\-*<>])
-""", re.VERBOSE)
+""", re.VERBOSE | re.ASCII)
 
 
 @dataclass(slots=True)
@@ -240,15 +253,14 @@ class IRParser:
         if len(declared) != len(ret_toks):
             diags.append(Diagnostic("E4010", f"function @{name} declares {len(declared)} results but "
                                              f"returns {len(ret_toks)}", self.span(start, end)))
-        else:
-            for (dty, dtok), r in zip(declared, rets):
-                if r is not None and dty != r.type:
-                    diags.append(Diagnostic("E4010", f"declared result type {dty} differs from "
-                                                     f"{r.type} of %{r.name}", self.span(dtok.start, dtok.end)))
         if diags:
             raise MindError(diags, {self.filename: self.text})
-        return Function(name, params, ops, [r for r in rets if r is not None], assumptions,
-                        self.span(start, end))
+        fn = Function(name, params, ops, [r for r in rets if r is not None], assumptions, self.span(start, end))
+        if any(dty != r.type for (dty, _t), r in zip(declared, rets)):
+            # written differently from the returned values' types: the verifier proves them equal
+            # under the premises (``f32[max(B, 3)]`` is ``f32[B]`` where B >= 3)
+            fn.result_decls = tuple((dty, self.span(dtok.start, dtok.end)) for dty, dtok in declared)
+        return fn
 
     def parse_op_line(self) -> tuple:
         res = self.expect_kind("value", "a result like `%0` or `return`")
@@ -326,28 +338,46 @@ class IRParser:
     def parse_dim(self, depth: int = 0) -> Dim:
         if depth > self.limits.max_nesting:
             raise self.fail("E1012", "dimension expression nested too deeply", self.tok.start)
+        start = self.tok.start
         value = self._dim_term(depth)
         while self.at("+") or self.at("-"):
             op = self.next().text
             rhs = self._dim_term(depth)
             value = value + rhs if op == "+" else value - rhs
+            self._check_dim_size(value, start)
         return value
 
     def _dim_term(self, depth: int) -> Dim:
+        start = self.tok.start
         value = self._dim_unary(depth)
         while self.accept("*"):
-            value = value * self._dim_unary(depth)
+            rhs = self._dim_unary(depth)
+            if _nterms(value) * _nterms(rhs) > self.limits.max_dim_terms:  # before the work
+                raise self._too_large(start)
+            value = value * rhs
+            self._check_dim_size(value, start)
         return value
+
+    def _check_dim_size(self, d: Dim, start: int) -> None:
+        if _nterms(d) > self.limits.max_dim_terms or _maxcoef(d) > self.limits.max_coef:
+            raise self._too_large(start)
+
+    def _too_large(self, start: int) -> MindError:
+        return self.fail("E1012", f"dimension expression is too large (over {self.limits.max_dim_terms} terms "
+                                  f"or a coefficient over {self.limits.max_coef})", start,
+                         self.toks[self.pos - 1].end)
 
     def _dim_unary(self, depth: int) -> Dim:
         if self.accept("-"):
+            if depth >= self.limits.max_nesting:
+                raise self.fail("E1012", "dimension expression nested too deeply", self.tok.start)
             return 0 - self._dim_unary(depth + 1)
         t = self.tok
         if t.kind == "number":
             self.next()
             if not t.text.isdigit():
                 raise self.fail("E1005", f"dimension `{t.text}` is not an integer", t.start, t.end)
-            v = int(t.text)
+            v = self._int_literal(t, "dimension")
             if v > self.limits.max_dim:
                 raise self.fail("E1012", f"dimension {v} is over the limit of {self.limits.max_dim}",
                                 t.start, t.end)
@@ -432,12 +462,19 @@ class IRParser:
         self.expect("]", "`]` or `,`")
         return out
 
+    def _int_literal(self, t: Tok, what: str) -> int:
+        """The value of an all-digit token, refusing (E1012) one too long to be under any limit."""
+        if len(t.text) > MAX_INT_DIGITS:
+            raise self.fail("E1012", f"{what} `{t.text[:20]}...` has {len(t.text)} digits, over the limit of "
+                                     f"{MAX_INT_DIGITS}", t.start, t.end)
+        return int(t.text)
+
     def _signed_int(self) -> int:
         neg = self.accept("-")
         t = self.expect_kind("number", "an integer")
         if not t.text.isdigit():
             raise self.fail("E1005", f"`{t.text}` is not an integer", t.start, t.end)
-        v = int(t.text)
+        v = self._int_literal(t, "integer")
         if v > self.limits.max_dim:
             raise self.fail("E1012", f"integer {v} is over the limit of {self.limits.max_dim}", t.start, t.end)
         return -v if neg else v
@@ -518,12 +555,25 @@ class IRParser:
         if dtype.is_int:
             if not body.isdigit():
                 raise self.fail("E4005", f"`{text}` is not an integer literal", start, end, label="const.C1")
+            if len(body) > MAX_INT_DIGITS:
+                raise self.fail("E4005", f"`{text[:20]}...` does not fit in {dtype.value}", start, end,
+                                label="const.C1")
             v = int(text)
             if not dtype.int_min <= v <= dtype.int_max:
                 raise self.fail("E4005", f"{v} does not fit in {dtype.value}", start, end, label="const.C1")
             return v
         with np.errstate(over="ignore"):
             return dtype.numpy.type(float(text))
+
+
+def _nterms(d: Dim) -> int:
+    return len(d.terms) if isinstance(d, DimExpr) else 1
+
+
+def _maxcoef(d: Dim) -> int:
+    if isinstance(d, DimExpr):
+        return max(abs(c) for c in d.terms.values())
+    return max(abs(d), 1)
 
 
 def parse_module(text: str, filename: str = "<ir>", limits: Limits = DEFAULT_LIMITS) -> Module:
