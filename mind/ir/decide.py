@@ -221,6 +221,7 @@ class Decider:
         if status == "unsat":
             return Decision("fails")
         if status == "sat":
+            self._premise_points().append(model)  # sampling had found none: now it has one
             return Decision("holds", model)
         return Decision("unknown", reason=reason)
 
