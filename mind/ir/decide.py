@@ -178,12 +178,13 @@ class Decider:
 
     def _sample(self, f: Formula) -> tuple[dict[str, int] | None, dict[str, int] | None]:
         """(counterexample, witness) among the sampled allowed assignments (either may be None)."""
+        points = self._premise_points()  # first: it fixes the premises' symbols
         extra = sorted(formula_symbols(f) - set(self._symbols))
         ext_points = _candidates(extra, Facts.empty())[:8] if extra else [{}]
         best: tuple | None = None
         counter = witness = None
         budget = _MAX_EVALUATIONS
-        for p in self._premise_points():
+        for p in points:
             for e in ext_points:
                 budget -= 1
                 if budget < 0:

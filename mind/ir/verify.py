@@ -192,7 +192,7 @@ def operation_findings(op: Operation, arith: SymArith) -> list[Finding]:
     except ConstraintViolation as exc:
         return [_violation(op, opdef, exc, arith)]
     except ConstraintUndecided as exc:
-        return [_undecided(op, opdef, exc)]
+        return [_undecided(op, opdef, exc, arith)]
     return _type_findings(op.result.type, inferred, arith, None, op, op.span,
                           f"`{op.op}` declares result type {op.result.type}, but its operands give {inferred}")
 
@@ -205,7 +205,7 @@ def _violation(op: Operation, opdef: OpDef, exc: ConstraintViolation, arith: Sym
     example = exc.example
     if example is None and arith.decider is not None and _op_symbols(op):
         example = arith.decider.example()
-    if example is not None and not _reproduces(op, example, exc.label):
+    if example is not None and not (_allowed(arith, example) and _reproduces(op, example, exc.label)):
         example = None
     msg = exc.detail
     if example:
@@ -216,13 +216,13 @@ def _violation(op: Operation, opdef: OpDef, exc: ConstraintViolation, arith: Sym
                    example or None)
 
 
-def _undecided(op: Operation, opdef: OpDef, exc: ConstraintUndecided) -> Finding:
+def _undecided(op: Operation, opdef: OpDef, exc: ConstraintUndecided, arith: SymArith) -> Finding:
     """A constraint the premises do not imply: a counterexample where it fails, or the limit that
     ended the search."""
     c = opdef.constraint(exc.label)
     label = f"{op.op}.{exc.label}"
     notes = [f"{label}: {c.text}", exc.detail]
-    decision = _checked(exc.decision, lambda env: _reproduces(op, env, exc.label))
+    decision = _checked(exc.decision, arith, lambda env: _reproduces(op, env, exc.label))
     msg = f"cannot prove {exc.cond.text} from the declared assumptions"
     cex = decision.assignment if decision.status == "depends" else None
     if cex is not None:
@@ -253,7 +253,7 @@ def _type_findings(declared: TensorType, inferred: TensorType, arith: SymArith, 
         decision = Decision("fails", arith.decider.example() if arith.decider is not None else None)
     else:
         decision = arith.decide(cond)
-    decision = _checked(decision, reproduces)
+    decision = _checked(decision, arith, reproduces)
     if decision.status == "holds":
         return []
     if decision.status == "unknown":
@@ -270,13 +270,17 @@ def _type_findings(declared: TensorType, inferred: TensorType, arith: SymArith, 
     return [Finding(Diagnostic("E4010", message, span, help=help, notes=notes), cex)]
 
 
-def _checked(decision: Decision, reproduces: Any) -> Decision:
-    """The decision, with its assignment dropped unless the failure reproduces on plain ints: a
-    ``depends`` whose counterexample does not reproduce becomes ``unknown``."""
+def _allowed(arith: SymArith, env: Mapping[str, int]) -> bool:
+    return arith.decider is None or arith.decider.allowed(env)
+
+
+def _checked(decision: Decision, arith: SymArith, reproduces: Any) -> Decision:
+    """The decision, with its assignment dropped unless the premises hold for it and the failure
+    reproduces on plain ints: a ``depends`` whose counterexample does not becomes ``unknown``."""
     env = decision.assignment
     if env is None or decision.status not in ("depends", "fails"):
         return decision
-    if reproduces(env):
+    if _allowed(arith, env) and reproduces(env):
         return decision
     if decision.status == "fails":
         return Decision("fails")
