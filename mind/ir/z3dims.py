@@ -69,28 +69,10 @@ class Z3Arith(Arith):
         return zint(a) < zint(b)
 
     def and_(self, *cs: Any) -> Any:
-        rest = []
-        for c in cs:
-            if c is False:
-                return False
-            if c is True:
-                continue
-            rest.append(c)
-        if not rest:
-            return True
-        return rest[0] if len(rest) == 1 else z3.And(*rest)
+        return _connect(cs, False, z3.And)
 
     def or_(self, *cs: Any) -> Any:
-        rest = []
-        for c in cs:
-            if c is True:
-                return True
-            if c is False:
-                continue
-            rest.append(c)
-        if not rest:
-            return False
-        return rest[0] if len(rest) == 1 else z3.Or(*rest)
+        return _connect(cs, True, z3.Or)
 
     def not_(self, c: Any) -> Any:
         if isinstance(c, bool):
@@ -124,6 +106,20 @@ class Z3Arith(Arith):
         if _isint(a) and _isint(b):
             return a if a <= b else b
         return z3.If(zint(a) <= zint(b), zint(a), zint(b))
+
+
+def _connect(cs: Sequence[Any], absorbing: bool, join: Any) -> Any:
+    """``and``/``or`` of Python bools and Z3 terms: ``absorbing`` (False for and, True for or)
+    decides at once, the other bool drops out, Z3 terms are joined."""
+    rest = []
+    for c in cs:
+        if c is absorbing:
+            return absorbing
+        if c is not (not absorbing):
+            rest.append(c)
+    if not rest:
+        return not absorbing
+    return rest[0] if len(rest) == 1 else join(*rest)
 
 
 Z3_ARITH = Z3Arith()

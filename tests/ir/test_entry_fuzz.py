@@ -22,14 +22,10 @@ from mind.cli.main import main
 from mind.ir.printer import print_module
 from mind.spec.dims import DimExpr
 
-from .ir_strategies import modules
+from .ir_strategies import modules, mutate
 
 HANG_GUARD_S = 120  # far above any bounded call; a call past it is a hang, not a slow run
 FUZZ = settings(suppress_health_check=list(HealthCheck))
-
-MUTATIONS = [b"*", b"B", b"(", b"]", b"-", b"9999999999", b"%0", b",", b"?", b"\xff", b"where N >= 1",
-             b" * (A + B + 1)", b"\xd9\xa3", b"-" * 64, b"1" * 60, b"outputs: %0\n", b"[?, 3]", b"max(B, 3)"]
-
 
 def _call(argv: list[str]) -> tuple[int, dict]:
     out, err = io.StringIO(), io.StringIO()
@@ -43,25 +39,9 @@ def _call(argv: list[str]) -> tuple[int, dict]:
     return rc, payload
 
 
-def _mutate(draw, data: bytes) -> bytes:
-    base = bytearray(data)
-    for _ in range(draw(st.integers(0, 4))):
-        kind = draw(st.integers(0, 3))
-        pos = draw(st.integers(0, max(len(base) - 1, 0)))
-        if kind == 0 and base:
-            del base[pos:pos + draw(st.integers(1, 8))]
-        elif kind == 1:
-            base[pos:pos] = draw(st.sampled_from(MUTATIONS))
-        elif kind == 2 and base:
-            base[pos] = draw(st.integers(0, 255))
-        else:
-            base += draw(st.binary(max_size=8))
-    return bytes(base)
-
-
 @st.composite
 def core_texts(draw) -> bytes:
-    return _mutate(draw, print_module(draw(modules())).encode())
+    return mutate(draw, print_module(draw(modules())).encode())
 
 
 def _inputs(tmp: Path, text: bytes) -> list[str]:
@@ -142,7 +122,7 @@ def public_texts(draw) -> bytes:
         lines.append(f"%{k} = {body}{ty}")
         k += 1
     lines.append(f"outputs: %{k - 1}")
-    return _mutate(draw, ("\n".join(lines) + "\n").encode())
+    return mutate(draw, ("\n".join(lines) + "\n").encode())
 
 
 @example(b"outputs: %0\n")
