@@ -314,7 +314,7 @@ class Legalizer:
                     raise _Fail("E4006", "`Mean` over a symbolic dim is not expressible in Core IR "
                                          "(no op turns a dimension into a value)")
                 count *= d
-            if x.type.dtype.is_int and count > x.type.dtype.int_max:
+            if count > _largest(x.type.dtype):
                 raise _Fail("E4005", f"the element count {count} of `Mean` does not fit in {x.type.dtype.value}",
                             label="const.C1")
             c = self.b.const(count, x.type.dtype, self._span)
@@ -511,6 +511,13 @@ class Legalizer:
 def legalize(text: str, filename: str = "<dump>") -> tuple[Module, list[str]]:
     """Parse a public MIND IR dump and rewrite it into a Core IR module; returns it with notes."""
     return Legalizer(text, filename).run()
+
+
+def _largest(dtype: DType) -> float:
+    """The largest finite value of a numeric dtype (the count a `Mean` divides by must fit)."""
+    import numpy as np
+
+    return dtype.int_max if dtype.is_int else float(np.finfo(dtype.numpy).max)
 
 
 def _show(t: TensorType) -> str:

@@ -258,8 +258,10 @@ def test_core_ir_text_resource_bounds(tmp_path, capsys, text, code):
      '%2 = Conv2d(%0, %1, [0, 1], Valid) : Tensor<f32, [1, 5, 3, 4]>\noutputs: %2\n', "E3006"),
     ('%0 = Input() {name: "x"} : Tensor<f32, [4]>\n%1 = Slice(%0, [::0])\noutputs: %1\n', "E3006"),
     ('%0 = Input() {name: "x"} : Tensor<i32, [65536, 65536]>\n%1 = Mean(%0, [], false)\noutputs: %1\n', "E4005"),
+    ('%0 = Input() {name: "x"} : Tensor<f32, [' + ", ".join(["281474976710656"] * 4) + ']>\n'
+     '%1 = Mean(%0, [], false)\noutputs: %1\n', "E4005"),
 ], ids=["outputs-first", "const-i64", "const-tensor", "conv-same-stride-0", "conv-valid-stride-0", "slice-step-0",
-        "mean-count"])
+        "mean-count-i32", "mean-count-f32"])
 def test_public_dumps_that_were_internal_errors(tmp_path, capsys, text, code):
     rc, out = _cli(["verify", _write(tmp_path, "p.ir", text)], capsys)
     codes = [d["code"] for d in out["diagnostics"]]
