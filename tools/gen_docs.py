@@ -271,7 +271,8 @@ func @main(%x: f32[B, 3], %w: f32[3, 2], %b: f32[2]) -> (f32[B, 2]) where B >= 1
 * Every operation has exactly one result, `%name = op(operands) {attributes} : type`. The declared
   result type must equal the type the op's shape rule infers for every size the premises allow (the
   assumptions, every symbol and parameter dim ≥ 0; `E4010` otherwise). It may be written in any equal
-  form: `f32[max(B, 3)]` for `f32[B]` where `B >= 3`. The same holds for a function's result types.
+  form: `f32[max(B, 3)]` for `f32[B]` where `B >= 3`. The same holds for a function's result types
+  (the canonical text prints the returned values' types there).
 * Dimensions are integers or expressions over symbols with `+ - *`, `floordiv(a, c)`, `max(a, b)`,
   `min(a, b)`. Symbols are bound by the parameter types; assumptions may only name those symbols.
   Numbers are ASCII digits.

@@ -40,13 +40,13 @@ def mutated(draw):
     return mutate(draw, draw(st.sampled_from(SEEDS)), (1, 4))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(suppress_health_check=list(HealthCheck))  # example counts: the profile (tests/conftest.py)
 @given(mutated())
 def test_mutated_dumps(tmp_path_factory, data):
     _run(tmp_path_factory.mktemp("f"), data)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(suppress_health_check=list(HealthCheck))
 @given(st.binary(max_size=200))
 def test_arbitrary_bytes(tmp_path_factory, data):
     _run(tmp_path_factory.mktemp("b"), data)
