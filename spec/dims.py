@@ -420,20 +420,18 @@ class Decision(FrozenRecord):
 NOT_DECIDED = Decision("unknown", reason="not decided by normal forms and interval bounds")
 
 
+_CONNECTIVES: dict[str, Any] = {
+    "eq": lambda f, env: evaluate(f[1], env) == evaluate(f[2], env),
+    "le": lambda f, env: evaluate(f[1], env) <= evaluate(f[2], env),
+    "and": lambda f, env: all(eval_formula(g, env) for g in f[1:]),
+    "or": lambda f, env: any(eval_formula(g, env) for g in f[1:]),
+    "not": lambda f, env: not eval_formula(f[1], env),
+}
+
+
 def eval_formula(f: Formula, env: Mapping[str, int]) -> bool:
     """The truth of ``f`` under a full assignment of its symbols (plain ints)."""
-    kind = f[0]
-    if kind == "eq":
-        return evaluate(f[1], env) == evaluate(f[2], env)
-    if kind == "le":
-        return evaluate(f[1], env) <= evaluate(f[2], env)
-    if kind == "and":
-        return all(eval_formula(g, env) for g in f[1:])
-    if kind == "or":
-        return any(eval_formula(g, env) for g in f[1:])
-    if kind == "not":
-        return not eval_formula(f[1], env)
-    raise ValueError(f"not a formula: {f!r}")
+    return _CONNECTIVES[f[0]](f, env)
 
 
 def formula_symbols(f: Formula) -> set[str]:
