@@ -132,7 +132,7 @@ class Decider:
             if points or not premises:
                 self._satisfiable = Decision("holds", points[0] if points else {})
             else:
-                self._satisfiable = self._solve_premises(premises)
+                self._satisfiable = self._solve_premises()
         return self._satisfiable
 
     def example(self) -> dict[str, int] | None:
@@ -217,7 +217,7 @@ class Decider:
                 return "unknown", None, "the solver's model did not reproduce on plain ints"
         return status, model, reason
 
-    def _solve_premises(self, premises: list[Formula]) -> Decision:
+    def _solve_premises(self) -> Decision:
         status, model, reason = self._solve(None, negate=False)
         if status == "unsat":
             return Decision("fails")
