@@ -1,8 +1,11 @@
 """Parser of the Core IR text (grammar: ``spec/ir.ebnf``).
 
 IR text is untrusted input: the parser never evaluates anything it reads, bounds every resource
-(size, op count, rank, nesting, literal size), and reports malformed input as coded diagnostics with
-``file:line:col`` spans.  Semantic checks (def-before-use, constraints) are the verifier's job.
+(size, op count, rank, nesting, literal size, the size of a dimension expression and of every
+integer), and reports malformed input as coded diagnostics with ``file:line:col`` spans.  Numbers
+are ASCII digits only.  Every entry point (``mind ir``, ``mind run``, ``mind verify``) parses with
+this one parser; only the ``Limits`` differ.  Semantic checks (def-before-use, constraints, declared
+result types) are the verifier's job.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 
 from mind.diagnostics import Diagnostic, MindError, Span
 from mind.ir.core import MAX_CONST_ELEMENTS, RELATIONS, Assumption, Function, Module, Operation, Value
-from mind.spec.dims import Dim, INT_ARITH, sym
+from mind.spec.dims import Dim, DimExpr, INT_ARITH, sym
 from mind.spec.dtypes import DType, parse_dtype
 from mind.spec.ops import OPS, TensorType
 from mind.spec.record import FrozenRecord
@@ -21,18 +24,27 @@ from mind.spec.record import FrozenRecord
 
 class Limits(FrozenRecord):
     """Resource bounds for untrusted IR text (a frozen record: importing the parser builds no
-    dataclass, which matters on the warm start that reads the frontend cache)."""
+    dataclass, which matters on the warm start that reads the frontend cache).
+
+    A product like ``(A + B + 1) * (A + B + 1) * ...`` expands to a polynomial whose size grows
+    exponentially in the text, and coefficients like ``2^48 * 2^48 * ...`` without bound: both are
+    refused (E1012) before they are built (``max_dim_terms``, ``max_coef``)."""
 
     __slots__ = ("max_bytes", "max_ops", "max_functions", "max_rank", "max_nesting", "max_dim",
-                 "max_const_elements")
+                 "max_const_elements", "max_dim_terms", "max_coef")
 
     def __init__(self, max_bytes: int = 64 * 1024 * 1024, max_ops: int = 1_000_000, max_functions: int = 10_000,
                  max_rank: int = 16, max_nesting: int = 64, max_dim: int = 1 << 48,
-                 max_const_elements: int = MAX_CONST_ELEMENTS) -> None:
+                 max_const_elements: int = MAX_CONST_ELEMENTS, max_dim_terms: int = 256,
+                 max_coef: int = 1 << 62) -> None:
         for name, value in zip(self.__slots__, (max_bytes, max_ops, max_functions, max_rank, max_nesting,
-                                                max_dim, max_const_elements)):
+                                                max_dim, max_const_elements, max_dim_terms, max_coef)):
             object.__setattr__(self, name, value)
 
+
+#: Integer literals longer than this are refused before conversion (Python's ``int`` of a string
+#: is quadratic, and refuses over 4,300 digits): every limit above fits in far fewer digits.
+MAX_INT_DIGITS = 40
 
 DEFAULT_LIMITS = Limits()
 
@@ -341,15 +353,14 @@ class IRParser:
         if len(declared) != len(ret_toks):
             diags.append(Diagnostic("E4010", f"function @{name} declares {len(declared)} results but "
                                              f"returns {len(ret_toks)}", self._error_span(start, end)))
-        else:
-            for (dty, d0, d1), r in zip(declared, rets):
-                if r is not None and dty != r.type:
-                    diags.append(Diagnostic("E4010", f"declared result type {dty} differs from "
-                                                     f"{r.type} of %{r.name}", self._error_span(d0, d0)))
         if diags:
             raise MindError(diags, {self.filename: self.text})
-        return Function(name, params, ops, [r for r in rets if r is not None], assumptions,
-                        self._span_of(start, end))
+        fn = Function(name, params, ops, [r for r in rets if r is not None], assumptions, self._span_of(start, end))
+        if any(dty != r.type for (dty, _d0, _d1), r in zip(declared, rets)):
+            # written differently from the returned values' types: the verifier proves them equal
+            # under the premises (``f32[max(B, 3)]`` is ``f32[B]`` where B >= 3)
+            fn.result_decls = tuple((dty, self._error_span(d0, d1)) for dty, d0, d1 in declared)
+        return fn
 
     def _error_span(self, i: int, j: int) -> Span:
         return self.span(self.start_of(i), self.end_of(j))
@@ -472,22 +483,39 @@ class IRParser:
     def parse_dim(self, depth: int = 0) -> Dim:
         if depth > self.limits.max_nesting:
             raise self.fail("E1012", "dimension expression nested too deeply", self.start_of(self.pos))
+        first = self.pos
         value = self._dim_term(depth)
         while self.texts[self.pos] in ("+", "-"):
             op = self.texts[self.pos]
             self.pos += 1
             rhs = self._dim_term(depth)
             value = value + rhs if op == "+" else value - rhs
+            self._check_dim_size(value, first)
         return value
 
     def _dim_term(self, depth: int) -> Dim:
+        first = self.pos
         value = self._dim_unary(depth)
         while self.accept("*"):
-            value = value * self._dim_unary(depth)
+            rhs = self._dim_unary(depth)
+            if _nterms(value) * _nterms(rhs) > self.limits.max_dim_terms:  # before the work
+                raise self._too_large(first)
+            value = value * rhs
+            self._check_dim_size(value, first)
         return value
+
+    def _check_dim_size(self, d: Dim, first: int) -> None:
+        if _nterms(d) > self.limits.max_dim_terms or _maxcoef(d) > self.limits.max_coef:
+            raise self._too_large(first)
+
+    def _too_large(self, first: int) -> MindError:
+        return self._fail_at("E1012", f"dimension expression is too large (over {self.limits.max_dim_terms} "
+                                      f"terms or a coefficient over {self.limits.max_coef})", first, self.pos - 1)
 
     def _dim_unary(self, depth: int) -> Dim:
         if self.accept("-"):
+            if depth >= self.limits.max_nesting:
+                raise self.fail("E1012", "dimension expression nested too deeply", self.start_of(self.pos))
             return 0 - self._dim_unary(depth + 1)
         i = self.pos
         text = self.texts[i]
@@ -496,7 +524,7 @@ class IRParser:
             self.pos = i + 1
             if not text.isdigit():
                 raise self._fail_at("E1005", f"dimension `{text}` is not an integer", i)
-            v = int(text)
+            v = self._int_literal(i, "dimension")
             if v > self.limits.max_dim:
                 raise self._fail_at("E1012", f"dimension {v} is over the limit of {self.limits.max_dim}", i)
             return v
@@ -580,13 +608,21 @@ class IRParser:
         self.expect("]", "`]` or `,`")
         return out
 
+    def _int_literal(self, i: int, what: str) -> int:
+        """The value of the all-digit token ``i``, refusing (E1012) one too long to be under any limit."""
+        text = self.texts[i]
+        if len(text) > MAX_INT_DIGITS:
+            raise self._fail_at("E1012", f"{what} `{text[:20]}...` has {len(text)} digits, over the limit of "
+                                         f"{MAX_INT_DIGITS}", i)
+        return int(text)
+
     def _signed_int(self) -> int:
         neg = self.accept("-")
         t = self.expect_kind("number", "an integer")
         text = self.texts[t]
         if not text.isdigit():
             raise self._fail_at("E1005", f"`{text}` is not an integer", t)
-        v = int(text)
+        v = self._int_literal(t, "integer")
         if v > self.limits.max_dim:
             raise self._fail_at("E1012", f"integer {v} is over the limit of {self.limits.max_dim}", t)
         return -v if neg else v
@@ -669,12 +705,24 @@ class IRParser:
         if dtype.is_int:
             if not body.isdigit():
                 raise self._fail_at("E4005", f"`{text}` is not an integer literal", i, label="const.C1")
+            if len(body) > MAX_INT_DIGITS:
+                raise self._fail_at("E4005", f"`{text[:20]}...` does not fit in {dtype.value}", i, label="const.C1")
             v = int(text)
             if not dtype.int_min <= v <= dtype.int_max:
                 raise self._fail_at("E4005", f"{v} does not fit in {dtype.value}", i, label="const.C1")
             return v
         with np.errstate(over="ignore"):
             return dtype.numpy.type(float(text))
+
+
+def _nterms(d: Dim) -> int:
+    return len(d.terms) if isinstance(d, DimExpr) else 1
+
+
+def _maxcoef(d: Dim) -> int:
+    if isinstance(d, DimExpr):
+        return max(abs(c) for c in d.terms.values())
+    return max(abs(d), 1)
 
 
 def parse_module(text: str, filename: str = "<ir>", limits: Limits = DEFAULT_LIMITS, *,
