@@ -1,4 +1,4 @@
-"""MIND's files on disk: the folder of its caches (compiled kernels, frontend results), the one way
+"""MIND's files on disk: the one way
 every file is written (the caches', and the outputs a user names through ``driver_io``), and the
 fingerprint that invalidates cache entries when the code that made them changes.
 
@@ -14,14 +14,9 @@ import os
 import threading
 from typing import Any, Callable
 
-__all__ = ["cache_dir", "atomic_write", "replace_file", "sources_fingerprint"]
+__all__ = ["atomic_write", "replace_file", "sources_fingerprint"]
 
 _COUNTER = itertools.count()
-
-
-def cache_dir() -> str:
-    """``$MIND_CACHE_DIR`` or ``~/.cache/mind`` (not created here)."""
-    return os.environ.get("MIND_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "mind")
 
 
 def sources_fingerprint(folders: "list[tuple[str, str]]") -> str:

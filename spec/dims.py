@@ -9,6 +9,11 @@ same rule then runs on
   assumptions and answers ``Unknown`` when a condition cannot be decided statically,
 * Z3 integer terms (``mind.verify``), which turns every condition into a proof obligation.
 
+``SymArith`` may carry a *decider* (``mind.ir.decide``): where a condition the cheap path leaves
+``Unknown`` must be settled (a constraint's ``require``, an ``ite`` choice, a declared type), the
+decider answers with a ``Decision`` (holds for every allowed value, fails for every one, depends on
+the values, or unknown).  Each ``Unknown`` therefore carries its condition as a ``formula`` of dims.
+
 Rules may branch in Python only on ranks and list lengths; every condition on a dimension or an
 integer attribute goes through ``Arith`` so that all three interpretations agree.
 """
@@ -239,11 +244,35 @@ def _apply_atom(kind: str, a: Dim, b: Dim) -> Dim:
 
 
 def evaluate(d: Dim, env: Mapping[str, int]) -> int:
-    """Concrete value of ``d`` under a full assignment of its symbols."""
-    v = substitute(d, env)
-    if not isinstance(v, int):
-        raise KeyError(f"unbound symbols in {format_dim(d)}: {sorted(v.symbols())}")
-    return v
+    """Concrete value of ``d`` under a full assignment of its symbols (``KeyError`` naming the
+    unbound ones otherwise; ``ZeroDivisionError`` for a ``floordiv`` by 0)."""
+    if isinstance(d, int):
+        return d
+    missing = d.symbols() - env.keys()
+    if missing:
+        raise KeyError(f"unbound symbols in {format_dim(d)}: {sorted(missing)}")
+    return _value(d, env)
+
+
+def _value(d: Dim, env: Mapping[str, int]) -> int:
+    if isinstance(d, int):
+        return d
+    total = 0
+    for mono, coef in d.terms.items():
+        term = coef
+        for atom, p in mono:
+            term *= _atom_value(atom, env) ** p
+        total += term
+    return total
+
+
+def _atom_value(atom: Atom, env: Mapping[str, int]) -> int:
+    if atom.kind == "sym":
+        return env[atom.name]
+    a, b = (_value(x, env) for x in atom.args)
+    if atom.kind == "floordiv":
+        return a // b
+    return max(a, b) if atom.kind == "max" else min(a, b)
 
 
 # --------------------------------------------------------------------------------------------
@@ -329,16 +358,23 @@ def _imul(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]
 # --------------------------------------------------------------------------------------------
 
 
+#: A condition as data, for a decider: ``("eq", a, b)``, ``("le", a, b)`` (dims ``a``, ``b``),
+#: ``("and", f, ...)``, ``("or", f, ...)``, ``("not", f)``.
+Formula = tuple
+
+
 class Unknown(FrozenRecord):
-    """A condition that the declared assumptions neither prove nor refute."""
+    """A condition that the declared assumptions neither prove nor refute (by the cheap path)."""
 
-    __slots__ = ("text", "diff")
-    __match_args__ = ("text", "diff")
+    __slots__ = ("text", "diff", "formula")
+    __match_args__ = ("text", "diff", "formula")
 
-    def __init__(self, text: str, diff: Dim | None = None) -> None:
+    def __init__(self, text: str, diff: Dim | None = None, formula: Formula | None = None) -> None:
         object.__setattr__(self, "text", text)
         # For an undecided equality ``lhs == rhs`` the difference, used to solve for a symbol.
         object.__setattr__(self, "diff", diff)
+        # The condition itself (``Formula``), so that a decider can settle it; None: not decidable.
+        object.__setattr__(self, "formula", formula)
 
     def __bool__(self) -> bool:
         raise TypeError(f"condition {self.text!r} is undecided; use Arith to combine it")
@@ -353,9 +389,58 @@ Cond = Union[bool, Unknown, Any]  # Any: a Z3 BoolRef in the verifier
 class Undecidable(Exception):
     """Raised by ``SymArith.ite`` when a choice depends on an undecided condition."""
 
-    def __init__(self, cond: Unknown):
+    def __init__(self, cond: Unknown, decision: "Decision | None" = None):
         super().__init__(cond.text)
         self.cond = cond
+        self.decision = decision
+
+
+class Decision(FrozenRecord):
+    """A decider's answer about a condition under a function's premises (its assumptions, every
+    symbol ≥ 0, every parameter dim ≥ 0).
+
+    ``status``: ``holds`` (for every allowed value), ``fails`` (for every allowed value;
+    ``assignment`` is one of them), ``depends`` (``assignment`` is an allowed assignment where it
+    fails: a counterexample) or ``unknown`` (``reason`` says why: no decider, or which solver limit
+    ended the search).  Every assignment has been checked on plain ints.
+    """
+
+    __slots__ = ("status", "assignment", "reason")
+
+    def __init__(self, status: str, assignment: Mapping[str, int] | None = None,
+                 reason: str | None = None) -> None:
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "assignment", None if assignment is None else dict(assignment))
+        object.__setattr__(self, "reason", reason)
+
+    __hash__ = None  # type: ignore[assignment]  # holds a dict
+
+
+#: What a ``SymArith`` without a decider answers about an ``Unknown``.
+NOT_DECIDED = Decision("unknown", reason="not decided by normal forms and interval bounds")
+
+
+_CONNECTIVES: dict[str, Any] = {
+    "eq": lambda f, env: evaluate(f[1], env) == evaluate(f[2], env),
+    "le": lambda f, env: evaluate(f[1], env) <= evaluate(f[2], env),
+    "and": lambda f, env: all(eval_formula(g, env) for g in f[1:]),
+    "or": lambda f, env: any(eval_formula(g, env) for g in f[1:]),
+    "not": lambda f, env: not eval_formula(f[1], env),
+}
+
+
+def eval_formula(f: Formula, env: Mapping[str, int]) -> bool:
+    """The truth of ``f`` under a full assignment of its symbols (plain ints)."""
+    return _CONNECTIVES[f[0]](f, env)
+
+
+def formula_symbols(f: Formula) -> set[str]:
+    if f[0] in ("eq", "le"):
+        return {s for d in f[1:] if isinstance(d, DimExpr) for s in d.symbols()}
+    out: set[str] = set()
+    for g in f[1:]:
+        out |= formula_symbols(g)
+    return out
 
 
 class Arith:
@@ -381,6 +466,10 @@ class Arith:
     def ceildiv(self, a: Any, b: Any) -> Any:
         return self.floordiv(a + b - 1, b)
 
+    def decide(self, c: Cond) -> Decision:
+        """Settle a condition this arithmetic left open (only ``SymArith`` leaves any)."""
+        return NOT_DECIDED
+
     def prod(self, xs: Iterable[Any]) -> Any:
         out: Any = 1
         for x in xs:
@@ -391,8 +480,27 @@ class Arith:
 class SymArith(Arith):
     """Arithmetic on ints and ``DimExpr``; conditions are True, False or ``Unknown``."""
 
-    def __init__(self, facts: Facts | None = None):
+    def __init__(self, facts: Facts | None = None, decider: Any = None):
         self.facts = facts or Facts.empty()
+        # ``decider(cond: Unknown) -> Decision`` (``mind.ir.decide``), or None: the cheap path only.
+        self.decider = decider
+
+    def decide(self, c: Cond) -> Decision:
+        if c is True:
+            return Decision("holds")
+        if c is False:
+            return Decision("fails")
+        if self.decider is None or not isinstance(c, Unknown) or c.formula is None:
+            return NOT_DECIDED
+        return self.decider(c)
+
+    def truth(self, c: Cond) -> Cond:
+        """``c`` settled by the decider where it can: True (holds for every allowed value), False
+        (fails for every one), else ``c`` itself."""
+        if not isinstance(c, Unknown):
+            return c
+        status = self.decide(c).status
+        return True if status == "holds" else False if status == "fails" else c
 
     # comparisons ------------------------------------------------------------------------------
     def eq(self, a: Dim, b: Dim) -> Cond:
@@ -406,7 +514,7 @@ class SymArith(Arith):
             return False
         if lo == hi == 0:
             return True
-        return Unknown(f"{format_dim(a)} == {format_dim(b)}", d)
+        return Unknown(f"{format_dim(a)} == {format_dim(b)}", d, ("eq", a, b))
 
     def ne(self, a: Dim, b: Dim) -> Cond:
         return self.not_(self.eq(a, b))
@@ -422,7 +530,7 @@ class SymArith(Arith):
             return True
         if hi < 0:
             return False
-        return Unknown(f"{format_dim(a)} <= {format_dim(b)}")
+        return Unknown(f"{format_dim(a)} <= {format_dim(b)}", None, ("le", a, b))
 
     def lt(self, a: Dim, b: Dim) -> Cond:
         return self.le(a + 1, b)
@@ -434,7 +542,7 @@ class SymArith(Arith):
             return False
         if not unknown:
             return True
-        return unknown[0] if len(unknown) == 1 else Unknown(" and ".join(f"({u})" for u in unknown))
+        return unknown[0] if len(unknown) == 1 else _combine("and", unknown)
 
     def or_(self, *cs: Cond) -> Cond:
         unknown = [c for c in cs if isinstance(c, Unknown)]
@@ -442,11 +550,11 @@ class SymArith(Arith):
             return True
         if not unknown:
             return False
-        return unknown[0] if len(unknown) == 1 else Unknown(" or ".join(f"({u})" for u in unknown))
+        return unknown[0] if len(unknown) == 1 else _combine("or", unknown)
 
     def not_(self, c: Cond) -> Cond:
         if isinstance(c, Unknown):
-            return Unknown(f"not ({c.text})")
+            return Unknown(f"not ({c.text})", None, None if c.formula is None else ("not", c.formula))
         return not c
 
     def ite(self, c: Cond, a: Dim, b: Dim) -> Dim:
@@ -460,7 +568,14 @@ class SymArith(Arith):
             name, value = solved
             if _same(substitute(a, {name: value}), substitute(b, {name: value})):
                 return b
-        raise Undecidable(c)
+        if self.decider is None:
+            raise Undecidable(c)
+        decision = self.decide(c)
+        if decision.status in ("holds", "fails"):
+            return a if decision.status == "holds" else b
+        if self.truth(self.eq(a, b)) is True:  # both branches are equal wherever it matters
+            return b
+        raise Undecidable(c, decision)
 
     # arithmetic ---------------------------------------------------------------------------------
     def floordiv(self, a: Dim, b: Dim) -> Dim:
@@ -489,6 +604,13 @@ class SymArith(Arith):
         if self.le(b, a) is True:
             return b
         return _apply_atom("min", *sorted((a, b), key=format_dim))
+
+
+def _combine(kind: str, unknown: list[Unknown]) -> Unknown:
+    text = f" {kind} ".join(f"({u})" for u in unknown)
+    if any(u.formula is None for u in unknown):
+        return Unknown(text)
+    return Unknown(text, None, (kind, *(u.formula for u in unknown)))
 
 
 def _same(a: Dim, b: Dim) -> bool:

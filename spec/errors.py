@@ -106,6 +106,8 @@ _TABLE: tuple[tuple[str, str], ...] = (
     ("E7002", "invalid command-line usage"),
     ("E7003", "output cannot be written"),
     ("E7009", "internal compiler error"),
+    ("E7010", "cache folder is not safe to use"),
+    ("E7011", "damaged cache entry removed and rebuilt"),
 )
 
 CODES: dict[str, ErrorCode] = {code: ErrorCode(code, title) for code, title in _TABLE}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -33,3 +34,21 @@ def pytest_configure(config):
         import tempfile
 
         os.environ["MIND_CACHE_DIR"] = tempfile.mkdtemp(prefix="mind-test-cache-")
+
+
+@pytest.fixture
+def cache_root(tmp_path, monkeypatch):
+    """A private, not yet created ``MIND_CACHE_DIR`` with every cache switch at its default, and no
+    in-memory frontend entry or folder check left from another test."""
+    from mind import cache_store
+    from mind.compiler.frontend import cache as fcache
+
+    root = tmp_path / "cache"
+    monkeypatch.setenv("MIND_CACHE_DIR", str(root))
+    for name in ("MIND_CACHE", "MIND_FRONTEND_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    fcache.clear()
+    cache_store.forget_checks()
+    yield root
+    fcache.clear()
+    cache_store.forget_checks()

@@ -279,9 +279,13 @@ func @main(%x: f32[B, 3], %w: f32[3, 2], %b: f32[2]) -> (f32[B, 2]) where B >= 1
   assumptions about its dimension symbols (`where B >= 1, N <= 4096`), an SSA list of operations
   and a `return` of one or more values.
 * Every operation has exactly one result, `%name = op(operands) {attributes} : type`. The declared
-  result type must equal the type the op's shape rule infers (`E4010` otherwise).
+  result type must equal the type the op's shape rule infers for every size the premises allow (the
+  assumptions, every symbol and parameter dim ≥ 0; `E4010` otherwise). It may be written in any equal
+  form: `f32[max(B, 3)]` for `f32[B]` where `B >= 3`. The same holds for a function's result types
+  (the canonical text prints the returned values' types there).
 * Dimensions are integers or expressions over symbols with `+ - *`, `floordiv(a, c)`, `max(a, b)`,
   `min(a, b)`. Symbols are bound by the parameter types; assumptions may only name those symbols.
+  Numbers are ASCII digits.
 * Attribute values are written according to the attribute's kind: `int` (`axis = 1`), `bool`,
   `enum` (`direction = lt`), `dtype` (`dtype = i32`), `ints` (`[0, 1]`), `dims` (`[B, 3 * N]`),
   `pairs` (`[[1, 1], [0, 2]]`) and `tensor` (`[[1, 2], [3, 4]]`, `splat(0.5)`, `nan`, `-inf`, `-0.0`).
@@ -314,10 +318,12 @@ prints it.
 
 The parser reports malformed text with a code and `file:line:col`: `E1002` invalid character,
 `E1005` invalid number, `E1010` unexpected token, `E1012` resource limit exceeded (size, ops, rank,
-nesting, literal size), `E2005` unknown dtype, `E4001` use of an undefined value, `E4002` a value
+nesting, literal size, a dimension expression over 256 terms or with a coefficient over 2^62, an
+integer of over 40 digits), `E2005` unknown dtype, `E4001` use of an undefined value, `E4002` a value
 defined twice, `E4005` constant does not match its type, `E4006` unknown op, `E4008` invalid
-attribute, `E4010` declared result types that differ. The verifier re-checks every op's constraints
-and names the label (`E3003 [matmul.C4]`). See [error codes](errors.md).
+attribute, `E4010` a different number of results than declared. The verifier re-checks every op's
+constraints and declared types under the premises and names the label (`E3003 [matmul.C4]`); how it
+decides conditions over symbols is in [verification](verification.md). See [error codes](errors.md).
 
 ## Grammar
 

@@ -1,7 +1,7 @@
 """Z3 proofs that every linear/structural VJP rule returns a cotangent of the primal operand's
 shape, for all values of the symbolic dims.
 
-Two kinds of proof, both reusing ``verify.z3arith`` (``Z3Arith``, ``Z3Context``, ``SymbolTable``):
+Two kinds of proof, both reusing ``mind.ir.z3dims`` (``Z3Arith``, ``SymbolTable``) and ``verify.z3arith`` (``Z3Context``):
 
 1. *Rule runs on symbolic shapes.*  The rule (``OpDef.vjp``) builds its IR with a ``FunctionBuilder``
    over symbolic dims (``B``, ``M``, …) exactly as the transform does.  Then every op of the forward
@@ -40,22 +40,25 @@ def _z3():
     return z3
 
 
-def check_implication(premise: Any, goal: Any, timeout_ms: int = 20000) -> tuple[str, str]:
+def check_implication(premise: Any, goal: Any) -> tuple[str, str]:
     z3 = _z3()
-    s = z3.Solver()
-    s.set(timeout=timeout_ms)
+    from mind.ir.z3dims import new_solver, timed_check
+    from mind.verify.prove import spec_limits
+
+    limits = spec_limits()
+    s = new_solver(limits)
     s.add(premise, z3.Not(goal))
-    r = s.check()
+    r, reason = timed_check(s, limits)
     if r == z3.unsat:
         return "proved", ""
     if r == z3.sat:
         return "refuted", str(s.model())
-    return "unknown", s.reason_unknown()
+    return "unknown", reason or ""
 
 
 def _zeq(a: Any, b: Any) -> Any:
     z3 = _z3()
-    from mind.verify.z3arith import zint
+    from mind.ir.z3dims import zint
 
     if isinstance(a, int) and isinstance(b, int):
         return z3.BoolVal(a == b)
@@ -98,7 +101,7 @@ def _run_z3(op: Operation, zshapes: dict[int, tuple], table: Any) -> tuple[tuple
 
 def prove_symbolic(case: SymCase) -> tuple[str, str]:
     z3 = _z3()
-    from mind.verify.z3arith import SymbolTable
+    from mind.ir.z3dims import SymbolTable
 
     b = FunctionBuilder("adjoint", case.assumptions)
     vals = []
@@ -147,7 +150,7 @@ def prove_symbolic(case: SymCase) -> tuple[str, str]:
 
 
 def _zint(x: Any) -> Any:
-    from mind.verify.z3arith import zint
+    from mind.ir.z3dims import zint
 
     return zint(x)
 
@@ -199,7 +202,7 @@ def prove_slice_formula(steps: Sequence[int] = (-3, -2, -1, 1, 2, 3)) -> tuple[s
     """∀ n, start, stop (any integers satisfying slice's constraints) and each step: the rule's
     reversal slice and pad are well-formed and give back extent n (for m ≥ 1, or |step| = 1)."""
     z3 = _z3()
-    from mind.verify.z3arith import Z3_ARITH as A
+    from mind.ir.z3dims import Z3_ARITH as A
 
     n, b, e = z3.Ints("n start stop")
     for s in steps:
@@ -223,7 +226,7 @@ def prove_pad_formula(interiors: Sequence[int] = (0, 1, 2, 3)) -> tuple[str, str
     """∀ n, lo, hi ≥ 0 and each interior: slice(start = lo, stop = lo + n·(i+1) - i, step = i+1) of
     the padded extent is well-formed and has extent n (when n ≥ 1 or lo ≥ i; else start = stop)."""
     z3 = _z3()
-    from mind.verify.z3arith import Z3_ARITH as A
+    from mind.ir.z3dims import Z3_ARITH as A
 
     n, lo, hi = z3.Ints("n lo hi")
     for i in interiors:
@@ -247,7 +250,7 @@ def prove_conv_formula(which: str, ks=(1, 2, 3), ss=(1, 2, 3), ds=(1, 2), rs=(1,
     lhs/rhs dilation and padding pair from the ranges: the VJP convolution's window (via
     ``conv_window``) is well-formed and its result extent is H (``input``) or K (``filter``)."""
     z3 = _z3()
-    from mind.verify.z3arith import Z3_ARITH as A
+    from mind.ir.z3dims import Z3_ARITH as A
 
     H, N, C, O = z3.Ints("H N C O")
     count = 0

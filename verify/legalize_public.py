@@ -1,11 +1,15 @@
 """Legalizing the public MIND IR encoding (spec v1.0 ``ir.md``) into Core IR.
 
 Lines ``%<id> = <Opcode>(<operands>) {attrs} : <type>``, ``#`` comments, a trailing
-``outputs: %a, %b``; types ``Tensor<f32, [2, 3]>`` whose dims may be ``?`` (each ``?`` becomes a fresh
-symbol ``Q<n>``).  Every public op is rewritten into the 19 Core ops through
-``mind.ir.builder.FunctionBuilder`` (so each result type comes from the spec's rule), keeping the
-public line as the span of every op it produced.  Anything not expressible in Core IR is a coded
-diagnostic; nothing in the text is evaluated.
+``outputs: %a, %b``; types ``Tensor<f32, [2, 3]>`` whose dims may be ``?``.  A ``?`` in an ``Input``
+is an unknown extent: a fresh symbol ``Q<n>``, for all of whose values the dump must be correct.
+A ``?`` in any other line's declared type asserts nothing about that extent.  Every public op is
+rewritten into the 19 Core ops through ``mind.ir.builder.FunctionBuilder`` (so each result type
+comes from the spec's rule), keeping the public line as the span of every op it produced; a line's
+declared type (with the inferred extent where it says ``?``) becomes the declared type of its last
+Core op, which the IR verifier then proves equal to the inferred one.  Deciding is the verifier's
+job: the legalizer uses only the cheap symbolic path.  Anything not expressible in Core IR is a
+coded diagnostic; nothing in the text is evaluated.  Numbers are ASCII digits only.
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ from typing import Any
 
 from mind.diagnostics import Diagnostic, MindError, Span
 from mind.ir.builder import FunctionBuilder
-from mind.ir.core import Function, Module, Operation, Value
-from mind.spec.dims import DimExpr, sym
+from mind.ir.core import Module, Operation, Value
+from mind.spec.dims import format_dim, sym
 from mind.spec.dtypes import DType, parse_dtype
 from mind.spec.ops import ConstraintUndecided, ConstraintViolation, OPS, TensorType
 
@@ -30,7 +34,13 @@ _LINE = re.compile(r"^%(?P<id>[A-Za-z0-9_]+)\s*=\s*(?:(?P<alias>%[A-Za-z0-9_]+)\
                    r"(?P<op>[A-Za-z][A-Za-z0-9]*)\s*\((?P<args>.*)\)\s*(?P<attrs>\{[^{}]*\})?\s*"
                    r"(?::\s*(?P<type>.+))?$)")
 _TYPE = re.compile(r"^Tensor\s*<\s*(?P<dt>[A-Za-z0-9]+)\s*,\s*\[(?P<dims>[^\]]*)\]\s*>$")
+_NUMBER = re.compile(r"-?([0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?|inf|nan)")
+MAX_LITERAL_CHARS = 40  # a number longer than this fits no dtype (nor Python's int-from-string limit)
 _SCALAR_TYPE = re.compile(r"^(?P<dt>[a-z][a-z0-9]*)$")
+
+
+class _Skip(Exception):
+    """A line that uses a value whose own line was reported: nothing more to say about it."""
 
 
 class _Fail(Exception):
@@ -65,9 +75,18 @@ def _split_top(s: str) -> list[str]:
 
 def _int(s: str) -> int:
     s = s.strip()
-    if not re.fullmatch(r"-?\d{1,16}", s):
-        raise _Fail("E1005", f"`{s[:40]}` is not an integer")
+    if not re.fullmatch(r"-?[0-9]{1,16}", s):
+        raise _Fail("E1005", f"`{s[:40]}` is not an integer of at most 16 digits")
     return int(s)
+
+
+def _number(s: str) -> str:
+    """``s`` if it is a number literal (ASCII digits, or ``inf``/``nan``) short enough to convert."""
+    if len(s) > MAX_LITERAL_CHARS:
+        raise _Fail("E1012", f"number `{s[:20]}...` is longer than {MAX_LITERAL_CHARS} characters")
+    if not _NUMBER.fullmatch(s):
+        raise _Fail("E1005", f"`{s[:40]}` is not a number")
+    return s
 
 
 def _int_list(s: str) -> list[int]:
@@ -82,12 +101,15 @@ class Legalizer:
     def __init__(self, text: str, filename: str):
         self.text = text
         self.filename = filename
-        self.b = FunctionBuilder("main")
+        self.b = FunctionBuilder("main", limits=None)  # the cheap path only: deciding is the verifier's
         self.values: dict[str, Value] = {}
         self.outputs: list[Value] = []
         self.diags: list[Diagnostic] = []
         self.nq = 0
         self.counts = {"public": 0}
+        self.input_names: set[str] = set()
+        self.failed: set[str] = set()  # ids of lines already reported
+        self._declared = False  # whether the current line's declared type has been given to its value
         self._lines: list[str] | None = None
 
     def span(self, line: int, col: int = 1, end: int | None = None) -> Span:
@@ -111,7 +133,10 @@ class Legalizer:
             indent = len(raw) - len(raw.lstrip()) + 1
             try:
                 self.line(line, no)
+            except _Skip:
+                self._poison(line)
             except _Fail as f:
+                self._poison(line)
                 self.diags.append(Diagnostic(f.code, f.message, self.span(no, indent), label=f.label, help=f.help))
             if any(d.code.startswith("E1") for d in self.diags):
                 break  # syntax errors: stop at the first, like the Core parser
@@ -124,7 +149,8 @@ class Legalizer:
         return Module([fn]), [note]
 
     # ------------------------------------------------------------------------------------------
-    def parse_type(self, s: str | None) -> TensorType | None:
+    def parse_type(self, s: str | None, wildcards: bool = False) -> TensorType | None:
+        """A declared type; a ``?`` dim is a fresh symbol, or (``wildcards``) None: no claim."""
         if s is None:
             return None
         s = s.strip()
@@ -141,7 +167,9 @@ class Legalizer:
             raise _Fail("E2005", f"dtype `{dt}` has no Core IR counterpart", help="Core IR dtypes: bool, i32, i64, f32, f64")
         dims: list[Any] = []
         for part in (p.strip() for p in dims_text.split(",")) if dims_text.strip() else ():
-            if part == "?":
+            if part == "?" and wildcards:
+                dims.append(None)
+            elif part == "?":
                 dims.append(sym(f"Q{self.nq}"))
                 self.nq += 1
             else:
@@ -155,8 +183,15 @@ class Legalizer:
             raise _Fail("E1012", f"rank {len(dims)} is over the limit of {MAX_RANK}")
         return TensorType(dtype, tuple(dims))
 
+    def _poison(self, line: str) -> None:
+        m = re.match(r"%([A-Za-z0-9_]+)\s*=", line)
+        if m and m.group(1) not in self.values:
+            self.failed.add(m.group(1))
+
     def val(self, s: str) -> Value:
         s = s.strip()
+        if s.startswith("%") and s[1:] in self.failed:
+            raise _Skip()
         v = self.values.get(s[1:]) if s.startswith("%") else None
         if v is None:
             raise _Fail("E4001" if s.startswith("%") else "E1010",
@@ -164,21 +199,35 @@ class Legalizer:
         return v
 
     def emit(self, op: str, *operands: Value, declared: TensorType | None = None, **attrs: Any) -> Value:
+        """Emit one Core op; ``declared`` (a line's type, for its last op) becomes its declared
+        result type, with the inferred extent wherever it says ``?``."""
         try:
-            return self.b.emit(op, *operands, span=self._span, **attrs)
-        except ConstraintViolation as exc:
-            c = OPS[op].constraint(exc.label)
-            raise _Fail(c.code, exc.detail, label=f"{op}.{exc.label}", help=exc.help)
-        except ConstraintUndecided:
-            # symbolic dims the cheap path cannot decide: keep the op with its declared type and let
-            # the Z3 verifier prove (or refute) its constraints
-            if declared is None:
-                raise _Fail("E3011", f"the result type of `{op}` depends on `?` dims; declare it",
-                            help="give the line a `: Tensor<...>` type")
-            ordered = {a.name: attrs[a.name] for a in OPS[op].attrs if a.name in attrs}
-            result = Value(self.b.fresh_name(None), declared, self._span)
-            self.b.ops.append(Operation(op, tuple(operands), ordered, result, self._span))
-            return result
+            v = self.b.emit(op, *operands, span=self._span, **attrs)
+        except (ConstraintViolation, ConstraintUndecided) as exc:
+            # not settled by the cheap path: keep the op with a complete declared type and let the
+            # verifier decide (and report, with a counterexample); without one there is no type
+            if declared is not None and None not in declared.shape:
+                ordered = {a.name: attrs[a.name] for a in OPS[op].attrs if a.name in attrs}
+                result = Value(self.b.fresh_name(None), declared, self._span)
+                self.b.ops.append(Operation(op, tuple(operands), ordered, result, self._span))
+                return result
+            if isinstance(exc, ConstraintViolation):
+                c = OPS[op].constraint(exc.label)
+                raise _Fail(c.code, exc.detail, label=f"{op}.{exc.label}", help=exc.help)
+            raise _Fail("E3011", f"the result type of `{op}` depends on `?` dims; declare it", label=f"{op}.{exc.label}",
+                        help="give the line a `: Tensor<...>` type without `?`")
+        if declared is not None:
+            self.declare(v, declared)
+        return v
+
+    def declare(self, v: Value, declared: TensorType) -> None:
+        """Give ``v`` (the line's last Core op's result) the line's declared type, keeping the
+        inferred extent wherever it says ``?``; the verifier proves it equal to the inferred one."""
+        got = v.type
+        if got.dtype is not declared.dtype or got.rank != declared.rank:
+            raise _Fail("E4010", f"the line declares {_show(declared)}, but legalizes to {got}")
+        v.type = TensorType(declared.dtype, tuple(g if d is None else d for g, d in zip(got.shape, declared.shape)))
+        self._declared = True
 
     def line(self, line: str, no: int) -> None:
         self._span = self.span(no)
@@ -199,21 +248,16 @@ class Legalizer:
             return
         self.counts["public"] += 1
         op, args_text, attrs_text = m.group("op"), m.group("args"), m.group("attrs")
-        declared = self.parse_type(m.group("type"))
+        declared = self.parse_type(m.group("type"), wildcards=op != "Input")
         args = _split_top(args_text)
+        self._declared = op == "Input"
+        n_ops = len(self.b.ops)
         v = self.lower(op, args, attrs_text, declared)
-        if declared is not None and op != "Input":
-            self.check_declared(op, v.type, declared)
-            if any(isinstance(d, DimExpr) and any(s.startswith("Q") for s in d.symbols()) for d in declared.shape):
-                pass
+        if declared is not None and not self._declared:  # constants: their type comes from the literal
+            if len(self.b.ops) == n_ops or self.b.ops[-1].result is not v:
+                raise _Fail("E4010", f"`{op}` declares {_show(declared)}, but produces no new value of that type")
+            self.declare(v, declared)
         self.values[name] = v
-
-    def check_declared(self, op: str, got: TensorType, declared: TensorType) -> None:
-        if got.dtype is not declared.dtype or got.rank != declared.rank:
-            raise _Fail("E4010", f"`{op}` declares {declared}, but legalizes to {got}")
-        for a, b in zip(got.shape, declared.shape):
-            if isinstance(a, int) and isinstance(b, int) and a != b:
-                raise _Fail("E4010", f"`{op}` declares {declared}, but legalizes to {got}")
 
     def lower(self, op: str, args: list[str], attrs_text: str | None, declared: TensorType | None) -> Value:
         def need(n: int) -> None:
@@ -224,14 +268,17 @@ class Legalizer:
             if declared is None:
                 raise _Fail("E4004", "`Input` needs a type")
             nm = re.search(r'name\s*:\s*"([A-Za-z_][A-Za-z0-9_]{0,63})"', attrs_text or "")
+            if nm and nm.group(1) in self.input_names:
+                raise _Fail("E4002", f"input name \"{nm.group(1)}\" is declared twice",
+                            help="every Input needs its own name")
+            if nm:
+                self.input_names.add(nm.group(1))
             return self.b.param(nm.group(1) if nm else "in", declared, self._span)
         if op in ("ConstI64", "ConstF32", "ConstF64"):
             need(1)
             dt = {"ConstI64": DType.I64, "ConstF32": DType.F32, "ConstF64": DType.F64}[op]
-            lit = args[0]
-            if not re.fullmatch(r"-?(\d+(\.\d*)?([eE][+-]?\d+)?|inf|nan)", lit):
-                raise _Fail("E1005", f"`{lit[:40]}` is not a number")
-            if dt is DType.I64 and not re.fullmatch(r"-?\d+", lit):
+            lit = _number(args[0])
+            if dt is DType.I64 and not re.fullmatch(r"-?[0-9]+", lit):
                 raise _Fail("E1005", f"`{lit[:40]}` is not an integer")
             if dt is DType.I64 and not dt.int_min <= int(lit) <= dt.int_max:
                 raise _Fail("E4005", f"{lit[:40]} does not fit in i64", label="const.C1")
@@ -254,8 +301,10 @@ class Legalizer:
             if len(args) == 3 and args[2].strip() not in ("true", "false"):
                 raise _Fail("E1010", "keepdims is `true` or `false`")
             r = x.type.rank
-            axes = list(range(r)) if not axes else sorted({a + r if a < 0 else a for a in axes})
-            s = self.emit("reduce_sum", x, declared=declared, axes=tuple(axes), keepdims=keep)
+            # duplicates stay, for reduce_sum.C2 to report (the public spec makes them errors)
+            axes = list(range(r)) if not axes else sorted(a + r if a < 0 else a for a in axes)
+            s = self.emit("reduce_sum", x, declared=declared if op == "Sum" else None, axes=tuple(axes),
+                          keepdims=keep)
             if op == "Sum":
                 return s
             count = 1
@@ -265,6 +314,9 @@ class Legalizer:
                     raise _Fail("E4006", "`Mean` over a symbolic dim is not expressible in Core IR "
                                          "(no op turns a dimension into a value)")
                 count *= d
+            if count > _largest(x.type.dtype):
+                raise _Fail("E4005", f"the element count {count} of `Mean` does not fit in {x.type.dtype.value}",
+                            label="const.C1")
             c = self.b.const(count, x.type.dtype, self._span)
             return self.emit("div", s, c, declared=declared)
         if op == "Reshape":
@@ -323,7 +375,6 @@ class Legalizer:
             r = x.type.rank
             if len(items) > r:
                 raise _Fail("E3004", f"`{op}` names {len(items)} axes of a rank-{r} value")
-            start, stop, step = list(x.type.shape[:0]), [], []
             start, stop, step = [0] * r, list(x.type.shape), [1] * r
             for i, it in enumerate(items):
                 n = x.type.shape[i]
@@ -339,15 +390,18 @@ class Legalizer:
                 if len(parts) not in (2, 3):
                     raise _Fail("E1010", f"expected `start:stop(:step)`, found `{it[:40]}`")
                 st = _int(parts[2]) if len(parts) == 3 and parts[2].strip() else 1
+                if st == 0:
+                    raise _Fail("E3006", f"step of axis {i} is 0", label="slice.C2")
                 b = _int(parts[0]) if parts[0].strip() else (0 if st > 0 else None)
                 e = _int(parts[1]) if parts[1].strip() else (n if st > 0 else None)
                 if b is None or e is None or (isinstance(b, int) and b < 0) or (isinstance(e, int) and e < 0):
                     if not isinstance(n, int):
                         raise _Fail("E4006", "negative or defaulted bounds with a negative step on a symbolic "
                                              "dim are not expressible")
-                    b, e = slice(b, e, st).indices(n)[:2] if st != 0 else (b, e)
+                    b, e = slice(b, e, st).indices(n)[:2]
                 start[i], stop[i], step[i] = b, e, st
-            s = self.emit("slice", x, start=tuple(start), stop=tuple(stop), step=tuple(step))
+            s = self.emit("slice", x, declared=declared if op == "Slice" else None, start=tuple(start),
+                          stop=tuple(stop), step=tuple(step))
             if op == "Index":
                 shp = tuple(d for i, d in enumerate(s.type.shape) if i >= len(items))
                 return self.emit("reshape", s, declared=declared, shape=shp)
@@ -385,6 +439,8 @@ class Legalizer:
                 for i in range(2):
                     n, k = (x.type.shape[1 + i] if x.type.rank == 4 else 1), (w.type.shape[i] if w.type.rank == 4 else 1)
                     s = strides[i] if i < len(strides) else 1
+                    if s < 1:
+                        raise _Fail("E3006", f"stride {s} of spatial axis {i} is not positive", label="conv2d.C6")
                     if not isinstance(k, int) or (not isinstance(n, int) and s != 1):
                         raise _Fail("E4006", "`Same` padding with symbolic extents is expressible only for stride 1 "
                                              "and a static filter")
@@ -439,8 +495,7 @@ class Legalizer:
                 return [parse(p, depth + 1) for p in _split_top(inner)] if inner else []
             if s in ("true", "false"):
                 return s == "true"
-            if not re.fullmatch(r"-?(\d+(\.\d*)?([eE][+-]?\d+)?|inf|nan)", s):
-                raise _Fail("E1005", f"`{s[:40]}` is not a number")
+            s = _number(s)
             return float(s) if any(c in s for c in ".eEn") else int(s)
         value = parse(lit, 0)
         dtype = declared.dtype if declared is not None else DType.F32
@@ -458,5 +513,12 @@ def legalize(text: str, filename: str = "<dump>") -> tuple[Module, list[str]]:
     return Legalizer(text, filename).run()
 
 
-def legalized_function(text: str, filename: str = "<dump>") -> Function:
-    return legalize(text, filename)[0].functions[0]
+def _largest(dtype: DType) -> float:
+    """The largest finite value of a numeric dtype (the count a `Mean` divides by must fit)."""
+    import numpy as np
+
+    return dtype.int_max if dtype.is_int else float(np.finfo(dtype.numpy).max)
+
+
+def _show(t: TensorType) -> str:
+    return f"{t.dtype.value}[{', '.join('?' if d is None else format_dim(d) for d in t.shape)}]"

@@ -48,8 +48,9 @@ from mind.spec.ops import OPS, ConstraintViolation, ShapeContext, TensorType
 from mind.spec.ops.common import broadcast as spec_broadcast
 from mind.spec.ops.contraction import dilated
 from mind.spec.ops.structure import pad_extent, slice_extent
+from mind.ir.z3dims import Z3_ARITH, zint
 from mind.verify.prove import Case, Prover, SpecReport, Verdict, discharge
-from mind.verify.z3arith import Z3_ARITH, Z3Context, evaluate_term, zint
+from mind.verify.z3arith import Z3Context, evaluate_term
 
 DEFAULT_RANK_BOUND = 6
 F32 = DType.F32
@@ -881,10 +882,11 @@ _SAT: list = []
 
 
 def _sat_solver() -> Any:
-    from mind.verify.prove import new_solver
+    from mind.ir.z3dims import new_solver
+    from mind.verify.prove import spec_limits
 
     if not _SAT:
-        _SAT.append(new_solver())
+        _SAT.append(new_solver(spec_limits()))
     return _SAT[0]
 
 

@@ -1,9 +1,10 @@
 """Discharging proof obligations with Z3: proved, refuted (minimized counterexample) or unknown.
 
 Verdicts are reproducible: every query runs under a Z3 resource limit (``rlimit``, counted per
-``check`` call) and a fixed random seed, never a wall-clock timeout.  A refutation's model is
-minimized by iterative tightening: while the solver finds a model whose sum of absolute values of
-the named variables is smaller than the last one, keep it (each round under the same rlimit).
+``check`` call) and a fixed random seed; the wall-clock timeout every solver call also carries
+(``mind.ir.z3dims``) is a safety net far above what any spec obligation needs.  A refutation's
+model is minimized by iterative tightening: while the solver finds a model whose sum of absolute
+values of the named variables is smaller than the last one, keep it (each round bounded too).
 """
 
 from __future__ import annotations
@@ -16,9 +17,17 @@ from typing import Any, Callable, Iterable, Sequence
 
 import z3
 
+from mind.ir.decide import SolverLimits
+from mind.ir.z3dims import SEED, minimize, new_solver, timed_check
+
+#: Bounds of each query about the spec: its obligations are fixed, so the rlimit decides (the
+#: timeout is only the safety net of every solver call, see ``mind.ir.z3dims``).
 DEFAULT_RLIMIT = 2_000_000
-SEED = 0
-MINIMIZE_ROUNDS = 24
+SPEC_TIMEOUT_S = 60.0
+
+
+def spec_limits(rlimit: int = DEFAULT_RLIMIT) -> SolverLimits:
+    return SolverLimits(rlimit, SPEC_TIMEOUT_S)
 
 
 @dataclass
@@ -44,19 +53,6 @@ class Outcome:
     reason: str | None = None
 
 
-def new_solver(rlimit: int = DEFAULT_RLIMIT, tactic: bool = False) -> Any:
-    """A solver with the resource limit and seed set.  ``tactic``: first eliminate variables that
-    the query defines by equations (``solve-eqs``), which closes the product identities of
-    reshape-like rules that the default nonlinear engine may not."""
-    if tactic:
-        s = z3.Then("simplify", "propagate-values", "solve-eqs", "smt").solver()
-    else:
-        s = z3.Solver()
-    s.set("rlimit", rlimit)
-    s.set("random_seed", SEED)
-    return s
-
-
 def _conjuncts(e: Any, out: list) -> list:
     if z3.is_and(e):
         for c in e.children():
@@ -76,52 +72,9 @@ def syntactically_implied(premises: Sequence[Any], goal: Any) -> bool:
     return all(z3.is_true(c) or c.get_id() in have for c in _conjuncts(goal, []))
 
 
-def _sum_abs(vs: Sequence[Any]) -> Any:
-    return z3.Sum([z3.If(v >= 0, v, -v) for v in vs]) if vs else z3.IntVal(0)
-
-
-def model_values(model: Any, vs: Sequence[Any]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for v in vs:
-        val = model.eval(v, model_completion=True)
-        if z3.is_int_value(val):
-            out[str(v)] = val.as_long()
-    return out
-
-
-def minimize(solver: Any, vs: Sequence[Any], model: Any, rounds: int = MINIMIZE_ROUNDS) -> dict[str, int]:
-    """Tighten ``Σ|v|`` below the current model's until unsat/unknown (solver already holds the query)."""
-    best = model_values(model, vs)
-    if not vs:
-        return best
-    cost = _sum_abs(vs)
-    for _ in range(rounds):
-        bound = sum(abs(x) for x in best.values())
-        if bound == 0:
-            break
-        solver.push()
-        # halve the gap when far off; the last rounds step by one
-        solver.add(cost < bound)
-        r = solver.check()
-        if r == z3.sat:
-            best = model_values(solver.model(), vs)
-            solver.pop()
-        else:
-            solver.pop()
-            break
-    return best
-
-
-def reason_text(solver: Any, rlimit: int) -> str:
-    r = solver.reason_unknown()
-    if r in ("canceled", "max. resource limit exceeded", "resource limit exceeded"):
-        return f"resource limit (rlimit {rlimit}) exhausted"
-    return r or "unknown"
-
-
 class Prover:
-    def __init__(self, rlimit: int = DEFAULT_RLIMIT, smt2_dir: str | None = None):
-        self.rlimit = rlimit
+    def __init__(self, limits: SolverLimits | None = None, smt2_dir: str | None = None):
+        self.limits = limits or spec_limits()
         self.smt2_dir = smt2_dir
         self._n = 0
         self._solver: Any = None
@@ -148,27 +101,26 @@ class Prover:
         s.push()
         try:
             s.add(simple)
-            r = s.check()
+            r, reason = timed_check(s, self.limits)
             if r == z3.unsat:
                 return Outcome("proved")
             if r == z3.sat:
-                return Outcome("refuted", minimize(s, list(case.vars), s.model()), case.desc)
-            reason = reason_text(s, self.rlimit)
+                return Outcome("refuted", minimize(s, list(case.vars), s.model(), self.limits), case.desc)
         finally:
             s.pop()
         # the tactic pipeline gave up: try the default engine once before answering unknown
-        s2 = new_solver(self.rlimit)
+        s2 = new_solver(self.limits)
         s2.add(simple)
-        r = s2.check()
+        r, reason2 = timed_check(s2, self.limits)
         if r == z3.unsat:
             return Outcome("proved")
         if r == z3.sat:
-            return Outcome("refuted", minimize(s2, list(case.vars), s2.model()), case.desc)
-        return Outcome("unknown", None, case.desc, reason)
+            return Outcome("refuted", minimize(s2, list(case.vars), s2.model(), self.limits), case.desc)
+        return Outcome("unknown", None, case.desc, reason2 or reason)
 
     def _shared(self) -> Any:
         if self._solver is None:
-            self._solver = new_solver(self.rlimit, tactic=True)
+            self._solver = new_solver(self.limits, tactic=True)
         return self._solver
 
     def _write_smt2(self, query: Any, tag: str, desc: str) -> None:
@@ -179,8 +131,9 @@ class Prover:
         path = os.path.join(self.smt2_dir, f"{self._n:04d}-{safe}.smt2")
         s = z3.Solver()
         s.add(query)
-        text = (f"; {tag}: {desc}\n; unsat = proved.  rlimit {self.rlimit}, random_seed {SEED}\n"
-                f"(set-option :rlimit {self.rlimit})\n(set-option :random-seed {SEED})\n" + s.to_smt2())
+        rlimit = self.limits.rlimit
+        text = (f"; {tag}: {desc}\n; unsat = proved.  rlimit {rlimit}, random_seed {SEED}\n"
+                f"(set-option :rlimit {rlimit})\n(set-option :random-seed {SEED})\n" + s.to_smt2())
         atomic_write(path, lambda fh: fh.write(text), mode="w")
 
 

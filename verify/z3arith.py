@@ -1,128 +1,21 @@
-"""``Z3Arith``: the spec's ``Arith`` interface over Z3 integer terms, and a shape context that turns
-every symbolic ``require`` into a recorded proof obligation.
+"""A shape context that turns every symbolic ``require`` into a recorded proof obligation, for the
+proofs about the spec itself (``mind verify --spec``, the autodiff shape proofs).
 
-Python ints stay Python ints (so rank-driven branches and constant folding behave exactly as in the
-concrete interpretation); as soon as a Z3 term is involved the result is a Z3 term, and conditions
-become Z3 ``BoolRef``.  Z3's integer ``/`` is Euclidean division, which equals floor division only
-for a positive divisor; ``floordiv`` guards the negative case with an ``If`` so that the term
-denotes Python's ``//`` for every non-zero divisor (lemma ``arith/floordiv`` in ``verify.obligations``).
-
-Z3 is imported here, so import this module lazily (never from ``import mind``).
+The arithmetic on Z3 terms it runs rules with (``Z3Arith``) lives with the decision procedure, at
+the IR layer (``mind.ir.z3dims``).  Z3 is imported here, so import this module lazily (never from
+``import mind``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import z3
 
-from mind.spec.dims import Arith, Atom, DimExpr
+from mind.ir.z3dims import Z3_ARITH
+from mind.spec.dims import Arith
 from mind.spec.ops.base import ConstraintViolation, ShapeContext
-
-
-def is_z3(x: Any) -> bool:
-    return isinstance(x, z3.ExprRef)
-
-
-def _isint(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def zint(x: Any) -> Any:
-    if is_z3(x):
-        return x
-    if _isint(x):
-        return z3.IntVal(x)
-    raise TypeError(f"not an integer term: {x!r}")
-
-
-def zbool(c: Any) -> Any:
-    if isinstance(c, bool):
-        return z3.BoolVal(c)
-    return c
-
-
-class Z3Arith(Arith):
-    """Arithmetic on Python ints and Z3 ``ArithRef``; conditions are Python bools or Z3 ``BoolRef``."""
-
-    def eq(self, a: Any, b: Any) -> Any:
-        if _isint(a) and _isint(b):
-            return a == b
-        return zint(a) == zint(b)
-
-    def ne(self, a: Any, b: Any) -> Any:
-        return self.not_(self.eq(a, b))
-
-    def le(self, a: Any, b: Any) -> Any:
-        if _isint(a) and _isint(b):
-            return a <= b
-        return zint(a) <= zint(b)
-
-    def lt(self, a: Any, b: Any) -> Any:
-        if _isint(a) and _isint(b):
-            return a < b
-        return zint(a) < zint(b)
-
-    def and_(self, *cs: Any) -> Any:
-        rest = []
-        for c in cs:
-            if c is False:
-                return False
-            if c is True:
-                continue
-            rest.append(c)
-        if not rest:
-            return True
-        return rest[0] if len(rest) == 1 else z3.And(*rest)
-
-    def or_(self, *cs: Any) -> Any:
-        rest = []
-        for c in cs:
-            if c is True:
-                return True
-            if c is False:
-                continue
-            rest.append(c)
-        if not rest:
-            return False
-        return rest[0] if len(rest) == 1 else z3.Or(*rest)
-
-    def not_(self, c: Any) -> Any:
-        if isinstance(c, bool):
-            return not c
-        return z3.Not(c)
-
-    def ite(self, c: Any, a: Any, b: Any) -> Any:
-        if isinstance(c, bool):
-            return a if c else b
-        if _isint(a) and _isint(b) and a == b:
-            return a
-        return z3.If(c, zint(a), zint(b))
-
-    def floordiv(self, a: Any, b: Any) -> Any:
-        if _isint(a) and _isint(b):
-            return a // b
-        if _isint(b):
-            if b > 0:
-                return zint(a) / b
-            if b < 0:
-                return (-zint(a)) / (-b)
-        za, zb = zint(a), zint(b)
-        return z3.If(zb < 0, (-za) / (-zb), za / zb)
-
-    def max(self, a: Any, b: Any) -> Any:
-        if _isint(a) and _isint(b):
-            return a if a >= b else b
-        return z3.If(zint(b) <= zint(a), zint(a), zint(b))
-
-    def min(self, a: Any, b: Any) -> Any:
-        if _isint(a) and _isint(b):
-            return a if a <= b else b
-        return z3.If(zint(a) <= zint(b), zint(a), zint(b))
-
-
-Z3_ARITH = Z3Arith()
 
 
 def render_detail(detail: Any, label: str | None) -> str | None:
@@ -175,56 +68,6 @@ class Z3Context(ShapeContext):
 
     def dim_choice(self, label: str, fn: Callable[[], Any]) -> Any:
         return fn()
-
-
-# ------------------------------------------------------------------------------------------------
-# DimExpr -> Z3
-# ------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class SymbolTable:
-    """Z3 constants for the symbols of a function (created on first use)."""
-
-    vars: dict[str, Any] = field(default_factory=dict)
-
-    def var(self, name: str) -> Any:
-        v = self.vars.get(name)
-        if v is None:
-            v = self.vars[name] = z3.Int(name)
-        return v
-
-    def to_z3(self, d: Any, cache: dict | None = None) -> Any:
-        """A dim (int or ``DimExpr``) as a Z3 term (ints stay ints)."""
-        if _isint(d):
-            return d
-        if not isinstance(d, DimExpr):
-            raise TypeError(f"not a dimension: {d!r}")
-        if cache is not None:
-            hit = cache.get(d)
-            if hit is not None:
-                return hit
-        total: Any = 0
-        for mono, coef in d.terms.items():
-            term: Any = coef
-            for atom, power in mono:
-                a = self._atom(atom, cache)
-                for _ in range(power):
-                    term = term * a if not (_isint(term) and term == 1) else a
-            total = term if (_isint(total) and total == 0) else total + term
-        if cache is not None:
-            cache[d] = total
-        return total
-
-    def _atom(self, atom: Atom, cache: dict | None) -> Any:
-        if atom.kind == "sym":
-            return self.var(atom.name)
-        a, b = (self.to_z3(x, cache) for x in atom.args)
-        if atom.kind == "floordiv":
-            return zint(Z3_ARITH.floordiv(a, b))
-        if atom.kind == "max":
-            return zint(Z3_ARITH.max(a, b))
-        return zint(Z3_ARITH.min(a, b))
 
 
 def evaluate_term(term: Any, env: Mapping[Any, int]) -> Any:

@@ -572,7 +572,7 @@ def b_reshape(a: Args) -> Any:
             dims[holes[0]] = total // known
         else:
             q = arith.floordiv(total, known) if type(known) is int and known > 0 else None
-            if q is None or arith.eq(q * known, total) is not True:
+            if q is None or arith.truth(arith.eq(q * known, total)) is not True:
                 raise a.fail("E3011", f"cannot infer the -1 of {_fmt(dims)} from {x.type}", "shape",
                              "write the dimension explicitly")
             dims[holes[0]] = q
@@ -599,7 +599,7 @@ def b_squeeze(a: Args) -> Any:
     else:
         axes = _norm_axes(a, given, x.type.rank, "axes")
         for ax in axes:
-            c = E.b.arith.eq(shape[ax], 1)
+            c = E.b.arith.truth(E.b.arith.eq(shape[ax], 1))
             if c is False:
                 raise a.fail("E3009", f"cannot squeeze axis {ax} of {x.type}: its extent is "
                                       f"{format_dim(shape[ax])}, not 1", "axes",
@@ -708,7 +708,7 @@ def concat_tensors(a: Args, xs: list[Value], nodes: list[Any], axis: int) -> Val
         for i, (d1, d2) in enumerate(zip(first.shape, v.type.shape)):
             if i == axis:
                 continue
-            c = arith.eq(d1, d2)
+            c = arith.truth(arith.eq(d1, d2))
             if c is False:
                 raise E.fail("E3003", f"`concat` along axis {axis}: axis {i} has extents {format_dim(d1)} "
                                       f"and {format_dim(d2)}", k.span, "all other axes must be equal")

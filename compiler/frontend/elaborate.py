@@ -408,7 +408,7 @@ class Elaborator:
             if type(d) is tuple:  # an unbound symbol: bind it
                 env[d[1]] = have
                 continue
-            c = arith.eq(have, d)
+            c = arith.truth(arith.eq(have, d))  # the shared decider settles what is left open
             if c is True:
                 continue
             if c is False:

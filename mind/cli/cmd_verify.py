@@ -22,7 +22,12 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rank-bound", type=int, default=6, metavar="R", help="--spec: enumerate ranks up to R (default 6)")
     p.add_argument("--op", action="append", default=[], metavar="OP", help="--spec: only this op (repeatable)")
     p.add_argument("--smt2", metavar="DIR", help="--spec: also write every Z3 query as SMT-LIB into DIR")
-    p.add_argument("--rlimit", type=int, default=None, metavar="N", help="Z3 resource limit per query")
+    p.add_argument("--rlimit", type=int, default=None, metavar="N",
+                   help="Z3 resource limit per solver call (deterministic; default 500000 for a dump, "
+                        "2000000 for --spec)")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="wall-clock limit per solver call in seconds, the safety net behind --rlimit "
+                        "(default 5 for a dump, 60 for --spec)")
     p.add_argument("--emit-core", metavar="PATH", help="write the (legalized) Core IR text to PATH (atomically)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -35,6 +40,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.spec and not args.dump and not args.autodiff:
         raise error("E7002", "nothing to verify",
                     help="`mind verify DUMP`, `mind verify --spec` or `mind verify --autodiff`")
+    if args.rlimit is not None and args.rlimit < 1:
+        raise error("E7002", f"--rlimit {args.rlimit} is not a positive number")
+    if args.timeout is not None and not 0 < args.timeout <= 3600:
+        raise error("E7002", f"--timeout {args.timeout:g} is outside (0, 3600] seconds")
     if args.autodiff:
         return run_autodiff(args)
     if args.spec:
@@ -59,7 +68,8 @@ def run_spec(args: argparse.Namespace) -> int:
     from mind.cli.output import emit_json
     from mind.diagnostics import error
     from mind.verify.obligations import run_spec as prove_spec
-    from mind.verify.prove import DEFAULT_RLIMIT, Prover
+    from mind.ir.decide import SolverLimits
+    from mind.verify.prove import Prover, spec_limits
 
     if not 0 <= args.rank_bound <= 8:
         raise error("E7002", f"--rank-bound {args.rank_bound} is outside [0, 8]")
@@ -75,7 +85,8 @@ def run_spec(args: argparse.Namespace) -> int:
             os.makedirs(args.smt2, exist_ok=True)
         except OSError as exc:
             raise error("E7003", f"cannot create `{args.smt2}`: {exc.strerror or exc}") from None
-    prover = Prover(args.rlimit or DEFAULT_RLIMIT, args.smt2)
+    base = spec_limits()
+    prover = Prover(SolverLimits(args.rlimit or base.rlimit, args.timeout or base.timeout_s), args.smt2)
     rep = prove_spec(args.rank_bound, prover, args.op or None)
     counts = rep.counts()
     if args.json:
@@ -111,12 +122,12 @@ def run_dump(args: argparse.Namespace) -> int:
     from mind.cli.output import emit_json
     from mind.diagnostics import render_all
     from mind.driver_io import atomic_write, read_source
+    from mind.ir.decide import DEFAULT_LIMITS, SolverLimits
     from mind.verify.dump import verify_text
-    from mind.verify.prove import DEFAULT_RLIMIT
 
     text = read_source(args.dump)
-    kwargs = {"rlimit": args.rlimit} if args.rlimit else {}
-    rep = verify_text(text, args.dump, args.format, **kwargs)
+    limits = SolverLimits(args.rlimit or DEFAULT_LIMITS.rlimit, args.timeout or DEFAULT_LIMITS.timeout_s)
+    rep = verify_text(text, args.dump, args.format, limits)
     if args.emit_core and rep.module is not None:
         core = rep.module.text()
         atomic_write(args.emit_core, lambda fh: fh.write(core), mode="w")
@@ -134,6 +145,5 @@ def run_dump(args: argparse.Namespace) -> int:
             st = rep.stats
             sys.stdout.write(f"{args.dump}: VALID — {st.functions} function(s), {st.ops} ops; every constraint holds "
                              f"for all values allowed by the assumptions ({st.decided_cheaply} ops decided "
-                             f"without Z3, {st.z3_queries} Z3 queries proved) in {st.seconds:.3f} s\n")
-    del DEFAULT_RLIMIT
+                             f"without Z3, {st.z3_queries} Z3 queries) in {st.seconds:.3f} s\n")
     return rep.exit_code

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+import warnings
+from typing import Any, Sequence
 
 from mind.diagnostics import MindError, error
 
@@ -50,6 +51,32 @@ def build_parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv
+    from mind.cli.output import forget_warnings
+
+    forget_warnings()
+    from mind.cache_store import MindCacheWarning
+
+    with warnings.catch_warnings():  # restores Python's warning machinery when the command ends
+        warnings.simplefilter("always", MindCacheWarning)  # reported, never raised (``-W error``)
+        warnings.showwarning = _warning_printer(as_json, warnings.showwarning)
+        return _run(argv, as_json)
+
+
+def _warning_printer(as_json: bool, default: Any) -> Any:
+    """A ``warnings.showwarning`` that reports MIND's coded warnings as diagnostics (once each;
+    in ``--json``'s output), and shows any other warning as Python would."""
+    from mind.cache_store import MindCacheWarning
+    from mind.cli.output import report_warning
+
+    def show(message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        if isinstance(message, MindCacheWarning):
+            report_warning(message.diagnostic, as_json)
+        else:
+            default(message, category, filename, lineno, file, line)
+    return show
+
+
+def _run(argv: list[str], as_json: bool) -> int:
     from mind.cli.output import report_error
 
     try:

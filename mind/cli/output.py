@@ -6,7 +6,10 @@ import json
 import sys
 from typing import Any, Sequence
 
-from mind.diagnostics import MindError, render_all, to_json
+from mind.diagnostics import Diagnostic, MindError, render, render_all, to_json
+
+_WARNINGS: list[Diagnostic] = []
+"""The coded warnings of this command (cache entries rebuilt, ...), each once, in order."""
 
 
 def json_value(arr: Any) -> Any:
@@ -37,7 +40,23 @@ def format_result(index: int, arr: Any, dtype_name: str) -> str:
 
 
 def emit_json(payload: dict[str, Any]) -> None:
+    """Print ``payload``, with the command's warnings (``warnings``: diagnostics) when there are any."""
+    if _WARNINGS:
+        payload = dict(payload, warnings=to_json(_WARNINGS))
     sys.stdout.write(json.dumps(payload, indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+
+def report_warning(diag: Diagnostic, as_json: bool) -> None:
+    """Record a coded warning once; people see it on stderr at once, ``--json`` in its output."""
+    if diag in _WARNINGS:
+        return
+    _WARNINGS.append(diag)
+    if not as_json:
+        sys.stderr.write(render(diag, color=sys.stderr.isatty()) + "\n")
+
+
+def forget_warnings() -> None:
+    _WARNINGS.clear()
 
 
 def report_error(exc: MindError, as_json: bool) -> int:

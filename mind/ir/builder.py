@@ -11,17 +11,23 @@ from typing import Any, Sequence
 
 from mind.diagnostics import Span
 from mind.ir.core import Assumption, Function, Operation, Value
+from mind.ir.decide import DEFAULT_LIMITS, SolverLimits
 from mind.spec.dims import SymArith
 from mind.spec.dtypes import DType
 from mind.spec.ops import OPS, TensorType, infer_type
 
 
 class FunctionBuilder:
-    def __init__(self, name: str, assumptions: Sequence[Assumption] = ()):
+    """``limits``: the solver limits of the decider that settles what the cheap symbolic path
+    leaves open (``mind.ir.decide``), or None for the cheap path only."""
+
+    def __init__(self, name: str, assumptions: Sequence[Assumption] = (),
+                 limits: SolverLimits | None = DEFAULT_LIMITS):
         self.name = name
         self.params: list[Value] = []
         self.ops: list[Operation] = []
         self.assumptions = list(assumptions)
+        self.limits = limits
         self._names: set[str] = set()
         self._counter = 0
         self._arith: SymArith | None = None
@@ -29,7 +35,7 @@ class FunctionBuilder:
     @property
     def arith(self) -> SymArith:
         if self._arith is None:
-            self._arith = Function(self.name, self.params, [], [], self.assumptions).arith()
+            self._arith = Function(self.name, self.params, [], [], self.assumptions).arith(self.limits)
         return self._arith
 
     def fresh_name(self, hint: str | None = None) -> str:

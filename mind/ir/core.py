@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from mind.diagnostics import Span
+from mind.ir.decide import DEFAULT_LIMITS, Decider, DeciderStats, SolverLimits
 from mind.spec.dims import Dim, DimExpr, Facts, SymArith, format_dim
 from mind.spec.ops import TensorType
 from mind.spec.record import FrozenRecord
@@ -153,7 +154,7 @@ class Function:
     source position is only needed when something is reported.
     """
 
-    __slots__ = ("name", "params", "ops", "results", "assumptions", "_span", "_span_fn")
+    __slots__ = ("name", "params", "ops", "results", "assumptions", "_span", "_span_fn", "result_decls")
     __match_args__ = ("name", "params", "ops", "results", "assumptions", "span")
 
     def __init__(self, name: str, params: list[Value], ops: list[Operation], results: list[Value],
@@ -166,6 +167,10 @@ class Function:
         self.assumptions = [] if assumptions is None else assumptions
         self._span = span
         self._span_fn = span_fn
+        # Result types written in a signature that differ in form from the returned values' types
+        # (``f32[max(B, 3)]`` for ``f32[B]``), each with its span: the IR text parser sets them,
+        # the verifier proves each equal to its value's type under the premises.
+        self.result_decls: tuple[tuple[TensorType, Span | None], ...] = ()
 
     @property
     def span(self) -> Span | None:
@@ -223,8 +228,14 @@ class Function:
             facts = facts.with_bound(name, lo, hi)
         return facts
 
-    def arith(self) -> SymArith:
-        return SymArith(self.facts())
+    def arith(self, limits: SolverLimits | None = DEFAULT_LIMITS, stats: DeciderStats | None = None) -> SymArith:
+        """The arithmetic that checks this function's shapes: the cheap path (normal forms,
+        interval bounds) with the decider (``mind.ir.decide``) for what it leaves open, under the
+        solver limits ``limits`` (``None``: the cheap path only)."""
+        facts = self.facts()
+        if limits is None:
+            return SymArith(facts)
+        return SymArith(facts, Decider(self.params, self.assumptions, facts, limits, stats))
 
     def values(self) -> Iterator[Value]:
         yield from self.params

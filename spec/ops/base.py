@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from mind.spec.dims import Arith, Cond, Dim, Undecidable, Unknown, format_dim, INT_ARITH
+from mind.spec.dims import NOT_DECIDED, Arith, Cond, Decision, Dim, Undecidable, Unknown, format_dim, INT_ARITH
 from mind.spec.dtypes import DType
 from mind.spec.record import FrozenRecord, Record
 
@@ -194,23 +194,32 @@ class OpDef(Record):
 
 
 class ConstraintViolation(Exception):
-    """A shape/dtype constraint that does not hold; ``label`` is the op-local label (``C2``)."""
+    """A shape/dtype constraint that does not hold; ``label`` is the op-local label (``C2``).
 
-    def __init__(self, label: str, detail: str, help: str | None = None):
+    With symbolic dims it fails for every value the premises allow; ``example`` is one of them
+    (when a decider found it)."""
+
+    def __init__(self, label: str, detail: str, help: str | None = None,
+                 example: dict[str, int] | None = None):
         super().__init__(detail)
         self.label = label
         self.detail = detail
         self.help = help
+        self.example = example
 
 
 class ConstraintUndecided(Exception):
-    """A constraint the declared assumptions neither prove nor refute (symbolic dims)."""
+    """A constraint the declared assumptions neither prove nor refute (symbolic dims).
 
-    def __init__(self, label: str, cond: Unknown, detail: str):
+    ``decision`` is the decider's answer: ``depends`` (its assignment is an allowed one where the
+    constraint fails) or ``unknown`` (its reason); ``NOT_DECIDED`` without a decider."""
+
+    def __init__(self, label: str, cond: Unknown, detail: str, decision: Decision = NOT_DECIDED):
         super().__init__(detail)
         self.label = label
         self.cond = cond
         self.detail = detail
+        self.decision = decision
 
 
 class ShapeContext:
@@ -223,12 +232,19 @@ class ShapeContext:
                 help: str | Callable[[], str] | None = None) -> None:
         if cond is True:
             return
+        decision = None
+        if isinstance(cond, Unknown):  # what the cheap path leaves open, the decider settles
+            decision = self.A.decide(cond)
+            if decision.status == "holds":
+                return
         text = detail() if callable(detail) else detail
         help_text = help() if callable(help) else help
         if cond is False:
             raise ConstraintViolation(label, text, help_text)
-        if isinstance(cond, Unknown):
-            raise ConstraintUndecided(label, cond, text)
+        if decision is not None:
+            if decision.status == "fails":
+                raise ConstraintViolation(label, text, help_text, decision.assignment)
+            raise ConstraintUndecided(label, cond, text, decision)
         self.obligation(label, cond, text)
 
     def obligation(self, label: str, cond: Any, detail: str) -> None:
@@ -240,5 +256,10 @@ class ShapeContext:
         try:
             return fn()
         except Undecidable as exc:
+            decision = exc.decision or NOT_DECIDED
+            if decision.status == "depends":  # a choice, not a failure: no counterexample to show
+                decision = Decision("unknown", reason="the condition holds for some allowed values "
+                                                      "and not for others")
             raise ConstraintUndecided(label, exc.cond,
-                                      f"the result dimension depends on whether {exc.cond.text}") from None
+                                      f"the result dimension depends on whether {exc.cond.text}",
+                                      decision) from None

@@ -80,6 +80,29 @@ def functions(draw, name: str = "main", max_ops: int = 8):
     return fb.finish(results)
 
 
+#: Byte strings ``mutate`` inserts: tokens that break grammar, limits and number syntax.
+MUTATIONS = (b"*", b"B", b"(", b"]", b"-", b"9999999999", b"%0", b",", b"?", b"\xff", b"where N >= 1",
+             b" * (A + B + 1)", b"\xd9\xa3", b"-" * 64, b"1" * 60, b"outputs: %0\n", b"[?, 3]", b"max(B, 3)")
+
+
+def mutate(draw, data: bytes, rounds: tuple[int, int] = (0, 4)) -> bytes:
+    """``data`` after a few random byte-level edits: deletions, insertions of ``MUTATIONS``,
+    overwritten bytes, appended noise (IR text as a careless or hostile sender makes it)."""
+    base = bytearray(data)
+    for _ in range(draw(st.integers(*rounds))):
+        kind = draw(st.integers(0, 3))
+        pos = draw(st.integers(0, max(len(base) - 1, 0)))
+        if kind == 0 and base:
+            del base[pos:pos + draw(st.integers(1, 8))]
+        elif kind == 1:
+            base[pos:pos] = draw(st.sampled_from(MUTATIONS))
+        elif kind == 2 and base:
+            base[pos] = draw(st.integers(0, 255))
+        else:
+            base += draw(st.binary(max_size=8))
+    return bytes(base)
+
+
 @st.composite
 def modules(draw):
     n = draw(st.integers(1, 2))

@@ -62,7 +62,7 @@ def test_every_terminal_of_the_syntactic_rules_is_one_token():
 
 
 def test_every_punctuation_of_the_lexer_is_in_the_grammar():
-    punct = re.search(r"\(\?P<punct>(.*?)\)\n", irparser._TOKEN.pattern).group(1)
+    punct = re.search(r"\(\?P<punct>(.*?)\)\n", irparser._TOKEN_PATTERN).group(1)
     multi = re.findall(r"->|>=|<=|==", punct)
     singles = re.search(r"\[(.*)\]", punct).group(1).replace("\\", "")
     terminals = {t for r in SYNTACTIC for t in re.findall(r'"([^"]*)"', RULES[r])}

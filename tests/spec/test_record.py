@@ -162,7 +162,7 @@ def test_compiler_records(value: Any):
 def test_compiler_record_reprs():
     assert repr(Atom("sym", "B")) == "Atom(kind='sym', name='B', args=())"
     assert repr(Span("f", 1, 2)) == "Span(file='f', line=1, col=2, end_line=None, end_col=None)"
-    assert repr(Unknown("x")) == "Unknown(text='x', diff=None)"
+    assert repr(Unknown("x")) == "Unknown(text='x', diff=None, formula=None)"
     assert repr(ErrorCode("E3001", "t")) == "ErrorCode(code='E3001', title='t')"
     assert repr(TensorType(DType.F32, (2,))) == f"TensorType(dtype={DType.F32!r}, shape=(2,))"
     assert repr(Assumption(1, ">=", 0)) == "Assumption(lhs=1, rel='>=', rhs=0)"
@@ -177,7 +177,7 @@ def test_match_args_kept():
             assert (kind, name, args) == ("sym", "B", ())
     assert TensorType.__match_args__ == ("dtype", "shape")
     assert Assumption.__match_args__ == ("lhs", "rel", "rhs")
-    assert Unknown.__match_args__ == ("text", "diff")
+    assert Unknown.__match_args__ == ("text", "diff", "formula")
 
 
 def test_opdef_is_an_unhashable_record():

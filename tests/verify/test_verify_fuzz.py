@@ -5,11 +5,15 @@ from __future__ import annotations
 import io
 import json
 import contextlib
+import sys
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mind.cli.main import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ir"))
+from ir_strategies import mutate  # noqa: E402
 
 DUMPS = Path(__file__).parent / "dumps"
 SEEDS = [p.read_bytes() for p in sorted((DUMPS / "valid").glob("*.mir"))[:8]] + \
@@ -33,29 +37,16 @@ def _run(tmp: Path, data: bytes, *extra: str) -> tuple[int, str]:
 
 @st.composite
 def mutated(draw):
-    base = bytearray(draw(st.sampled_from(SEEDS)))
-    for _ in range(draw(st.integers(1, 4))):
-        kind = draw(st.integers(0, 3))
-        pos = draw(st.integers(0, max(len(base) - 1, 0)))
-        if kind == 0 and base:
-            del base[pos:pos + draw(st.integers(1, 8))]
-        elif kind == 1:
-            base[pos:pos] = draw(st.sampled_from([b"*", b"B", b"(", b"]", b"-", b"9999999999", b"%0", b",", b"?",
-                                                  b"\xff", b"where N >= 1", b" * (A + B + 1)"]))
-        elif kind == 2 and base:
-            base[pos] = draw(st.integers(0, 255))
-        else:
-            base += draw(st.binary(max_size=8))
-    return bytes(base)
+    return mutate(draw, draw(st.sampled_from(SEEDS)), (1, 4))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(suppress_health_check=list(HealthCheck))  # example counts: the profile (tests/conftest.py)
 @given(mutated())
 def test_mutated_dumps(tmp_path_factory, data):
     _run(tmp_path_factory.mktemp("f"), data)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(suppress_health_check=list(HealthCheck))
 @given(st.binary(max_size=200))
 def test_arbitrary_bytes(tmp_path_factory, data):
     _run(tmp_path_factory.mktemp("b"), data)

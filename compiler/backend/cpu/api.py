@@ -32,14 +32,15 @@ from mind.backends import call_runner, check_out
 from mind.diagnostics import error
 from mind.ir.core import Function, Module
 
+from .abi import ELEMENT_TYPES, ArgSpec, Signature
 from .cache import ir_cache_key
-from .emit import emit_mlir, specialize_type
+from .emit import ELEM, emit_mlir, kernel_name, specialize_type
 # the engine imports neither MLIR nor llvmlite; importing it here keeps module loading out of the
 # first call (the warm-start path is then printing + hashing the Core IR, a JSON read and a dlopen)
 from .engine import compile_kernel, library_key, load_cached, matmul_library, resolve_options, schedule_policy
 from .outputs import new_output
 
-__all__ = ["compile_function", "emit_stage", "compile", "CpuFunction"]
+__all__ = ["compile_function", "emit_stage", "compile", "CpuFunction", "kernel_signature"]
 
 _KNOWN_OPTIONS = ("threads", "schedule", "cpu", "cache", "opt", "matmul")
 
@@ -91,6 +92,16 @@ def _shape(t: Any, env: Mapping[str, int]) -> tuple[int, ...]:
     return specialize_type(t, env)[1]
 
 
+def kernel_signature(fn: Function, env: Mapping[str, int]) -> Signature:
+    """The signature of ``fn``'s kernel specialized to ``env``, from the Core IR alone (what
+    ``emit.emit_mlir`` declares): a cached kernel is loaded with this one, never with what its
+    sidecar says."""
+    def spec(t: Any) -> ArgSpec:
+        dtype, shape = specialize_type(t, env)
+        return ArgSpec(ELEMENT_TYPES[ELEM[dtype]], shape)
+    return Signature(kernel_name(fn), tuple(spec(p.type) for p in fn.params), tuple(spec(r.type) for r in fn.results))
+
+
 def _numel(t: Any, env: Mapping[str, int]) -> int:
     return _prod(_shape(t, env))
 
@@ -123,7 +134,8 @@ class CpuFunction:
                  cache: Any = True, opt: str = "fast", matmul: str | None = None) -> None:
         self.fn = fn
         schedule = schedule_policy(schedule)
-        matmul_library(cpu, matmul)  # E6012 on a bad choice (or a damaged library), before any call
+        # E6012 on a bad choice (or a damaged library), before any call; resolved once
+        self._library = matmul_library(cpu, matmul)
         self.options = {"threads": threads, "schedule": schedule, "cpu": cpu, "cache": cache, "opt": opt,
                         "matmul": matmul}
         self._kernels: dict[tuple[tuple[str, int], ...], Any] = {}
@@ -152,18 +164,18 @@ class CpuFunction:
             threads = 1  # too little work to pay for waking and joining OpenMP workers
         opts["threads"] = resolve_options(threads, opts["cpu"])
         alias = None
+        signature = kernel_signature(self.fn, env)
         if opts["cache"] is not False and opts["cache"] is not None:
             if self._ir_text is None:
                 from mind.ir.printer import print_function
                 self._ir_text = print_function(self.fn)
             alias = ir_cache_key(self._ir_text, dict(env), threads=opts["threads"], schedule=opts["schedule"],
-                                 cpu=opts["cpu"], opt=str(opts["opt"]),
-                                 matmul=library_key(matmul_library(opts["cpu"], opts["matmul"]), opts["threads"]))
-            k = load_cached(alias, opts["threads"], opts["cache"])
+                                 cpu=opts["cpu"], opt=str(opts["opt"]), matmul=library_key(self._library, opts["threads"]))
+            k = load_cached(alias, opts["threads"], opts["cache"], signature=signature, library=self._library)
             if k is not None:
                 return k
         text, name = emit_mlir(self.fn, env)
-        return compile_kernel(text, name, alias=alias, **opts)
+        return compile_kernel(text, name, alias=alias, signature=signature, **opts)
 
     supports_out = True
 

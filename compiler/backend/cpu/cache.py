@@ -1,13 +1,23 @@
-"""On-disk cache of compiled kernels: a shared library plus a JSON sidecar with the signature.
+"""On-disk cache of compiled kernels: a shared library plus a JSON sidecar, checked before every load.
 
-Why a shared library: a hit is ``ctypes.CDLL`` + reading a small JSON, with no MLIR or LLVM import,
-which is what makes a second process start warm (measured well under 5 ms; see tests).  The key is a
-SHA-256 over the MLIR text, the entry function, the rendered pass pipeline, the schedule switch, the
-thread count, the target (CPU model and flags, or "generic"), the toolchain versions, the backend's
-own sources (its schedules and codegen act on the MLIR text) and a threaded kernel's OpenMP ABI, so any
-change of those misses.  Every write goes to a temporary file in the same folder and is published
-with ``os.replace`` (``mind.disk.atomic_write``); the sidecar is written last, so a present
-sidecar means a complete entry.  Folder: ``$MIND_CACHE_DIR`` or ``~/.cache/mind``.
+Why a shared library: a hit is a JSON read, a SHA-256 of the library and a ``dlopen``, with no MLIR or
+LLVM import, which is what makes a second process start warm (measured well under 5 ms; see tests).
+The key is a SHA-256 over the MLIR text, the entry function, the rendered pass pipeline, the schedule
+switch, the thread count, the target (CPU model and flags, or "generic"), the toolchain versions, the
+backend's own sources (its schedules and codegen act on the MLIR text) and a threaded kernel's OpenMP
+ABI, so any change of those misses.
+
+What a load trusts, and why (threat model: ``docs/cache.md``): the folders pass ``mind.cache_store``'s
+checks (the user's own, writable by nobody else), so only the user's account can have written an
+entry.  Everything else is checked or recomputed: entry names are hex keys (``is_key``; an alias names
+its target by key, never by path); the sidecar records its own key and the SHA-256 of the library,
+which is hashed from the very descriptor that is then ``dlopen``ed (``/proc/self/fd/N``: no window
+between check and load); the kernel's signature comes from the Core IR (or the MLIR text the key
+hashes), never from the sidecar, which must agree with it; the OpenMP ABI and the matmul library
+must be ones the resolved options allow (``Expected``).  An entry that fails any check is removed
+with a warning (E7011) and rebuilt.  Every write goes to a temporary file in the same folder and is
+published with ``os.replace`` (``mind.disk.atomic_write``, ``codegen.link_shared``); the sidecar is
+written last, so a present sidecar means a complete entry.  Folder: ``mind.cache_store.cache_dir()``.
 """
 
 from __future__ import annotations
@@ -19,12 +29,18 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from mind.disk import atomic_write, cache_dir, sources_fingerprint
+from mind.cache_store import EntryProblem, cache_dir, evict, is_key, open_entry, read_entry, trusted_folder
+from mind.disk import atomic_write, sources_fingerprint
+
+from .abi import Signature
 
 __all__ = ["cache_dir", "cache_key", "ir_cache_key", "toolchain_fingerprint", "host_fingerprint", "source_fingerprint",
-           "KernelCache", "CACHE_FORMAT"]
+           "KernelCache", "Expected", "Entry", "CACHE_FORMAT", "MAX_LIBRARY_BYTES"]
 
-CACHE_FORMAT = "mind-cpu-kernel-v1"
+CACHE_FORMAT = "mind-cpu-kernel-v2"
+MAX_SIDECAR_BYTES = 1 << 16
+MAX_LIBRARY_BYTES = 1 << 30
+"""The largest shared library stored (and read back); a larger kernel is linked outside the cache."""
 
 
 _FP: dict[str, str] = {}
@@ -137,6 +153,32 @@ def ir_cache_key(core_ir_text: str, env: dict[str, int], *, threads: int, schedu
                     "matmul": matmul}, cpu)
 
 
+@dataclass(frozen=True)
+class Expected:
+    """What a load of a kernel may accept, recomputed by the loader: the signature (from the Core IR
+    function and its symbol values, or the MLIR text the key hashes), the OpenMP ABIs the resolved
+    options allow (``None``: no runtime) and the matmul library they resolve to (None: schedules)."""
+
+    signature: Signature
+    openmp: tuple[str | None, ...]
+    library: str | None
+
+
+@dataclass
+class Entry:
+    """A checked entry: ``fd`` an open descriptor of its library (hashed; ``dlopen`` it through
+    ``/proc/self/fd``, then ``close``), the library's path, the validated sidecar, and the files
+    ``evict`` removes if the library does not load."""
+
+    fd: int
+    library_path: str
+    meta: dict[str, Any]
+    files: tuple[str, ...]
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
 @dataclass
 class KernelCache:
     """A cache folder; entries are ``<key[:2]>/<key>.so`` and ``<key[:2]>/<key>.json``."""
@@ -148,31 +190,98 @@ class KernelCache:
         return KernelCache(cache_dir())
 
     def paths(self, key: str) -> tuple[str, str]:
+        if not is_key(key):
+            raise ValueError(f"not a cache key: {key!r}")  # keys are computed: a caller's bug
         d = os.path.join(self.root, key[:2])
         return os.path.join(d, key + ".so"), os.path.join(d, key + ".json")
 
-    def lookup(self, key: str) -> tuple[str, dict[str, Any]] | None:
-        """(shared library path, metadata) of a complete entry, or None.
+    def folder(self, key: str, create: bool = False) -> str | None:
+        """The checked folder of ``key``'s entry (``cache_store.trusted_folder``; E7010 if unsafe)."""
+        return trusted_folder(self.root, key[:2], create=create)
 
-        An alias entry (``alias_of``: another key) resolves to that key's library."""
-        so, meta = self.paths(key)
+    def lookup(self, key: str, expected: Expected) -> Entry | None:
+        """The checked entry of ``key``, or None.  A damaged or inconsistent entry is evicted with a
+        warning (E7011) and None returned, so the caller rebuilds it.
+
+        An alias (a sidecar whose ``alias_of`` is another key) uses that key's library."""
+        so, meta_path = self.paths(key)
+        if self.folder(key) is None:
+            return None
         try:
-            with open(meta, "rb") as f:
-                data = json.loads(f.read())
-        except (OSError, ValueError):
+            raw = read_entry(meta_path, MAX_SIDECAR_BYTES)
+        except EntryProblem as e:
+            evict([meta_path, so], f"its sidecar {e}")
             return None
-        target = data.get("alias_of")
-        if isinstance(target, str) and len(target) == 64:
-            so = self.paths(target)[0]
-        if data.get("format") != CACHE_FORMAT or not os.path.exists(so):
+        if raw is None:
+            return None  # no entry, or its library is still being linked
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = None
+        problem = _sidecar_problem(data, key, expected)
+        if problem is not None:
+            evict([meta_path, so], problem)
             return None
-        return so, data
+        target = data.get("alias_of", key)
+        lib_so, lib_meta = self.paths(target)
+        files = (meta_path, lib_so) + ((lib_meta,) if target != key else ())
+        if self.folder(target) is None:
+            evict(files, "its shared library is missing")
+            return None
+        try:
+            opened = open_entry(lib_so, MAX_LIBRARY_BYTES)
+        except EntryProblem as e:
+            evict(files, f"its shared library {e}")
+            return None
+        if opened is None:
+            evict(files, "its shared library is missing")
+            return None
+        fd, payload = opened
+        if hashlib.sha256(payload).hexdigest() != data["library_sha256"]:
+            os.close(fd)
+            evict(files, "its shared library does not match the SHA-256 its sidecar records")
+            return None
+        return Entry(fd, lib_so, data, files)
 
     def store_metadata(self, key: str, metadata: dict[str, Any]) -> None:
-        """Publish the sidecar (after the library is in place)."""
+        """Publish the sidecar of ``key`` (after its library is in place): ``metadata`` with the format
+        and the key."""
         _, meta = self.paths(key)
-        body = dict(metadata, format=CACHE_FORMAT)
+        self.folder(key, create=True)
+        body = dict(metadata, format=CACHE_FORMAT, key=key)
         atomic_write(meta, json.dumps(body, sort_keys=True).encode("utf-8"))
 
-    def write_file(self, path: str, data: bytes) -> None:
-        atomic_write(path, data)
+    def open_library(self, path: str, sha256: str) -> int:
+        """A descriptor of the library just stored at ``path``, checked against its ``sha256``
+        (``EntryProblem`` otherwise)."""
+        opened = open_entry(path, MAX_LIBRARY_BYTES)
+        if opened is None:
+            raise EntryProblem("is missing")
+        fd, payload = opened
+        if hashlib.sha256(payload).hexdigest() != sha256:
+            os.close(fd)
+            raise EntryProblem("changed while it was stored")
+        return fd
+
+
+def _sidecar_problem(data: Any, key: str, expected: Expected) -> str | None:
+    """Why the sidecar ``data`` of ``key`` cannot be used, or None."""
+    if not isinstance(data, dict):
+        return "its sidecar is not a JSON object"
+    checks = (
+        (data.get("format") == CACHE_FORMAT, "its sidecar is not in this version's format"),
+        (data.get("key") == key, "its sidecar belongs to another key"),
+        ("alias_of" not in data or is_key(data["alias_of"]), "its sidecar's alias_of is not a cache key"),
+        (is_key(data.get("library_sha256")), "its sidecar records no SHA-256 of the library"),
+        ("signature" in data, "its sidecar records no signature"),
+        (data.get("signature") == expected.signature.to_json(),
+         "its sidecar's signature differs from the one the program gives"),
+        (data.get("openmp") in expected.openmp, "its sidecar names an OpenMP runtime these options do not use"),
+        (data.get("matmul_library") in (None, expected.library),
+         "its sidecar names a matmul library these options do not use"),
+        (data.get("scheduled") in (None, True, False), "its sidecar's schedule flag is not a boolean"),
+    )
+    for ok, problem in checks:
+        if not ok:
+            return problem
+    return None

@@ -296,13 +296,20 @@ def linker_available() -> str | None:
 
 
 def link_shared(objs: bytes | Sequence[bytes], out_path: str, libs: list[str] | None = None, *,
-                background: bool = False) -> None:
+                background: bool = False) -> str:
     """Link the object(s) into ``out_path`` (a .so) with ``ld -shared``; atomic (temp + os.replace).
+    Returns the SHA-256 (hex) of the bytes published, hashed before they are (the cache's sidecar
+    records it).  The library is published mode 0755 whatever the umask (the cache refuses files
+    that group or others may write).
+
+    The temporary folder is ``.link-*`` beside ``out_path``: a process killed while linking leaves
+    it, and ``cache_store.sweep_debris`` removes it later (by that name, once it is old).
 
     ``background``: nobody waits for this link (the engine's cache write after an in-process load),
     so ``ld`` runs at the lowest priority: on a 2-core machine it otherwise takes a core from the kernel's
     first call, and a threaded kernel then waits at every barrier for its descheduled worker
     (train_step at 2 threads: a 1-3 ms first call took 9-50 ms)."""
+    import hashlib
     ld = linker_available()
     if ld is None:
         raise CodegenError("no system linker (ld) found")
@@ -324,7 +331,11 @@ def link_shared(objs: bytes | Sequence[bytes], out_path: str, libs: list[str] | 
         _, err = proc.communicate()
         if proc.returncode != 0:
             raise CodegenError(f"linking failed: {err.strip()}")
+        os.chmod(so, 0o755)
+        with open(so, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
         os.replace(so, out_path)
+    return digest
 
 
 def _lowest_priority(pid: int) -> None:

@@ -1,6 +1,7 @@
 """Execution engine: compile an MLIR kernel module to a native callable taking numpy arrays.
 
-Flow: key -> on-disk cache hit (``ctypes.CDLL`` of a cached .so, no MLIR or llvmlite import) or
+Flow: key -> on-disk cache hit (``ctypes.CDLL`` of a cached .so through the descriptor its hash was
+checked on, no MLIR or llvmlite import; a damaged entry is evicted with a warning and rebuilt) or
 miss (MLIR schedule + lowering -> LLVM IR -> llvmlite object (``opt``: "fast" O2 by default) ->
 loaded in-process by MCJIT for the first call, while a background thread links the same object
 with ``ld -shared`` into the cache and publishes it atomically; ``$MIND_CPU_JIT=0`` links first and
@@ -14,6 +15,7 @@ buffers.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import threading
 from dataclasses import dataclass, field
@@ -23,15 +25,17 @@ import numpy as np
 
 from mind.diagnostics import MindError, error
 
-from .abi import AbiError, ArgBinder, Signature
-from .cache import KernelCache, cache_key
+from mind.cache_store import EntryProblem, caching_enabled, evict, sweep_debris
+
+from .abi import AbiError, ArgBinder, Signature, mlir_signature
+from .cache import MAX_LIBRARY_BYTES, Expected, KernelCache, cache_key
 from .kmpc_gomp import SERIAL_SWITCH
 from .openmp import (ABIS, OpenMPUnavailable, bind_runtime, find_openmp_runtime, load_openmp_runtime,
                      register_serial_switch, runtime_path)
 from .outputs import new_output
 from .pipeline import MAX_THREADS, PipelineError, full_pipeline
 
-__all__ = ["Kernel", "compile_kernel", "matmul_library", "library_key", "load_cached", "resolve_options", "translate_to_llvm_ir", "mlir_to_llvm_ir",
+__all__ = ["Kernel", "compile_kernel", "matmul_library", "library_key", "load_cached", "resolve_options", "translate_to_llvm_ir", "mlir_to_llvm_ir", "allowed_openmp",
            "default_threads", "wait_for_cache_writes", "jit_enabled", "OPT_LEVELS", "schedule_policy"]
 
 E_BACKEND = "E6012"
@@ -109,7 +113,9 @@ class Kernel:
 
 
 def _load(path: str, sig: Signature, threads: int, from_cache: bool, scheduled: bool | None,
-          openmp: str | None, library: str | None = None) -> Kernel:
+          openmp: str | None, library: str | None = None, *, library_path: str | None = None) -> Kernel:
+    """Load the shared library at ``path`` (for a checked cache entry, ``_dlopen_checked``'s name;
+    ``library_path``: where it lives, for ``Kernel.library_path``)."""
     if openmp is not None and load_openmp_runtime(openmp) is None:
         raise _fail(f"could not load compiled kernel '{sig.name}': it needs an OpenMP runtime with the "
                     f"'{openmp}' ABI, and none was found")
@@ -125,7 +131,84 @@ def _load(path: str, sig: Signature, threads: int, from_cache: bool, scheduled: 
             pass  # no parallel region: nothing to switch
     fn.restype = None
     fn.argtypes = [ctypes.c_void_p] * (len(sig.inputs) + len(sig.outputs))
-    return Kernel(sig, threads, path, from_cache, scheduled, library, lib, fn)
+    return Kernel(sig, threads, library_path or path, from_cache, scheduled, library, lib, fn)
+
+
+_PROC_FD = os.path.isdir("/proc/self/fd")
+_LOADS = itertools.count()
+
+
+def _dlopen_checked(fd: int, path: str) -> str:
+    """Make the file open as ``fd`` (a checked cache library at ``path``) loadable by a name that
+    ``dlopen`` resolves to that very file, whatever happens to ``path`` meanwhile; returns the name.
+    The caller loads it, then calls ``_unlink_name``.
+
+    The name is a symbolic link to ``/proc/self/fd/N`` beside ``path`` (in a checked folder), named
+    after the process and a counter: given a name it has loaded before, the dynamic loader returns
+    that library without opening anything, and ``/proc/self/fd/N`` names different files as
+    descriptors are reused.  A process killed in between leaves the link, which
+    ``cache_store.sweep_debris`` removes (``.load-*``).  Without ``/proc`` (not Linux), or where the
+    link cannot be made (a folder the user made read-only), ``path`` itself: the folder's checks
+    still hold, only the window between hashing and loading is open."""
+    if not _PROC_FD:
+        return path
+    name = os.path.join(os.path.dirname(path), f".load-{os.getpid()}-{next(_LOADS)}.so")
+    try:
+        try:
+            os.symlink(f"/proc/self/fd/{fd}", name)
+        except FileExistsError:  # left by a killed process with this pid
+            os.unlink(name)
+            os.symlink(f"/proc/self/fd/{fd}", name)
+    except OSError:
+        return path
+    return name
+
+
+def _unlink_name(name: str, path: str) -> None:
+    if name != path:
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+
+
+def _load_entry(store: KernelCache, key: str, expected: Expected,
+                threads: int) -> tuple[Kernel, dict[str, Any]] | None:
+    """The kernel of ``key``'s checked entry (``KernelCache.lookup``) and its sidecar, or None; an
+    entry whose library does not load (or lacks the kernel) is evicted with a warning, so the caller
+    rebuilds it."""
+    entry = store.lookup(key, expected)
+    if entry is None:
+        return None
+    meta = entry.meta
+    name = entry.library_path
+    try:
+        name = _dlopen_checked(entry.fd, entry.library_path)
+        return _load(name, expected.signature, threads, True, meta.get("scheduled"), meta.get("openmp"),
+                     meta.get("matmul_library"), library_path=entry.library_path), meta
+    except MindError as e:
+        evict(entry.files, f"it does not load ({e.diagnostics[0].message})")
+        return None
+    finally:
+        _unlink_name(name, entry.library_path)
+        entry.close()
+
+
+def _store_of(cache: "KernelCache | bool | None") -> KernelCache | None:
+    """The cache a call uses: True is the default folder unless ``$MIND_CACHE=off``; a
+    ``KernelCache`` is used as given; False or None: no cache."""
+    if cache is True:
+        return KernelCache.default() if caching_enabled() else None
+    return cache or None
+
+
+def allowed_openmp(threads: int) -> tuple[str | None, ...]:
+    """The OpenMP ABIs a kernel built for ``threads`` may need: none on one thread; with more, the
+    LLVM/Intel ABI, and libgomp's where it is the preferred runtime (it is part of the key)."""
+    if threads <= 1:
+        return (None,)
+    from .openmp import preferred_abi
+    return (None, "kmpc") + (("gomp",) if preferred_abi() == "gomp" else ())
 
 
 def resolve_options(threads: int | None, cpu: str) -> int:
@@ -142,18 +225,18 @@ def resolve_options(threads: int | None, cpu: str) -> int:
     return threads
 
 
-def load_cached(key: str, threads: int, cache: KernelCache | bool = True) -> Kernel | None:
+def load_cached(key: str, threads: int, cache: KernelCache | bool = True, *, signature: Signature,
+                library: str | None) -> Kernel | None:
     """The kernel stored under ``key`` (an MLIR-text key or an alias such as ``cache.ir_cache_key``),
-    or None: a hit is a JSON read and a ``dlopen``, no MLIR emission or import."""
-    store = KernelCache.default() if cache is True else (cache or None)
+    or None: a hit is a JSON read, a SHA-256 and a ``dlopen``, no MLIR emission or import.
+    ``signature``: the kernel's, recomputed from its program (``api.kernel_signature``); ``library``:
+    the matmul library the options resolve to (``matmul_library``).  E7010 when the cache folder is
+    not safe to use."""
+    store = _store_of(cache)
     if store is None:
         return None
-    hit = store.lookup(key)
-    if hit is None:
-        return None
-    so, meta = hit
-    return _load(so, Signature.from_json(meta["signature"]), threads, True, meta.get("scheduled"), meta.get("openmp"),
-                 meta.get("matmul_library"))
+    hit = _load_entry(store, key, Expected(signature, allowed_openmp(threads), library), threads)
+    return hit[0] if hit is not None else None
 
 
 def jit_enabled() -> bool:
@@ -204,7 +287,8 @@ def _damaged(e: Exception, name: str) -> MindError:
 
 def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None, schedule: bool | str | None = None,
                    cpu: str = "host", cache: KernelCache | bool = True, alias: str | None = None,
-                   opt: str = "fast", jit: bool | None = None, matmul: str | None = None) -> Kernel:
+                   opt: str = "fast", jit: bool | None = None, matmul: str | None = None,
+                   signature: Signature | None = None) -> Kernel:
     """Compile ``func_name`` of ``mlir_text`` and return a callable kernel.
 
     The function takes its inputs as ranked tensors and writes its results into memref
@@ -213,15 +297,18 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
     ``schedule`` applies the tiling/vectorization scripts of ``transforms`` to the ops large enough to
     pay for their compile time (``transforms.MIN_SCHEDULE_WORK``); "all" to every op that has one;
     None: ``schedule_policy()`` (``$MIND_CPU_SCHEDULE``).  ``cache``: True for the
-    default folder, a ``KernelCache``, or False for none.  ``alias``: a second key (the Core-IR key
-    of ``api``) recorded as pointing at this entry.  ``opt``: LLVM optimization, "fast" (a short
+    default folder (none with ``$MIND_CACHE=off``), a ``KernelCache``, or False for none.  ``alias``: a
+    second key (the Core-IR key of ``api``) recorded as pointing at this entry.  ``signature``: the
+    kernel's signature as its program gives it (``api.kernel_signature``); by default it is read from
+    the function's header in ``mlir_text`` (``abi.mlir_signature``; a kernel whose header is not in
+    the plain form is not cached).  ``opt``: LLVM optimization, "fast" (a short
     function pipeline for scheduled kernels, O2 without LLVM's unroller and vectorizers for kernels
     with large scalar loops; see ``codegen._optimize``) or "full" (O3 with them).
     ``jit`` (default ``jit_enabled()``): load the new object in-process with MCJIT and link the
     cache's .so in a background thread (published atomically when done; ``Kernel.wait_stored``),
     instead of linking with ``ld`` before the first call.  The object code is the same either way.
     ``matmul``: see ``matmul_library`` (the prebuilt GEMM's object is linked into the kernel).
-    Raises ``MindError`` E6012 on any failure.
+    Raises ``MindError`` E6012 on any failure, E7010 when the cache folder is not safe to use.
     """
     threads = resolve_options(threads, cpu)
     if opt not in OPT_LEVELS:
@@ -235,19 +322,24 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         pipeline_text = full_pipeline(threads).render()
     except PipelineError as e:
         raise _fail(str(e)) from None
-    store = KernelCache.default() if cache is True else (cache or None)
+    store = _store_of(cache)
+    expected_sig = signature if signature is not None else mlir_signature(mlir_text, func_name)
+    if expected_sig is None:
+        store = None  # nothing to check a hit against: compile every time
     key = cache_key(mlir_text, func_name, pipeline=pipeline_text, threads=threads, schedule=schedule, cpu=cpu,
                     extra=f"llvm-opt={opt}|min-work={MIN_SCHEDULE_WORK}|matmul={library_key(library, threads)}")
     if store is not None:
-        hit = store.lookup(key)
+        expected = Expected(expected_sig, allowed_openmp(threads), library)  # type: ignore[arg-type]
+        hit = _load_entry(store, key, expected, threads)
         if hit is not None:
-            so, meta = hit
             if alias is not None:
-                _store_alias(store, alias, key, meta)
-            return _load(so, Signature.from_json(meta["signature"]), threads, True, meta.get("scheduled"),
-                         meta.get("openmp"), meta.get("matmul_library"))
+                _store_alias(store, alias, key, hit[1])
+            return hit[0]
 
     lowered = mlir_to_llvm_ir(mlir_text, func_name, threads=threads, schedule=schedule, library=library)
+    if expected_sig is not None and lowered.signature != expected_sig:
+        raise _fail(f"internal error: the signature of '{func_name}' its program gives, {expected_sig}, "
+                    f"differs from the compiled one, {lowered.signature}")
     from .codegen import CodegenError, JitObject, link_shared, optimize_and_emit_objects
     from .kernel_library import LibraryError, calls_driver, object_bytes, objects_for
     from .kernel_library import OBJECTS as LIBRARY_OBJECTS
@@ -277,6 +369,12 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
     externals = sorted({name for name in externals if name not in provided} | set(needed))
     meta = {"signature": lowered.signature.to_json(), "scheduled": lowered.scheduled,
             "threads": threads, "cpu": cpu, "opt": opt, "openmp": openmp, "matmul_library": lowered.library}
+    if store is not None:
+        if sum(len(o) for o in objs) > MAX_LIBRARY_BYTES:
+            store = None  # too large to store (and to hash on every start): linked outside the cache
+        else:
+            sweep_debris(store.root)  # what killed processes left (once per process)
+            store.folder(key, create=True)
     if jit:
         if openmp is not None:
             load_openmp_runtime(openmp)
@@ -292,20 +390,34 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
     try:
         if store is not None:
             so, _ = store.paths(key)
-            link_shared(objs, so, libs)
+            meta["library_sha256"] = link_shared(objs, so, libs)
             store.store_metadata(key, meta)
             if alias is not None:
                 _store_alias(store, alias, key, meta)
-        else:
-            import tempfile
-            tmp = tempfile.mkdtemp(prefix="mind-kernel-")
+            fd = store.open_library(so, meta["library_sha256"])
+            name = so
+            try:
+                name = _dlopen_checked(fd, so)
+                return _load(name, lowered.signature, threads, False, lowered.scheduled, openmp, lowered.library,
+                             library_path=so)
+            finally:
+                _unlink_name(name, so)
+                os.close(fd)
+        import shutil
+        import tempfile
+        tmp = tempfile.mkdtemp(prefix="mind-kernel-")
+        try:
             so = os.path.join(tmp, f"{key}.so")
             link_shared(objs, so, libs)
+            return _load(so, lowered.signature, threads, False, lowered.scheduled, openmp, lowered.library)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # a loaded library needs no file
     except CodegenError as e:
         raise _fail(f"native code generation failed for '{func_name}': {e}") from None
+    except EntryProblem as e:
+        raise _fail(f"could not load the compiled kernel for '{func_name}': its library {e}") from None
     except OSError as e:
         raise _fail(f"could not write the compiled kernel for '{func_name}': {e}") from None
-    return _load(so, lowered.signature, threads, False, lowered.scheduled, openmp, lowered.library)
 
 
 def _from_address(jobj: Any, sig: Signature, threads: int, so: str | None, scheduled: bool | None,
@@ -324,7 +436,8 @@ class _StoreJob:
     """A background thread linking an object into the cache (.so, then the sidecar, then the alias).
 
     Non-daemon: the interpreter waits for it at exit, so a finished process leaves complete entries;
-    every file is published with ``os.replace``, so an interrupted job leaves no entry at all.
+    every file is published with ``os.replace``, so an interrupted job leaves no entry at all (and a
+    killed one at most a ``.link-*`` folder, which ``cache_store.sweep_debris`` removes later).
     """
 
     def __init__(self, store: KernelCache, key: str, alias: str | None, objs: list[bytes], libs: list[str],
@@ -338,7 +451,7 @@ class _StoreJob:
         store, key, alias, objs, libs, meta = self._args
         try:
             so, _ = store.paths(key)
-            link_shared(objs, so, libs, background=True)
+            meta = dict(meta, library_sha256=link_shared(objs, so, libs, background=True))
             store.store_metadata(key, meta)
             if alias is not None:
                 _store_alias(store, alias, key, meta)
@@ -374,13 +487,15 @@ def wait_for_cache_writes(timeout: float | None = None) -> bool:
 
 
 def _store_alias(store: KernelCache, alias: str, key: str, meta: dict[str, Any]) -> None:
+    """Record ``alias`` as a second name of ``key``'s entry: a sidecar with ``key``'s (its library's
+    SHA-256 included) and ``alias_of`` naming ``key``."""
     if alias == key:
         return
-    body = {k: v for k, v in meta.items() if k != "format"}
+    body = {k: v for k, v in meta.items() if k not in ("format", "key", "alias_of")}
     body["alias_of"] = key
     try:
         store.store_metadata(alias, body)
-    except OSError:
+    except (OSError, MindError):
         pass  # an alias is an optimization only
 
 
