@@ -557,6 +557,15 @@ class Elaborator:
         raise self.fail("E2002", f"cannot find `{node.id}` in this scope", node.span,
                         _suggest(node.id, self.visible_names()))
 
+    def builtin_named(self, node: A.Expr) -> str | None:
+        """The builtin that ``node`` (``zeros``, ``tensor.zeros``) names, if it names one that no
+        binding hides."""
+        name = node.id if type(node) is A.Name else (
+            node.value.id + "." + node.attr if type(node) is A.Attribute and type(node.value) is A.Name else None)
+        if name is None or name.rsplit(".", 1)[-1] not in BUILTINS:
+            return None
+        return name if self.scope.lookup(name.split(".", 1)[0])[0] is None else None
+
     def const_value(self, ref: ConstRef) -> Any:
         """The value of a `const` in the current function (elaborated once per function)."""
         cache = self._const_values

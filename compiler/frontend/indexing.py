@@ -46,7 +46,7 @@ def py_slice(n: Any, start: int | None, stop: int | None, step: int) -> tuple[An
 
 
 def index_expr(E: Any, node: A.Index) -> Any:
-    called = _builtin_name(E, node.value)
+    called = E.builtin_named(node.value)
     if called is not None:  # `tensor.zeros[f64, (n,)]`: an old call form
         inside = E.source_text((node.items[0].span[0], node.items[-1].span[1])) if node.items else ""
         raise E.fail("E2009", f"the builtin `{called}` is called with parentheses", node.span,
@@ -66,20 +66,6 @@ def index_expr(E: Any, node: A.Index) -> Any:
         base = E.materialize(base)
     x = E.tensor(base, node.value.span, "the indexed value")
     return basic_index(E, x, items_of(E, x, node), node.span)
-
-
-def _builtin_name(E: Any, node: A.Expr) -> str | None:
-    from .builtins import BUILTINS
-
-    name = node.id if type(node) is A.Name else (
-        node.value.id + "." + node.attr if type(node) is A.Attribute and type(node.value) is A.Name else None)
-    if name is None:
-        return None
-    base = name.split(".")[-1]
-    root = name.split(".")[0]
-    if base in BUILTINS and E.scope.lookup(root)[0] is None:
-        return name
-    return None
 
 
 def items_of(E: Any, x: Value, node: A.Index) -> list[Item]:
