@@ -102,16 +102,24 @@ class Elaborator:
         self.assign_log: list | None = None
         self.loop_depth = 0
         self.loop_budget = control.MAX_LOOP_ITERATIONS
-        self.static: StaticValues = None  # type: ignore[assignment]
+        self._static: StaticValues | None = None
         self.module_scope: Scope | None = None
 
     def start_function(self, name: str) -> None:
         """A new IR function (``self.b``) with its own constants and compile-time state."""
         self.b = LeanBuilder(name)
         self._consts = {}
-        self.static = StaticValues(self.b.ops)
+        self._static = None
         self.loop_budget = control.MAX_LOOP_ITERATIONS
         self._const_values: dict[int, Any] = {}
+
+    @property
+    def static(self) -> StaticValues:
+        """The constant-only values of the function being built (made on first use)."""
+        st = self._static
+        if st is None or st.ops is not self.b.ops:
+            st = self._static = StaticValues(self.b.ops)
+        return st
 
     def assign_var(self, scope: Scope, name: str, value: Any) -> None:
         """Bind ``name`` in ``scope`` to its next value (logged while a tensor `if` is elaborated)."""
@@ -642,8 +650,14 @@ class Elaborator:
     def binary(self, node: A.Binary) -> Any:
         """A binary operator; a left-nested chain (``a + b + c + ...``, any length) is elaborated
         with a loop over its left spine, not by recursion."""
-        spine = [node]
         left = node.left
+        if type(left) is not A.Binary:  # the common case: one operator
+            a = self.ev(left)
+            b = self.ev(node.right)
+            if a is POISON or b is POISON:
+                return POISON
+            return self.apply_binary(node, a, b)
+        spine = [node]
         while type(left) is A.Binary:
             spine.append(left)
             left = left.left

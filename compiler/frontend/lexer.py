@@ -124,9 +124,10 @@ _RADIX_MARKS = frozenset("xXbBoO")
 _VALID = (
     r"[A-Za-z_\x80-\U0010ffff][A-Za-z0-9_\x80-\U0010ffff]*+"  # (non-ASCII: checked after)
     r"|[(\[{)\]},;\n@?#^]"  # one-character tokens that never start a longer one
+    r"|[+*%]=?"
     r"|\d++(?![\w.])"  # a plain integer: FLOAT cannot match it and INT matches exactly it
     # operators: the longer form first (`->?` is `->` or `-`)
-    r"|-[>=]?|::?|==?|!=?|<=?|>=?|&&?|\|\|?|\.\.[.=]?|\.(?!\d)|/=|/(?!\*)|[+*%]=?"
+    r"|-[>=]?|::?|==?|!=?|<=?|>=?|&&?|\|\|?|\.\.[.=]?|\.(?!\d)|/=|/(?!\*)"
     rf"|{_RADIX}"
     rf"|(?:(?:{_DIGITS})?\.{_DIGITS}(?:{_EXP})?|{_DIGITS}{_EXP}|{_DIGITS}\.(?![\w.]))(?![\w.])"
     rf"|{_DIGITS}(?!\w|\.\d)"
@@ -384,9 +385,13 @@ _CONTINUATION = frozenset({"+", "*", "/", "%", "@", "&&", "||", "==", "!=", "<",
                            ".", "as", "?"})
 
 
+# a line whose first token may continue the previous line (checked on the text first: cheap)
+_CONTINUATION_LINE_RE = re.compile(r"\n[ \t\r\f\v]*+(?:[-+*/%@&|=!<>.?]|as\b)")
+
+
 def _join_continuations(toks: Tokens) -> Tokens:
     kinds = toks.kinds
-    if "NL" not in kinds:
+    if _CONTINUATION_LINE_RE.search(toks.source.text) is None or "NL" not in kinds:
         return toks
     texts, ends, starts = toks.texts, toks.ends, toks._starts
     j = kinds.index("NL")

@@ -134,6 +134,8 @@ _BITS_HELP = ("MIND computes with numbers, not bits: write `*`, `/` and `%` (`x 
 #: Operators of other languages, reported where they follow an operand.
 _BITWISE = {op: (f"the bitwise operator `{op}` is not supported", _BITS_HELP) for op in ("&", "|", "^")}
 _BITWISE.update({op: (f"the shift operator `{op}` is not supported", _BITS_HELP) for op in ("<<", ">>")})
+#: Tokens after a complete operand that need a look (``_after_operand``) rather than ending it.
+_AFTER_OPERAND = _RANGES | {"&", "|", "^"}
 #: Tokens after `..` that end a range with no upper bound (`a..`).
 _RANGE_END = frozenset({")", "]", "}", ",", "NL", ";", "EOF", "{"})
 _TYPE_EXAMPLES = {"angle": "Tensor<f32, [2, 3]>", "legacy": "Tensor[f32,(2,3)]",
@@ -314,11 +316,12 @@ class _Parser(ControlSyntax):
                 e = self.e[i]
                 start = e - len(self.t[i])
                 return A.Assign(_Name(self.t[i], (start, e)), None, value, (start, value.span[1]))
-            word = self.t[i]
-            if word in UNSUPPORTED and (nk == "IDENT" or (word != "type" and nk in ("{", "STR"))):
-                raise self.unsupported(i, *UNSUPPORTED[word])
-            if word == "use" and nk == "IDENT":
-                return self.parse_import()
+            if nk == "IDENT" or nk == "{" or nk == "STR":
+                word = self.t[i]
+                if word in UNSUPPORTED and (nk == "IDENT" or word != "type"):
+                    raise self.unsupported(i, *UNSUPPORTED[word])
+                if word == "use" and nk == "IDENT":
+                    return self.parse_import()
         rule = _STMT_RULES.get(kind)
         if rule is not None:
             return getattr(self, rule)()
@@ -700,10 +703,8 @@ class _Parser(ControlSyntax):
             kind = k[self.i]
         prec = _BINARY.get(kind)
         if prec is None or prec < min_prec:
-            if kind in _RANGES and min_prec == 1:
-                return self._range(left)
-            if kind in _BITWISE:
-                raise self.unsupported(self.i, *_BITWISE[kind])
+            if kind in _AFTER_OPERAND:
+                return self._after_operand(left, kind, min_prec)
             return left
         # precedence climbing: `kind` is a binary operator binding at least as tight as min_prec
         while True:
@@ -729,11 +730,15 @@ class _Parser(ControlSyntax):
                                 "use parentheses or `&&`: `a < b && b < c`")
             prec = _BINARY.get(kind)
             if prec is None or prec < min_prec:
-                if kind in _RANGES and min_prec == 1:
-                    return self._range(left)
-                if kind in _BITWISE:
-                    raise self.unsupported(self.i, *_BITWISE[kind])
+                if kind in _AFTER_OPERAND:
+                    return self._after_operand(left, kind, min_prec)
                 return left
+
+    def _after_operand(self, left: A.Expr, kind: str, min_prec: int) -> A.Expr:
+        """A range ``left..`` (at the outermost level), or an operator of another language."""
+        if kind in _RANGES:
+            return self._range(left) if min_prec == 1 else left
+        raise self.unsupported(self.i, *_BITWISE[kind])
 
     def _cast(self, value: A.Expr) -> A.Expr:
         """``value as T`` (repeated: ``x as i64 as f32``)."""
