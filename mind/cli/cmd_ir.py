@@ -12,7 +12,7 @@ EMIT_STAGES = ("core", "mlir", "llvm")
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a MIND source (.mind) or Core IR (.mir) file")
+    p.add_argument("file", help="a MIND source (.mind), Core IR (.mir) or public MIND IR (.ir) file")
     p.add_argument("--check", action="store_true", help="verify the module (always done; kept for clarity)")
     p.add_argument("--fn", dest="fn", metavar="NAME", help="print only this function")
     p.add_argument("--emit", choices=EMIT_STAGES, default="core", help="the stage to print")
@@ -23,10 +23,10 @@ def register(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from mind.cli.output import emit_json
     from mind.ir.core import Module
-    from mind.loader import load_module
+    from mind.cli.program import load_program
     from mind.reference.interpreter import select_function
 
-    module, _ = load_module(args.file)
+    module, _ = load_program(args.file)
     if args.fn:
         module = Module([select_function(module, args.fn)])
     if args.emit == "core":

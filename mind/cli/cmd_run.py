@@ -14,7 +14,7 @@ HELP = "run a function and print its results"
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a MIND source (.mind) or Core IR (.mir) file")
+    p.add_argument("file", help="a MIND source (.mind), Core IR (.mir) or public MIND IR (.ir) file")
     p.add_argument("--fn", dest="fn", metavar="NAME", help="function to run (default: main, or the only one)")
     p.add_argument("--input", action="append", default=[], metavar="NAME=PATH.npy",
                    help="an argument from a .npy file (repeatable)")
@@ -47,10 +47,10 @@ def load_inputs(specs: list[str]) -> dict[str, object]:
 
 def run(args: argparse.Namespace) -> int:
     from mind.cli.output import emit_json, format_result, json_value
-    from mind.loader import load_module
+    from mind.cli.program import load_program
     from mind.reference.interpreter import select_function
 
-    module, _sources = load_module(args.file)
+    module, _sources = load_program(args.file)
     fn = select_function(module, args.fn)
     inputs = load_inputs(args.input)
     backend = args.backend or ("reference" if args.probe else DEFAULT_BACKEND)
