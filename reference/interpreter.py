@@ -134,5 +134,8 @@ def select_function(module: Module, name: str | None) -> Function:
         return fn
     if len(module.functions) == 1:
         return module.functions[0]
+    if not module.functions:
+        raise error("E4003", "the module is empty: it defines no function and has no statements",
+                    help="write statements (they form `main`) or functions, e.g. `fn main() -> f32 { 1.0 }`")
     raise error("E7002", "the module has several functions and none is named `main`",
                 help="choose one with --fn NAME: " + ", ".join(f.name for f in module.functions))

@@ -16,7 +16,7 @@ from mind.spec.dtypes import DType, parse_dtype
 
 from . import ast as A
 from .indexing import py_slice
-from .values import POISON, ArrLit, Lit, Tup
+from .values import POISON, ArrLit, Lit, Tup, suggest
 
 REQUIRED = object()
 
@@ -91,8 +91,9 @@ def bind(E: Any, name: str, node: A.Call, params: tuple) -> Args:
                 target = pname
                 break
         if target is None:
+            close = suggest(kw.name, [n for p, aliases, _ in params for n in (p, *aliases)])
             raise E.fail("E2009", f"`{name}` has no parameter `{kw.name}`", kw.span,
-                         f"the signature is `{_sig(name, params)}`")
+                         (close + " " if close else "") + f"the signature is `{_sig(name, params)}`")
         if target in nodes:
             raise E.fail("E2009", f"`{target}` of `{name}` is given twice", kw.span)
         nodes[target] = kw.value

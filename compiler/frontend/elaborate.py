@@ -903,8 +903,9 @@ class Elaborator:
         for kw in node.kwargs:
             i = index.get(kw.name)
             if i is None:
+                close = suggest(kw.name, index)
                 raise self.fail("E2009", f"`{fn.name}` has no parameter `{kw.name}`", kw.span,
-                                f"the signature is `{_sig(fn)}`")
+                                (close + " " if close else "") + f"the signature is `{_sig(fn)}`")
             if args[i] is not None:
                 raise self.fail("E2009", f"parameter `{kw.name}` is given twice", kw.span)
             args[i] = (kw.value, self.ev(kw.value))

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from mind.cli.program import load_program
     from mind.reference.interpreter import select_function
 
-    from mind.diagnostics import MindError
+    from mind.diagnostics import Diagnostic, MindError
 
     module, sources = load_program(args.file)
     fn = select_function(module, args.fn)
@@ -34,6 +34,10 @@ def run(args: argparse.Namespace) -> int:
         gfn = grad_function(fn, args.loss, wrt)
     except MindError as exc:
         exc.sources.update(sources)
+        if fn.span is not None:  # a value of the function without a location: point at the function
+            exc.diagnostics = [d if d.span is not None else
+                               Diagnostic(d.code, d.message, fn.span, d.label, d.help, d.notes, d.severity)
+                               for d in exc.diagnostics]
         raise
     out = Module([gfn])
     text = out.text()

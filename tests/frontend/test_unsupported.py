@@ -66,3 +66,29 @@ def test_constructs_that_used_to_be_misreported_now_compile(src):
 def test_a_missing_if_body_is_reported_as_such():
     d = diagnostic("fn f(x: f32) -> f32 {\n    if x > 0.0 1.0 else { 2.0 }\n}")
     assert (d.code, d.span.line) == ("E1010", 2) and "the body of `if`" in d.message
+
+
+def test_misspelled_keyword_arguments_get_a_suggestion():
+    d = diagnostic("fn f(x: Tensor<f32, [3]>) -> f32 { sum(x, keepdim=true) }")
+    assert d.code == "E2009" and "did you mean `keepdims`" in d.help
+    d = diagnostic("fn g(alpha: f32) -> f32 { alpha }\nfn f() -> f32 { g(alpah=1.0) }")
+    assert "did you mean `alpha`" in d.help
+
+
+def test_an_empty_program_says_so(tmp_path, capsys):
+    from mind.cli.main import main
+
+    path = tmp_path / "empty.mind"
+    path.write_text("// nothing yet\n")
+    assert main(["run", str(path), "--backend", "reference"]) == 1
+    assert "the module is empty" in capsys.readouterr().err
+
+
+def test_mind_grad_points_at_the_function(tmp_path, capsys):
+    from mind.cli.main import main
+
+    path = tmp_path / "g.mind"
+    path.write_text("fn f(x: Tensor<f32, [3]>) -> Tensor<f32, [3]> { x * x }\n")
+    assert main(["grad", str(path), "--fn", "f", "--wrt", "x"]) == 1
+    err = capsys.readouterr().err
+    assert "E5006" in err and "g.mind:1:1" in err
