@@ -26,7 +26,7 @@ from mind.spec.dims import sym
 from mind.spec.dtypes import DType
 from mind.spec.ops import TensorType
 
-from .legalize_public import Legalizer, _Fail, _int, _int_list, _number
+from .legalize_public import Legalizer, _Fail, _int, _number
 
 # -- the prototype's encoding ---------------------------------------------------------------------
 

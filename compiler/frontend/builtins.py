@@ -677,19 +677,26 @@ def b_pad(a: Args) -> Any:
     return E.emit("pad", (x, v), a.node.span, "pad", lo=tuple(lo), hi=tuple(hi), interior=tuple(interior))
 
 
-def b_concat(a: Args) -> Any:
+def tensor_list(a: Args, extra: tuple[str, ...] = ()) -> tuple[list[Value], list[Any]]:
+    """The tensors of argument ``xs`` (a list ``[a, b]`` or one value) and of the parameters
+    ``extra``, with their nodes; at least one (E2007)."""
     E = a.E
     n = a.nodes["xs"]
     nodes = list(n.elts) if type(n) in (A.ArrayLit, A.TupleExpr) else [n]
-    nodes += [a.nodes[k] for k in ("x1", "x2", "x3", "x4", "x5", "x6", "x7") if a.nodes.get(k) is not None]
+    nodes += [a.nodes[k] for k in extra if a.nodes.get(k) is not None]
     xs = []
     for k in nodes:
         v = E.ev(k)
         if v is POISON:
             raise _Poisoned()
-        xs.append(E.tensor(v, k.span, "an operand of `concat`"))
+        xs.append(E.tensor(v, k.span, f"an operand of `{a.name}`"))
     if not xs:
-        raise a.fail("E2007", "`concat` needs at least one tensor", "xs")
+        raise a.fail("E2007", f"`{a.name}` needs at least one tensor", "xs")
+    return xs, nodes
+
+
+def b_concat(a: Args) -> Any:
+    xs, nodes = tensor_list(a, ("x1", "x2", "x3", "x4", "x5", "x6", "x7"))
     return concat_tensors(a, xs, nodes, a.int("axis", 0))
 
 

@@ -15,10 +15,10 @@ from mind.ir.core import Value
 from mind.spec.dtypes import DType
 
 from . import ast as A
-from .builtins import (REQUIRED, X, Args, _dtype_arg, _norm_axis, _Poisoned, _reshape, b_index, b_slice,
-                       concat_tensors)
+from .builtins import (REQUIRED, X, Args, _dtype_arg, _norm_axis, _reshape, b_index, b_slice,
+                       concat_tensors, tensor_list)
 from .builtins import b_gather as b_take
-from .values import POISON, Lit
+from .values import Lit
 
 #: Elements of a constant made by ``eye``/``arange``/``linspace`` (E1012 beyond).
 MAX_GENERATED = 1 << 22
@@ -104,16 +104,7 @@ def b_stack(a: Args) -> Any:
     """``stack([a, b, ...], axis=0)``: each operand gets an axis of extent 1 at ``axis``, then
     ``concat`` joins them."""
     E = a.E
-    n = a.nodes["xs"]
-    nodes = list(n.elts) if type(n) in (A.ArrayLit, A.TupleExpr) else [n]
-    xs = []
-    for k in nodes:
-        v = E.ev(k)
-        if v is POISON:
-            raise _Poisoned()
-        xs.append(E.tensor(v, k.span, "an operand of `stack`"))
-    if not xs:
-        raise a.fail("E2007", "`stack` needs at least one tensor", "xs")
+    xs, nodes = tensor_list(a)
     rank = xs[0].type.rank
     axis = _norm_axis(a, a.int("axis", 0), rank + 1, "axis")
     expanded = []

@@ -166,16 +166,22 @@ def _looks_like_function(E: Any, node: A.Expr) -> bool:
     return False
 
 
-def at_point(E: Any, fnode: A.Expr, arg_nodes: Any, node: A.Call, form: str) -> Any:
-    """``form`` (grad, value_and_grad, jacobian) of the function ``fnode`` at the arguments, with
-    respect to the first argument."""
+def _call_at(E: Any, fnode: A.Expr, arg_nodes: Any, node: A.Call) -> tuple[Any, Any, list]:
+    """(the point, the function's value there, the evaluated arguments): the function ``fnode``
+    applied to ``arg_nodes``, the first of which (the point) has tensors for leaves."""
     f = function_of(E, fnode)
     args = [(a, E.ev(a)) for a in arg_nodes]
     if any(v is POISON for _, v in args):
-        return POISON
+        return POISON, POISON, args
     point = _point(E, args[0][1], args[0][0].span)
     args[0] = (args[0][0], point)
-    out = apply(E, f, args, node)
+    return point, apply(E, f, args, node), args
+
+
+def at_point(E: Any, fnode: A.Expr, arg_nodes: Any, node: A.Call, form: str) -> Any:
+    """``form`` (grad, value_and_grad, jacobian) of the function ``fnode`` at the arguments, with
+    respect to the first argument."""
+    point, out, args = _call_at(E, fnode, arg_nodes, node)
     if out is POISON:
         return POISON
     wrt = leaves(point)
@@ -234,13 +240,7 @@ def _pullback_values(E: Any, y: Value, v: Value, wrt: list[Value], off: tuple[in
 
 
 def vjp(E: Any, node: A.Call, fnode: A.Expr, arg_nodes: Any) -> Any:
-    f = function_of(E, fnode)
-    args = [(a, E.ev(a)) for a in arg_nodes]
-    if any(v is POISON for _, v in args):
-        return POISON
-    point = _point(E, args[0][1], args[0][0].span)
-    args[0] = (args[0][0], point)
-    out = apply(E, f, args, node)
+    point, out, args = _call_at(E, fnode, arg_nodes, node)
     if out is POISON:
         return POISON
     y = E.tensor(out, node.span, "the function's result")

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from mind.compiler.frontend.api import compile_source
-from mind.diagnostics import MindError
 from mind.reference.interpreter import run_function
+
+from .helpers import compile_diagnostics
 
 
 def run(src: str, fn: str = "main", *args):
@@ -23,15 +24,11 @@ def value(src: str, fn: str = "main", *args):
 
 
 def errors(src: str) -> list[tuple[str, int, int]]:
-    with pytest.raises(MindError) as info:
-        compile_source(src, "t.mind")
-    return [(d.code, d.span.line, d.span.col) for d in info.value.diagnostics]
+    return [(d.code, d.span.line, d.span.col) for d in compile_diagnostics(src)]
 
 
 def messages(src: str) -> list[str]:
-    with pytest.raises(MindError) as info:
-        compile_source(src, "t.mind")
-    return [d.message for d in info.value.diagnostics]
+    return [d.message for d in compile_diagnostics(src)]
 
 
 # -- loops run at compile time ---------------------------------------------------------------------
@@ -232,15 +229,10 @@ fn step(l: Layer, x: Tensor<f32, [B, N]>) -> Layer {
 
 def test_struct_errors_name_the_field():
     base = "struct P { w: Tensor<f32, [2]> }\n"
-    assert "did you mean `w`" in str(_error(base + "fn f() -> f32 { let p = P { w: [1.0, 2.0] }; sum(p.ww) }"))
+    assert "did you mean `w`" in compile_diagnostics(base + "fn f() -> f32 { let p = P { w: [1.0, 2.0] }; "
+                                                              "sum(p.ww) }")[0].help
     assert errors(base + "fn f() -> f32 { let p = P { }; 1.0 }")[0][0] == "E2001"
     assert errors(base + "fn f() -> f32 { let p = P { w: [1.0] }; 1.0 }")[0][0] == "E3010"
-
-
-def _error(src: str) -> MindError:
-    with pytest.raises(MindError) as info:
-        compile_source(src, "t.mind")
-    return info.value
 
 
 def test_nested_functions_and_closures_capture_enclosing_values():

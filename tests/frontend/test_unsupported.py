@@ -7,13 +7,12 @@ from __future__ import annotations
 import pytest
 
 from mind.compiler.frontend.api import compile_source
-from mind.diagnostics import MindError
+
+from .helpers import compile_diagnostics
 
 
 def diagnostic(src: str):
-    with pytest.raises(MindError) as info:
-        compile_source(src, "t.mind")
-    return info.value.diagnostics[0]
+    return compile_diagnostics(src)[0]
 
 
 @pytest.mark.parametrize("src, code, names", [
