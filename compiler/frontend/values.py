@@ -218,28 +218,28 @@ def suggest(name: str, candidates: Any, prefix: str = "") -> str | None:
     return f"did you mean `{prefix}{close[0]}`?" if close else None
 
 
-def describe(v: Any) -> str:
-    """A compile-time value's kind and type in words, for messages."""
+def _shape_text(shape: Any) -> str:
     from mind.spec.dims import format_dim
 
-    def shape(s: Any) -> str:
-        return "[" + ", ".join(format_dim(d) for d in s) + "]"
-    t = type(v)
-    if t is Value:
-        return f"a {v.type.dtype.value}{shape(v.type.shape)} tensor"
-    if t is Lit:
-        return f"a {v.kind} literal"
-    if t is ArrLit:
-        return f"a {v.kind} array literal of shape {shape(v.shape)}"
-    if t is Tup:
-        return f"a tuple of {len(v.items)}"
-    if t is StructVal:
-        return f"a `{v.info.name}`"
-    if t is FnRef:
-        return f"the function `{v.node.name}`"
-    if t is Closure:
-        return "a closure"
-    return "a value"
+    return "[" + ", ".join(format_dim(d) for d in shape) + "]"
+
+
+#: How ``describe`` words each kind of compile-time value.
+_DESCRIBE: dict[type, Any] = {
+    Value: lambda v: f"a {v.type.dtype.value}{_shape_text(v.type.shape)} tensor",
+    Lit: lambda v: f"a {v.kind} literal",
+    ArrLit: lambda v: f"a {v.kind} array literal of shape {_shape_text(v.shape)}",
+    Tup: lambda v: f"a tuple of {len(v.items)}",
+    StructVal: lambda v: f"a `{v.info.name}`",
+    FnRef: lambda v: f"the function `{v.node.name}`",
+    Closure: lambda v: "a closure",
+}
+
+
+def describe(v: Any) -> str:
+    """A compile-time value's kind and type in words, for messages."""
+    words = _DESCRIBE.get(type(v))
+    return words(v) if words is not None else "a value"
 
 
 #: Op results are named by their index, ``str(index)``; the names of the first ``NAMED_RESULTS``
