@@ -8,11 +8,15 @@ The fast path of a text without comments leaves ``starts`` to be computed on fir
 Token kinds
     * punctuation and operators: the kind is the text itself (``"("``, ``"->"``, ``"=="`` ...);
     * keywords (``KEYWORDS``): the kind is the word itself (``"let"``);
-    * ``IDENT``, ``INT``, ``FLOAT``, ``STR`` (text is the raw source, quotes included);
+    * ``IDENT`` (ASCII or Unicode letters: XID_Start/XID_Continue, checked after the match),
+      ``INT``, ``RADIX`` (``0x2A``, ``0b1010``, ``0o52``), ``FLOAT``, ``STR`` (text is the raw
+      source, quotes included);
     * ``NL``: a statement-separating line break (see below), ``EOF`` at the end.
 
 Newlines separate statements (as ``;`` does), except inside ``(...)`` and ``[...]``, where they
-are plain whitespace; runs of line breaks produce one ``NL`` token.  A block comment that contains a
+are plain whitespace; runs of line breaks produce one ``NL`` token, and a line break before a token
+that can only continue an expression (a binary operator other than ``-``, ``.``, ``as``) is dropped,
+so ``a\n    + b`` is one statement.  A block comment that contains a
 line break counts as a line break.  Words such as ``Tensor``, ``tensor``, ``diff``, ``f32`` are not
 keywords: they are identifiers with a meaning in type position only (``CONTEXTUAL``).
 

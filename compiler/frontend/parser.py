@@ -12,7 +12,11 @@ All raise ``mind.diagnostics.MindError`` (never anything else) on bad input:
 * E1010 ``expected X, found Y`` with a help line;
 * E1011 for a delimiter that is never closed (or closed by the wrong bracket), pointing at the
   opener;
-* E1012 when a resource limit is exceeded (input size, nesting depth ``MAX_DEPTH``).
+* E1012 when a resource limit is exceeded (input size, nesting depth ``MAX_DEPTH``);
+* E1013 for a construct MIND does not have (``match``, ``enum``, references, bit operators ...),
+  naming it and what to write instead (``parse_control.UNSUPPORTED``).
+
+Control flow, items, attributes and indexing are parsed by the mixin ``parse_control.ControlSyntax``.
 
 Syntax errors are recovered from at statement level (the rest of the statement is skipped, up to
 the next ``;``/line break at the same bracket depth, a ``}`` closing the enclosing block, or a
