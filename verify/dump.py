@@ -2,7 +2,7 @@
 values of its symbolic dims that satisfy the declared assumptions.
 
 A dump is parsed (Core IR text, with this layer's stricter ``Limits``) or legalized (the public
-encoding, ``legalize_public``) and then checked by the IR verifier itself (``mind.ir.verify``), the
+encoding, ``legalize_encodings``: every public encoding) and then checked by the IR verifier itself (``mind.ir.verify``), the
 same checker ``mind ir`` and ``mind run`` use, with the decision procedure of ``mind.ir.decide``
 under this run's solver limits: the cheap symbolic path first, sampling on plain ints, then Z3 for
 what is left, every solver call bounded by an rlimit and a timeout.  So a dump is VALID here exactly
@@ -107,7 +107,7 @@ def verify_text(text: str, filename: str = "<dump>", fmt: str = "auto",
     rep = DumpReport(filename, fmt, sources={filename: text})
     try:
         if fmt == "public":
-            from mind.verify.legalize_public import legalize
+            from mind.verify.legalize_encodings import legalize
 
             module, notes = legalize(text, filename)
             rep.notes.extend(notes)

@@ -13,7 +13,8 @@
   of another dtype (``x * 2``) it is converted to that dtype, as a literal is in MIND source.
   Every ``output`` line is a result, in order.
 
-``detect(text)`` names the encoding of a text that is not Core IR text.
+``detect(text)`` names the encoding of a text that is not Core IR text; ``legalize(text)`` legalizes
+it in whichever it is.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mind.ir.core import Value
+from mind.ir.core import Module, Value
 from mind.spec.dims import sym
 from mind.spec.dtypes import DType
 from mind.spec.ops import TensorType
@@ -329,3 +330,9 @@ def detect(text: str) -> str:
                 return "compiler"
             return "proto" if m.group(3) != "(" or m.group(2) else "spec"
     return "spec"
+
+
+def legalize(text: str, filename: str = "<dump>") -> tuple[Module, list[str]]:
+    """Parse a public MIND IR dump in any of its encodings (``detect``) and rewrite it into a Core IR
+    module; returns it with notes (the first names the encoding)."""
+    return LEGALIZERS[detect(text)](text, filename).run()

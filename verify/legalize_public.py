@@ -532,13 +532,9 @@ class Legalizer:
 
 
 def legalize(text: str, filename: str = "<dump>") -> tuple[Module, list[str]]:
-    """Parse a public MIND IR dump in any of its encodings (``legalize_encodings.detect``) and rewrite
-    it into a Core IR module; returns it with notes (the first names the encoding)."""
-    from mind.verify.legalize_encodings import LEGALIZERS, detect
-
-    encoding = detect(text)
-    module, notes = LEGALIZERS.get(encoding, Legalizer)(text, filename).run()
-    return module, notes
+    """Parse a public MIND IR dump in the spec's encoding and rewrite it into a Core IR module;
+    returns it with notes.  ``legalize_encodings.legalize`` takes every encoding."""
+    return Legalizer(text, filename).run()
 
 
 def _largest(dtype: DType) -> float:

@@ -1,6 +1,6 @@
 """The program a command works on: MIND source (``.mind``) and Core IR text (``.mir``) through
 ``mind.loader``, and a public MIND IR dump (``.ir``, any of its encodings) legalized into Core IR by
-``mind.verify.legalize_public`` and then verified like Core IR text (the legalizer's note says so on
+``mind.verify.legalize_encodings`` and then verified like Core IR text (the legalizer's note says so on
 stderr)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def load_program(path: str, *, notes: bool = True) -> tuple[Module, dict[str, st
         return load_module(path)
     from mind.driver_io import read_source
     from mind.ir.verify import verify_module
-    from mind.verify.legalize_public import legalize
+    from mind.verify.legalize_encodings import legalize
 
     text = read_source(path)
     try:

@@ -14,8 +14,7 @@ from mind.cli.main import main
 from mind.compiler.frontend.api import compile_source
 from mind.reference.interpreter import run_function
 from mind.verify.dump import detect_format, verify_text
-from mind.verify.legalize_encodings import detect
-from mind.verify.legalize_public import legalize
+from mind.verify.legalize_encodings import detect, legalize
 
 SPEC = ('%0 = Input() {name: "x"} : Tensor<f32, [2, 2]>\n'
         '%1 = Input() {name: "y"} : Tensor<f32, [2, 2]>\n'
