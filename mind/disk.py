@@ -22,7 +22,7 @@ import threading
 from typing import Any, Callable
 
 __all__ = ["cache_dir", "atomic_write", "replace_file", "sources_fingerprint", "write_output",
-           "check_output_target", "RefusedTarget", "describe_kind", "TEMP_PREFIX"]
+           "check_output_target", "require_regular", "RefusedTarget", "describe_kind", "TEMP_PREFIX"]
 
 TEMP_PREFIX = ".mind-tmp-"
 """Names of the temporary files ``replace_file`` and ``write_output`` write beside their target
@@ -105,13 +105,19 @@ def check_output_target(path: str) -> None:
                             "create the folder first (MIND does not create missing folders)") from None
     if not stat.S_ISDIR(st.st_mode):
         raise RefusedTarget(f"`{d}` is {describe_kind(st.st_mode)}, not a folder", "name a path in a folder")
+    require_regular(path, "name a new file, or remove what is there")
+
+
+def require_regular(path: str, help: str) -> None:
+    """Raise ``RefusedTarget`` (with ``help``) unless ``path`` is absent or a regular file; a
+    symbolic link is refused, not followed (``lstat``)."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return
     if not stat.S_ISREG(st.st_mode):
-        raise RefusedTarget(f"`{path}` is {describe_kind(st.st_mode)}; MIND replaces only regular files",
-                            "name a new file, or remove what is there")
+        raise RefusedTarget(f"`{path}` is {describe_kind(st.st_mode)}; MIND writes and replaces only regular files",
+                            help)
 
 
 def write_output(path: str, write: Callable[[Any], None], mode: str = "wb") -> None:

@@ -110,6 +110,7 @@ def _bad_npy(path: str, what: str, help: str = _NPY_HELP) -> MindError:
 
 def _read_npy(fh: Any, path: str, size: int) -> Any:
     import io
+    import warnings
 
     import numpy as np
     from numpy.lib import format as npy
@@ -132,9 +133,12 @@ def _read_npy(fh: Any, path: str, size: int) -> Any:
         raise _bad_npy(path, f"ends inside its header ({size} bytes, the header needs {offset})")
     reader = npy.read_array_header_1_0 if major == 1 else npy.read_array_header_2_0
     try:
-        shape, fortran, dtype = reader(io.BytesIO(head[8:offset]), max_header_size=NPY_MAX_HEADER)
-    except (ValueError, SyntaxError, TypeError, OverflowError, RecursionError, MemoryError) as exc:
-        raise _bad_npy(path, f"has a malformed header ({exc})") from None
+        with warnings.catch_warnings():  # (Python's warnings about the header's text, e.g. bad escapes)
+            warnings.simplefilter("ignore")
+            shape, fortran, dtype = reader(io.BytesIO(head[8:offset]), max_header_size=NPY_MAX_HEADER)
+    except Exception as exc:  # noqa: BLE001 - NumPy parses the header's text with Python's tokenizer and
+        # literal_eval, which fail in many ways (ValueError, SyntaxError, tokenize.TokenError, ...)
+        raise _bad_npy(path, f"has a malformed header ({type(exc).__name__}: {exc})") from None
     if dtype.hasobject:
         raise _bad_npy(path, "holds Python objects (dtype object), which MIND never unpickles")
     if dtype.fields is not None or dtype.subdtype is not None:

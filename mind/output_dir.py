@@ -27,7 +27,7 @@ import os
 import stat
 from typing import Any, Callable, Iterable
 
-from mind.disk import TEMP_PREFIX, RefusedTarget, describe_kind, write_output
+from mind.disk import TEMP_PREFIX, RefusedTarget, describe_kind, require_regular, write_output
 
 __all__ = ["OutputDir", "RECORD", "FORMAT"]
 
@@ -136,13 +136,7 @@ def _plain_name(name: str) -> bool:
 
 
 def _require_regular(path: str) -> None:
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISREG(st.st_mode):
-        raise RefusedTarget(f"`{path}` is {describe_kind(st.st_mode)}; MIND writes and removes only regular files",
-                            "remove it, or name another folder")
+    require_regular(path, "remove it, or name another folder")
 
 
 def _remove_regular(path: str) -> None:

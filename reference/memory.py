@@ -24,6 +24,7 @@ Runs that need less than ``CHECK_FROM`` are not checked (reading the figures cos
 from __future__ import annotations
 
 import os
+import sys
 from typing import Callable, Mapping, NamedTuple
 
 from mind.diagnostics import error
@@ -99,7 +100,14 @@ def peak_bytes(fn: Function, env: Mapping[str, int],
 
 def check_memory(fn: Function, env: Mapping[str, int], materializes: Callable[[Operation], bool],
                  backend: str) -> int:
-    """E6004 when ``fn`` certainly needs more memory than is available; returns the estimate."""
+    """E6004 when ``fn`` certainly needs more memory than is available, or holds a value NumPy
+    cannot represent (``representable``); returns the estimate."""
+    results = {id(v) for v in fn.results}
+    for op in fn.ops:
+        if (id(op.result) in results or materializes(op)) and not representable(op.result.type, env):
+            raise memory_error(fn, env, op, 0, None, backend,
+                               "NumPy represents no array whose extents (zeros left out) times the element "
+                               "size exceed 2**63 bytes, even an empty one")
     peak, op, op_bytes = peak_bytes(fn, env, materializes)
     if peak >= CHECK_FROM and op is not None:
         avail = available_memory()
@@ -108,18 +116,33 @@ def check_memory(fn: Function, env: Mapping[str, int], materializes: Callable[[O
     return peak
 
 
+def representable(t: TensorType, env: Mapping[str, int]) -> bool:
+    """Whether NumPy can make an array of type ``t``: it refuses shapes whose nonzero extents,
+    times the element size, exceed its index type, even when another extent is 0 (empty)."""
+    n = t.dtype.numpy.itemsize
+    try:
+        for d in t.shape:
+            n *= max(d if isinstance(d, int) else evaluate(d, env), 1)
+    except (KeyError, ValueError, ZeroDivisionError):
+        return True
+    return n <= sys.maxsize
+
+
 def memory_error(fn: Function, env: Mapping[str, int], op: Operation, peak: int, avail: Available | None,
-                 backend: str):
+                 backend: str, why: str | None = None):
     """The E6004 diagnostic about ``op``, the largest value held when ``fn`` needs ``peak`` bytes
-    (a ``MindError`` to raise).  Located at the op, or at the function where ops carry no
-    source position (the frontend does not record them)."""
+    (or the value that cannot be held, ``why``), as a ``MindError`` to raise.  Located at the op, or
+    at the function where ops carry no source position (the frontend does not record them)."""
     t = op.result.type
     shape = ", ".join(str(d if isinstance(d, int) else evaluate(d, env)) for d in t.shape)
-    have = f"{format_bytes(avail.bytes)} are available ({avail.source})" if avail else \
-        "allocating it failed"
-    return error("E6004", f"@{fn.name} needs at least {format_bytes(peak)} of memory on the {backend} backend; "
-                          f"`%{op.result.name} = {op.op}` alone, {t.dtype.value}[{shape}], takes "
-                          f"{format_bytes(value_bytes(t, env))}; {have}", op.span or fn.span,
+    value = f"`%{op.result.name} = {op.op}`, {t.dtype.value}[{shape}]"
+    if why is not None:
+        message = f"@{fn.name} cannot hold {value} on the {backend} backend: {why}"
+    else:
+        have = f"{format_bytes(avail.bytes)} are available ({avail.source})" if avail else "allocating it failed"
+        message = (f"@{fn.name} needs at least {format_bytes(peak)} of memory on the {backend} backend; "
+                   f"{value} alone takes {format_bytes(value_bytes(t, env))}; {have}")
+    return error("E6004", message, op.span or fn.span,
                  help="run it on smaller inputs, or on a machine with more memory")
 
 

@@ -21,6 +21,7 @@ from mind.ir.core import Assumption, Function, Module, Operation, Value
 from mind.spec.dims import DimExpr, Unknown, format_dim, substitute
 from mind.spec.dtypes import DType, parse_dtype
 from mind.spec.ops import OPS, ConstraintUndecided, ConstraintViolation, TensorType
+from mind.reference.memory import representable
 
 from . import ast as A
 from .builtins import BUILTINS, call_builtin
@@ -170,6 +171,10 @@ class Elaborator:
               off: tuple[int, int] | None = None) -> Value:
         """A constant of ``shape`` whose elements all equal ``value`` (zero strides, read-only; the
         array is built when the op's ``attrs`` are first read).  Too many elements is E1012."""
+        if not representable(TensorType(dtype, shape), {}):  # (an empty one may have huge extents)
+            raise self.fail("E1012", f"a constant of shape {_fmt(shape)} cannot be represented: its nonzero "
+                                     "extents times the element size exceed 2**63 bytes", off,
+                            "use smaller extents")
         try:
             return self.b.const_splat(value, dtype, shape)
         except ConstantTooLarge as exc:

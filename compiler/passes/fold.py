@@ -15,6 +15,7 @@ from typing import Any
 
 from mind.spec.ops import elementwise as elementwise_ops
 from mind.ir.core import MAX_CONST_ELEMENTS, Function, Operation, Value
+from mind.reference.memory import representable
 from mind.compiler.passes.rewrite import RewriteContext, rewrite
 
 FOLD_LIMIT = 1 << 16  # elements of a folded result
@@ -73,7 +74,7 @@ def fold_rule(op: Operation, operands: tuple[Value, ...], ctx: RewriteContext) -
             return None
         producers.append(p)
     size = static_size(op.result.type.shape)
-    if size is None:
+    if size is None or not representable(op.result.type, {}):  # (NumPy refuses some empty shapes)
         return None
     # Sizes first (a deferred splat constant knows its size without building its array), so
     # the operand arrays are read only when the op is actually folded.

@@ -23,7 +23,9 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--op", action="append", default=[], metavar="OP", help="--spec: only this op (repeatable)")
     p.add_argument("--smt2", metavar="DIR", help="--spec: also write every Z3 query as SMT-LIB into DIR")
     p.add_argument("--rlimit", type=int, default=None, metavar="N", help="Z3 resource limit per query")
-    p.add_argument("--emit-core", metavar="PATH", help="write the (legalized) Core IR text to PATH (atomically)")
+    p.add_argument("--emit-core", metavar="PATH",
+                   help="write the (legalized) Core IR text to PATH (atomically; PATH's folder must exist, and "
+                        "only a regular file there is replaced: links and special files are refused)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 

@@ -49,6 +49,12 @@ def test_an_integer_of_more_than_4300_digits_is_e1012_at_the_literal(template):
     assert _codes(template.format(n="1_" * (MAX_INT_DIGITS - 1) + "1")) != ["E1012"]  # 4300 digits: read
 
 
+def test_an_empty_fill_numpy_cannot_represent_is_e1012():
+    """Found by fuzzing: `zeros([0, 2310000000000000000])` was E7009 (NumPy refuses the shape)."""
+    err = _error("fn main() { relu(zeros([0, 2310000000000000000])) }")
+    assert err.codes == ["E1012"] and "cannot be represented" in str(err)
+
+
 # -- folding --------------------------------------------------------------------------------------
 
 def _peak_mib(fn) -> float:
