@@ -7,6 +7,8 @@ regular file, into a folder that exists) and output folders through ``mind.outpu
 
 from __future__ import annotations
 
+import os
+import stat
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
 
@@ -15,10 +17,14 @@ from mind.disk import RefusedTarget, write_output
 
 
 def read_source(path: str) -> str:
-    """The UTF-8 text of ``path``; E7001 if it cannot be read, E1001 if it is not UTF-8."""
+    """The UTF-8 text of ``path``; E7001 if it cannot be read or is not a regular file (a FIFO
+    would block, a device may never end), E1001 if it is not UTF-8."""
     try:
-        with open(path, "rb") as fh:
+        with _open_regular(path) as fh:
             data = fh.read()
+    except NotRegular as exc:
+        raise error("E7001", f"cannot read `{path}`: it is {exc}, not a regular file",
+                    help="name a MIND source (.mind) or Core IR (.mir) file") from None
     except OSError as exc:
         raise error("E7001", f"cannot read `{path}`: {exc.strerror or exc}",
                     help="check the path and its permissions") from None
@@ -83,25 +89,36 @@ def read_array(path: str) -> Any:
     oversized header, Python objects or structured records, and data shorter than the header
     declares.  An array larger than the memory available is E6004 (see ``reference.memory``), so
     a header declaring terabytes costs nothing.  E7001 when the file cannot be opened."""
-    import os
-    import stat
-
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fh = _open_regular(path)
     except FileNotFoundError:
         raise error("E7001", f"input file `{path}` not found") from None
+    except NotRegular as exc:
+        raise _bad_npy(path, f"is {exc}, not a .npy file") from None
     except OSError as exc:
         raise error("E7001", f"cannot read `{path}`: {exc.strerror or exc}",
                     help="check the path and its permissions") from None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            from mind.disk import describe_kind
-            raise _bad_npy(path, f"is {describe_kind(st.st_mode)}, not a .npy file")
+    with fh:
         try:
-            return _read_npy(fh, path, st.st_size)
+            return _read_npy(fh, path, os.fstat(fh.fileno()).st_size)
         except OSError as exc:
             raise error("E7001", f"cannot read `{path}`: {exc.strerror or exc}") from None
+
+
+class NotRegular(OSError):
+    """``_open_regular`` found something other than a regular file; ``str`` says what."""
+
+
+def _open_regular(path: str) -> Any:
+    """``open(path, "rb")``, refusing (``NotRegular``) anything but a regular file before reading:
+    opened without blocking (a FIFO with no writer would block ``open`` itself), then checked."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        from mind.disk import describe_kind
+        raise NotRegular(describe_kind(st.st_mode))
+    return os.fdopen(fd, "rb")
 
 
 def _bad_npy(path: str, what: str, help: str = _NPY_HELP) -> MindError:

@@ -33,6 +33,10 @@ __all__ = ["DenseArray", "find_dense", "DENSE_MIN_CHARS", "MAX_LITERAL_ELEMENTS"
 DENSE_MIN_CHARS = 2048
 """Literals shorter than this go through the token path (the bulk path's fixed cost is larger)."""
 
+MAX_DENSE_RANK = 32
+"""Literals nested deeper are read token by token (no data is; it bounds the patterns ``_closer``
+compiles and keeps a text of many ``[`` linear)."""
+
 MAX_LITERAL_ELEMENTS = 1 << 20
 """The most elements of one array literal read in bulk (E1012)."""
 
@@ -132,6 +136,9 @@ def find_dense(text: str, source: Any) -> list[DenseArray]:
                 break
             lead = _LEAD.match(text, start, run_end)
             rank = lead.group().count("[")  # type: ignore[union-attr]
+            if rank > MAX_DENSE_RANK:  # (the token path reports nesting past the parser's limit)
+                pos = lead.end()  # type: ignore[union-attr]
+                continue
             close = _closer(rank).search(text, lead.end(), run_end)  # type: ignore[union-attr]
             dense = None
             if close is not None and close.end() - start >= DENSE_MIN_CHARS:

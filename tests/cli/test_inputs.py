@@ -109,3 +109,14 @@ def test_bools_that_are_not_0_or_1_read_as_true(tmp_path, capsys, backend):
     assert status == 0 and "[1 1 0 1]" in out.out
     status, out = _run(tmp_path, capsys, buf.getvalue(), BOOL_EQ, backend)
     assert status == 0 and "[ True  True False  True]" in out.out
+
+
+@pytest.mark.parametrize("command", ["check", "ir", "verify", "run"])
+def test_a_source_that_is_not_a_regular_file_is_refused_without_blocking(tmp_path, capsys, command):
+    """A FIFO with no writer used to block `mind` forever; a device could be read forever."""
+    fifo = tmp_path / "p.mind"
+    os.mkfifo(fifo)
+    for source in [str(fifo)] + (["/dev/zero"] if os.path.exists("/dev/zero") else []):
+        assert main([command, source]) == 2
+        err = capsys.readouterr().err
+        assert "error[E7001]" in err and ("a FIFO" in err or "a character device" in err)

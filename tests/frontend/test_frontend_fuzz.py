@@ -63,8 +63,8 @@ def test_random_token_soup(parts):
 
 
 @st.composite
-def mutated(draw):
-    src = draw(st.sampled_from(CORPUS))
+def mutated(draw, corpus=CORPUS):
+    src = draw(st.sampled_from(corpus))
     for _ in range(draw(st.integers(1, 4))):
         op = draw(st.sampled_from(["delete", "insert", "swap", "dup", "delete_token"]))
         n = len(src)
@@ -172,6 +172,9 @@ def test_check_on_fuzzed_source_with_huge_sizes(source, command):
     _command(command, source)
 
 
-@given(st.one_of(mutated(), programs()))
+SMALL_CORPUS = [p.read_text() for p in sorted(EXAMPLES.glob("*.mind"))]  # (the benchmarks take seconds to run)
+
+
+@given(st.one_of(mutated(SMALL_CORPUS), programs()))
 def test_run_on_fuzzed_source(source):
     _command("run", source)
