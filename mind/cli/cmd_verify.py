@@ -28,7 +28,9 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="wall-clock limit per solver call in seconds, the safety net behind --rlimit "
                         "(default 5 for a dump, 60 for --spec)")
-    p.add_argument("--emit-core", metavar="PATH", help="write the (legalized) Core IR text to PATH (atomically)")
+    p.add_argument("--emit-core", metavar="PATH",
+                   help="write the (legalized) Core IR text to PATH (atomically; PATH's folder must exist, and "
+                        "only a regular file there is replaced: links and special files are refused)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
