@@ -264,21 +264,24 @@ class ArrayLit(Expr):
     """``[a, b, ...]``: an array / tensor literal, an axis list or a shape (nested for rank > 1).
 
     A large numeric literal read in bulk (``literals.DenseArray``, in ``dense``) builds its
-    element nodes only when ``elts`` is first read (``DenseArray.expand``)."""
+    element nodes only when ``elts`` is first read, with ``expand(dense)`` (the parser's
+    ``parse_dense``, handed in so that the literal reader does not import the parser)."""
 
-    __slots__ = ("_elts", "span", "dense")
+    __slots__ = ("_elts", "span", "dense", "_expand")
     _fields = ("elts", "span")
 
-    def __init__(self, elts: tuple[Expr, ...] | None, span: Offsets, dense: Any = None) -> None:
+    def __init__(self, elts: tuple[Expr, ...] | None, span: Offsets, dense: Any = None,
+                 expand: Any = None) -> None:
         self._elts = elts
         self.span = span
         self.dense = dense
+        self._expand = expand
 
     @property
     def elts(self) -> tuple[Expr, ...]:
         elts = self._elts
         if elts is None:
-            elts = self._elts = self.dense.expand()
+            elts = self._elts = self._expand(self.dense)
         return elts
 
 

@@ -12,7 +12,7 @@ values in one vectorized step (``DenseArray.as_array``).
 Exactness: the bulk path takes only literals it reads exactly as the token path would (decimal
 numbers with at most one leading ``-``, integers of at most 18 digits, finite floats), and a value
 that needs a per-element decision (out of range for the dtype, an integer inexact in a float
-literal, a bool context) falls back to the token path: ``DenseArray.expand`` parses the same text
+literal, a bool context) falls back to the token path: the parser's ``parse_dense`` parses the same text
 into ordinary nodes, so results and diagnostics are the same by construction.
 
 Resource limits (E1012): an array literal read in bulk holds at most ``MAX_LITERAL_ELEMENTS``
@@ -83,13 +83,6 @@ class DenseArray:
     @property
     def text(self) -> str:
         return self.source.text[self.start:self.end]
-
-    def expand(self) -> tuple[Any, ...]:
-        """The literal's elements as the token path's AST nodes (for any use the bulk path does not
-        serve: a shape or axis list, a per-element diagnostic)."""
-        from .parser import parse_dense  # the parser imports the lexer, which imports this module
-
-        return parse_dense(self)
 
     def numbers(self) -> list[tuple[str, int, int]]:
         """Each element's text and source offsets, in order (what the token path's literal nodes

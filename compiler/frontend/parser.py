@@ -759,7 +759,7 @@ class _Parser:
                                          f"{MAX_LITERAL_ELEMENTS}", i, TOO_MANY_HELP)
             if self.depth + dense.rank <= MAX_DEPTH:
                 self.i = i + 1
-                return A.ArrayLit(None, (dense.start, dense.end), dense)
+                return A.ArrayLit(None, (dense.start, dense.end), dense, parse_dense)
             self._expand(i)  # too deep: the token path reports it
             return self.parse_primary()
         if kind == "true" or kind == "false":
@@ -859,7 +859,7 @@ def _dense_tokens(dense: DenseArray) -> Tokens:
 
 
 def parse_dense(dense: DenseArray) -> tuple[A.Expr, ...]:
-    """The element nodes of a bulk-read literal, as the token path parses them (``DenseArray.expand``)."""
+    """The element nodes of a bulk-read literal, as the token path parses them (``ast.ArrayLit.elts``)."""
     p = _Parser(_dense_tokens(dense))
     node = p.parse_primary()
     assert type(node) is A.ArrayLit, node  # the literal was validated by ``literals.find_dense``
