@@ -1,24 +1,19 @@
-"""Algebraic identities that hold exactly, bit for bit, for every input (IEEE cases included).
+"""Algebraic simplification: the rewrite rules of ``mind.ir.rewrite_rules``, executed.
 
-Each rewrite fires only when the op's result type equals the value it is replaced by, so
-broadcasting ops are never removed.  Identities and why they are exact:
-
-* ``x * 1``, ``1 * x``, ``x / 1``: IEEE multiplication by one returns x (NaN stays NaN, -0 stays -0).
-* ``x + (-0.0)``, ``(-0.0) + x`` for floats, ``x + 0`` for integers: (+0) + (-0) = +0 and
-  (-0) + (-0) = -0, so adding negative zero is the identity; adding +0 is not (it turns -0 into +0).
-* ``x - (+0.0)`` for floats, ``x - 0`` for integers.
-* ``convert`` to the same dtype, ``reshape`` to the same shape, identity ``transpose``,
-  ``slice`` of a whole axis with step 1, ``pad`` by nothing, ``reduce_sum``/``reduce_max`` over no axes.
-* ``transpose(transpose(x, p), q)`` = ``transpose(x, p∘q)``; ``reshape(reshape(x))`` = one reshape.
-* ``select(c, x, x)`` = x; ``select`` by a constant predicate picks a branch.
+The rules are data (source pattern, result, dtypes, side conditions) that ``mind verify
+--rewrites`` proves for every dtype they apply to; this module only matches them.  For each op it
+tries the rules rooted at that op name, in table order, and applies the first whose pattern
+matches, whose dtype set holds the op's result dtype and whose conditions all evaluate to ``True``
+over the function's ``Arith`` (an undecided symbolic condition does not fire).  The table and why
+each rule is exact are in ``docs/rewrites.md``.
 """
 
 from __future__ import annotations
 
-from math import copysign
 from typing import Any
 
 from mind.ir.core import Operation, Value
+from mind.ir.rewrite_rules import REWRITE, RULES, Bindings, Build, Lit, Op, Rule, Var
 from mind.compiler.passes.fold import is_splat
 from mind.compiler.passes.rewrite import RewriteContext, rewrite
 
@@ -52,72 +47,177 @@ def _splat_scalar(arr: Any) -> Any | None:
     return np.asarray(arr).reshape(-1)[0]
 
 
-def _is(ctx: RewriteContext, v: Value, target: float, negative_zero: bool | None = None) -> bool:
-    s = _splat_value(ctx, v)
-    if s is None or s != target:
-        return False
-    if negative_zero is not None and v.type.dtype.is_float:
-        return (copysign(1.0, s) < 0.0) == negative_zero
+class _Match(Bindings):
+    """The values and attributes a pattern bound, read by the rule's conditions."""
+
+    __slots__ = ("values", "attrs", "result")
+
+    def __init__(self, result: Value) -> None:
+        self.values: dict[str, Value] = {}
+        self.attrs: dict[str, Any] = {}
+        self.result = result
+
+    def attr(self, name: str) -> Any:
+        return self.attrs[name]
+
+    def shape(self, var: str) -> tuple[Any, ...]:
+        return (self.result if var == "result" else self.values[var]).type.shape
+
+    def dtype(self, var: str) -> Any:
+        return (self.result if var == "result" else self.values[var]).type.dtype
+
+
+def _match(pat: Any, v: Value, ctx: RewriteContext, m: _Match) -> bool:
+    kind = pat.__class__
+    if kind is Var:
+        prior = m.values.get(pat.name)
+        if prior is None:
+            m.values[pat.name] = v
+            return True
+        return prior is v  # a name used twice is one SSA value
+    if kind is Lit:
+        s = _splat_value(ctx, v)
+        return s is not None and pat.literal.matches(s, v.type.dtype)
+    p = ctx.defining_op(v)
+    return p is not None and p.op == pat.op and _match_op(pat, p, p.operands, ctx, m)
+
+
+def _match_op(pat: Op, op: Operation, operands: tuple[Value, ...], ctx: RewriteContext, m: _Match) -> bool:
+    if pat.attrs:
+        attrs = op.attrs
+        for key, name in pat.attrs:
+            m.attrs[name] = attrs[key]
+    for sub, v in zip(pat.operands, operands):
+        if not _match(sub, v, ctx, m):
+            return False
     return True
 
 
-def _same_type(a: Value, b: Value) -> bool:
-    return a.type is b.type or a.type == b.type
+def _attr_order(op: str) -> tuple[str, ...]:
+    from mind.spec.ops import OPS
+
+    return tuple(a.name for a in OPS[op].attrs)
+
+
+class _Compiled:
+    """A rule ready to run: its dtypes as a set and, for a ``Build``, the spec's attribute order."""
+
+    __slots__ = ("rule", "dtypes", "order")
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+        self.dtypes = frozenset(rule.dtypes)
+        res = rule.result
+        if isinstance(res, Build):
+            if not all(isinstance(o, Var) for o in res.operands):
+                raise ValueError(f"rule {rule.name}: a built op takes pattern values only")
+            self.order = _attr_order(res.op)
+        else:
+            self.order = ()
+
+    def result(self, m: _Match, A: Any, op: Operation) -> Value | Operation:
+        res = self.rule.result
+        if isinstance(res, Var):
+            return m.values[res.name]
+        fns = dict(res.attrs)
+        attrs = {k: fns[k].fn(A, m) for k in self.order if k in fns}
+        return Operation(res.op, tuple(m.values[o.name] for o in res.operands), attrs, op.result, op.span)
+
+
+def _by_op() -> dict[str, tuple[_Compiled, ...]]:
+    table: dict[str, list[_Compiled]] = {}
+    for rule in RULES:
+        if rule.kind == REWRITE:
+            table.setdefault(rule.source.op, []).append(_Compiled(rule))
+    return {k: tuple(v) for k, v in table.items()}
+
+
+BY_OP = _by_op()
+RULE_OPS = frozenset(BY_OP)  # ops some rule may rewrite
 
 
 def simplify_rule(op: Operation, xs: tuple[Value, ...], ctx: RewriteContext) -> Value | Operation | None:
-    name = op.op
-    res = op.result
-    if name in ("mul", "add") and len(xs) == 2:
-        for keep, other in ((xs[0], xs[1]), (xs[1], xs[0])):
-            if not _same_type(keep, res):
-                continue
-            if name == "mul" and _is(ctx, other, 1):
-                return keep
-            if name == "add" and keep.type.dtype.is_float and _is(ctx, other, 0, negative_zero=True):
-                return keep
-            if name == "add" and keep.type.dtype.is_int and _is(ctx, other, 0):
-                return keep
-    if name == "sub" and _same_type(xs[0], res) and _is(ctx, xs[1], 0, negative_zero=False if xs[0].type.dtype.is_float else None):
-        return xs[0]
-    if name == "div" and _same_type(xs[0], res) and _is(ctx, xs[1], 1):
-        return xs[0]
-    if name == "convert" and xs[0].type.dtype is op.attrs["dtype"]:
-        return xs[0]
-    if name == "reshape":
-        if _same_type(xs[0], res):
-            return xs[0]
-        inner = ctx.defining_op(xs[0])
-        if inner is not None and inner.op == "reshape":
-            return Operation("reshape", (inner.operands[0],), op.attrs, res, op.span)
-    if name == "transpose":
-        perm = tuple(op.attrs["permutation"])
-        if perm == tuple(range(len(perm))):
-            return xs[0]
-        inner = ctx.defining_op(xs[0])
-        if inner is not None and inner.op == "transpose":
-            p = inner.attrs["permutation"]
-            composed = tuple(p[i] for i in perm)
-            if composed == tuple(range(len(composed))):
-                return inner.operands[0]
-            return Operation("transpose", (inner.operands[0],), {"permutation": composed}, res, op.span)
-    if name == "slice" and _same_type(xs[0], res):
-        full = all(s == 1 and b == 0 for b, s in zip(op.attrs["start"], op.attrs["step"]))
-        if full:
-            return xs[0]
-    if name == "pad" and not any(op.attrs["lo"]) and not any(op.attrs["hi"]) and not any(op.attrs["interior"]):
-        return xs[0]
-    if name in ("reduce_sum", "reduce_max") and not op.attrs["axes"]:
-        return xs[0]
-    if name == "select":
-        if xs[1] is xs[2] and _same_type(xs[1], res):
-            return xs[1]
-        pred = _splat_value(ctx, xs[0])
-        if pred is not None:
-            branch = xs[1] if bool(pred) else xs[2]
-            if _same_type(branch, res):
-                return branch
+    """The first rule of the table that applies to ``op`` (operands ``xs``), applied; else None."""
+    compiled = BY_OP.get(op.op)
+    if compiled is None:
+        return None
+    dtype = op.result.type.dtype
+    for c in compiled:
+        if dtype not in c.dtypes:
+            continue
+        m = _Match(op.result)
+        if not _match_op(c.rule.source, op, xs, ctx, m):
+            continue
+        A = ctx.arith
+        for cond in c.rule.where:
+            if cond.fn(A, m) is not True:
+                break
+        else:
+            return c.result(m, A, op)
     return None
+
+
+# ------------------------------------------------------------------------------------------------
+# the canonicalizer's pre-check: can any rule fire on this op?  (derived from the patterns)
+# ------------------------------------------------------------------------------------------------
+
+
+class _Needs:
+    """What a rule's root pattern needs of the op's operands before it can match: a constant at
+    each ``Lit`` position, and the same value at the positions of a repeated ``Var``."""
+
+    __slots__ = ("literals", "same")
+
+    def __init__(self, pat: Op) -> None:
+        self.literals = tuple((i, o.literal) for i, o in enumerate(pat.operands) if isinstance(o, Lit))
+        first: dict[str, int] = {}
+        same = []
+        for i, o in enumerate(pat.operands):
+            if isinstance(o, Var):
+                if o.name in first:
+                    same.append((first[o.name], i))
+                else:
+                    first[o.name] = i
+        self.same = tuple(same)
+
+    def met(self, operands: tuple[Value, ...], consts: dict[Value, Operation]) -> bool:
+        for i, j in self.same:
+            if operands[i] is not operands[j]:
+                return False
+        for i, lit in self.literals:
+            v = operands[i]
+            p = consts.get(v)
+            if p is None:
+                return False
+            hint = p.hint
+            if hint is not None and v.type.dtype.is_float:
+                x = hint.value
+                if (type(x) is int or type(x) is float) and not lit.may_round_to(x):
+                    return False  # a float splat that cannot round to the literal
+        return True
+
+
+def _needs_by_op() -> dict[str, tuple[_Needs, ...] | None]:
+    out: dict[str, tuple[_Needs, ...] | None] = {}
+    for name, compiled in BY_OP.items():
+        needs = tuple(_Needs(c.rule.source) for c in compiled)
+        out[name] = None if any(not n.literals and not n.same for n in needs) else needs
+    return out
+
+
+_NEEDS = _needs_by_op()
+
+
+def may_fire(name: str, operands: tuple[Value, ...], consts: dict[Value, Operation]) -> bool:
+    """False only when no rule of ``name`` can match these operands (``consts``: the values
+    produced by ``const`` ops, to their op); True for an op with a rule that needs nothing."""
+    needs = _NEEDS.get(name, ())
+    if needs is None:
+        return True
+    for n in needs:
+        if n.met(operands, consts):
+            return True
+    return False
 
 
 def algebraic_simplification(fn):
