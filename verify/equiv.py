@@ -1,0 +1,487 @@
+"""`mind verify --equiv A B`: translation validation of two Core IR functions on concrete shapes.
+
+For inputs of the given shapes, every element of every result of both functions is built as a Z3
+term over the input elements (``z3tensor`` index maps, ``z3scalars.ExactScalars`` element
+semantics: IEEE f32/f64, wrapping i32/i64 with the spec's total division, bool), with both
+functions reading the same input elements and sharing one interpretation of the ops whose spec
+result is only bounded (``exp``, ``log``, float ``reduce_sum``/``matmul``/``conv2d``: uninterpreted
+functions that keep the values the spec fixes exactly).  An op whose operands are all constants
+is computed by the reference interpreter, which *is* the semantics (as the canonicalizer's
+constant folding does).
+
+Each pair of result elements is then decided:
+
+* the same term (Z3 terms are hash-consed): equal, no solver call;
+* otherwise the solver is asked for inputs on which the two differ (SMT ``=`` on floats is
+  bit-exact with one NaN, the spec's ``exact`` class).  Unsat: equal.  Pairs that are the same up
+  to renaming of the input elements (the common case for elementwise programs) are decided once.
+
+A model is a candidate counterexample: both functions are run on the reference interpreter with
+those inputs.  If a result differs there, the verdict is ``different``: the inputs are written as
+``.npy`` files (``mind.driver_io.atomic_write``) with the first differing result.  If not, the
+model relied on how the bounded ops were interpreted, and the verdict is ``unknown`` (as it is
+when a query exhausts its resource limit).  Reports carry no timings: they are byte-identical
+across runs.  Z3 is imported here: import lazily.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import z3
+
+from mind.diagnostics import error
+from mind.ir.core import Function
+from mind.spec.dims import evaluate
+from mind.spec.dtypes import DType
+from mind.spec.ops import TensorType
+from mind.verify.prove import SEED, new_solver, reason_text
+from mind.verify.z3scalars import ExactScalars
+from mind.verify.z3tensor import Flattening, Tensor, Unsupported, apply, constant, leaf
+
+RLIMIT = 20_000_000  # per query
+#: Operators whose two operands may be swapped (IEEE addition and multiplication are commutative:
+#: rules ``add-commute`` and ``mul-commute`` of ``mind verify --rewrites``).
+_COMMUTATIVE = frozenset({z3.Z3_OP_FPA_ADD, z3.Z3_OP_FPA_MUL, z3.Z3_OP_BADD, z3.Z3_OP_BMUL, z3.Z3_OP_AND,
+                          z3.Z3_OP_OR, z3.Z3_OP_EQ})
+_DIM_ATTRS = ("shape", "start", "stop")  # attributes whose entries may be symbolic dims
+
+
+@dataclass
+class EquivReport:
+    verdict: str  # equal | different | unknown
+    function: str
+    shapes: dict[str, str]
+    elements: int = 0
+    identical: int = 0  # element pairs that are one term
+    proved: int = 0  # element pairs the solver proved equal (or that repeat a proved pair)
+    queries: int = 0  # solver calls
+    counterexample: dict[str, Any] | None = None
+    reason: str | None = None
+    files: list[str] = field(default_factory=list)
+    rlimit: int = RLIMIT
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "function": self.function, "shapes": self.shapes,
+                "elements": self.elements, "identical": self.identical, "proved": self.proved,
+                "queries": self.queries, "counterexample": self.counterexample, "reason": self.reason,
+                "files": self.files, "rlimit": self.rlimit, "seed": SEED}
+
+
+# ------------------------------------------------------------------------------------------------
+# shapes
+# ------------------------------------------------------------------------------------------------
+
+
+def parse_shapes(specs: Sequence[str]) -> dict[str, TensorType]:
+    """``--shapes NAME=f32[2, 3]`` entries as concrete parameter types (E7002 / IR type errors)."""
+    from mind.ir.parser import IRParser
+
+    out: dict[str, TensorType] = {}
+    for spec in specs:
+        name, sep, text = spec.partition("=")
+        name = name.strip().lstrip("%")
+        if not sep or not name:
+            raise error("E7002", f"--shapes `{spec}` is not of the form NAME=DTYPE[DIMS]",
+                        help="for example --shapes x=f32[2,3]")
+        p = IRParser(text, "<--shapes>")
+        t = p.parse_type()
+        if p.tok.kind != "eof":
+            raise error("E7002", f"--shapes `{spec}`: unexpected `{p.tok.text}` after the type")
+        if not all(isinstance(d, int) for d in t.shape):
+            raise error("E7002", f"--shapes `{spec}`: the shape must be concrete")
+        if name in out:
+            raise error("E7002", f"--shapes gives `{name}` twice")
+        out[name] = t
+    return out
+
+
+def _param_types(fa: Function, fb: Function, shapes: Mapping[str, TensorType]) -> list[TensorType]:
+    """The concrete type of each parameter (A's names), checked against both functions."""
+    import numpy as np
+
+    from mind.reference.interpreter import bind_arguments
+
+    unknown = sorted(set(shapes) - {p.name for p in fa.params})
+    if unknown:
+        raise error("E7002", f"--shapes names {', '.join(unknown)}, which @{fa.name} does not take",
+                    help="parameters: " + ", ".join(p.name for p in fa.params))
+    if len(fa.params) != len(fb.params):
+        raise error("E2001", f"@{fa.name} takes {len(fa.params)} parameters and @{fb.name} {len(fb.params)}",
+                    help="the two functions must have the same signature")
+    types = []
+    for p, q in zip(fa.params, fb.params):
+        t = shapes.get(p.name)
+        if t is None:
+            if not all(isinstance(d, int) for d in p.type.shape):
+                raise error("E7002", f"%{p.name} has type {p.type}: give its concrete shape",
+                            help=f"for example --shapes {p.name}={p.type.dtype.value}[{', '.join('2' for _ in p.type.shape)}]")
+            t = p.type
+        if q.type.dtype is not t.dtype or q.type.rank != t.rank:
+            raise error("E2001", f"parameter %{q.name} of @{fb.name} has type {q.type}, but %{p.name} of "
+                                 f"@{fa.name} is {t}", help="the two functions must have the same signature")
+        types.append(t)
+    zeros = [np.zeros(t.shape, dtype=t.dtype.numpy) for t in types]
+    bind_arguments(fa, zeros)  # E6009 when a shape does not fit a parameter type
+    bind_arguments(fb, zeros)
+    return types
+
+
+# ------------------------------------------------------------------------------------------------
+# evaluation on Z3 terms
+# ------------------------------------------------------------------------------------------------
+
+
+def _run(fn: Function, env: Mapping[str, int], inputs: Sequence[Tensor], alg: ExactScalars,
+         fl: Flattening) -> list[Tensor]:
+    import numpy as np
+
+    from mind.reference.ops import OP_FUNCTIONS
+
+    vals: dict[int, Tensor] = {id(p): t for p, t in zip(fn.params, inputs)}
+    for op in fn.ops:
+        xs = [vals[id(v)] for v in op.operands]
+        attrs = dict(op.attrs)
+        for key in _DIM_ATTRS:
+            if key in attrs:
+                attrs[key] = tuple(evaluate(d, env) for d in attrs[key])
+        dtype = op.result.type.dtype
+        shape = tuple(evaluate(d, env) for d in op.result.type.shape)
+        if op.op == "const":
+            t = constant(np.asarray(attrs["value"]), dtype, alg, fl)
+        elif all(x.array is not None for x in xs):  # the reference computes ops on constants
+            t = constant(np.asarray(OP_FUNCTIONS[op.op](*[x.array for x in xs], **attrs)), dtype, alg, fl)
+        else:
+            t = apply(op.op, xs, attrs, dtype, shape, alg, fl)
+        vals[id(op.result)] = t
+    return [vals[id(v)] for v in fn.results]
+
+
+def _scan(terms: Sequence[Any], bounded: Mapping[int, Any]) -> tuple[list[Any], list[Any]]:
+    """The input elements (uninterpreted constants) and bounded-op applications in ``terms``, in
+    first-visit order."""
+    leaves: list[Any] = []
+    apps: list[Any] = []
+    seen: set[int] = set()
+    stack = list(reversed(terms))
+    uninterpreted = z3.Z3_OP_UNINTERPRETED
+    while stack:
+        e = stack.pop()
+        i = e.get_id()
+        if i in seen:
+            continue
+        seen.add(i)
+        if i in bounded:
+            apps.append(e)
+        n = e.num_args()
+        if n == 0:
+            if z3.is_app(e) and e.decl().kind() == uninterpreted:
+                leaves.append(e)
+            continue
+        stack.extend(e.arg(k) for k in range(n - 1, -1, -1))
+    return leaves, apps
+
+
+def _bit_equal(a: Any, b: Any) -> Any:
+    """Elementwise: the spec's ``exact`` equality (bits, any NaN equals any NaN)."""
+    import numpy as np
+
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind == "f":
+        bits = np.uint32 if a.dtype.itemsize == 4 else np.uint64
+        return (a.view(bits) == b.view(bits)) | (np.isnan(a) & np.isnan(b))
+    return a == b
+
+
+# ------------------------------------------------------------------------------------------------
+# the check
+# ------------------------------------------------------------------------------------------------
+
+
+class _Checker:
+    def __init__(self, fa: Function, fb: Function, types: list[TensorType], rlimit: int,
+                 out_dir: str | None) -> None:
+        self.fa, self.fb, self.types = fa, fb, types
+        self.rlimit = rlimit
+        self.out_dir = out_dir
+        self.alg = ExactScalars()
+        self.fl = Flattening()
+        self.rep = EquivReport("equal", fa.name, {p.name: str(t) for p, t in zip(fa.params, types)}, rlimit=rlimit)
+        self.decided: dict[tuple[int, int], str] = {}  # canonical pair -> equal | unknown | no
+        self._alive: list[Any] = []
+
+    def run(self) -> EquivReport:
+        from mind.reference.interpreter import bind_arguments
+        import numpy as np
+
+        fa, fb = self.fa, self.fb
+        zeros = [np.zeros(t.shape, dtype=t.dtype.numpy) for t in self.types]
+        env_a, env_b = bind_arguments(fa, zeros)[1], bind_arguments(fb, zeros)[1]
+        inputs = [leaf(p.name, t.dtype, t.shape, self.alg, self.fl) for p, t in zip(fa.params, self.types)]
+        try:
+            outs_a = _run(fa, env_a, inputs, self.alg, self.fl)
+            outs_b = _run(fb, env_b, inputs, self.alg, self.fl)
+        except Unsupported as exc:
+            return self._unknown(str(exc))
+        if len(outs_a) != len(outs_b):
+            raise error("E2001", f"@{fa.name} returns {len(outs_a)} results and @{fb.name} {len(outs_b)}",
+                        help="the two functions must have the same signature")
+        for r, (a, b) in enumerate(zip(outs_a, outs_b)):
+            if a.dtype is not b.dtype or a.shape != b.shape:
+                raise error("E2001", f"result {r} has type {TensorType(a.dtype, a.shape)} in @{fa.name} and "
+                                     f"{TensorType(b.dtype, b.shape)} in @{fb.name}",
+                            help="the two functions must have the same signature")
+        self.bounded: dict[int, Any] = {}
+        self._seen = 0
+        unknown: str | None = None
+        for r, (a, b) in enumerate(zip(outs_a, outs_b)):
+            n = 1
+            for d in a.shape:
+                n *= d
+            if a.array is not None and b.array is not None:  # both folded: compare the arrays
+                self.rep.elements += n
+                same = _bit_equal(a.array, b.array)
+                if not np.all(same):
+                    return self._confirm_zeros()
+                self.rep.identical += n
+                continue
+            try:
+                for k in range(n):
+                    idx = self.fl.unflatten(a.shape, k)
+                    self.rep.elements += 1
+                    ta, tb = a.at(idx), b.at(idx)
+                    if ta.eq(tb):
+                        self.rep.identical += 1
+                        continue
+                    status = self._decide(ta, tb)
+                    if status == "different":
+                        return self.rep
+                    if status == "unknown" and unknown is None:
+                        unknown = self.rep.reason
+            except Unsupported as exc:
+                return self._unknown(str(exc))
+        if unknown is not None:
+            self.rep.verdict = "unknown"
+            self.rep.reason = unknown
+        return self.rep
+
+    def _unknown(self, reason: str) -> EquivReport:
+        self.rep.verdict = "unknown"
+        self.rep.reason = reason
+        return self.rep
+
+    def _key(self, ta: Any, tb: Any, leaves: Sequence[Any]) -> tuple[int, int]:
+        """The pair up to renaming of its input elements (the renamed terms are kept alive with the
+        verdict, since Z3 reuses the ids of freed terms)."""
+        if not leaves:
+            return ta.get_id(), tb.get_id()
+        pairs = [(v, z3.Const(f"_v{k}", v.sort())) for k, v in enumerate(leaves)]
+        ca, cb = z3.substitute(ta, *pairs), z3.substitute(tb, *pairs)
+        self._alive.append((ca, cb))
+        return ca.get_id(), cb.get_id()
+
+    def _sync(self) -> None:
+        """Index the bounded applications built since the last call."""
+        alg = self.alg
+        for t, ax in zip(alg.bounded[self._seen:], alg.axioms[self._seen:]):
+            self.bounded[t.get_id()] = ax
+        self._seen = len(alg.bounded)
+
+    def _decide(self, ta: Any, tb: Any) -> str:
+        self._sync()
+        if self._congruent(ta, tb, top=True):
+            self.rep.proved += 1
+            return "equal"
+        leaves, apps = _scan([ta, tb], self.bounded)
+        key = self._key(ta, tb, leaves)
+        if self.decided.get(key) == "unknown":
+            return "unknown"
+        verdict, s = self._solve(ta, tb, apps)
+        if verdict == "equal":
+            self.decided[key] = "equal"
+            self.rep.proved += 1
+            return "equal"
+        if verdict == "sat":
+            if self._confirm(s.model(), leaves):
+                return "different"
+            self.rep.reason = ("the solver's counterexample depends on how exp/log/sums are approximated "
+                               "(it does not reproduce on the reference interpreter)" if apps else
+                               "the solver's counterexample does not reproduce on the reference interpreter")
+        else:
+            self.rep.reason = reason_text(s, self.rlimit)
+        self.decided[key] = "unknown"
+        return "unknown"
+
+    def _solve(self, ta: Any, tb: Any, apps: Sequence[Any]) -> tuple[str, Any]:
+        """Ask for inputs on which ``ta`` and ``tb`` differ: equal | sat | unknown."""
+        s = new_solver(self.rlimit)
+        s.add(*[self.bounded[t.get_id()] for t in apps], ta != tb)
+        self.rep.queries += 1
+        r = s.check()
+        return ("equal" if r == z3.unsat else "sat" if r == z3.sat else "unknown"), s
+
+    def _congruent(self, a: Any, b: Any, top: bool = False) -> bool:
+        """Whether ``a = b`` follows from congruence: the same op (or commutative op, with its
+        operands swapped) on arguments that are equal, each pair decided the same way, and where
+        the heads differ, by a solver query on that pair alone.  Every op here is a function (the
+        bounded ones are one shared interpretation), so equal arguments give equal results."""
+        if a.eq(b):
+            return True
+        if a.num_args() == 0 and b.num_args() == 0 and z3.is_app(a) and z3.is_app(b) \
+                and a.decl().kind() == z3.Z3_OP_UNINTERPRETED and b.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            return False  # two different input elements
+        leaves, apps = _scan([a, b], self.bounded)
+        key = self._key(a, b, leaves)
+        known = self.decided.get(key)
+        if known is not None:
+            return known == "equal"
+        n = a.num_args()
+        if n and n == b.num_args() and a.decl().eq(b.decl()):
+            xs, ys = [a.arg(k) for k in range(n)], [b.arg(k) for k in range(n)]
+            if all(self._congruent(x, y) for x, y in zip(xs, ys)) or (
+                    a.decl().kind() in _COMMUTATIVE and n >= 2 and self._swapped(xs, ys)):
+                self.decided[key] = "equal"
+                return True
+            self.decided[key] = "no"
+            return False
+        if top:
+            return False  # the caller asks the solver about the whole pair
+        verdict, _ = self._solve(a, b, apps)  # different heads: decide this pair by itself
+        self.decided[key] = "equal" if verdict == "equal" else "no"
+        return verdict == "equal"
+
+    def _swapped(self, xs: list[Any], ys: list[Any]) -> bool:
+        """The last two arguments (the operands; a rounding mode may come first) swapped."""
+        head = all(self._congruent(x, y) for x, y in zip(xs[:-2], ys[:-2]))
+        return head and self._congruent(xs[-2], ys[-1]) and self._congruent(xs[-1], ys[-2])
+
+    # counterexamples -------------------------------------------------------------------------------
+    def _inputs(self, model: Any, leaves: Sequence[Any]) -> list[Any]:
+        import numpy as np
+
+        arrays = [np.zeros(t.shape, dtype=t.dtype.numpy) for t in self.types]
+        index = {p.name: i for i, p in enumerate(self.fa.params)}
+        for v in leaves:
+            name, _, rest = v.decl().name().rpartition("[")
+            i = index.get(name)
+            if i is None:
+                continue
+            pos = tuple(int(s) for s in rest.rstrip("]").split(",") if s)
+            val = model.eval(v, model_completion=True)
+            arrays[i][pos] = _to_numpy(self.types[i].dtype, val)
+        return arrays
+
+    def _confirm(self, model: Any, leaves: Sequence[Any]) -> bool:
+        return self._report_difference(self._inputs(model, leaves))
+
+    def _confirm_zeros(self) -> EquivReport:
+        import numpy as np
+
+        self._report_difference([np.zeros(t.shape, dtype=t.dtype.numpy) for t in self.types])
+        return self.rep
+
+    def _report_difference(self, arrays: list[Any]) -> bool:
+        """Run both functions on the reference; on a difference fill in the verdict (and write the
+        inputs) and return True."""
+        import numpy as np
+
+        from mind.reference.interpreter import run_function
+
+        ra = run_function(self.fa, arrays)
+        rb = run_function(self.fb, arrays)
+        for r, (a, b) in enumerate(zip(ra, rb)):
+            same = _bit_equal(a, b)
+            if np.all(same):
+                continue
+            where = tuple(int(i) for i in np.argwhere(~np.asarray(same))[0]) if np.ndim(same) else ()
+            dtype = _dtype_of(a)
+            self.rep.verdict = "different"
+            self.rep.counterexample = {
+                "result": r, "index": list(where),
+                "a": _json_scalar(dtype, np.asarray(a)[where]), "b": _json_scalar(dtype, np.asarray(b)[where]),
+                "inputs": {p.name: _json_array(arr) for p, arr in zip(self.fa.params, arrays) if arr.size <= 64}}
+            if self.out_dir is not None:
+                self._write(arrays)
+            return True
+        return False
+
+    def _write(self, arrays: list[Any]) -> None:
+        import numpy as np
+
+        from mind.driver_io import atomic_write
+
+        for p, arr in zip(self.fa.params, arrays):
+            name = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in p.name)
+            path = os.path.join(self.out_dir, f"{name}.npy")  # type: ignore[arg-type]
+            atomic_write(path, lambda fh, arr=arr: np.save(fh, arr))
+            self.rep.files.append(path)
+
+
+def _dtype_of(arr: Any) -> DType:
+    from mind.spec.dtypes import from_numpy
+
+    return from_numpy(arr.dtype)  # type: ignore[return-value]
+
+
+def _to_numpy(dtype: DType, val: Any) -> Any:
+    import numpy as np
+
+    if dtype.is_float:
+        bv = z3.simplify(z3.fpToIEEEBV(val))
+        bits = bv.as_long() if z3.is_bv_value(bv) else 0
+        return np.array([bits], dtype=np.uint32 if dtype is DType.F32 else np.uint64).view(dtype.numpy)[0]
+    if dtype.is_int:
+        return val.as_signed_long() if z3.is_bv_value(val) else 0
+    return z3.is_true(val)
+
+
+def _json_scalar(dtype: DType, x: Any) -> Any:
+    import numpy as np
+
+    if dtype.is_float:
+        f = float(x)
+        bits = np.asarray(x, dtype=dtype.numpy).reshape(1).view(np.uint32 if dtype is DType.F32 else np.uint64)[0]
+        return {"value": "nan" if f != f else repr(f), "bits": f"0x{int(bits):0{dtype.bits // 4}x}"}
+    return bool(x) if dtype is DType.BOOL else int(x)
+
+
+def _json_array(arr: Any) -> Any:
+    """Small input arrays in the JSON report (NaN and infinities as strings)."""
+    def enc(x: Any) -> Any:
+        if isinstance(x, list):
+            return [enc(i) for i in x]
+        if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
+            return "nan" if x != x else ("inf" if x > 0 else "-inf")
+        return x
+    return enc(arr.tolist())
+
+
+def check_equiv(fa: Function, fb: Function, shapes: Mapping[str, TensorType] | None = None, *,
+                rlimit: int = RLIMIT, out_dir: str | None = None) -> EquivReport:
+    """Translation validation of ``fa`` against ``fb`` for every input of the given shapes."""
+    types = _param_types(fa, fb, shapes or {})
+    return _Checker(fa, fb, types, rlimit, out_dir).run()
+
+
+def format_report(rep: EquivReport, a: str, b: str) -> str:
+    shapes = ", ".join(f"%{k}: {v}" for k, v in rep.shapes.items()) or "no parameters"
+    how = (f"{rep.elements} result elements: {rep.identical} the same term, {rep.proved} proved equal "
+           f"with {rep.queries} solver {'query' if rep.queries == 1 else 'queries'}")
+    if rep.verdict == "equal":
+        return f"equal: @{rep.function} of {a} and {b} agree bit for bit on every input ({shapes}; {how})"
+    if rep.verdict == "unknown":
+        return f"unknown: @{rep.function} of {a} and {b} ({shapes}): {rep.reason} ({how})"
+    c = rep.counterexample or {}
+    lines = [f"different: @{rep.function} of {a} and {b} ({shapes}): result {c.get('result')} at "
+             f"{c.get('index')} is {_fmt(c.get('a'))} in {a} and {_fmt(c.get('b'))} in {b}"]
+    if rep.files:
+        lines.append("inputs: " + ", ".join(rep.files))
+    return "\n".join(lines)
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, dict):
+        return f"{x['value']} ({x['bits']})"
+    return str(x).lower() if isinstance(x, bool) else str(x)
