@@ -38,7 +38,7 @@ from mind.spec.dims import evaluate
 from mind.spec.dtypes import DType
 from mind.spec.ops import TensorType
 from mind.verify.prove import SEED, new_solver, reason_text
-from mind.verify.z3scalars import ExactScalars
+from mind.verify.z3scalars import ExactScalars, allowed_sum
 from mind.verify.z3tensor import Flattening, Tensor, Unsupported, apply, constant, leaf
 
 RLIMIT = 20_000_000  # per query
@@ -51,12 +51,13 @@ _DIM_ATTRS = ("shape", "start", "stop")  # attributes whose entries may be symbo
 
 @dataclass
 class EquivReport:
-    verdict: str  # equal | different | unknown
+    verdict: str  # equal | refines | different | unknown
     function: str
     shapes: dict[str, str]
     elements: int = 0
     identical: int = 0  # element pairs that are one term
     proved: int = 0  # element pairs the solver proved equal (or that repeat a proved pair)
+    refined: int = 0  # element pairs where B gives a result the spec allows for A's float sum
     queries: int = 0  # solver calls
     counterexample: dict[str, Any] | None = None
     reason: str | None = None
@@ -66,6 +67,7 @@ class EquivReport:
     def to_json(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "function": self.function, "shapes": self.shapes,
                 "elements": self.elements, "identical": self.identical, "proved": self.proved,
+                "refined": self.refined,
                 "queries": self.queries, "counterexample": self.counterexample, "reason": self.reason,
                 "files": self.files, "rlimit": self.rlimit, "seed": SEED}
 
@@ -265,6 +267,8 @@ class _Checker:
         if unknown is not None:
             self.rep.verdict = "unknown"
             self.rep.reason = unknown
+        elif self.rep.refined:
+            self.rep.verdict = "refines"
         return self.rep
 
     def _unknown(self, reason: str) -> EquivReport:
@@ -298,6 +302,10 @@ class _Checker:
         key = self._key(ta, tb, leaves)
         if self.decided.get(key) == "unknown":
             return "unknown"
+        if self.decided.get(key) == "refines" or self._refines(ta, tb, apps):
+            self.decided[key] = "refines"
+            self.rep.refined += 1
+            return "refines"
         verdict, s = self._solve(ta, tb, apps)
         if verdict == "equal":
             self.decided[key] = "equal"
@@ -313,6 +321,18 @@ class _Checker:
             self.rep.reason = reason_text(s, self.rlimit)
         self.decided[key] = "unknown"
         return "unknown"
+
+    def _refines(self, ta: Any, tb: Any, apps: Sequence[Any]) -> bool:
+        """Whether ``tb`` is, for every input, a result the spec allows for the float sum ``ta``
+        (``z3scalars.allowed_sum``): B then computes one of A's permitted results."""
+        if not (z3.is_app(ta) and ta.decl().name().startswith("sum_") and ta.get_id() in self.bounded):
+            return False
+        dtype = DType.F32 if ta.sort() == z3.Float32() else DType.F64
+        s = new_solver(self.rlimit)
+        s.add(*[self.bounded[t.get_id()] for t in apps if not t.eq(ta)],
+              z3.Not(allowed_sum(dtype, ta.children(), tb)))
+        self.rep.queries += 1
+        return s.check() == z3.unsat
 
     def _solve(self, ta: Any, tb: Any, apps: Sequence[Any]) -> tuple[str, Any]:
         """Ask for inputs on which ``ta`` and ``tb`` differ: equal | sat | unknown."""
@@ -467,10 +487,14 @@ def check_equiv(fa: Function, fb: Function, shapes: Mapping[str, TensorType] | N
 
 def format_report(rep: EquivReport, a: str, b: str) -> str:
     shapes = ", ".join(f"%{k}: {v}" for k, v in rep.shapes.items()) or "no parameters"
-    how = (f"{rep.elements} result elements: {rep.identical} the same term, {rep.proved} proved equal "
-           f"with {rep.queries} solver {'query' if rep.queries == 1 else 'queries'}")
+    how = (f"{rep.elements} result elements: {rep.identical} the same term, {rep.proved} proved equal"
+           + (f", {rep.refined} results the spec allows for {a}'s sums" if rep.refined else "")
+           + f"; {rep.queries} solver {'query' if rep.queries == 1 else 'queries'}")
     if rep.verdict == "equal":
         return f"equal: @{rep.function} of {a} and {b} agree bit for bit on every input ({shapes}; {how})"
+    if rep.verdict == "refines":
+        return (f"refines: on every input ({shapes}) @{rep.function} of {b} gives a result {a} may give: "
+                f"equal bits, or within the spec's bound of a float sum ({how})")
     if rep.verdict == "unknown":
         return f"unknown: @{rep.function} of {a} and {b} ({shapes}): {rep.reason} ({how})"
     c = rep.counterexample or {}

@@ -136,8 +136,8 @@ BY_OP = _by_op()
 RULE_OPS = frozenset(BY_OP)  # ops some rule may rewrite
 
 
-def simplify_rule(op: Operation, xs: tuple[Value, ...], ctx: RewriteContext) -> Value | Operation | None:
-    """The first rule of the table that applies to ``op`` (operands ``xs``), applied; else None."""
+def _first_match(op: Operation, xs: tuple[Value, ...], ctx: RewriteContext) -> tuple[_Compiled, _Match] | None:
+    """The first rule of the table that applies to ``op`` (operands ``xs``), with its bindings."""
     compiled = BY_OP.get(op.op)
     if compiled is None:
         return None
@@ -153,8 +153,23 @@ def simplify_rule(op: Operation, xs: tuple[Value, ...], ctx: RewriteContext) -> 
             if cond.fn(A, m) is not True:
                 break
         else:
-            return c.result(m, A, op)
+            return c, m
     return None
+
+
+def simplify_rule(op: Operation, xs: tuple[Value, ...], ctx: RewriteContext) -> Value | Operation | None:
+    """The first rule of the table that applies to ``op`` (operands ``xs``), applied; else None."""
+    hit = _first_match(op, xs, ctx)
+    if hit is None:
+        return None
+    c, m = hit
+    return c.result(m, ctx.arith, op)
+
+
+def rule_for(op: Operation, xs: tuple[Value, ...], ctx: RewriteContext) -> Rule | None:
+    """The rule ``simplify_rule`` applies to ``op``, if any (for tests and reports)."""
+    hit = _first_match(op, xs, ctx)
+    return None if hit is None else hit[0].rule
 
 
 # ------------------------------------------------------------------------------------------------

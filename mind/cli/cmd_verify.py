@@ -130,7 +130,7 @@ def run_equiv(args: argparse.Namespace) -> int:
         emit_json(rep.to_json())
     else:
         sys.stdout.write(format_report(rep, path_a, path_b) + "\n")
-    return 0 if rep.verdict == "equal" else 1
+    return 0 if rep.verdict in ("equal", "refines") else 1
 
 
 def run_spec(args: argparse.Namespace) -> int:
