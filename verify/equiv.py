@@ -42,6 +42,10 @@ from mind.verify.z3scalars import ExactScalars, allowed_sum
 from mind.verify.z3tensor import Flattening, Tensor, Unsupported, apply, constant, leaf
 
 RLIMIT = 20_000_000  # per query
+#: Nodes ``_absorb`` asks about: arithmetic and choice, whose result may be one of their operands.
+_ABSORBING = frozenset({z3.Z3_OP_FPA_ADD, z3.Z3_OP_FPA_SUB, z3.Z3_OP_FPA_MUL, z3.Z3_OP_FPA_DIV, z3.Z3_OP_BADD,
+                        z3.Z3_OP_BSUB, z3.Z3_OP_BMUL, z3.Z3_OP_ITE})
+PROBES = 16  # random inputs (of special values) run on the reference before a solver query
 #: Operators whose two operands may be swapped (IEEE addition and multiplication are commutative:
 #: rules ``add-commute`` and ``mul-commute`` of ``mind verify --rewrites``).
 _COMMUTATIVE = frozenset({z3.Z3_OP_FPA_ADD, z3.Z3_OP_FPA_MUL, z3.Z3_OP_BADD, z3.Z3_OP_BMUL, z3.Z3_OP_AND,
@@ -186,6 +190,35 @@ def _scan(terms: Sequence[Any], bounded: Mapping[int, Any]) -> tuple[list[Any], 
     return leaves, apps
 
 
+def _subterm_ids(t: Any) -> list[int]:
+    out: list[int] = []
+    seen: set[int] = set()
+    stack = [t]
+    while stack:
+        e = stack.pop()
+        i = e.get_id()
+        if i in seen:
+            continue
+        seen.add(i)
+        out.append(i)
+        stack.extend(e.children())
+    return out
+
+
+def _special_values(dtype: DType) -> Any:
+    import numpy as np
+
+    if dtype.is_float:
+        info = np.finfo(dtype.numpy)
+        tiny = float(np.nextafter(dtype.numpy.type(0), dtype.numpy.type(1)))
+        return np.array([0.0, -0.0, 1.0, -1.0, 2.0, 0.5, np.inf, -np.inf, np.nan, tiny, -tiny,
+                         float(info.max), -float(info.max), 3.0, -7.5], dtype=dtype.numpy)
+    if dtype.is_int:
+        lo, hi = dtype.int_min, dtype.int_max
+        return np.array([0, 1, -1, 2, lo, hi, lo + 1, hi - 1, 7, -9], dtype=dtype.numpy)
+    return np.array([False, True])
+
+
 def _bit_equal(a: Any, b: Any) -> Any:
     """Elementwise: the spec's ``exact`` equality (bits, any NaN equals any NaN)."""
     import numpy as np
@@ -211,8 +244,10 @@ class _Checker:
         self.alg = ExactScalars()
         self.fl = Flattening()
         self.rep = EquivReport("equal", fa.name, {p.name: str(t) for p, t in zip(fa.params, types)}, rlimit=rlimit)
-        self.decided: dict[tuple[int, int], str] = {}  # canonical pair -> equal | unknown | no
+        self.decided: dict[tuple[int, int], str] = {}  # canonical pair -> equal | refines | unknown | no
         self._alive: list[Any] = []
+        self.proved_pairs: dict[int, tuple[Any, Any]] = {}  # id of a subterm of A -> (it, its equal in B)
+        self._probed = False
 
     def run(self) -> EquivReport:
         from mind.reference.interpreter import bind_arguments
@@ -298,6 +333,10 @@ class _Checker:
         if self._congruent(ta, tb, top=True):
             self.rep.proved += 1
             return "equal"
+        ta, tb = self._absorb(ta), self._absorb(tb)
+        if self._congruent(ta, tb, top=True):
+            self.rep.proved += 1
+            return "equal"
         leaves, apps = _scan([ta, tb], self.bounded)
         key = self._key(ta, tb, leaves)
         if self.decided.get(key) == "unknown":
@@ -306,7 +345,11 @@ class _Checker:
             self.decided[key] = "refines"
             self.rep.refined += 1
             return "refines"
-        verdict, s = self._solve(ta, tb, apps)
+        if not self._probed:
+            self._probed = True
+            if self._probe():
+                return "different"
+        verdict, s = self._solve(self._replace_proved(ta), tb, apps)
         if verdict == "equal":
             self.decided[key] = "equal"
             self.rep.proved += 1
@@ -328,7 +371,7 @@ class _Checker:
         if not (z3.is_app(ta) and ta.decl().name().startswith("sum_") and ta.get_id() in self.bounded):
             return False
         dtype = DType.F32 if ta.sort() == z3.Float32() else DType.F64
-        s = new_solver(self.rlimit)
+        s = new_solver(max(1, self.rlimit // 10))  # a refinement is quick to show when it holds
         s.add(*[self.bounded[t.get_id()] for t in apps if not t.eq(ta)],
               z3.Not(allowed_sum(dtype, ta.children(), tb)))
         self.rep.queries += 1
@@ -363,6 +406,7 @@ class _Checker:
             if all(self._congruent(x, y) for x, y in zip(xs, ys)) or (
                     a.decl().kind() in _COMMUTATIVE and n >= 2 and self._swapped(xs, ys)):
                 self.decided[key] = "equal"
+                self.proved_pairs[a.get_id()] = (a, b)
                 return True
             self.decided[key] = "no"
             return False
@@ -370,7 +414,56 @@ class _Checker:
             return False  # the caller asks the solver about the whole pair
         verdict, _ = self._solve(a, b, apps)  # different heads: decide this pair by itself
         self.decided[key] = "equal" if verdict == "equal" else "no"
+        if verdict == "equal":
+            self.proved_pairs[a.get_id()] = (a, b)
         return verdict == "equal"
+
+    def _absorb(self, t: Any) -> Any:
+        """``t`` with every arithmetic or ``If`` node that is proved equal to one of its operands
+        replaced by that operand, bottom-up (``x·1``, ``x + (-0)``, ``select(c, x, x)``: the identities
+        a canonicalizer removes); each replacement is a solver query on that node alone, decided
+        once per shape of node up to renaming."""
+        memo: dict[int, Any] = {}
+
+        def go(e: Any) -> Any:
+            i = e.get_id()
+            hit = memo.get(i)
+            if hit is not None:
+                return hit
+            n = e.num_args()
+            out = e
+            if n and e.get_id() not in self.bounded:
+                kids = [go(e.arg(k)) for k in range(n)]
+                if any(not k.eq(e.arg(j)) for j, k in enumerate(kids)):
+                    out = e.decl()(*kids)
+                if z3.is_app(out) and out.decl().kind() in _ABSORBING:
+                    for k in kids:
+                        if k.sort() == out.sort() and self._congruent(out, k):
+                            out = k
+                            break
+            memo[i] = out
+            return out
+        return go(t)
+
+    def _replace_proved(self, t: Any) -> Any:
+        """``t`` with each subterm already proved equal to a subterm of B replaced by that one:
+        the solver then sees the parts the two sides share as one term."""
+        pairs = [self.proved_pairs[i] for i in _subterm_ids(t) if i in self.proved_pairs]
+        return z3.substitute(t, *pairs) if pairs else t
+
+    def _probe(self) -> bool:
+        """Run both functions on the reference with a fixed set of inputs built from the values
+        where floating-point and wrapping arithmetic differ (±0, ±inf, NaN, subnormals, extremes);
+        True (and the verdict filled in) if some input shows a difference."""
+        import numpy as np
+
+        rng = np.random.default_rng(SEED)
+        pools = [_special_values(t.dtype) for t in self.types]
+        sets = [[np.full(t.shape, pool[k % len(pool)], dtype=t.dtype.numpy) for t, pool in zip(self.types, pools)]
+                for k in range(max(len(p) for p in pools))] if pools else []
+        sets += [[rng.choice(pool, size=t.shape).astype(t.dtype.numpy) for t, pool in zip(self.types, pools)]
+                 for _ in range(PROBES)]
+        return any(self._report_difference(arrays) for arrays in sets)
 
     def _swapped(self, xs: list[Any], ys: list[Any]) -> bool:
         """The last two arguments (the operands; a rounding mode may come first) swapped."""
