@@ -38,7 +38,7 @@ from mind.spec.dims import evaluate
 from mind.spec.dtypes import DType
 from mind.spec.ops import TensorType
 from mind.verify.prove import SEED, new_solver, reason_text
-from mind.verify.z3scalars import ExactScalars, allowed_sum
+from mind.verify.z3scalars import ExactScalars, allowed_sum, facts, is_bounded
 from mind.verify.z3tensor import Flattening, Tensor, Unsupported, apply, constant, leaf
 
 RLIMIT = 20_000_000  # per query
@@ -165,7 +165,7 @@ def _run(fn: Function, env: Mapping[str, int], inputs: Sequence[Tensor], alg: Ex
     return [vals[id(v)] for v in fn.results]
 
 
-def _scan(terms: Sequence[Any], bounded: Mapping[int, Any]) -> tuple[list[Any], list[Any]]:
+def _scan(terms: Sequence[Any]) -> tuple[list[Any], list[Any]]:
     """The input elements (uninterpreted constants) and bounded-op applications in ``terms``, in
     first-visit order."""
     leaves: list[Any] = []
@@ -179,15 +179,33 @@ def _scan(terms: Sequence[Any], bounded: Mapping[int, Any]) -> tuple[list[Any], 
         if i in seen:
             continue
         seen.add(i)
-        if i in bounded:
-            apps.append(e)
         n = e.num_args()
         if n == 0:
             if z3.is_app(e) and e.decl().kind() == uninterpreted:
                 leaves.append(e)
             continue
-        stack.extend(e.arg(k) for k in range(n - 1, -1, -1))
+        if is_bounded(e):
+            apps.append(e)
+        stack.extend(reversed(e.children()))
     return leaves, apps
+
+
+def _substitute(t: Any, froms: Any, tos: Any, n: int) -> Any:
+    """``z3.substitute`` without its per-pair sort checks (the pairs are built with equal sorts)."""
+    return z3.z3._to_expr_ref(z3.Z3_substitute(t.ctx_ref(), t.as_ast(), n, froms, tos), t.ctx)
+
+
+def _ast_array(terms: Sequence[Any]) -> Any:
+    arr = (z3.Ast * len(terms))()
+    for k, t in enumerate(terms):
+        arr[k] = t.as_ast()
+    return arr
+
+
+def _is_value(e: Any) -> bool:
+    """A constant the absorption query keeps: a numeral, a rounding mode, ``true``/``false``."""
+    return z3.is_fp_value(e) or z3.is_bv_value(e) or z3.is_true(e) or z3.is_false(e) or z3.is_fprm(e) \
+        or (z3.is_app(e) and e.num_args() == 0 and e.decl().kind() != z3.Z3_OP_UNINTERPRETED)
 
 
 def _subterm_ids(t: Any) -> list[int]:
@@ -247,6 +265,9 @@ class _Checker:
         self.decided: dict[tuple[int, int], str] = {}  # canonical pair -> equal | refines | unknown | no
         self._alive: list[Any] = []
         self.proved_pairs: dict[int, tuple[Any, Any]] = {}  # id of a subterm of A -> (it, its equal in B)
+        self.same: dict[tuple[int, int], bool] = {}  # (id, id) -> whether congruence showed them equal
+        self.absorbed: dict[int, Any] = {}  # id of a term -> it with absorbed operands (``_absorb``)
+        self._canon: dict[tuple, Any] = {}
         self._probed = False
 
     def run(self) -> EquivReport:
@@ -270,8 +291,6 @@ class _Checker:
                 raise error("E2001", f"result {r} has type {TensorType(a.dtype, a.shape)} in @{fa.name} and "
                                      f"{TensorType(b.dtype, b.shape)} in @{fb.name}",
                             help="the two functions must have the same signature")
-        self.bounded: dict[int, Any] = {}
-        self._seen = 0
         unknown: str | None = None
         for r, (a, b) in enumerate(zip(outs_a, outs_b)):
             n = 1
@@ -316,34 +335,52 @@ class _Checker:
         verdict, since Z3 reuses the ids of freed terms)."""
         if not leaves:
             return ta.get_id(), tb.get_id()
-        pairs = [(v, z3.Const(f"_v{k}", v.sort())) for k, v in enumerate(leaves)]
-        ca, cb = z3.substitute(ta, *pairs), z3.substitute(tb, *pairs)
+        froms, tos = _ast_array(leaves), _ast_array([self._canonical(k, v) for k, v in enumerate(leaves)])
+        ca, cb = _substitute(ta, froms, tos, len(leaves)), _substitute(tb, froms, tos, len(leaves))
         self._alive.append((ca, cb))
         return ca.get_id(), cb.get_id()
 
-    def _sync(self) -> None:
-        """Index the bounded applications built since the last call."""
-        alg = self.alg
-        for t, ax in zip(alg.bounded[self._seen:], alg.axioms[self._seen:]):
-            self.bounded[t.get_id()] = ax
-        self._seen = len(alg.bounded)
+    def _canonical(self, k: int, v: Any) -> Any:
+        """The k-th canonical input element of ``v``'s sort (``_v0``, ``_v1``, …; made once)."""
+        key = (k, v.sort_kind(), v.sort().get_id())
+        c = self._canon.get(key)
+        if c is None:
+            c = self._canon[key] = z3.Const(f"_v{k}", v.sort())
+        return c
 
     def _decide(self, ta: Any, tb: Any) -> str:
-        self._sync()
-        if self._congruent(ta, tb, top=True):
+        """Decide one pair of result elements.  The pair is first renamed to canonical input
+        elements (``_v0, _v1, …`` in order of appearance), so that every later pair of the same
+        form is the same Z3 term and hits the caches below; a model is mapped back."""
+        leaves, _ = _scan([ta, tb])
+        canon = [self._canonical(k, v) for k, v in enumerate(leaves)]
+        if leaves:
+            froms, tos = _ast_array(leaves), _ast_array(canon)
+            ta, tb = _substitute(ta, froms, tos, len(leaves)), _substitute(tb, froms, tos, len(leaves))
+        self._alive.append((ta, tb))
+        key = (ta.get_id(), tb.get_id())
+        known = self.decided.get(key)
+        if known in ("equal", "refines", "unknown"):
+            self._count(known)
+            return known
+        verdict = self._decide_canonical(ta, tb, dict(zip(canon, leaves)))
+        if verdict != "different":
+            self.decided[key] = verdict
+            self._count(verdict)
+        return verdict
+
+    def _count(self, verdict: str) -> None:
+        if verdict == "equal":
             self.rep.proved += 1
-            return "equal"
+        elif verdict == "refines":
+            self.rep.refined += 1
+
+    def _decide_canonical(self, ta: Any, tb: Any, originals: dict[Any, Any]) -> str:
         ta, tb = self._absorb(ta), self._absorb(tb)
         if self._congruent(ta, tb, top=True):
-            self.rep.proved += 1
             return "equal"
-        leaves, apps = _scan([ta, tb], self.bounded)
-        key = self._key(ta, tb, leaves)
-        if self.decided.get(key) == "unknown":
-            return "unknown"
-        if self.decided.get(key) == "refines" or self._refines(ta, tb, apps):
-            self.decided[key] = "refines"
-            self.rep.refined += 1
+        leaves, apps = _scan([ta, tb])
+        if self._refines(ta, tb, apps):
             return "refines"
         if not self._probed:
             self._probed = True
@@ -351,36 +388,32 @@ class _Checker:
                 return "different"
         verdict, s = self._solve(self._replace_proved(ta), tb, apps)
         if verdict == "equal":
-            self.decided[key] = "equal"
-            self.rep.proved += 1
             return "equal"
         if verdict == "sat":
-            if self._confirm(s.model(), leaves):
+            if self._confirm(s.model(), [(v, originals.get(v, v)) for v in leaves]):
                 return "different"
             self.rep.reason = ("the solver's counterexample depends on how exp/log/sums are approximated "
                                "(it does not reproduce on the reference interpreter)" if apps else
                                "the solver's counterexample does not reproduce on the reference interpreter")
         else:
             self.rep.reason = reason_text(s, self.rlimit)
-        self.decided[key] = "unknown"
         return "unknown"
 
     def _refines(self, ta: Any, tb: Any, apps: Sequence[Any]) -> bool:
         """Whether ``tb`` is, for every input, a result the spec allows for the float sum ``ta``
         (``z3scalars.allowed_sum``): B then computes one of A's permitted results."""
-        if not (z3.is_app(ta) and ta.decl().name().startswith("sum_") and ta.get_id() in self.bounded):
+        if not (is_bounded(ta) and ta.decl().name().startswith("sum_")):
             return False
         dtype = DType.F32 if ta.sort() == z3.Float32() else DType.F64
         s = new_solver(max(1, self.rlimit // 10))  # a refinement is quick to show when it holds
-        s.add(*[self.bounded[t.get_id()] for t in apps if not t.eq(ta)],
-              z3.Not(allowed_sum(dtype, ta.children(), tb)))
+        s.add(*[facts(t) for t in apps if not t.eq(ta)], z3.Not(allowed_sum(dtype, ta.children(), tb)))
         self.rep.queries += 1
         return s.check() == z3.unsat
 
     def _solve(self, ta: Any, tb: Any, apps: Sequence[Any]) -> tuple[str, Any]:
         """Ask for inputs on which ``ta`` and ``tb`` differ: equal | sat | unknown."""
         s = new_solver(self.rlimit)
-        s.add(*[self.bounded[t.get_id()] for t in apps], ta != tb)
+        s.add(*[facts(t) for t in apps], ta != tb)
         self.rep.queries += 1
         r = s.check()
         return ("equal" if r == z3.unsat else "sat" if r == z3.sat else "unknown"), s
@@ -388,42 +421,43 @@ class _Checker:
     def _congruent(self, a: Any, b: Any, top: bool = False) -> bool:
         """Whether ``a = b`` follows from congruence: the same op (or commutative op, with its
         operands swapped) on arguments that are equal, each pair decided the same way, and where
-        the heads differ, by a solver query on that pair alone.  Every op here is a function (the
-        bounded ones are one shared interpretation), so equal arguments give equal results."""
+        the heads differ, by a solver query on that pair alone (decided once per pair up to
+        renaming).  Every op here is a function (the bounded ones are one shared
+        interpretation), so equal arguments give equal results.  ``top``: leave a pair with
+        different heads to the caller."""
         if a.eq(b):
             return True
-        if a.num_args() == 0 and b.num_args() == 0 and z3.is_app(a) and z3.is_app(b) \
-                and a.decl().kind() == z3.Z3_OP_UNINTERPRETED and b.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            return False  # two different input elements
-        leaves, apps = _scan([a, b], self.bounded)
-        key = self._key(a, b, leaves)
-        known = self.decided.get(key)
+        pair = (a.get_id(), b.get_id())
+        known = self.same.get(pair)
         if known is not None:
-            return known == "equal"
+            return known
         n = a.num_args()
         if n and n == b.num_args() and a.decl().eq(b.decl()):
             xs, ys = [a.arg(k) for k in range(n)], [b.arg(k) for k in range(n)]
-            if all(self._congruent(x, y) for x, y in zip(xs, ys)) or (
-                    a.decl().kind() in _COMMUTATIVE and n >= 2 and self._swapped(xs, ys)):
-                self.decided[key] = "equal"
-                self.proved_pairs[a.get_id()] = (a, b)
-                return True
-            self.decided[key] = "no"
+            ok = all(self._congruent(x, y) for x, y in zip(xs, ys)) or (
+                a.decl().kind() in _COMMUTATIVE and n >= 2 and self._swapped(xs, ys))
+        elif not n and not b.num_args():
+            ok = False  # two different leaves (input elements or values)
+        elif top:
             return False
-        if top:
-            return False  # the caller asks the solver about the whole pair
-        verdict, _ = self._solve(a, b, apps)  # different heads: decide this pair by itself
-        self.decided[key] = "equal" if verdict == "equal" else "no"
-        if verdict == "equal":
+        else:
+            leaves, apps = _scan([a, b])
+            key = self._key(a, b, leaves)
+            verdict = self.decided.get(key)
+            if verdict is None:
+                verdict = self.decided[key] = self._solve(a, b, apps)[0]
+            ok = verdict == "equal"
+        self.same[pair] = ok
+        self._alive.append((a, b))
+        if ok:
             self.proved_pairs[a.get_id()] = (a, b)
-        return verdict == "equal"
+        return ok
 
     def _absorb(self, t: Any) -> Any:
         """``t`` with every arithmetic or ``If`` node that is proved equal to one of its operands
         replaced by that operand, bottom-up (``x·1``, ``x + (-0)``, ``select(c, x, x)``: the identities
-        a canonicalizer removes); each replacement is a solver query on that node alone, decided
-        once per shape of node up to renaming."""
-        memo: dict[int, Any] = {}
+        a canonicalizer removes); each replacement is decided by ``_absorbs``."""
+        memo = self.absorbed
 
         def go(e: Any) -> Any:
             i = e.get_id()
@@ -432,18 +466,37 @@ class _Checker:
                 return hit
             n = e.num_args()
             out = e
-            if n and e.get_id() not in self.bounded:
+            if n:
                 kids = [go(e.arg(k)) for k in range(n)]
                 if any(not k.eq(e.arg(j)) for j, k in enumerate(kids)):
                     out = e.decl()(*kids)
                 if z3.is_app(out) and out.decl().kind() in _ABSORBING:
-                    for k in kids:
-                        if k.sort() == out.sort() and self._congruent(out, k):
+                    for j, k in enumerate(kids):
+                        if k.sort() == out.sort() and self._absorbs(out, j):
                             out = k
                             break
             memo[i] = out
+            self._alive.append((e, out))
             return out
         return go(t)
+
+    def _absorbs(self, node: Any, j: int) -> bool:
+        """Whether ``node`` equals its operand ``j`` whatever its non-constant operands are: the
+        query is on the node with those operands generalized to fresh variables (so ``t - (+0)``
+        is decided once, as ``v - (+0) = v``, for every ``t``), cached by its form."""
+        n = node.num_args()
+        args = [node.arg(k) for k in range(n)]
+        fresh = [a if _is_value(a) else z3.Const(f"_g{k}", a.sort()) for k, a in enumerate(args)]
+        if _is_value(fresh[j]):
+            return False
+        general = node.decl()(*fresh)
+        key = (general.get_id(), fresh[j].get_id())
+        known = self.decided.get(key)
+        if known is None:
+            self._alive.append((general, fresh[j]))
+            verdict, _ = self._solve(general, fresh[j], [])
+            known = self.decided[key] = "equal" if verdict == "equal" else "no"
+        return known == "equal"
 
     def _replace_proved(self, t: Any) -> Any:
         """``t`` with each subterm already proved equal to a subterm of B replaced by that one:
@@ -471,13 +524,15 @@ class _Checker:
         return head and self._congruent(xs[-2], ys[-1]) and self._congruent(xs[-1], ys[-2])
 
     # counterexamples -------------------------------------------------------------------------------
-    def _inputs(self, model: Any, leaves: Sequence[Any]) -> list[Any]:
+    def _inputs(self, model: Any, leaves: Sequence[tuple[Any, Any]]) -> list[Any]:
+        """Input arrays from a model: ``leaves`` pairs each constant of the query with the input
+        element it stands for (named ``param[i,j]``); the other elements are 0."""
         import numpy as np
 
         arrays = [np.zeros(t.shape, dtype=t.dtype.numpy) for t in self.types]
         index = {p.name: i for i, p in enumerate(self.fa.params)}
-        for v in leaves:
-            name, _, rest = v.decl().name().rpartition("[")
+        for v, original in leaves:
+            name, _, rest = original.decl().name().rpartition("[")
             i = index.get(name)
             if i is None:
                 continue
@@ -486,7 +541,7 @@ class _Checker:
             arrays[i][pos] = _to_numpy(self.types[i].dtype, val)
         return arrays
 
-    def _confirm(self, model: Any, leaves: Sequence[Any]) -> bool:
+    def _confirm(self, model: Any, leaves: Sequence[tuple[Any, Any]]) -> bool:
         return self._report_difference(self._inputs(model, leaves))
 
     def _confirm_zeros(self) -> EquivReport:

@@ -344,7 +344,8 @@ class Report:
     verdicts: list[RuleVerdict]
     rank_bound: int
     rlimit: int
-    seconds: float = 0.0
+    seconds: float = 0.0  # not in the report's text or JSON (those are byte-identical across runs)
+    queries: int = 0
 
     def counts(self) -> dict[str, int]:
         out = {"proved": 0, "refuted": 0, "unknown": 0}
@@ -420,6 +421,7 @@ class Prover:
         self.rlimit = rlimit
         self.smt2_dir = smt2_dir
         self._n = 0
+        self.queries = 0  # solver calls (benchmarks report it)
 
     # the solver ------------------------------------------------------------------------------
     def _prove(self, premises: list[Any], lemma: Any, goal: Any, tag: str) -> tuple[str, Any, Any]:
@@ -440,6 +442,7 @@ class Prover:
         if self.smt2_dir and write:
             self._write_smt2(query, tag)
         s = new_solver(self.rlimit, tactic)
+        self.queries += 1
         s.add(query)
         r = s.check()
         if r == z3.unsat:
@@ -625,7 +628,7 @@ def prove_rules(rules: Sequence[Rule] = RULES, rank_bound: int = DEFAULT_RANK_BO
     t0 = time.perf_counter()
     prover = Prover(rank_bound, rlimit, smt2_dir)
     verdicts = [prover.prove(r) for r in rules]
-    return Report(verdicts, rank_bound, rlimit, time.perf_counter() - t0)
+    return Report(verdicts, rank_bound, rlimit, time.perf_counter() - t0, prover.queries)
 
 
 def format_report(rep: Report) -> str:

@@ -13,9 +13,10 @@
 Ops whose spec result is only bounded (``exp``/``log``: ULP bounds; float ``reduce_sum``,
 ``matmul``, ``conv2d``: the γ(n) bound of ``spec/accuracy.py``) are *uninterpreted functions*:
 the same function applied to the same arguments gives the same value (one implementation), and
-``axioms`` holds what the spec fixes exactly for every implementation (the special values of
-``exp``/``log``; NaN and infinity propagation and the empty sum +0 of sums).  ``allowed_sum`` is
-the full bound of a float sum, used to prove that a rewrite's result is one the spec allows.
+``facts(application)`` states what the spec fixes exactly for every implementation (the special
+values of ``exp``/``log``; NaN and infinity propagation of sums), read off the application itself
+so that it holds of any term built from one (renamed, or with equal operands).  ``allowed_sum``
+is the full bound of a float sum, used to prove that a rewrite's result is one the spec allows.
 
 ``AbstractScalars`` keeps nothing but structure: every element op is an uninterpreted function over
 an uninterpreted sort per dtype (``select`` stays ``If``).  Index-level proofs of rewrite rules use
@@ -59,8 +60,7 @@ class ExactScalars:
     """Element semantics of every op, exact where the spec is exact (see the module docstring)."""
 
     def __init__(self) -> None:
-        self.axioms: list[Any] = []  # facts about the uninterpreted (bounded) applications made
-        self.bounded: list[Any] = []  # those applications, in order
+        self.bounded: list[Any] = []  # the applications of bounded ops made, in order
         self._funcs: dict[tuple, Any] = {}
 
     # leaves and constants ------------------------------------------------------------------------
@@ -158,34 +158,17 @@ class ExactScalars:
 
     def exp(self, dtype: DType, a: Any) -> Any:
         r = self._func("exp", dtype, 1)(a)
-        s = sort_of(dtype)
-        one = z3.FPVal(1.0, s)
         self.bounded.append(r)
-        self.axioms.append(z3.And(
-            z3.fpIsNaN(r) == z3.fpIsNaN(a),
-            z3.Implies(z3.fpIsZero(a), r == one),
-            z3.Implies(a == z3.fpPlusInfinity(s), r == z3.fpPlusInfinity(s)),
-            z3.Implies(a == z3.fpMinusInfinity(s), r == z3.fpPlusZero(s)),
-            z3.Implies(z3.Not(z3.fpIsNaN(a)), z3.Not(z3.fpIsNegative(r)))))
         return r
 
     def log(self, dtype: DType, a: Any) -> Any:
         r = self._func("log", dtype, 1)(a)
-        s = sort_of(dtype)
         self.bounded.append(r)
-        nan_in = z3.Or(z3.fpIsNaN(a), z3.fpLT(a, z3.fpPlusZero(s)))
-        self.axioms.append(z3.And(
-            z3.fpIsNaN(r) == nan_in,
-            z3.Implies(z3.fpIsZero(a), r == z3.fpMinusInfinity(s)),
-            z3.Implies(a == z3.fpPlusInfinity(s), r == z3.fpPlusInfinity(s)),
-            z3.Implies(a == z3.FPVal(1.0, s), r == z3.fpPlusZero(s)),
-            z3.Implies(z3.And(z3.Not(nan_in), z3.Not(z3.fpIsZero(a)), a != z3.fpPlusInfinity(s)),
-                       z3.Not(z3.fpIsInf(r)))))
         return r
 
     def sum(self, dtype: DType, xs: Sequence[Any]) -> Any:
         """Σ xs: exact wrapping for integers; for floats an uninterpreted function of the elements
-        (in row-major order of the reduced window) with the exact special cases of the bound."""
+        (in row-major order of the reduced window)."""
         if not dtype.is_float:
             out = value_of(dtype, 0)
             for x in xs:
@@ -195,12 +178,11 @@ class ExactScalars:
             return z3.fpPlusZero(sort_of(dtype))
         r = self._func("sum", dtype, len(xs))(*xs)
         self.bounded.append(r)
-        self.axioms.append(_nonfinite_sum(dtype, list(xs), r))
         return r
 
     def dot(self, dtype: DType, lhs: Sequence[Any], rhs: Sequence[Any]) -> Any:
         """Σ lhs[k]·rhs[k]: exact wrapping for integers; for floats an uninterpreted function of the
-        2n operands (NaN in any operand gives NaN, as in every summation order)."""
+        2n operands."""
         if not dtype.is_float:
             out = value_of(dtype, 0)
             for p, q in zip(lhs, rhs):
@@ -210,7 +192,6 @@ class ExactScalars:
             return z3.fpPlusZero(sort_of(dtype))
         r = self._func("dot", dtype, 2 * len(lhs))(*lhs, *rhs)
         self.bounded.append(r)
-        self.axioms.append(z3.Implies(z3.Or(*[z3.fpIsNaN(t) for t in (*lhs, *rhs)]), z3.fpIsNaN(r)))
         return r
 
     def index_at_most(self, dtype: DType, a: Any, k: int) -> Any:
@@ -218,10 +199,45 @@ class ExactScalars:
         return a <= z3.BitVecVal(k, dtype.bits)
 
 
-def _nonfinite_sum(dtype: DType, xs: list[Any], r: Any) -> Any:
+def is_bounded(t: Any) -> bool:
+    """Whether ``t`` applies one of ``ExactScalars``' uninterpreted (bounded) functions."""
+    return z3.is_app(t) and t.num_args() > 0 and t.decl().kind() == z3.Z3_OP_UNINTERPRETED \
+        and t.decl().name().split("_", 1)[0] in ("exp", "log", "sum", "dot")
+
+
+def facts(r: Any) -> Any:
+    """What the spec fixes of an application ``r`` of a bounded op, for every implementation:
+    exp/log: NaN exactly when the spec says, the exact special values, exp never negative, log of
+    a positive finite number finite; sums: NaN for a NaN element or +inf with -inf, else the one
+    infinity present; dot products: NaN in an operand gives NaN."""
+    kind = r.decl().name().split("_", 1)[0]
+    xs = [r.arg(k) for k in range(r.num_args())]
+    s = r.sort()
+    if kind == "exp":
+        a = xs[0]
+        return z3.And(z3.fpIsNaN(r) == z3.fpIsNaN(a),
+                      z3.Implies(z3.fpIsZero(a), r == z3.FPVal(1.0, s)),
+                      z3.Implies(a == z3.fpPlusInfinity(s), r == z3.fpPlusInfinity(s)),
+                      z3.Implies(a == z3.fpMinusInfinity(s), r == z3.fpPlusZero(s)),
+                      z3.Implies(z3.Not(z3.fpIsNaN(a)), z3.Not(z3.fpIsNegative(r))))
+    if kind == "log":
+        a = xs[0]
+        nan_in = z3.Or(z3.fpIsNaN(a), z3.fpLT(a, z3.fpPlusZero(s)))
+        return z3.And(z3.fpIsNaN(r) == nan_in,
+                      z3.Implies(z3.fpIsZero(a), r == z3.fpMinusInfinity(s)),
+                      z3.Implies(a == z3.fpPlusInfinity(s), r == z3.fpPlusInfinity(s)),
+                      z3.Implies(a == z3.FPVal(1.0, s), r == z3.fpPlusZero(s)),
+                      z3.Implies(z3.And(z3.Not(nan_in), z3.Not(z3.fpIsZero(a)), a != z3.fpPlusInfinity(s)),
+                                 z3.Not(z3.fpIsInf(r))))
+    if kind == "sum":
+        return _nonfinite_sum(xs, r)
+    return z3.Implies(z3.Or(*[z3.fpIsNaN(t) for t in xs]), z3.fpIsNaN(r))
+
+
+def _nonfinite_sum(xs: list[Any], r: Any) -> Any:
     """What every implementation of a float sum must give when the exact sum is not finite: NaN
     for a NaN element or for +inf and -inf together, else the infinity present."""
-    s = sort_of(dtype)
+    s = r.sort()
     nan = z3.Or(*[z3.fpIsNaN(x) for x in xs])
     pinf = z3.Or(*[x == z3.fpPlusInfinity(s) for x in xs])
     ninf = z3.Or(*[x == z3.fpMinusInfinity(s) for x in xs])
@@ -250,7 +266,7 @@ def allowed_sum(dtype: DType, xs: Sequence[Any], r: Any) -> Any:
     within = z3.And(z3.Not(z3.Or(z3.fpIsNaN(r), z3.fpIsInf(r))), err <= bound, -err <= bound)
     if not xs:
         within = z3.And(within, r == z3.fpPlusZero(s))
-    return z3.If(finite, within, _nonfinite_sum(dtype, list(xs), r) if xs else z3.BoolVal(True))
+    return z3.If(finite, within, _nonfinite_sum(list(xs), r) if xs else z3.BoolVal(True))
 
 
 class AbstractScalars:
@@ -260,7 +276,6 @@ class AbstractScalars:
     def __init__(self) -> None:
         self._sorts: dict[DType, Any] = {}
         self._funcs: dict[tuple, Any] = {}
-        self.axioms: list[Any] = []
         self.bounded: list[Any] = []
 
     def sort(self, dtype: DType) -> Any:
