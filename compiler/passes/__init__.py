@@ -25,7 +25,8 @@ from mind.ir.core import RESULT_NAMES, Function, Module, Operation, TensorType, 
 from mind.compiler.passes.cse import COMMUTATIVE, common_subexpression_elimination, cse_rule, op_key
 from mind.compiler.passes.fold import constant_folding, fold_rule
 from mind.compiler.passes.rewrite import RewriteContext, dead_code_elimination, renumber, rewrite
-from mind.compiler.passes.simplify import RULE_OPS, algebraic_simplification, may_fire, simplify_rule
+from mind.compiler.passes.simplify import (NEED_CONST, NEEDS, RULE_OPS, algebraic_simplification, may_fire,
+                                           simplify_rule)
 
 MAX_STEPS_PER_OP = 8
 
@@ -87,8 +88,12 @@ def _first_step(op: Operation, operands: tuple[Value, ...], nconst: int,
         out = fold_rule(op, operands, ctx)
         if out is not None:
             return out
-    if name in _RULE_OPS and may_fire(name, operands, consts):
-        return simplify_rule(op, operands, ctx)
+    if name in _RULE_OPS and (nconst or name not in NEED_CONST):
+        needs = NEEDS[name].get(op.result.type.dtype)  # ``may_fire``, inline
+        if needs is None:
+            return None
+        if needs.always or needs.met(operands, consts):
+            return simplify_rule(op, operands, ctx)
     return None
 
 
@@ -102,7 +107,7 @@ def _more_steps(current: Operation, consts: dict[Value, Operation],
         out = None
         if name != "const" and xs and all(v in consts for v in xs):
             out = fold_rule(current, xs, ctx)
-        if out is None and name in _RULE_OPS and may_fire(name, xs, consts):
+        if out is None and name in _RULE_OPS and may_fire(current, xs, consts):
             out = simplify_rule(current, xs, ctx)
         if out is None:
             break

@@ -222,14 +222,26 @@ def pick(A: Any, seq: tuple[Any, ...], i: Any) -> Any:
     return out
 
 
+def conj(A: Any, conds: Any) -> Any:
+    """``A.and_`` of ``conds``, deciding Python bools as it goes (the canonicalizer's conditions
+    are mostly plain bools; only symbolic ones reach ``A.and_``)."""
+    rest = []
+    for c in conds:
+        if c is False:
+            return False
+        if c is not True:
+            rest.append(c)
+    return A.and_(*rest) if rest else True
+
+
 def same_shape(A: Any, s: tuple[Any, ...], t: tuple[Any, ...]) -> Any:
     if len(s) != len(t):
         return False
-    return A.and_(*[A.eq(a, c) for a, c in zip(s, t)])
+    return conj(A, (A.eq(a, c) for a, c in zip(s, t)))
 
 
 def _all(A: Any, values: Any, want: int) -> Any:
-    return A.and_(*[A.eq(v, want) for v in values])
+    return conj(A, (A.eq(v, want) for v in values))
 
 
 def same_type(x: str, y: str = "result") -> Cond:
@@ -240,11 +252,11 @@ def same_type(x: str, y: str = "result") -> Cond:
 
 def all_equal(value: int, *attrs: str) -> Cond:
     return Cond(" and ".join(f"{a} = [{value}, …]" for a in attrs),
-                lambda A, b: A.and_(*[_all(A, b.attr(a), value) for a in attrs]))
+                lambda A, b: conj(A, (_all(A, b.attr(a), value) for a in attrs)))
 
 
 def _identity(A: Any, perm: Any) -> Any:
-    return A.and_(*[A.eq(p, k) for k, p in enumerate(perm)])
+    return conj(A, (A.eq(p, k) for k, p in enumerate(perm)))
 
 
 def _compose(A: Any, inner: Any, outer: Any) -> tuple[Any, ...]:
@@ -320,7 +332,7 @@ RULES: tuple[Rule, ...] = (
                stop=AttrFn("start + (m - 1)·step + sign(step), m the result extent", _slice_stop),
                step=AttrFn("s1·s2", _slice_step)),
          ALL_DTYPES,
-         (Cond("every result extent m ≥ 1", lambda A, b: A.and_(*[A.ge(m, 1) for m in b.shape("result")])),),
+         (Cond("every result extent m ≥ 1", lambda A, b: conj(A, (A.ge(m, 1) for m in b.shape("result")))),),
          why="element i of the outer slice is element b2 + i·s2 of the inner one, i.e. element "
              "b1 + (b2 + i·s2)·s1 of x"),
     Rule("pad-none", Op("pad", x, v, lo="l", hi="h", interior="i"), x, ALL_DTYPES,
