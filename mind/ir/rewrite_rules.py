@@ -349,7 +349,7 @@ RULES: tuple[Rule, ...] = (
     Rule("reduce-max-none", Op("reduce_max", x, axes="a", keepdims="k"), x, ALL_DTYPES,
          (Cond("a = []", lambda A, b: len(b.attr("a")) == 0),)),
     Rule("select-same", Op("select", c, x, x), x, ALL_DTYPES, (same_type("x"),),
-         why="both branches are the same value, whatever the predicate (even NaN-free zeros of autodiff)"),
+         why="both branches are one value, whatever the predicate (autodiff's zeros select(compare(x, x, eq), 0, 0) become 0)"),
     Rule("select-true", Op("select", Lit("true"), x, y), x, ALL_DTYPES, (same_type("x"),)),
     Rule("select-false", Op("select", Lit("false"), x, y), y, ALL_DTYPES, (same_type("y"),)),
     # operand orders CSE treats as one computation

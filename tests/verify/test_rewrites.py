@@ -259,3 +259,14 @@ def test_cli_rewrites_text(capsys):
 def test_cli_unknown_rule_is_a_usage_error(capsys):
     assert main(["verify", "--rewrites", "--rule", "x-plus-zero"]) == 2
     assert "E7002" in capsys.readouterr().err
+
+
+def test_docs_table_is_in_step(report):
+    """docs/rewrites.md's table is generated from the rules and their verdicts (tools/gen_rewrites.py)."""
+    from pathlib import Path
+
+    from mind.verify.rewrites import TABLE_BEGIN, TABLE_END, markdown_table
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "rewrites.md").read_text()
+    table = text[text.index(TABLE_BEGIN):text.index(TABLE_END) + len(TABLE_END)]
+    assert table == markdown_table(report)
