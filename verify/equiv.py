@@ -165,28 +165,32 @@ def _run(fn: Function, env: Mapping[str, int], inputs: Sequence[Tensor], alg: Ex
     return [vals[id(v)] for v in fn.results]
 
 
-def _scan(terms: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-    """The input elements (uninterpreted constants) and bounded-op applications in ``terms``, in
-    first-visit order."""
-    leaves: list[Any] = []
-    apps: list[Any] = []
+def _nodes(terms: Sequence[Any]) -> Any:
+    """Every distinct node of ``terms``, depth first, in first-visit order."""
     seen: set[int] = set()
     stack = list(reversed(terms))
-    uninterpreted = z3.Z3_OP_UNINTERPRETED
     while stack:
         e = stack.pop()
         i = e.get_id()
         if i in seen:
             continue
         seen.add(i)
-        n = e.num_args()
-        if n == 0:
+        yield e
+        stack.extend(reversed(e.children()))
+
+
+def _scan(terms: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """The input elements (uninterpreted constants) and bounded-op applications in ``terms``, in
+    first-visit order."""
+    leaves: list[Any] = []
+    apps: list[Any] = []
+    uninterpreted = z3.Z3_OP_UNINTERPRETED
+    for e in _nodes(terms):
+        if e.num_args() == 0:
             if z3.is_app(e) and e.decl().kind() == uninterpreted:
                 leaves.append(e)
-            continue
-        if is_bounded(e):
+        elif is_bounded(e):
             apps.append(e)
-        stack.extend(reversed(e.children()))
     return leaves, apps
 
 
@@ -206,21 +210,6 @@ def _is_value(e: Any) -> bool:
     """A constant the absorption query keeps: a numeral, a rounding mode, ``true``/``false``."""
     return z3.is_fp_value(e) or z3.is_bv_value(e) or z3.is_true(e) or z3.is_false(e) or z3.is_fprm(e) \
         or (z3.is_app(e) and e.num_args() == 0 and e.decl().kind() != z3.Z3_OP_UNINTERPRETED)
-
-
-def _subterm_ids(t: Any) -> list[int]:
-    out: list[int] = []
-    seen: set[int] = set()
-    stack = [t]
-    while stack:
-        e = stack.pop()
-        i = e.get_id()
-        if i in seen:
-            continue
-        seen.add(i)
-        out.append(i)
-        stack.extend(e.children())
-    return out
 
 
 def _special_values(dtype: DType) -> Any:
@@ -501,7 +490,7 @@ class _Checker:
     def _replace_proved(self, t: Any) -> Any:
         """``t`` with each subterm already proved equal to a subterm of B replaced by that one:
         the solver then sees the parts the two sides share as one term."""
-        pairs = [self.proved_pairs[i] for i in _subterm_ids(t) if i in self.proved_pairs]
+        pairs = [self.proved_pairs[e.get_id()] for e in _nodes([t]) if e.get_id() in self.proved_pairs]
         return z3.substitute(t, *pairs) if pairs else t
 
     def _probe(self) -> bool:

@@ -32,8 +32,6 @@ timings, so they are byte-identical across runs.  Z3 is imported here: import la
 from __future__ import annotations
 
 import itertools
-import os
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
@@ -44,6 +42,7 @@ from mind.ir.rewrite_rules import RULES, Bindings, Build, Lit, Op, Rule, Var, pi
 from mind.spec.dtypes import ALL_DTYPES, DType
 from mind.spec.ops import OPS, ConstraintViolation, TensorType
 from mind.verify.prove import SEED, model_values, new_solver, reason_text
+from mind.verify.prove import Prover as SpecProver
 from mind.verify.z3arith import Z3_ARITH, Z3Context
 from mind.verify.z3scalars import AbstractScalars, ExactScalars, allowed_sum
 from mind.verify.z3tensor import Flattening, Tensor, Unsupported, apply, leaf, splat
@@ -415,12 +414,12 @@ def scalar_value(dtype: DType, value: Any) -> Any:
     return z3.is_true(value)
 
 
-class Prover:
+class Prover(SpecProver):
+    """Proves rules; shares the spec prover's resource limit, seed and SMT-LIB files."""
+
     def __init__(self, rank_bound: int = DEFAULT_RANK_BOUND, rlimit: int = RLIMIT, smt2_dir: str | None = None):
+        super().__init__(rlimit, smt2_dir)
         self.rank_bound = rank_bound
-        self.rlimit = rlimit
-        self.smt2_dir = smt2_dir
-        self._n = 0
         self.queries = 0  # solver calls (benchmarks report it)
 
     # the solver ------------------------------------------------------------------------------
@@ -440,7 +439,7 @@ class Prover:
     def _check(self, query: Any, tag: str, tactic: bool = False, write: bool = True) -> tuple[str, Any, Any]:
         """(sat | unsat | unknown, solver, reason) for ``query`` (SAT = a counterexample)."""
         if self.smt2_dir and write:
-            self._write_smt2(query, tag)
+            self._write_smt2(query, tag, "a rewrite rule's obligation")
         s = new_solver(self.rlimit, tactic)
         self.queries += 1
         s.add(query)
@@ -450,18 +449,6 @@ class Prover:
         if r == z3.sat:
             return "sat", s, None
         return "unknown", s, reason_text(s, self.rlimit)
-
-    def _write_smt2(self, query: Any, tag: str) -> None:
-        from mind.driver_io import atomic_write
-
-        self._n += 1
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", tag)[:80]
-        path = os.path.join(self.smt2_dir, f"{self._n:04d}-{safe}.smt2")  # type: ignore[arg-type]
-        s = z3.Solver()
-        s.add(query)
-        text = (f"; {tag}\n; unsat = proved.  rlimit {self.rlimit}, random_seed {SEED}\n"
-                f"(set-option :rlimit {self.rlimit})\n(set-option :random-seed {SEED})\n" + s.to_smt2())
-        atomic_write(path, lambda fh: fh.write(text), mode="w")
 
     # enumeration ------------------------------------------------------------------------------
     def dtype_assignments(self, rule: Rule) -> list[dict[Any, DType]]:

@@ -115,24 +115,36 @@ class Lit(FrozenRecord):
         return str(self.literal)
 
 
-class Op(FrozenRecord):
+class _Apply(FrozenRecord):
+    """An op applied to operands, with attributes: the shape of patterns and of built results."""
+
+    __slots__ = ("op", "operands", "attrs")
+
+    def __init__(self, op: str, *operands: Any, **attrs: Any) -> None:
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "operands", tuple(operands))
+        object.__setattr__(self, "attrs", tuple(attrs.items()))
+
+    def __str__(self) -> str:
+        inner = ", ".join(str(o) for o in self.operands)
+        attrs = ", ".join(f"{k}={v}" for k, v in self.attrs)
+        return f"{self.op}({inner}){{{attrs}}}" if attrs else f"{self.op}({inner})"
+
+
+class Op(_Apply):
     """``op`` applied to operand patterns; ``attrs`` binds attribute names to variable names."""
 
-    __slots__ = ("op", "operands", "attrs")
-
-    def __init__(self, op: str, *operands: Any, **attrs: str) -> None:
-        object.__setattr__(self, "op", op)
-        object.__setattr__(self, "operands", tuple(operands))
-        object.__setattr__(self, "attrs", tuple(attrs.items()))
-
-    def __str__(self) -> str:
-        inner = ", ".join(str(o) for o in self.operands)
-        attrs = ", ".join(f"{k}={v}" for k, v in self.attrs)
-        return f"{self.op}({inner}){{{attrs}}}" if attrs else f"{self.op}({inner})"
+    __slots__ = ()
 
 
-class AttrFn(FrozenRecord):
-    """An attribute of a result, computed from the bindings: ``fn(A, b)``; ``text`` says how."""
+class Build(_Apply):
+    """The op a rule builds: its operands are ``Var``s of the source, each attribute an ``AttrFn``."""
+
+    __slots__ = ()
+
+
+class _Described(FrozenRecord):
+    """A function of ``(A, bindings)`` with the ``text`` that states it for people."""
 
     __slots__ = ("text", "fn")
 
@@ -144,33 +156,16 @@ class AttrFn(FrozenRecord):
         return self.text
 
 
-class Build(FrozenRecord):
-    """The op a rule builds: operands are ``Var``s of the source (or nested ``Build``s)."""
+class AttrFn(_Described):
+    """An attribute of a result, computed from the bindings."""
 
-    __slots__ = ("op", "operands", "attrs")
-
-    def __init__(self, op: str, *operands: Any, **attrs: AttrFn) -> None:
-        object.__setattr__(self, "op", op)
-        object.__setattr__(self, "operands", tuple(operands))
-        object.__setattr__(self, "attrs", tuple(attrs.items()))
-
-    def __str__(self) -> str:
-        inner = ", ".join(str(o) for o in self.operands)
-        attrs = ", ".join(f"{k}={v}" for k, v in self.attrs)
-        return f"{self.op}({inner}){{{attrs}}}" if attrs else f"{self.op}({inner})"
+    __slots__ = ()
 
 
-class Cond(FrozenRecord):
-    """A side condition ``fn(A, b)``; ``text`` states it for people (docs, reports)."""
+class Cond(_Described):
+    """A side condition: the rule applies only where it evaluates to ``True``."""
 
-    __slots__ = ("text", "fn")
-
-    def __init__(self, text: str, fn: Callable[[Any, "Bindings"], Any]) -> None:
-        object.__setattr__(self, "text", text)
-        object.__setattr__(self, "fn", fn)
-
-    def __str__(self) -> str:
-        return self.text
+    __slots__ = ()
 
 
 class Bindings:
