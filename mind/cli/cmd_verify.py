@@ -51,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
         raise error("E7002", "nothing to verify",
                     help="`mind verify DUMP`, `mind verify --spec`, `mind verify --autodiff`, "
                          "`mind verify --rewrites` or `mind verify --equiv A B`")
+    if args.rule and not args.rewrites:
+        raise error("E7002", "--rule selects rules of --rewrites")
+    if (args.shapes or args.fn) and not args.equiv:
+        raise error("E7002", "--shapes and --fn apply to --equiv A B")
     if args.rewrites:
         return run_rewrites(args)
     if args.equiv:

@@ -220,3 +220,5 @@ def test_cli_usage_errors(tmp_path, capsys):
     assert "E7001" in capsys.readouterr().err
     assert main(["verify", "--equiv", a, a, "--spec"]) == 2
     assert "E7002" in capsys.readouterr().err
+    assert main(["verify", "--spec", "--shapes", "x=f32[2,3]"]) == 2  # an --equiv option elsewhere
+    assert "E7002" in capsys.readouterr().err
