@@ -26,6 +26,7 @@ import time
 import warnings
 
 from mind.diagnostics import Diagnostic, MindError, error
+from mind.disk import TEMP_PREFIX
 
 __all__ = ["cache_dir", "caching_enabled", "trusted_folder", "open_entry", "read_entry", "evict", "warn",
            "sweep_debris", "is_key", "MindCacheWarning", "EntryProblem", "E_UNSAFE", "E_EVICTED",
@@ -39,7 +40,7 @@ E_EVICTED = "E7011"
 SETTING = "MIND_CACHE"
 SETTINGS = ("on", "off")
 
-DEBRIS_PREFIXES = (".link-", ".tmp-", ".load-")
+DEBRIS_PREFIXES = (".link-", TEMP_PREFIX, ".load-")
 """Names of MIND's temporary files and folders in the cache (``codegen.link_shared``'s link folders,
 ``disk.replace_file``'s temporary files, the CPU engine's links for loading a checked library): what
 a killed process can leave behind."""

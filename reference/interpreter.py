@@ -2,20 +2,20 @@
 
 Arguments are checked against the parameter types (dtype, rank, and dims, binding each symbol to
 the first extent it meets and checking the declared assumptions); mismatches are coded
-diagnostics (E6009/E6010).  A probe directory, if given, receives every intermediate value as
-``.npy``, in program order, for bisecting mismatches between implementations.
+diagnostics (E6009/E6010).  A probe, if given, is called with every parameter and intermediate
+value in program order (``mind run --probe DIR`` saves them, for bisecting mismatches between
+implementations); the interpreter itself writes no files.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from mind.diagnostics import Diagnostic, MindError, error
-from mind.ir.core import Function, Module, Value
+from mind.ir.core import Function, Module, Operation, Value
+from mind.reference.memory import REFERENCE_VIEWS, check_memory, memory_error, value_bytes
 from mind.spec.dims import DimExpr, evaluate, format_dim, substitute
 from mind.spec.dtypes import from_numpy
 from mind.reference.ops import OP_FUNCTIONS
@@ -63,7 +63,7 @@ def bind_arguments(fn: Function, args: Sequence[Any] | Mapping[str, Any]) -> tup
             if expected != n:
                 diags.append(Diagnostic("E6009", f"argument %{p.name} axis {axis} has extent {n}, expected "
                                                  f"{format_dim(d)} = {expected}", help=f"the parameter type is {p.type}"))
-        arrays.append(np.asarray(arr, order="C"))
+        arrays.append(canonical_bools(np.asarray(arr, order="C")))
     if not diags:
         for p, arr in zip(fn.params, arrays):
             for axis, (d, n) in enumerate(zip(p.type.shape, arr.shape)):
@@ -84,41 +84,61 @@ def bind_arguments(fn: Function, args: Sequence[Any] | Mapping[str, Any]) -> tup
     return arrays, env
 
 
+Probe = Callable[[Value, str, np.ndarray], None]
+"""``probe(value, op, array)``: ``op`` is the op that computed ``value`` (``"param"`` for a parameter)."""
+
+
+def canonical_bools(arr: np.ndarray) -> np.ndarray:
+    """``arr``, or for a bool array holding bytes other than 0 and 1 (a NumPy bool is a byte, and a
+    ``.npy`` file or a ``uint8`` view can hold any byte) the same truth values as 0/1 bytes.
+
+    Why: ops and compiled kernels assume a bool is 0 or 1 (the cpu backend converts a bool by
+    widening its byte and compares bools bytewise), so a byte 2 would read as 2, and 2 == 1 as
+    false.  Every backend's arguments pass through here; only bool arrays pay (one pass)."""
+    if arr.dtype != np.bool_ or arr.size == 0:
+        return arr
+    raw = arr.view(np.uint8)
+    return raw != 0 if raw.max() > 1 else arr
+
+
 def run_function(fn: Function, args: Sequence[Any] | Mapping[str, Any], *,
-                 probe_dir: str | None = None) -> list[np.ndarray]:
-    """Evaluate ``fn`` on ``args``; returns one array per result."""
+                 probe: Probe | None = None) -> list[np.ndarray]:
+    """Evaluate ``fn`` on ``args``; returns one array per result.
+
+    Before any op runs, the values' sizes are checked against the memory available
+    (``memory.check_memory``: E6004 at the op where the need peaks); an op whose allocation fails
+    all the same is E6004 at that op.  A value is dropped after its last use."""
     arrays, env = bind_arguments(fn, args)
+    check_memory(fn, env, _materializes, "reference")
     values: dict[int, np.ndarray] = {id(p): a for p, a in zip(fn.params, arrays)}
-    manifest: list[dict[str, Any]] = []
-    if probe_dir is not None:
-        os.makedirs(probe_dir, exist_ok=True)
-        for i, (p, a) in enumerate(zip(fn.params, arrays)):
-            manifest.append(_probe(probe_dir, len(manifest), p, "param", a))
-    for op in fn.ops:
+    if probe is not None:
+        for p, a in zip(fn.params, arrays):
+            probe(p, "param", a)
+    last_use = {id(v): i for i, op in enumerate(fn.ops) for v in op.operands}
+    keep = {id(v) for v in fn.results}
+    for i, op in enumerate(fn.ops):
         attrs = dict(op.attrs)
         for key in ("shape", "start", "stop"):  # dims attributes: symbols take their bound values
             if key in attrs:
                 attrs[key] = tuple(evaluate(d, env) for d in attrs[key])
         operands = [values[id(v)] for v in op.operands]
-        out = OP_FUNCTIONS[op.op](*operands, **attrs)
+        try:
+            out = OP_FUNCTIONS[op.op](*operands, **attrs)
+        except MemoryError:
+            raise memory_error(fn, env, op, value_bytes(op.result.type, env), None, "reference") from None
         values[id(op.result)] = out
-        if probe_dir is not None:
-            manifest.append(_probe(probe_dir, len(manifest), op.result, op.op, out))
-    if probe_dir is not None:
-        with open(os.path.join(probe_dir, "manifest.json"), "w", encoding="utf-8") as fh:
-            json.dump({"function": fn.name, "values": manifest}, fh, indent=1, sort_keys=True)
+        if probe is not None:
+            probe(op.result, op.op, out)
+        for v in op.operands:
+            if last_use[id(v)] == i and id(v) not in keep:
+                values.pop(id(v), None)
+        del operands
     return [values[id(v)] for v in fn.results]
 
 
-def _probe(directory: str, index: int, value: Value, op: str, arr: np.ndarray) -> dict[str, Any]:
-    fname = f"{index:05d}_{_safe(value.name)}.npy"
-    np.save(os.path.join(directory, fname), arr)
-    return {"index": index, "value": value.name, "op": op, "file": fname,
-            "dtype": str(value.type.dtype), "shape": list(arr.shape)}
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "_-" else "_" for c in name)
+def _materializes(op: Operation) -> bool:
+    """The values the interpreter allocates (see ``memory``): all but possible views."""
+    return op.op not in REFERENCE_VIEWS
 
 
 def select_function(module: Module, name: str | None) -> Function:

@@ -7,6 +7,7 @@ property.  Failing examples persist in ``.hypothesis/examples`` and are replayed
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -20,6 +21,9 @@ settings.register_profile("ci", max_examples=30, deadline=None, derandomize=Fals
 settings.register_profile("thorough", max_examples=2000, deadline=None, derandomize=False, database=_DB,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 PROFILE = os.environ.get("MIND_HYPOTHESIS_PROFILE", "ci")
+
+# helpers shared by several test folders (``cli_fuzzing``) are imported by name
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 settings.load_profile(PROFILE)
 
 

@@ -277,13 +277,28 @@ class TupleExpr(Expr):
 
 
 class ArrayLit(Expr):
-    """``[a, b, ...]``: an array / tensor literal, an axis list or a shape (nested for rank > 1)."""
+    """``[a, b, ...]``: an array / tensor literal, an axis list or a shape (nested for rank > 1).
 
-    __slots__ = _fields = ("elts", "span")
+    A large numeric literal read in bulk (``literals.DenseArray``, in ``dense``) builds its
+    element nodes only when ``elts`` is first read, with ``expand(dense)`` (the parser's
+    ``parse_dense``, handed in so that the literal reader does not import the parser)."""
 
-    def __init__(self, elts: tuple[Expr, ...], span: Offsets) -> None:
-        self.elts = elts
+    __slots__ = ("_elts", "span", "dense", "_expand")
+    _fields = ("elts", "span")
+
+    def __init__(self, elts: tuple[Expr, ...] | None, span: Offsets, dense: Any = None,
+                 expand: Any = None) -> None:
+        self._elts = elts
         self.span = span
+        self.dense = dense
+        self._expand = expand
+
+    @property
+    def elts(self) -> tuple[Expr, ...]:
+        elts = self._elts
+        if elts is None:
+            elts = self._elts = self._expand(self.dense)
+        return elts
 
 
 class Param(Node):

@@ -22,6 +22,7 @@ from mind.ir.core import Assumption, Function, Module, Operation, Value
 from mind.spec.dims import DimExpr, Unknown, format_dim, substitute
 from mind.spec.dtypes import DType, parse_dtype
 from mind.spec.ops import OPS, ConstraintUndecided, ConstraintViolation, TensorType
+from mind.reference.memory import representable
 
 from . import ast as A
 from . import control, diffcalls, library, litexpr
@@ -78,6 +79,21 @@ class Frame:
     def __init__(self, dims: dict[str, Any], stack: tuple[str, ...]):
         self.dims = dims
         self.stack = stack
+
+
+def _np_array(values: list[Any], dtype: Any) -> Any:
+    """``values`` as an array of ``dtype``; floats past f32's range round to ±inf, quietly (IEEE)."""
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        return np.array(values, dtype=dtype)
+
+
+def _dense_lits(dense: Any) -> list[Lit]:
+    """The ``Lit`` of each element of a bulk-read literal, as the token path makes them (for the
+    element-by-element decisions of ``lit_value``)."""
+    return [Lit(float(t), "float", (s, e), t) if "." in t or "e" in t or "E" in t else Lit(int(t), "int", (s, e))
+            for t, s, e in dense.numbers()]
 
 
 class Elaborator:
@@ -216,6 +232,10 @@ class Elaborator:
               off: tuple[int, int] | None = None) -> Value:
         """A constant of ``shape`` whose elements all equal ``value`` (zero strides, read-only; the
         array is built when the op's ``attrs`` are first read).  Too many elements is E1012."""
+        if not representable(TensorType(dtype, shape), {}):  # (an empty one may have huge extents)
+            raise self.fail("E1012", f"a constant of shape {_fmt(shape)} cannot be represented: its nonzero "
+                                     "extents times the element size exceed 2**63 bytes", off,
+                            "use smaller extents")
         try:
             return self.b.const_splat(value, dtype, shape)
         except ConstantTooLarge as exc:
@@ -276,8 +296,24 @@ class Elaborator:
             dt = dtype or _default_dtype(v.kind)
             import numpy as np
 
-            vals = [self.lit_value(x, dt) for x in v.items]
-            arr = np.array(vals, dtype=_np_scalar(0, dt).dtype).reshape(v.shape)
+            npdt = _np_scalar(0, dt).dtype
+            pieces: list[Any] = []  # flat arrays, in order
+            vals: list[Any] = []  # values of the elements since the last piece
+            for x in ([v.node.dense] if v.items is None else v.items):
+                if type(x) is Lit:
+                    vals.append(self.lit_value(x, dt))
+                    continue
+                arr = x.as_array(dt)  # a bulk-read literal or row (``literals``): one step, or
+                if arr is None:  # element by element where one needs a decision
+                    vals += [self.lit_value(lit, dt) for lit in _dense_lits(x)]
+                    continue
+                if vals:
+                    pieces.append(_np_array(vals, npdt))
+                    vals = []
+                pieces.append(arr.reshape(-1))
+            if vals or not pieces:
+                pieces.append(_np_array(vals, npdt))
+            arr = (pieces[0] if len(pieces) == 1 else np.concatenate(pieces)).reshape(v.shape)
             return self.b.const_array(arr, None, dt)
         return v
 
@@ -721,6 +757,12 @@ class Elaborator:
     def array(self, node: A.ArrayLit) -> Any:
         """An array literal (``ArrLit``), or, when an element is a tensor, the elements stacked
         along a new first axis (``[y0, y1]``)."""
+        dense = node.dense
+        if dense is not None:  # read in bulk: its items are made only if they are needed
+            return ArrLit(None, dense.shape, dense.kind, node.span, node)
+        return self._array_items(node)
+
+    def _array_items(self, node: A.ArrayLit) -> Any:
         items: list[Lit] = []
         try:
             shape = self._array_shape(node, 0, items)
@@ -733,6 +775,9 @@ class Elaborator:
         return ArrLit(items, shape, kind, node.span)
 
     def _array_shape(self, node: A.Expr, depth: int, items: list[Lit]) -> tuple[int, ...]:
+        if type(node) is A.ArrayLit and node.dense is not None:  # a bulk-read row of a larger literal
+            items.append(node.dense)  # (``materialize`` reads it in one step where it can)
+            return node.dense.shape
         if type(node) is A.ArrayLit:
             shapes = [self._array_shape(e, depth + 1, items) for e in node.elts]
             for s, e in zip(shapes[1:], node.elts[1:]):

@@ -23,6 +23,12 @@ keywords: they are identifiers with a meaning in type position only (``CONTEXTUA
 Lexical errors (E1001-E1006) are all collected (up to ``MAX_ERRORS``) and raised together as one
 ``MindError``.
 
+Large numeric array literals (``literals.find_dense``) become one ``DENSE`` token each (its text
+is the literal's source text; ``Tokens.dense`` maps its end offset to the ``DenseArray``): the
+text is lexed with each such literal blanked to ``[   ]``, and the two bracket tokens are replaced by
+the ``DENSE`` token, after checking they are tokens of the program (not inside a comment or a
+string).  ``tokenize(..., dense=False)`` lexes everything token by token.
+
 Speed: ``tokenize`` first tries a fast path that does no per-token Python work on valid input:
 one ``findall`` with a regex that has only the *valid* token alternatives of ``_TOKEN_PATTERN``
 (in an equivalent order), offsets rebuilt from the match lengths with ``itertools.accumulate``, kinds
@@ -42,6 +48,8 @@ from itertools import accumulate, chain, repeat
 from operator import itemgetter, sub
 
 from mind.diagnostics import Diagnostic, MindError, Span
+
+from .literals import DENSE_MIN_CHARS, DenseArray, find_dense
 
 __all__ = [
     "KEYWORDS", "CONTEXTUAL", "PUNCTUATION", "Tokens", "SourceMap", "tokenize", "decode_source",
@@ -224,9 +232,10 @@ class SourceMap:
 
 
 class Tokens:
-    """The token stream of one source: parallel lists plus the source map."""
+    """The token stream of one source: parallel lists plus the source map, and the bulk-read
+    array literals of its ``DENSE`` tokens by end offset."""
 
-    __slots__ = ("kinds", "texts", "_starts", "ends", "source")
+    __slots__ = ("kinds", "texts", "_starts", "ends", "source", "dense")
 
     def __init__(self, kinds: list[str], texts: list[str], starts: list[int] | None,
                  ends: list[int], source: SourceMap) -> None:
@@ -235,6 +244,7 @@ class Tokens:
         self._starts = starts  # None: ``ends[i] - len(texts[i])`` (computed when first read)
         self.ends = ends
         self.source = source
+        self.dense: dict[int, DenseArray] = {}
 
     @property
     def starts(self) -> list[int]:
@@ -320,8 +330,9 @@ _KINDS = _KindTable({**{p: p for p in PUNCTUATION}, **{w: w for w in KEYWORDS},
                      "\n": "NL", "": "EOF"})
 
 
-def tokenize(data: str | bytes, filename: str = "<input>") -> Tokens:
-    """Split ``data`` into tokens; raises ``MindError`` with every lexical error found."""
+def tokenize(data: str | bytes, filename: str = "<input>", *, dense: bool = True) -> Tokens:
+    """Split ``data`` into tokens; raises ``MindError`` with every lexical error found.  With
+    ``dense``, large numeric array literals are single ``DENSE`` tokens (module docstring)."""
     text = data if type(data) is str and not data.startswith("\ufeff") \
         else decode_source(data, filename)
     n = len(text)
@@ -329,13 +340,64 @@ def tokenize(data: str | bytes, filename: str = "<input>") -> Tokens:
         raise MindError([_diag("E1012", f"input is too large ({n} characters; the limit is "
                                f"{MAX_SOURCE_CHARS})", SourceMap(filename, text), 0, 1)],
                         {filename: text})
+    source = SourceMap(filename, text)
+    if dense and n >= DENSE_MIN_CHARS and "[" in text:
+        regions = find_dense(text, source)
+        for _ in range(2):  # a region inside a comment or a string is dropped, once
+            if not regions:
+                break
+            toks = _tokenize(_blanked(text, regions), source)
+            kept = [r for r in regions if _is_token_pair(toks, r)]
+            if len(kept) == len(regions):
+                return _with_dense(toks, regions)
+            regions = kept
+    return _tokenize(text, source)
+
+
+def _blanked(text: str, regions: list[DenseArray]) -> str:
+    """``text`` with each region replaced by ``[``, blanks and ``]`` (same offsets)."""
+    parts = []
+    pos = 0
+    for r in regions:
+        parts += [text[pos:r.start], "[", " " * (r.end - r.start - 2), "]"]
+        pos = r.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _is_token_pair(toks: Tokens, r: DenseArray) -> bool:
+    """Whether the blanked region ``r`` lexed as a ``[`` token and the ``]`` token right after it."""
+    j = bisect_right(toks.ends, r.start + 1) - 1
+    return j >= 0 and toks.ends[j] == r.start + 1 and toks.kinds[j] == "[" \
+        and j + 1 < len(toks.kinds) and toks.kinds[j + 1] == "]" and toks.ends[j + 1] == r.end
+
+
+def _with_dense(toks: Tokens, regions: list[DenseArray]) -> Tokens:
+    """Replace each region's bracket pair by one ``DENSE`` token (the last region first)."""
+    kinds, texts, ends, starts = toks.kinds, toks.texts, toks.ends, toks._starts
+    text = toks.source.text
+    for r in reversed(regions):
+        j = bisect_right(ends, r.start + 1) - 1
+        kinds[j:j + 2] = ["DENSE"]
+        texts[j:j + 2] = [text[r.start:r.end]]
+        ends[j:j + 2] = [r.end]
+        if starts is not None:
+            starts[j:j + 2] = [r.start]
+        toks.dense[r.end] = r
+    return toks
+
+
+def _tokenize(scan: str, source: SourceMap) -> Tokens:
+    """Tokens of ``scan``, which is ``source.text`` or has the same length (with blanked regions)."""
+    text = scan
+    n = len(text)
     plain = '"' not in text
     if "//" in text or "/*" in text:
         plain = False
         pairs = _FAST_TRIVIA_RE.findall(text)
         offs = list(accumulate(map(len, chain.from_iterable(pairs))))
         if offs[-1] != n:  # a lexical error somewhere
-            return _tokenize_precise(text, filename)
+            return _tokenize_precise(text, source)
         texts = list(map(_SECOND, pairs))
         starts = offs[0::2]
         ends = offs[1::2]
@@ -343,7 +405,7 @@ def tokenize(data: str | bytes, filename: str = "<input>") -> Tokens:
         raw = _FAST_BLANK_RE.findall(text)
         ends = list(accumulate(map(len, raw)))
         if ends[-1] != n:
-            return _tokenize_precise(text, filename)
+            return _tokenize_precise(text, source)
         texts = list(map(str.lstrip, raw, repeat(_BLANKS)))
         starts = None  # no comments: every text is the source text (see ``Tokens.starts``)
     if len(texts) > 1 and not texts[-2]:  # `\Z` matched twice (after trailing trivia)
@@ -352,14 +414,14 @@ def tokenize(data: str | bytes, filename: str = "<input>") -> Tokens:
             del starts[-1]
     kinds = list(map(_KINDS.__getitem__, texts))
     if not text.isascii() and _bad_identifier(kinds, texts) is not None:
-        return _tokenize_precise(text, filename)  # it makes the diagnostic
+        return _tokenize_precise(text, source)  # it makes the diagnostic
     nl = text.find("\n")
     if nl >= 0 and not (plain and (
             # one line break, at the very end, not leading and with no bracket open: it is kept
             (nl == n - 1 and kinds[0] != "NL" and "(" not in text and "[" not in text
              and "{" not in text) or _newlines_all_separate(text))):
-        return _join_continuations(_newlines(kinds, texts, starts, ends, SourceMap(filename, text)))
-    return _join_continuations(Tokens(kinds, texts, starts, ends, SourceMap(filename, text)))
+        return _join_continuations(_newlines(kinds, texts, starts, ends, source))
+    return _join_continuations(Tokens(kinds, texts, starts, ends, source))
 
 
 def _bad_identifier(kinds: list[str], texts: list[str]) -> int | None:
@@ -484,9 +546,10 @@ def _filter_newlines(kinds: list[str], texts: list[str], starts: list[int] | Non
     return Tokens(ok, ot, os_, oe, source)
 
 
-def _tokenize_precise(text: str, filename: str) -> Tokens:
-    """The reference lexer: one ``finditer`` pass, every lexical error diagnosed."""
-    source = SourceMap(filename, text)
+def _tokenize_precise(text: str, source: SourceMap) -> Tokens:
+    """The reference lexer: one ``finditer`` pass, every lexical error diagnosed (``text`` is
+    ``source.text``, or has the same length with blanked regions)."""
+    filename = source.file
     kinds: list[str] = []
     texts: list[str] = []
     starts: list[int] = []
@@ -546,7 +609,7 @@ def _tokenize_precise(text: str, filename: str) -> Tokens:
         ea(m.end())
         last = kind
     if errors:
-        raise MindError(errors, {filename: text})
+        raise MindError(errors, {filename: source.text})
     if not kinds or kinds[-1] != "EOF":  # pragma: no cover - the EOF alternative always matches
         ka("EOF"); ta(""); sa(len(text)); ea(len(text))
     return _join_continuations(Tokens(kinds, texts, starts, ends, source))

@@ -12,7 +12,8 @@ All raise ``mind.diagnostics.MindError`` (never anything else) on bad input:
 * E1010 ``expected X, found Y`` with a help line;
 * E1011 for a delimiter that is never closed (or closed by the wrong bracket), pointing at the
   opener;
-* E1012 when a resource limit is exceeded (input size, nesting depth ``MAX_DEPTH``);
+* E1012 when a resource limit is exceeded (input size, nesting depth ``MAX_DEPTH``, integer
+  literal length ``MAX_INT_DIGITS``);
 * E1013 for a construct MIND does not have (``match``, ``enum``, references, bit operators ...),
   naming it and what to write instead (``parse_control.UNSUPPORTED``).
 
@@ -30,9 +31,14 @@ from mind.diagnostics import Diagnostic, MindError
 
 from . import ast as A
 from .lexer import MAX_ERRORS, Tokens, tokenize
+from .literals import MAX_LITERAL_ELEMENTS, MAX_TOKEN_LITERAL_ELEMENTS, TOO_MANY_HELP, DenseArray
 from .parse_control import UNSUPPORTED, UNSUPPORTED_PREFIX, ControlSyntax
 
-__all__ = ["parse", "parse_expr", "parse_type", "parse_tokens", "MAX_DEPTH"]
+__all__ = ["parse", "parse_expr", "parse_type", "parse_tokens", "MAX_DEPTH", "MAX_INT_DIGITS"]
+
+#: Most digits in an integer literal (E1012): Python's own bound on converting text to an
+#: int (``sys.get_int_max_str_digits``), past which conversion time grows quadratically.
+MAX_INT_DIGITS = 4300
 
 #: Maximum nesting of brackets, closures, blocks and types (E1012).  Each level costs at most
 #: about five Python frames, so the default recursion limit is never approached.
@@ -155,7 +161,8 @@ class _Parser(ControlSyntax):
     error path reports exactly what the straightforward formulation does.
     """
 
-    __slots__ = ("k", "t", "toks", "e", "i", "depth", "errors", "src", "nostruct", "nopath")
+    __slots__ = ("k", "t", "toks", "e", "i", "depth", "errors", "src", "lit_open", "lit_leaves", "lit_total",
+                 "nostruct", "nopath")
 
     def __init__(self, toks: Tokens) -> None:
         self.nostruct = False  # true in `if`/`while`/`for` headers: `x {` starts the body
@@ -166,6 +173,9 @@ class _Parser(ControlSyntax):
         self.e = toks.ends
         self.i = 0
         self.depth = 0
+        self.lit_open = -1  # the `[` token of the outermost array literal being parsed
+        self.lit_leaves = 0  # its elements read token by token so far (``MAX_TOKEN_LITERAL_ELEMENTS``)
+        self.lit_total = 0  # and all its elements, bulk-read rows included (``MAX_LITERAL_ELEMENTS``)
         self.errors: list[Diagnostic] = []
         self.src = toks.source
 
@@ -178,6 +188,8 @@ class _Parser(ControlSyntax):
 
     def _unexpected(self, expected: str, help: str | None = None) -> _Abort:
         i = self.i
+        if self.k[i] == "DENSE":  # report the literal's first token, as the token path would
+            self._expand(i)
         return self._err("E1010", f"expected {expected}, found {_describe(self.k[i], self.t[i])}",
                          i, help)
 
@@ -213,6 +225,39 @@ class _Parser(ControlSyntax):
             "E1012", f"nesting is too deep (the limit is {MAX_DEPTH} levels)",
             self.src.span(self.toks.starts[i], self.e[i]), help="split the expression with `let`"))
         raise _Stop
+
+    def _int(self, i: int) -> int:
+        """The value of the INT token ``i``; E1012 past ``MAX_INT_DIGITS`` digits."""
+        text = self.t[i]
+        if len(text) <= MAX_INT_DIGITS:
+            return int(text)
+        digits = len(text) - text.count("_")
+        if digits <= MAX_INT_DIGITS:
+            return int(text)
+        raise self._err("E1012", f"integer literal of {digits} digits: the limit is {MAX_INT_DIGITS}", i,
+                        "every dtype overflows long before (i64 at 19 digits, f64 at 309); "
+                        "write a float with an exponent, e.g. `1e400`")
+
+    def _expand(self, i: int) -> str:
+        """Replace the ``DENSE`` token ``i`` by the literal's ordinary tokens (for any use other
+        than an expression operand); returns the kind of token ``i`` now."""
+        if self.k[i] != "DENSE":
+            return self.k[i]
+        toks = _dense_tokens(self.toks.dense[self.e[i]])
+        self.k[i:i + 1] = toks.kinds[:-1]  # (without its EOF)
+        self.t[i:i + 1] = toks.texts[:-1]
+        self.e[i:i + 1] = toks.ends[:-1]
+        starts = self.toks._starts
+        if starts is not None:
+            starts[i:i + 1] = toks.starts[:-1]
+        return self.k[i]
+
+    def _too_many_elements(self) -> _Abort:
+        return self._err("E1012", f"an array literal of more than {MAX_TOKEN_LITERAL_ELEMENTS} elements that "
+                                  "is not in the plain form MIND reads in bulk", self.lit_open,
+                         f"write it with numbers, commas, brackets and blanks only (no comments, digit "
+                         f"separators or trailing commas) for up to {MAX_LITERAL_ELEMENTS} elements, or "
+                         + TOO_MANY_HELP)
 
     def _skip_nl(self) -> None:
         while self.k[self.i] == "NL":
@@ -581,7 +626,7 @@ class _Parser(ControlSyntax):
         word = t[i]
         op = i + 1
         self.i = op
-        kind = k[op]
+        kind = self._expand(op)
         if word == "Tensor":
             if kind == "<":  # Tensor<f32, [2, 3]>
                 style, dims_open, close = "angle", "[", "]"
@@ -617,7 +662,7 @@ class _Parser(ControlSyntax):
                     "`,`", f"the shape follows the element type: `{_TYPE_EXAMPLES[style]}`")
             i += 1
             self.i = i
-        if k[i] != dims_open:
+        if self._expand(i) != dims_open:
             raise self._unexpected(f"`{dims_open}`", f"write `{_TYPE_EXAMPLES[style]}`")
         # the dimensions (`_dims`, inlined)
         dop = i
@@ -626,7 +671,7 @@ class _Parser(ControlSyntax):
         while True:
             kind = k[i]
             if kind == "INT":
-                dims.append(_Dim(int(t[i]), (e[i] - len(t[i]), e[i])))
+                dims.append(_Dim(self._int(i), (e[i] - len(t[i]), e[i])))
             elif kind == "IDENT":
                 dims.append(_Dim(t[i], (e[i] - len(t[i]), e[i])))
             elif kind == "?":
@@ -692,7 +737,7 @@ class _Parser(ControlSyntax):
                 left = self._postfix(self.parse_struct_lit(i - 1), k[self.i])
                 kind = k[self.i]
         elif kind == "INT":
-            left = _IntLit(int(self.t[i]), (self.e[i] - len(self.t[i]), self.e[i]))
+            left = _IntLit(self._int(i), (self.e[i] - len(self.t[i]), self.e[i]))
             i += 1
             self.i = i
             kind = k[i]
@@ -722,7 +767,7 @@ class _Parser(ControlSyntax):
                 right: A.Expr = _Name(self.t[i], (self.e[i] - len(self.t[i]), self.e[i]))
                 self.i = i + 1
             elif rkind == "INT" and k[i + 1] not in _NESTS[prec]:
-                right = _IntLit(int(self.t[i]), (self.e[i] - len(self.t[i]), self.e[i]))
+                right = _IntLit(self._int(i), (self.e[i] - len(self.t[i]), self.e[i]))
                 self.i = i + 1
             else:
                 self.i = i
@@ -862,7 +907,7 @@ class _Parser(ControlSyntax):
             return A.Name(self.t[i], (self.e[i] - len(self.t[i]), self.e[i]))
         if kind == "INT":
             self.i = i + 1
-            return A.IntLit(int(self.t[i]), (self.e[i] - len(self.t[i]), self.e[i]))
+            return A.IntLit(self._int(i), (self.e[i] - len(self.t[i]), self.e[i]))
         if kind == "FLOAT":
             self.i = i + 1
             text = self.t[i]
@@ -876,15 +921,43 @@ class _Parser(ControlSyntax):
         if kind == "[":
             self._enter(i)
             self.i = i + 1
+            outer = self.lit_open < 0
+            if outer:
+                self.lit_open, self.lit_leaves, self.lit_total = i, 0, 0
             elts: list[A.Expr] = []
-            while k[self.i] != "]":
-                elts.append(self.parse_expr())
-                if k[self.i] != ",":
-                    break
-                self.i += 1
+            try:
+                while k[self.i] != "]":
+                    elt = self.parse_expr()
+                    elts.append(elt)
+                    if type(elt) is not A.ArrayLit:
+                        self.lit_leaves += 1
+                        self.lit_total += 1
+                        if self.lit_leaves > MAX_TOKEN_LITERAL_ELEMENTS:
+                            raise self._too_many_elements()
+                    elif elt.dense is not None:
+                        self.lit_total += elt.dense.count
+                    if self.lit_total > MAX_LITERAL_ELEMENTS:
+                        raise self._err("E1012", f"an array literal of more than {MAX_LITERAL_ELEMENTS} elements",
+                                        self.lit_open, TOO_MANY_HELP)
+                    if k[self.i] != ",":
+                        break
+                    self.i += 1
+            finally:
+                if outer:
+                    self.lit_open = -1
             j = self._close("]", i, "`,` or `]`")
             self.depth -= 1
             return A.ArrayLit(tuple(elts), (self.e[i] - len(self.t[i]), self.e[j]))
+        if kind == "DENSE":
+            dense = self.toks.dense[self.e[i]]
+            if dense.count > MAX_LITERAL_ELEMENTS:
+                raise self._err("E1012", f"an array literal of {dense.count} elements: the limit is "
+                                         f"{MAX_LITERAL_ELEMENTS}", i, TOO_MANY_HELP)
+            if self.depth + dense.rank <= MAX_DEPTH:
+                self.i = i + 1
+                return A.ArrayLit(None, (dense.start, dense.end), dense, parse_dense)
+            self._expand(i)  # too deep: the token path reports it
+            return self.parse_primary()
         if kind == "true" or kind == "false":
             self.i = i + 1
             return A.BoolLit(kind == "true", (self.e[i] - len(self.t[i]), self.e[i]))
@@ -984,6 +1057,22 @@ def _run(toks: Tokens, what: str) -> A.Node:
     if p.errors:
         raise MindError(p.errors, {src.file: src.text})
     return node
+
+
+def _dense_tokens(dense: DenseArray) -> Tokens:
+    """The ordinary tokens of a bulk-read literal, at its offsets in the whole source."""
+    toks = tokenize(dense.text, dense.source.file, dense=False)
+    shift = dense.start
+    return Tokens(toks.kinds, toks.texts, [s + shift for s in toks.starts], [e + shift for e in toks.ends],
+                  dense.source)
+
+
+def parse_dense(dense: DenseArray) -> tuple[A.Expr, ...]:
+    """The element nodes of a bulk-read literal, as the token path parses them (``ast.ArrayLit.elts``)."""
+    p = _Parser(_dense_tokens(dense))
+    node = p.parse_primary()
+    assert type(node) is A.ArrayLit, node  # the literal was validated by ``literals.find_dense``
+    return node.elts
 
 
 def parse_tokens(toks: Tokens) -> A.Module:

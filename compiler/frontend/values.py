@@ -54,15 +54,21 @@ class Lit:
 
 
 class ArrLit:
-    """A rectangular nested array literal: flat scalar ``Lit``s, the shape and the widest kind."""
+    """A rectangular nested array literal: flat scalar ``Lit``s, the shape and the widest kind.
 
-    __slots__ = ("items", "shape", "kind", "span")
+    A row read in bulk is one ``literals.DenseArray`` among the items, in place of its elements; a
+    literal read in bulk as a whole has no ``items`` (None) but its AST ``node`` (whose ``dense``
+    holds it).  The elaborator makes ``Lit``s of their elements only when one needs a decision."""
 
-    def __init__(self, items: list[Lit], shape: tuple[int, ...], kind: str, span: tuple[int, int]):
+    __slots__ = ("items", "shape", "kind", "span", "node")
+
+    def __init__(self, items: list[Any] | None, shape: tuple[int, ...], kind: str, span: tuple[int, int],
+                 node: Any = None):
         self.items = items
         self.shape = shape
         self.kind = kind
         self.span = span
+        self.node = node
 
 
 class Tup:

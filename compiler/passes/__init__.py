@@ -7,8 +7,9 @@ verifies, and (with ``rename=True``) names op results %0, %1, … in program ord
 
 Speed: ``canonicalize`` runs the walk of ``rewrite(fn, combined_rule())`` fused with cheap
 pre-checks, so a rule is called only when it can fire (``fold_rule`` needs every operand produced
-by a ``const``; the arithmetic identities of ``simplify_rule`` need a ``const`` operand; ops with
-no identity are skipped); the producer map the rules read is filled only when one runs.  CSE
+by a ``const``; ``simplify.may_fire`` reads from the rule patterns what an op's operands must be:
+a ``const`` where a pattern has a literal, one value where it repeats a name; ops with no rule are
+skipped); the producer map the rules read is filled only when one runs.  CSE
 first buckets ops by a coarse key (op, operands, result shape; for a constant its dtype, shape and,
 if small, its bytes), a projection of ``cse.op_key``, and computes the full keys only inside a
 bucket that already holds an op, so the result is exactly that of the dict of full keys.  DCE
@@ -20,13 +21,12 @@ new unless ``rename`` is false and nothing changed).
 
 from __future__ import annotations
 
-from math import copysign
-
 from mind.ir.core import RESULT_NAMES, Function, Module, Operation, TensorType, Value
-from mind.compiler.passes.cse import common_subexpression_elimination, cse_rule, op_key
+from mind.compiler.passes.cse import COMMUTATIVE, common_subexpression_elimination, cse_rule, op_key
 from mind.compiler.passes.fold import constant_folding, fold_rule
 from mind.compiler.passes.rewrite import RewriteContext, dead_code_elimination, renumber, rewrite
-from mind.compiler.passes.simplify import algebraic_simplification, simplify_rule
+from mind.compiler.passes.simplify import (NEED_CONST, NEEDS, RULE_OPS, algebraic_simplification, may_fire,
+                                           simplify_rule)
 
 MAX_STEPS_PER_OP = 8
 
@@ -51,13 +51,8 @@ def combined_rule():
     return rule
 
 
-# Ops for which ``simplify_rule`` has an identity; for the arithmetic ones it fires only when an
-# operand is produced by a ``const``.
-_SIMPLIFY_ANY = frozenset({"convert", "reshape", "transpose", "slice", "pad", "reduce_sum",
-                           "reduce_max", "select"})
-_SIMPLIFY_CONST = frozenset({"mul", "add", "sub", "div"})
-_RULE_OPS = _SIMPLIFY_ANY | _SIMPLIFY_CONST  # ops a rule may rewrite without all operands constant
-_COMMUTATIVE = frozenset({"add", "mul"})
+_RULE_OPS = RULE_OPS  # ops a rule may rewrite without all operands constant
+_COMMUTATIVE = COMMUTATIVE
 _SMALL_CONST = 64  # constants of at most this many elements bucket on their bytes
 
 
@@ -83,51 +78,22 @@ def _const_coarse_key(op: Operation, t: TensorType) -> tuple:
     return ("const", t.dtype, t.shape, small)
 
 
-def _may_simplify(name: str, operands: tuple[Value, ...], const_get) -> bool:
-    """False only when no operand is a constant that ``simplify_rule`` could use for ``name``:
-    decided from the Python literal of a deferred float splat (other constants: True).
-    ``const_get(v)`` is the ``const`` op producing ``v``, or None."""
-    for v in operands:
-        p = const_get(v)
-        if p is None:
-            continue
-        hint = p.hint
-        if hint is None or not v.type.dtype.is_float:
-            return True
-        x = hint.value
-        tx = type(x)
-        if tx is not int and tx is not float:
-            return True
-        if name == "add" or name == "sub":
-            # fires on a zero (add: -0.0, sub: +0.0); |x| >= 1 never rounds to zero
-            if x == 0:
-                if (copysign(1.0, x) < 0.0) == (name == "add"):
-                    return True
-            elif not (1.0 <= abs(x) < 1e38):
-                return True
-        elif not (x <= 0.5 or 2.0 <= x < 1e38):  # mul, div: fire on a one
-            return True
-    return False
-
-
 def _first_step(op: Operation, operands: tuple[Value, ...], nconst: int,
                 consts: dict[Value, Operation], ctx: RewriteContext) -> Value | Operation | None:
     """The first fold → simplify step of ``combined_rule`` on a non-``const`` op with ``nconst``
-    constant operands, calling a rule only where a pre-check says it can fire."""
+    constant operands, calling a rule only where a pre-check says it can fire (``may_fire``,
+    derived from the rule patterns)."""
     name = op.op
     if nconst and nconst == len(operands):
         out = fold_rule(op, operands, ctx)
         if out is not None:
             return out
-    if name in _SIMPLIFY_CONST:
-        if nconst and _may_simplify(name, operands, consts.get):
+    if name in _RULE_OPS and (nconst or name not in NEED_CONST):
+        needs = NEEDS[name].get(op.result.type.dtype)  # ``may_fire``, inline
+        if needs is None:
+            return None
+        if needs.always or needs.met(operands, consts):
             return simplify_rule(op, operands, ctx)
-    elif name == "select":
-        # fires on select(c, x, x) or a constant predicate only
-        if operands[1] is operands[2] or operands[0] in consts:
-            return simplify_rule(op, operands, ctx)
-    elif name in _SIMPLIFY_ANY:
-        return simplify_rule(op, operands, ctx)
     return None
 
 
@@ -141,12 +107,8 @@ def _more_steps(current: Operation, consts: dict[Value, Operation],
         out = None
         if name != "const" and xs and all(v in consts for v in xs):
             out = fold_rule(current, xs, ctx)
-        if out is None:
-            if name in _SIMPLIFY_CONST:
-                if any(v in consts for v in xs):
-                    out = simplify_rule(current, xs, ctx)
-            elif name in _SIMPLIFY_ANY:
-                out = simplify_rule(current, xs, ctx)
+        if out is None and name in _RULE_OPS and may_fire(current, xs, consts):
+            out = simplify_rule(current, xs, ctx)
         if out is None:
             break
         if out.__class__ is Value:

@@ -1,6 +1,8 @@
 """Common-subexpression elimination: identical op, operands and attributes compute the same value.
 
-Sound because every Core IR op is a pure, deterministic function of its operands and attributes.
+Sound because every Core IR op is a pure, deterministic function of its operands and attributes;
+the operands of a commutative op are compared as a multiset, by the proved commutativity rules of
+``mind.ir.rewrite_rules``.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from mind.ir.core import Function, Operation, Value
+from mind.ir.rewrite_rules import COMMUTATIVE_OPS
 from mind.compiler.passes.rewrite import RewriteContext, rewrite
 
 
@@ -36,7 +39,9 @@ def attr_key(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
-COMMUTATIVE = {"add", "mul"}  # exactly commutative in IEEE arithmetic (NaN payloads are unspecified)
+#: Ops whose operand order does not matter: those with a commutativity rule in the rule table
+#: (``add-commute``, ``mul-commute``), which ``mind verify --rewrites`` proves.
+COMMUTATIVE = COMMUTATIVE_OPS
 
 
 def op_key(op: Operation, operands: tuple[Value, ...]) -> tuple:

@@ -1,8 +1,12 @@
 """Constant folding, bit-exact with the reference semantics because it *is* the reference.
 
 An op whose operands are all constants is evaluated by ``mind.reference.ops`` and replaced by a
-``const``.  Folding is bounded: results larger than ``FOLD_LIMIT`` elements are folded only when
-every operand is a splat and the op is elementwise (then one element is computed and splatted).
+``const``.  Folding is bounded in what it computes and in what it creates, so that compiling a
+program costs time and memory in proportion to its text, whatever sizes it names: results larger
+than ``FOLD_LIMIT`` elements are folded only when every operand is a splat and the op is
+elementwise, and then only up to the IR's constant limit (``MAX_CONST_ELEMENTS``, so the folded
+IR stays printable and parsable); one element is computed and the constant is a zero-strided view
+of it (no memory per element).  Beyond that the op is kept: it is computed when the program runs.
 """
 
 from __future__ import annotations
@@ -10,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from mind.spec.ops import elementwise as elementwise_ops
-from mind.ir.core import Function, Operation, Value
+from mind.ir.core import MAX_CONST_ELEMENTS, Function, Operation, Value
+from mind.reference.memory import representable
 from mind.compiler.passes.rewrite import RewriteContext, rewrite
 
 FOLD_LIMIT = 1 << 16  # elements of a folded result
@@ -60,40 +65,41 @@ def _const_size(op: Operation) -> int:
 
 def fold_rule(op: Operation, operands: tuple[Value, ...], ctx: RewriteContext) -> Operation | None:
     """Replace an op on constants by the constant the reference computes (bounded work)."""
-    if True:
-        if op.op == "const" or not operands:
+    if op.op == "const" or not operands:
+        return None
+    producers = []
+    for v in operands:
+        p = ctx.defining_op(v)
+        if p is None or p.op != "const":
             return None
-        producers = []
-        for v in operands:
-            p = ctx.defining_op(v)
-            if p is None or p.op != "const":
-                return None
-            producers.append(p)
-        size = static_size(op.result.type.shape)
-        if size is None:
-            return None
-        # Sizes first (a deferred splat constant knows its size without building its array), so
-        # the operand arrays are read only when the op is actually folded.
-        sizes = [_const_size(p) for p in producers]
-        if not (size <= FOLD_LIMIT and fold_work(op, sizes, size) <= WORK_LIMIT) \
-                and op.op not in ELEMENTWISE:
-            return None  # (what the branches below decide, before any import)
-        import numpy as np
+        producers.append(p)
+    size = static_size(op.result.type.shape)
+    if size is None or not representable(op.result.type, {}):  # (NumPy refuses some empty shapes)
+        return None
+    # Sizes first (a deferred splat constant knows its size without building its array), so
+    # the operand arrays are read only when the op is actually folded.
+    sizes = [_const_size(p) for p in producers]
+    if not (size <= FOLD_LIMIT and fold_work(op, sizes, size) <= WORK_LIMIT) \
+            and (op.op not in ELEMENTWISE or size > MAX_CONST_ELEMENTS):
+        return None  # (what the branches below decide, before any import)
+    import numpy as np
 
-        from mind.reference.ops import OP_FUNCTIONS
+    from mind.reference.ops import OP_FUNCTIONS
 
-        if size <= FOLD_LIMIT and fold_work(op, sizes, size) <= WORK_LIMIT:
-            values = [p.attrs["value"] for p in producers]
-            out = OP_FUNCTIONS[op.op](*[np.asarray(v) for v in values], **op.attrs)
-        elif op.op in ELEMENTWISE and all(is_splat(p.attrs["value"]) for p in producers):
-            values = [p.attrs["value"] for p in producers]
-            scalars = [np.asarray(v).reshape(-1)[:1].reshape(()) for v in values]
-            one = OP_FUNCTIONS[op.op](*scalars, **op.attrs)
-            out = np.broadcast_to(np.asarray(one), tuple(op.result.type.shape))
-        else:
-            return None
-        out = np.asarray(out) if size <= FOLD_LIMIT else out
-        return Operation("const", (), {"value": out}, op.result, op.span)
+    if size <= FOLD_LIMIT and fold_work(op, sizes, size) <= WORK_LIMIT:
+        values = [p.attrs["value"] for p in producers]
+        out = OP_FUNCTIONS[op.op](*[np.asarray(v) for v in values], **op.attrs)
+        return Operation("const", (), {"value": np.asarray(out)}, op.result, op.span)
+    if all(is_splat(p.attrs["value"]) for p in producers):  # elementwise, up to MAX_CONST_ELEMENTS
+        from mind.compiler.frontend.values import SplatAttrs
+
+        scalars = [np.asarray(p.attrs["value"]).reshape(-1)[:1].reshape(()) for p in producers]
+        one = np.asarray(OP_FUNCTIONS[op.op](*scalars, **op.attrs))[()]
+        # a deferred splat, as the frontend makes them: its array is one element with zero
+        # strides, and the op's hint lets later passes (and pickling) skip building it
+        make = SplatAttrs(one, op.result.type.dtype, tuple(op.result.type.shape), size)
+        return Operation.deferred("const", (), make, op.result, op.span, make)
+    return None
 
 
 def constant_folding(fn: Function) -> Function:

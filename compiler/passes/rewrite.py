@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from mind.ir.core import Function, Operation, Value
+from mind.spec.dims import INT_ARITH
 
 class RewriteContext:
     """What a rule may look at besides its op: the function being rewritten and the producer of
@@ -30,8 +31,10 @@ class RewriteContext:
 
     @property
     def arith(self):
+        """The function's ``SymArith`` (its assumptions as facts); the shared one when it has none,
+        as most functions do (building one costs more than a rule's condition)."""
         if self._arith is None:
-            self._arith = self.fn.arith()
+            self._arith = self.fn.arith() if self.fn.assumptions else INT_ARITH
         return self._arith
 
     def defining_op(self, v: Value) -> Operation | None:

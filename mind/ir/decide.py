@@ -29,24 +29,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from mind.spec.dims import (DimExpr, Decision, Facts, Formula, Unknown, eval_formula, formula_symbols)
-from mind.spec.record import FrozenRecord
+from mind.ir.solver_limits import DEFAULT_LIMITS, DeciderStats, SolverLimits
 
 __all__ = ["SolverLimits", "DEFAULT_LIMITS", "DeciderStats", "Decider", "premise_formulas"]
-
-
-class SolverLimits(FrozenRecord):
-    """Bounds of one solver call: Z3's ``rlimit`` (deterministic) and a wall-clock timeout."""
-
-    __slots__ = ("rlimit", "timeout_s")
-
-    def __init__(self, rlimit: int, timeout_s: float) -> None:
-        object.__setattr__(self, "rlimit", rlimit)
-        object.__setattr__(self, "timeout_s", timeout_s)
-
-
-#: The limits ``mind ir``, ``mind run`` and ``mind verify`` use unless told otherwise
-#: (``mind verify --rlimit N --timeout S``).
-DEFAULT_LIMITS = SolverLimits(rlimit=500_000, timeout_s=5.0)
 
 _REL = {">=": lambda l, r: ("le", r, l), "<=": lambda l, r: ("le", l, r), "==": lambda l, r: ("eq", l, r),
         ">": lambda l, r: ("le", r + 1, l), "<": lambda l, r: ("le", l + 1, r)}
@@ -62,13 +47,6 @@ _MAX_EVALUATIONS = 512
 _SEED = 0x4D494E44
 
 
-class DeciderStats:
-    """Counters a report can show: conditions settled by sampling, solver calls, proofs."""
-
-    __slots__ = ("decisions", "sampled", "solver_calls", "proved")
-
-    def __init__(self) -> None:
-        self.decisions = self.sampled = self.solver_calls = self.proved = 0
 
 
 def premise_formulas(params: Iterable[Any], assumptions: Iterable[Any]) -> list[Formula]:

@@ -45,6 +45,8 @@ def format_tensor(value: Any, dtype: DType) -> str:
         return format_scalar(arr[()], dtype)
     if arr.size == 0:  # the nested form of f32[N, 0] lists N empty rows: N may be 2**40
         return f"splat({format_scalar(np.zeros((), arr.dtype)[()], dtype)})"
+    if arr.size > 1 and not any(arr.strides):  # a zero-strided view of one element (splats)
+        return f"splat({format_scalar(arr[(0,) * arr.ndim], dtype)})"
     if arr.size > 1:
         flat = arr.reshape(-1)
         first = flat[:1]

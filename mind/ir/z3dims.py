@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import z3
 
-from mind.ir.decide import DeciderStats, SolverLimits
+from mind.ir.solver_limits import DeciderStats, SolverLimits
 from mind.spec.dims import Arith, Atom, DimExpr, Formula
 
 SEED = 0

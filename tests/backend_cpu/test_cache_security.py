@@ -242,16 +242,16 @@ def test_debris_of_a_killed_link_is_swept(tmp_path, jit):
     folder = os.path.dirname(debris)
     young = os.path.join(folder, ".link-young")
     os.mkdir(young)
-    for name in (".tmp-1-2-3", ".load-1-2.so", "keep-me"):
+    for name in (".mind-tmp-1-2-3", ".load-1-2.so", "keep-me"):
         open(os.path.join(folder, name), "w").close()
     old = time.time() - 2 * cache_store.DEBRIS_GRACE_S
-    for name in (debris, os.path.join(folder, ".tmp-1-2-3"), os.path.join(folder, ".load-1-2.so"),
+    for name in (debris, os.path.join(folder, ".mind-tmp-1-2-3"), os.path.join(folder, ".load-1-2.so"),
                  os.path.join(folder, "keep-me")):
         os.utime(name, (old, old))
     compile_kernel(K.matmul(8, 16, 2), "mm", threads=1, cache=KernelCache(str(root)), jit=False)  # a miss
     left = sorted(os.path.basename(p) for p in glob.glob(os.path.join(folder, "*")) + glob.glob(os.path.join(folder, ".*")))
     assert ".link-young" in left and "keep-me" in left
-    assert not [n for n in left if n.startswith((".tmp-", ".load-")) or (n.startswith(".link-") and n != ".link-young")]
+    assert not [n for n in left if n.startswith((".mind-tmp-", ".load-")) or (n.startswith(".link-") and n != ".link-young")]
 
 
 # -------------------------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ def test_run_out_writes_results(tmp_path):
     r0, r1 = np.load(out / "result0.npy"), np.load(out / "result1.npy")
     assert r0.dtype == np.int32 and r0.tolist() == [1, 2]
     assert r1.dtype == np.float64 and np.signbit(r1)
-    assert sorted(os.listdir(out)) == ["result0.npy", "result1.npy"]
+    assert sorted(os.listdir(out)) == [".mind-outputs.json", "result0.npy", "result1.npy"]
 
 
 def test_run_json(capsys):

@@ -45,8 +45,11 @@ def outcome(fn, text: str):
 
 def check(text: str) -> None:
     fast = outcome(lambda s: lexer.tokenize(s, "t.mind"), text)
-    precise = outcome(lambda s: lexer._tokenize_precise(lexer.decode_source(s, "t.mind"), "t.mind"),
-                      text)
+    def precise_lexer(s):
+        t = lexer.decode_source(s, "t.mind")
+        return lexer._tokenize_precise(t, lexer.SourceMap("t.mind", t))
+
+    precise = outcome(precise_lexer, text)
     assert fast == precise
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
@@ -11,6 +10,7 @@ import pytest
 from mind.diagnostics import MindError
 from mind.ir.parser import parse_module
 from mind.reference.interpreter import run_function, select_function
+from mind.spec.dims import evaluate
 
 AFFINE = open(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "affine.mir")).read()
 
@@ -74,21 +74,16 @@ def test_rank0_argument_keeps_rank0():
     assert out.shape == ()
 
 
-def test_probe_mode_writes_every_value(tmp_path):
+def test_probe_sees_every_value_in_program_order():
     fn = _fn(AFFINE)
     args = {"x": np.ones((2, 3), np.float32), "w": np.ones((3, 2), np.float32), "b": np.ones(2, np.float32)}
-    (out,) = run_function(fn, args, probe_dir=str(tmp_path))
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["function"] == "main"
-    entries = manifest["values"]
-    assert len(entries) == len(fn.params) + len(fn.ops)
-    assert [e["index"] for e in entries] == list(range(len(entries)))
-    for e in entries:
-        arr = np.load(tmp_path / e["file"])
-        assert list(arr.shape) == e["shape"]
-    assert np.array_equal(np.load(tmp_path / entries[-1]["file"]), out)
-    npy = sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".npy")
-    assert len(npy) == len(entries)
+    seen = []
+    (out,) = run_function(fn, args, probe=lambda value, op, arr: seen.append((value, op, arr)))
+    assert [v for v, _, _ in seen] == list(fn.params) + [op.result for op in fn.ops]
+    assert [op for _, op, _ in seen] == ["param"] * len(fn.params) + [op.op for op in fn.ops]
+    for value, _, arr in seen:
+        assert list(arr.shape) == [evaluate(d, {"B": 2}) for d in value.type.shape]
+    assert np.array_equal(seen[-1][2], out)
 
 
 def test_rank0_movement_ops_keep_rank0():

@@ -31,6 +31,8 @@ import numpy as np
 from mind.backends import call_runner, check_out
 from mind.diagnostics import error
 from mind.ir.core import Function, Module
+from mind.reference.interpreter import bind_arguments, canonical_bools
+from mind.reference.memory import CHECK_FROM, check_memory
 
 from .abi import ELEMENT_TYPES, ArgSpec, Signature
 from .cache import ir_cache_key
@@ -43,6 +45,18 @@ from .outputs import new_output
 __all__ = ["compile_function", "emit_stage", "compile", "CpuFunction", "kernel_signature"]
 
 _KNOWN_OPTIONS = ("threads", "schedule", "cpu", "cache", "opt", "matmul")
+
+MAX_KERNEL_ARGUMENTS = 1024
+"""A kernel takes one pointer per parameter and one per result, and it is called through ctypes,
+whose foreign calls take at most 1024 arguments (``CTYPES_MAX_ARGCOUNT``); a function with more is
+refused when it is compiled (E6003), before any work."""
+
+
+def _materializes(op: Any) -> bool:
+    """The values a kernel certainly holds in full (``mind.reference.memory``): besides its result
+    buffers, the results of contractions, which it always writes whole; elementwise ops, movements
+    and reductions may be fused into their consumers and never stored."""
+    return op.op in ("matmul", "conv2d")
 
 
 AUTO_PARALLEL_MIN_WORK = 1 << 25
@@ -133,12 +147,20 @@ class CpuFunction:
     def __init__(self, fn: Function, *, threads: int | None = None, schedule: bool | str | None = None, cpu: str = "host",
                  cache: Any = True, opt: str = "fast", matmul: str | None = None) -> None:
         self.fn = fn
+        n_args = len(fn.params) + len(fn.results)
+        if n_args > MAX_KERNEL_ARGUMENTS:
+            raise error("E6003", f"@{fn.name} has {len(fn.params)} parameters and {len(fn.results)} results; "
+                                 f"a cpu kernel takes at most {MAX_KERNEL_ARGUMENTS} of them together (one "
+                                 "pointer each, passed through ctypes, which limits a call to "
+                                 f"{MAX_KERNEL_ARGUMENTS} arguments)", fn.span,
+                        help="pack parameters into fewer, larger tensors, or use --backend reference")
         schedule = schedule_policy(schedule)
         # E6012 on a bad choice (or a damaged library), before any call; resolved once
         self._library = matmul_library(cpu, matmul)
         self.options = {"threads": threads, "schedule": schedule, "cpu": cpu, "cache": cache, "opt": opt,
                         "matmul": matmul}
         self._kernels: dict[tuple[tuple[str, int], ...], Any] = {}
+        self._needs: dict[tuple[tuple[str, int], ...], int] = {}  # memory estimate per environment
         self._lock = threading.Lock()
         self._out_specs = None
         self._ir_text: str | None = None
@@ -151,8 +173,12 @@ class CpuFunction:
             with self._lock:
                 k = self._kernels.get(key)
                 if k is None:
+                    # E6004 before compiling a kernel that could not run here
+                    self._needs[key] = check_memory(self.fn, env, _materializes, "cpu")
                     k = self._compile(env)
                     self._kernels[key] = k
+        elif self._needs.get(key, 0) >= CHECK_FROM:  # memory may have gone since: check again
+            check_memory(self.fn, env, _materializes, "cpu")
         return k
 
     def _compile(self, env: Mapping[str, int]) -> Any:
@@ -190,7 +216,11 @@ class CpuFunction:
         else:
             k, ins = self._bound_inputs(args)
         if out is None:
-            outs = [new_output(o.shape, o.dtype) for o in k.signature.outputs]
+            try:
+                outs = [new_output(o.shape, o.dtype) for o in k.signature.outputs]
+            except MemoryError:
+                raise error("E6004", f"cannot allocate the results of @{self.fn.name}",
+                            help="run it on smaller inputs, or on a machine with more memory") from None
         else:
             outs = check_out(self.fn.name, out, k.signature.outputs, ins)
         k(*ins, out=outs)
@@ -202,7 +232,8 @@ class CpuFunction:
         parameter dtypes and shapes.  None sends anything else through ``_bound_inputs``, which
         also reports what is wrong (E6009/E6010)."""
         k = self._kernels.get(())  # present only for a function without symbols (env {})
-        if k is None or type(args) not in (list, tuple) or len(args) != len(k.signature.inputs):
+        if k is None or type(args) not in (list, tuple) or len(args) != len(k.signature.inputs) \
+                or self._needs.get((), 0) >= CHECK_FROM:  # (large: the general path checks memory)
             return None
         specs = self._input_specs
         if specs is None:
@@ -212,15 +243,13 @@ class CpuFunction:
             a = np.asarray(a)
             if a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous:
                 return None
-            ins.append(a)
+            ins.append(canonical_bools(a) if dtype == np.bool_ else a)
         return k, ins
 
     def _bound_inputs(self, args: Sequence[Any] | Mapping[str, Any]) -> tuple[Any, list[np.ndarray]]:
         """Bind ``args`` to the parameters (symbols, checks), pick the kernel, and make the arrays
         C-contiguous in the kernel's dtypes."""
-        from mind.reference.interpreter import bind_arguments
-
-        arrays, env = bind_arguments(self.fn, args)
+        arrays, env = bind_arguments(self.fn, args)  # (bools made 0/1 there)
         k = self.kernel(env)
         ins = []
         for a, spec in zip(arrays, k.signature.inputs):
