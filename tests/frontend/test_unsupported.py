@@ -91,3 +91,14 @@ def test_mind_grad_points_at_the_function(tmp_path, capsys):
     assert main(["grad", str(path), "--fn", "f", "--wrt", "x"]) == 1
     err = capsys.readouterr().err
     assert "E5006" in err and "g.mind:1:1" in err
+
+
+def test_long_source_lines_are_cut_around_the_caret():
+    from mind.diagnostics import render
+
+    src = "let x = " + " + ".join(["1.0"] * 200) + " + y\n"
+    d = compile_diagnostics(src)[0]
+    text = render(d, {"t.mind": src})
+    line, carets = text.splitlines()[3], text.splitlines()[4]
+    assert len(line) < 120 and "..." in line and "y" in line
+    assert line[carets.index("^")] == "y"
