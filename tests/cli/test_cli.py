@@ -171,3 +171,18 @@ def test_ir_emit_mlir_of_a_symbolic_function_takes_shapes(tmp_path, capsys):
     assert "tensor<4x3xf32>" in capsys.readouterr().out
     assert main(["ir", str(path), "--shapes", "x=f32[4,2]"]) == 2
     assert "extent 2 where @f declares 3" in capsys.readouterr().err
+
+
+def test_argument_shape_errors_read_naturally(tmp_path, capsys):
+    import numpy as np
+
+    from mind.cli.main import main
+
+    src = tmp_path / "s.mind"
+    src.write_text("fn f(x: Tensor<f32, [B, 3]>, y: Tensor<f32, [B]>) -> Tensor<f32, [B, 3]> { x }\n")
+    np.save(tmp_path / "x.npy", np.ones((4, 4), np.float32))
+    np.save(tmp_path / "y.npy", np.ones(5, np.float32))
+    assert main(["run", str(src), "--backend", "reference", "--input", f"x={tmp_path / 'x.npy'}",
+                 "--input", f"y={tmp_path / 'y.npy'}"]) == 1
+    err = capsys.readouterr().err
+    assert "has extent 4, expected 3\n" in err and "has extent 5, expected B = 4" in err
