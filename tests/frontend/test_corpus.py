@@ -216,3 +216,20 @@ def test_refused_programs_name_the_construct(path):
         compile_source(text, path.name)
     d = info.value.diagnostics[0]
     assert d.code == code and words in d.message, d
+
+
+def test_the_language_compiles_to_the_same_ir_whatever_the_hash_seed():
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    outs = []
+    for seed in ("0", "4242"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, MIND_FRONTEND_CACHE="0")
+        r = subprocess.run([sys.executable, "-m", "mind.cli.main", "ir",
+                            str(CORPUS / "accepted" / "spec_autodiff.mind"), "--hash"],
+                           capture_output=True, env=env, cwd=root, timeout=120)
+        assert r.returncode == 0, r.stderr.decode()
+        outs.append(r.stdout)
+    assert outs[0] == outs[1] and b"select" in outs[0]
