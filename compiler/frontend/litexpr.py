@@ -106,8 +106,8 @@ def materialize(E: Any, v: Any, dt: DType | None = None) -> Value:
             xs = [x if type(x) is Value else E.const(x, w) for x, (_, w) in zip(vals, subs)]
             results[key] = _emit(E, node, xs)
             continue
-        nps = [np.asarray(x, dtype=w.numpy) for x, (_, w) in zip(vals, subs)]
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"):  # a literal past f32's range is ±inf, as IEEE rounds it
+            nps = [np.asarray(x, dtype=w.numpy) for x, (_, w) in zip(vals, subs)]
             if node.op == "neg":
                 out = -nps[0]
             elif node.op in _ARITH:

@@ -268,3 +268,12 @@ def test_integer_remainder_follows_the_public_determinism_contract():
     a, b = np.array([7, -7, 7, 5], np.int32), np.array([3, 3, -3, 0], np.int32)
     np.testing.assert_array_equal(value(src, "f", a, b), [1, -1, 1, 0])  # sign of a; x % 0 = 0
     assert value("7 % -3") == 1 and value("-7 % 3") == -1 and value("5 % 0") == 0
+
+
+def test_literal_expressions_past_the_range_round_to_infinity_quietly():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # found by the fuzz test: a RuntimeWarning became E7009
+        assert value("1 + 3e39") == np.float32(np.inf)
+        assert value("let x: f64 = 1.0 + 3e39\nx") == 3e39 + 1.0
