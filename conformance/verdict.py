@@ -110,7 +110,8 @@ def _judge_results(want: list[dict[str, Any]], got: list[np.ndarray]) -> Verdict
         except (EncodingError, KeyError) as exc:
             details.append(f"result {i}: the case's expected value is malformed ({exc})")
             continue
-        mismatch = accuracy.check(acc["class"], dt, res, want_arr, **extra)
+        with np.errstate(all="ignore"):  # NaN and inf in answers are values to judge, not warnings
+            mismatch = accuracy.check(acc["class"], dt, res, want_arr, **extra)
         if mismatch is not None:
             details.append(f"result {i}: {mismatch}")
     if details:
