@@ -3,6 +3,7 @@
     mind conformance run --impl IMPL [--cases DIR] [--profile P,...] [--expect FILE] [-j N]
                          [--timeout S] [--select GLOB ...] [--report DIR] [--junit FILE] [--json]
     mind conformance verify-submission DIR [--cases DIR] [--json]
+    mind conformance draft-expectations DIR [--cases DIR]
     mind conformance labels [--json]
 
 Exit status of ``run``: 0 when every outcome is expected (pass, or as the expectations file says),
@@ -38,6 +39,9 @@ def register(p: argparse.ArgumentParser) -> None:
     v.add_argument("dir", metavar="DIR", help="a folder written by `mind conformance run --report`")
     v.add_argument("--cases", metavar="DIR", help="the suite folder (default: the suite shipped with MIND)")
     v.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    d = sub.add_parser("draft-expectations", help="print an expectations file drafted from a run's results")
+    d.add_argument("dir", metavar="DIR", help="a folder written by `mind conformance run --report`")
+    d.add_argument("--cases", metavar="DIR", help="the suite folder (default: the suite shipped with MIND)")
     lab = sub.add_parser("labels", help="list the spec labels cases cover and expectations name")
     lab.add_argument("--json", action="store_true", help="print as JSON")
 
@@ -116,6 +120,15 @@ def _verify_submission(args: argparse.Namespace) -> int:
     return 0 if chk.conformant else 1
 
 
+def _draft(args: argparse.Namespace) -> int:
+    from mind.conformance.draft import draft
+    from mind.conformance.submission import load_results
+    from mind.conformance.suite import SUITE_DIR, load_suite
+
+    print(draft(load_results(args.dir), load_suite(args.cases or SUITE_DIR)), end="")
+    return 0
+
+
 def _labels(args: argparse.Namespace) -> int:
     from mind.cli.output import emit_json
     from mind.conformance.suite import all_labels, label_text
@@ -132,8 +145,8 @@ def _labels(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from mind.diagnostics import error
 
-    actions = {"run": _run, "verify-submission": _verify_submission, "labels": _labels}
+    actions = {"run": _run, "verify-submission": _verify_submission, "draft-expectations": _draft, "labels": _labels}
     if args.action not in actions:
-        raise error("E7002", "mind conformance needs an action: run, verify-submission or labels",
+        raise error("E7002", "mind conformance needs an action: run, verify-submission, draft-expectations or labels",
                     help="run `mind conformance --help`")
     return actions[args.action](args)
