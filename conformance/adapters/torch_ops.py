@@ -84,7 +84,7 @@ def _table(torch: Any) -> dict[str, Callable[..., Any]]:
         "convert": lambda xs, a, t: xs[0].to(tdt[a["dtype"].value]),
         "reduce_sum": reduce_sum, "reduce_max": reduce_max,
         "reshape": lambda xs, a, t: torch.reshape(xs[0], result_shape(t)),
-        "transpose": lambda xs, a, t: xs[0].permute(*a["permutation"]).contiguous(),
+        "transpose": lambda xs, a, t: xs[0].permute(tuple(a["permutation"])).contiguous(),
         "slice": slice_, "pad": pad,
         "gather": lambda xs, a, t: torch.index_select(xs[0], a["axis"], xs[1].reshape(-1).long()).reshape(result_shape(t)),
         "matmul": lambda xs, a, t: torch.matmul(xs[0], xs[1]), "conv2d": conv,
