@@ -15,25 +15,10 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from mind.conformance.run import culprit_op
 from mind.conformance.suite import Suite
 
 _EDGE = {"zero", "inf", "nan", "extreme", "empty"}
-
-
-def _failing_op(case: dict[str, Any], result: dict[str, Any]) -> str:
-    from mind.ir.parser import parse_module
-    from mind.reference.interpreter import select_function
-
-    if result["cascade"]:
-        return result["cascade"][0]
-    ops = [o for o in case["ops"] if o != "const"] or case["ops"]
-    if len(ops) == 1:
-        return ops[0]
-    m = re.match(r"result (\d+):", (result["details"] or [result["message"]])[0])
-    fn = select_function(parse_module(case["ir"], case["id"]), case["function"])
-    index = int(m.group(1)) if m else 0
-    producer = {id(op.result): op.op for op in fn.ops}
-    return producer.get(id(fn.results[index]), ops[-1]) if index < len(fn.results) else ops[-1]
 
 
 def label_of(case: dict[str, Any], result: dict[str, Any]) -> str:
@@ -45,7 +30,7 @@ def label_of(case: dict[str, Any], result: dict[str, Any]) -> str:
         cls = m.group(1)
         op = {"exp": "exp", "log": "log", "sum": "reduce_sum"}.get(cls, "conv2d" if "conv2d" in case["ops"] else "matmul")
         return f"{op}.accuracy"
-    op = _failing_op(case, result)
+    op = culprit_op(case, result["details"] or [result["message"]], result["cascade"])
     return f"{op}.edge_cases" if _EDGE & set(case["classes"]) else f"{op}.semantics"
 
 

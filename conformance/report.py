@@ -59,7 +59,7 @@ def results_json(result: RunResult) -> dict[str, Any]:
         "cases": [{"id": c.entry.id, "sha256": c.entry.sha256, "outcome": c.outcome, "kind": c.kind,
                    "message": c.message, "details": c.details[:MAX_DETAILS], "duration_s": c.duration_s,
                    "labels": list(c.entry.labels), "ops": list(c.entry.ops), "reason": c.reason,
-                   "cascade": c.cascade, "reproduce": c.reproduce} for c in result.cases],
+                   "culprit": c.culprit, "cascade": c.cascade, "reproduce": c.reproduce} for c in result.cases],
     }
 
 

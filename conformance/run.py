@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -58,6 +59,7 @@ class CaseResult:
     expectation_label: str = ""
     cascade: list[str] = field(default_factory=list)
     reproduce: str = ""
+    culprit: str = ""  # the op the failure points at (culprit_op)
 
 
 @dataclass
@@ -90,10 +92,27 @@ class RunResult:
         """Ops that fail a single-op case, in the order of their first failure."""
         out: dict[str, None] = {}
         for c in self.cases:
-            if c.outcome in ("fail", "xfail") and c.entry.depth <= 1:
-                for op in c.entry.ops:
-                    out.setdefault(op, None)
+            if c.outcome in ("fail", "xfail") and c.entry.depth <= 1 and c.culprit:
+                out.setdefault(c.culprit, None)
         return list(out)
+
+
+def culprit_op(case: dict[str, Any], details: Sequence[str], cascade: Sequence[str] = ()) -> str:
+    """The op a failure points at: the case's only op, else the op whose result failed first
+    (``result i:`` of the verdict's details), else, for a cascade, the op that fails alone."""
+    from mind.ir.parser import parse_module
+    from mind.reference.interpreter import select_function
+
+    if cascade:
+        return cascade[0]
+    ops = [o for o in case["ops"] if o != "const"] or list(case["ops"])
+    if len(ops) <= 1:
+        return ops[0] if ops else ""
+    m = re.match(r"result (\d+):", details[0]) if details else None
+    fn = select_function(parse_module(case["ir"], case["id"]), case["function"])
+    index = int(m.group(1)) if m else 0
+    producer = {id(op.result): op.op for op in fn.ops}
+    return producer.get(id(fn.results[index]), ops[-1]) if index < len(fn.results) else ops[-1]
 
 
 def _date() -> str:
@@ -181,11 +200,14 @@ def run(options: RunOptions, launch: Launch | None = None) -> RunResult:
             r.kind, r.message, r.details = v.kind, v.message, v.details
 
     run_all(launch, [(cases[i]["id"], request(cases[i])) for i in pending], options.jobs, options.timeout_s, record)
+    bad = [(i, r) for i, r in enumerate(results) if r.outcome in ("fail", "xfail")]
     failing = set()
-    for r in results:
-        if r.outcome in ("fail", "xfail") and r.entry.depth <= 1:
-            failing.update(r.entry.ops)
-    for r in results:
-        if r.outcome in ("fail", "xfail") and r.entry.depth > 1:
+    for i, r in bad:
+        if r.entry.depth <= 1:
+            r.culprit = culprit_op(cases[i], r.details)
+            failing.add(r.culprit)
+    for i, r in bad:
+        if r.entry.depth > 1:
             r.cascade = sorted(failing & set(r.entry.ops))
+            r.culprit = culprit_op(cases[i], r.details, r.cascade)
     return RunResult(options, suite, identity, profiles, expectations, results, _date())

@@ -108,11 +108,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("dirs", nargs="+", metavar="RESULTS_DIR[=EXPECT_FILE]")
     parser.add_argument("-o", "--output", default=os.path.join(ROOT, "docs", "conformance-results.md"))
     args = parser.parse_args(argv)
+    from mind.conformance.suite import load_suite
+
     pairs = [d.partition("=")[::2] for d in args.dirs]
     try:
         docs = [load_results(d) for d, _e in pairs]
     except MindError as exc:
         print(str(exc), file=sys.stderr)
+        return 1
+    current = load_suite().manifest_sha256
+    stale = [d for (d, _e), doc in zip(pairs, docs) if doc["suite"]["manifest_sha256"] != current]
+    if stale:
+        print(f"error: results made with another version of the suite: {', '.join(stale)}", file=sys.stderr)
         return 1
     with open(args.output, "w", encoding="utf-8") as fh:
         fh.write(render(docs, [e or None for _d, e in pairs]))
