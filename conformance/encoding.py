@@ -15,7 +15,7 @@ implementation produced).
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +52,7 @@ def _shape_of(obj: dict[str, Any]) -> tuple[int, ...]:
 
 def decode(obj: Any, *, allow_nan_class: bool = False) -> np.ndarray:
     """The array a tensor object denotes.  With ``allow_nan_class`` (expected values), ``"nan"``
-    elements become the canonical quiet NaN; :func:`nan_class_mask` says where they were."""
+    elements become the canonical quiet NaN, which the accuracy check matches with any NaN."""
     if not isinstance(obj, dict):
         raise EncodingError(f"a tensor is an object with dtype, shape and data, got {type(obj).__name__}")
     dt = _dtype_of(obj)
@@ -82,12 +82,6 @@ def decode(obj: Any, *, allow_nan_class: bool = False) -> np.ndarray:
     nbytes = 1 if dt is DType.BOOL else dt.bits // 8
     raw = bits.astype(_UINT[nbytes])
     return raw.view(dt.numpy).reshape(shape).copy() if dt is not DType.BOOL else (raw != 0).reshape(shape)
-
-
-def nan_class_mask(obj: dict[str, Any]) -> np.ndarray:
-    """Where an expected tensor holds the NaN class (all False for non-float dtypes)."""
-    shape = _shape_of(obj)
-    return np.array([x == NAN_CLASS for x in obj["data"]], dtype=bool).reshape(shape)
 
 
 def element_bits(arr: np.ndarray, dtype: DType) -> list[int]:
@@ -140,12 +134,3 @@ def from_literal(values: Any, dtype: DType | str) -> np.ndarray:
 
     with np.errstate(over="ignore"):
         return np.array(conv(values), dtype=dt.numpy)
-
-
-def render(arr: np.ndarray, limit: int = 8) -> str:
-    """A short human-readable rendering of an array (for messages), ``-0.0`` and NaN visible."""
-    a = np.asarray(arr)
-    flat = a.reshape(-1)
-    items: Iterable[Any] = (repr(x.item()) for x in flat[:limit])
-    more = f", … ({flat.size} elements)" if flat.size > limit else ""
-    return f"{a.dtype}{list(a.shape)} [{', '.join(items)}{more}]"

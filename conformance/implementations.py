@@ -67,6 +67,25 @@ def load_adapter(impl: str) -> Any:
     return getattr(module, m.group(2))()
 
 
+def frontend(ir: str, function: str) -> Any:
+    """The verified Core IR function of a case, read by MIND's parser and verifier; a diagnostic is
+    a CodedError at the stage (parse, verify, run) where it was found."""
+    from mind.diagnostics import MindError
+    from mind.ir.parser import parse_module
+    from mind.ir.verify import verify_module
+    from mind.reference.interpreter import select_function
+
+    stage = "parse"
+    try:
+        module = parse_module(ir, "case.mir")
+        stage = "verify"
+        verify_module(module)
+        stage = "run"
+        return select_function(module, function)
+    except MindError as exc:
+        raise CodedError.from_mind(exc, stage) from None
+
+
 class BackendAdapter:
     """A ``mind.backends`` backend as an adapter: parse, verify, compile and run, each failure a
     coded error with the stage where it was detected."""
@@ -83,19 +102,12 @@ class BackendAdapter:
     def prepare(self, ir: str, function: str) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
         from mind.backends import compile_for
         from mind.diagnostics import MindError
-        from mind.ir.parser import parse_module
-        from mind.ir.verify import verify_module
-        from mind.reference.interpreter import select_function
 
-        stage = "parse"
+        fn = frontend(ir, function)
         try:
-            module = parse_module(ir, "case.mir")
-            stage = "verify"
-            verify_module(module)
-            stage = "run"
-            runner = compile_for(select_function(module, function), self.backend)
+            runner = compile_for(fn, self.backend)
         except MindError as exc:
-            raise CodedError.from_mind(exc, stage) from None
+            raise CodedError.from_mind(exc, "run") from None
 
         def run(inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
             try:

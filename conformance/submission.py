@@ -10,7 +10,6 @@ The claim holds when, in addition, every case of the claimed profiles passed.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from typing import Any
 
 from mind.conformance.report import validate_results
 from mind.conformance.run import OUTCOMES
-from mind.conformance.suite import Suite
+from mind.conformance.suite import Suite, read_json
 from mind.diagnostics import Diagnostic, MindError, error
 
 
@@ -37,19 +36,10 @@ class Check:
 
 
 def load_results(directory: str) -> dict[str, Any]:
-    path = os.path.join(directory, "results.json") if os.path.isdir(directory) else directory
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise error("E7001", f"cannot read `{path}`: {exc.strerror or exc}",
-                    help="pass the folder written by `mind conformance run --report DIR`") from None
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise error("E7004", f"`{path}` is not JSON: {exc}") from None
     import jsonschema
 
+    path = os.path.join(directory, "results.json") if os.path.isdir(directory) else directory
+    doc, _raw = read_json(path, "pass the folder written by `mind conformance run --report DIR`")
     try:
         validate_results(doc)
     except jsonschema.ValidationError as exc:

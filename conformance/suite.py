@@ -178,19 +178,23 @@ def _bad_manifest(path: str, why: str) -> Exception:
                  help="point --cases at a folder holding manifest.json (the suite's folder)")
 
 
-def load_suite(root: str = SUITE_DIR) -> Suite:
-    """Read ``root/manifest.json`` (E7001 if missing, E7004 if malformed)."""
-    path = os.path.join(root, "manifest.json")
+def read_json(path: str, help: str) -> tuple[Any, bytes]:
+    """The JSON document in ``path`` and its bytes: E7001 if unreadable, E7004 if not JSON."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
     except OSError as exc:
-        raise error("E7001", f"cannot read `{path}`: {exc.strerror or exc}",
-                    help="--cases names a suite folder holding manifest.json") from None
+        raise error("E7001", f"cannot read `{path}`: {exc.strerror or exc}", help=help) from None
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8")), raw
     except (UnicodeDecodeError, ValueError) as exc:
-        raise _bad_manifest(path, f"invalid JSON ({exc})") from None
+        raise error("E7004", f"`{path}` is not JSON: {exc}", help=help) from None
+
+
+def load_suite(root: str = SUITE_DIR) -> Suite:
+    """Read ``root/manifest.json`` (E7001 if missing, E7004 if malformed)."""
+    path = os.path.join(root, "manifest.json")
+    doc, raw = read_json(path, "--cases names a suite folder holding manifest.json")
     if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:
         raise _bad_manifest(path, f"its format is not {MANIFEST_FORMAT}")
     try:
@@ -210,11 +214,6 @@ def load_suite(root: str = SUITE_DIR) -> Suite:
         if os.path.isabs(e.file) or ".." in e.file.split("/"):
             raise _bad_manifest(path, f"case `{e.id}` names a file outside the suite: {e.file!r}")
     return suite
-
-
-def case_schema() -> dict[str, Any]:
-    with open(CASE_SCHEMA, encoding="utf-8") as fh:
-        return json.load(fh)
 
 
 @functools.lru_cache(maxsize=None)

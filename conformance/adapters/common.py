@@ -14,25 +14,23 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from mind.conformance.implementations import frontend
 from mind.conformance.protocol import CodedError, Unsupported
 
 
-def front(ir: str, function: str) -> Any:
-    """The verified Core IR function of a case (CodedError at stage parse/verify otherwise)."""
-    from mind.diagnostics import MindError
-    from mind.ir.parser import parse_module
-    from mind.ir.verify import verify_module
-    from mind.reference.interpreter import select_function
+class Adapter:
+    """An in-process adapter (the ``python:`` contract): ``prepare`` reads the IR with MIND's front
+    end; each call specializes the function to its arguments' shapes and hands it to ``execute``."""
 
-    stage = "parse"
-    try:
-        module = parse_module(ir, "case.mir")
-        stage = "verify"
-        verify_module(module)
-        stage = "run"
-        return select_function(module, function)
-    except MindError as exc:
-        raise CodedError.from_mind(exc, stage) from None
+    profiles = ("core", "i64", "f64", "symbolic", "diagnostics")
+
+    def prepare(self, ir: str, function: str) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+        fn = frontend(ir, function)
+        return lambda inputs: [np.asarray(r) for r in self.execute(concrete(fn, inputs), inputs)]
+
+    def execute(self, fn: Any, inputs: Mapping[str, np.ndarray]) -> list[Any]:
+        """Run the concrete function ``fn`` on ``inputs`` (by parameter name)."""
+        raise NotImplementedError
 
 
 def concrete(fn: Any, inputs: Mapping[str, np.ndarray]) -> Any:

@@ -11,15 +11,14 @@ what the suite finds here is IREE's own behaviour on that StableHLO.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Mapping
 
 import numpy as np
 
-from mind.conformance.adapters.common import concrete, exported, front
+from mind.conformance.adapters.common import Adapter, exported
 
 
-class IreeAdapter:
-    profiles = ("core", "i64", "f64", "symbolic", "diagnostics")
+class IreeAdapter(Adapter):
 
     def __init__(self) -> None:
         import iree.compiler
@@ -42,18 +41,13 @@ class IreeAdapter:
             self._compiled[text] = ctx.modules.module[name]
         return self._compiled[text]
 
-    def prepare(self, ir: str, function: str) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+    def execute(self, fn: Any, inputs: Mapping[str, np.ndarray]) -> list[Any]:
         from mind.compiler.export.stablehlo import export_function
 
-        fn = front(ir, function)
-
-        def run(inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-            spec = concrete(fn, inputs)
-            text = exported(export_function, spec)
-            out = self._function(text, spec.name)(*[np.asarray(inputs[p.name], order="C") for p in spec.params])
-            outs = out if isinstance(out, (list, tuple)) else [out]
-            return [np.asarray(o.to_host() if hasattr(o, "to_host") else o) for o in outs]
-        return run
+        text = exported(export_function, fn)
+        out = self._function(text, fn.name)(*[np.asarray(inputs[p.name], order="C") for p in fn.params])
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        return [o.to_host() if hasattr(o, "to_host") else o for o in outs]
 
 
 def _dist_version() -> str:

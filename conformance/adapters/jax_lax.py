@@ -14,12 +14,12 @@ reductions → ``lax.reduce`` with ``add``/``max`` (``or`` for bool); negative s
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from mind.compiler.export.common import slice_windows
-from mind.conformance.adapters.common import concrete, front, result_shape, walk
+from mind.conformance.adapters.common import Adapter, result_shape, walk
 
 
 def _table(jax: Any) -> dict[str, Callable[..., Any]]:
@@ -91,8 +91,7 @@ class _Shape:
         self.shape = shape
 
 
-class JaxAdapter:
-    profiles = ("core", "i64", "f64", "symbolic", "diagnostics")
+class JaxAdapter(Adapter):
 
     def __init__(self) -> None:
         import jax
@@ -104,15 +103,10 @@ class JaxAdapter:
         self.version = f"jax {jax.__version__}"
         self.table = _table(jax)
 
-    def prepare(self, ir: str, function: str) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
-        fn = front(ir, function)
-
-        def run(inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-            spec = concrete(fn, inputs)
-            names = [p.name for p in spec.params]
-            jitted = self.jax.jit(lambda *xs: walk(spec, dict(zip(names, xs)), self.table))
-            return [np.asarray(r) for r in jitted(*[inputs[n] for n in names])]
-        return run
+    def execute(self, fn: Any, inputs: Mapping[str, np.ndarray]) -> list[Any]:
+        names = [p.name for p in fn.params]
+        jitted = self.jax.jit(lambda *xs: walk(fn, dict(zip(names, xs)), self.table))
+        return list(jitted(*[inputs[n] for n in names]))
 
 
 def factory() -> JaxAdapter:

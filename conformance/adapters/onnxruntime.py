@@ -12,15 +12,14 @@ suite finds is ONNX Runtime's behaviour on that graph; integer conv2d is not exp
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Mapping
 
 import numpy as np
 
-from mind.conformance.adapters.common import concrete, exported, front
+from mind.conformance.adapters.common import Adapter, exported
 
 
-class OrtAdapter:
-    profiles = ("core", "i64", "f64", "symbolic", "diagnostics")
+class OrtAdapter(Adapter):
 
     def __init__(self) -> None:
         import onnxruntime
@@ -38,17 +37,12 @@ class OrtAdapter:
             self._sessions[model] = self.ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
         return self._sessions[model]
 
-    def prepare(self, ir: str, function: str) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+    def execute(self, fn: Any, inputs: Mapping[str, np.ndarray]) -> list[Any]:
         from mind.compiler.export.onnx import export_function
 
-        fn = front(ir, function)
-
-        def run(inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-            spec = concrete(fn, inputs)
-            model = exported(export_function, spec)
-            feeds = {f"in_{p.name}": np.asarray(inputs[p.name], order="C") for p in spec.params}
-            return [np.asarray(r) for r in self._session(model).run(None, feeds)]
-        return run
+        model = exported(export_function, fn)
+        feeds = {f"in_{p.name}": np.asarray(inputs[p.name], order="C") for p in fn.params}
+        return self._session(model).run(None, feeds)
 
 
 def factory() -> OrtAdapter:

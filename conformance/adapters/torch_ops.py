@@ -14,12 +14,12 @@ strided slice; ``pad`` → scatter into a tensor filled with the value; ``gather
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from mind.compiler.export.common import slice_windows
-from mind.conformance.adapters.common import concrete, front, result_shape, walk
+from mind.conformance.adapters.common import Adapter, result_shape, walk
 
 
 def _table(torch: Any) -> dict[str, Callable[..., Any]]:
@@ -91,8 +91,7 @@ def _table(torch: Any) -> dict[str, Callable[..., Any]]:
     }
 
 
-class TorchAdapter:
-    profiles = ("core", "i64", "f64", "symbolic", "diagnostics")
+class TorchAdapter(Adapter):
 
     def __init__(self) -> None:
         import torch
@@ -103,15 +102,10 @@ class TorchAdapter:
         self.version = f"torch {torch.__version__}"
         self.table = _table(torch)
 
-    def prepare(self, ir: str, function: str) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
-        fn = front(ir, function)
-
-        def run(inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-            spec = concrete(fn, inputs)
-            args = {k: self.torch.from_numpy(np.array(v)) for k, v in inputs.items()}
-            with self.torch.no_grad():
-                return [r.numpy().copy() for r in walk(spec, args, self.table)]
-        return run
+    def execute(self, fn: Any, inputs: Mapping[str, np.ndarray]) -> list[Any]:
+        args = {k: self.torch.from_numpy(np.array(v)) for k, v in inputs.items()}
+        with self.torch.no_grad():
+            return [r.numpy().copy() for r in walk(fn, args, self.table)]
 
 
 def factory() -> TorchAdapter:
