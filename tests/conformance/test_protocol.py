@@ -177,3 +177,17 @@ def test_cli_usage_errors(capsys):
     assert "E7001" in capsys.readouterr().err
     assert cli(["conformance", "labels"]) == 0
     assert "matmul.C4" in capsys.readouterr().out
+
+
+def test_draft_expectations_name_the_label_of_each_failure(tmp_path, capsys):
+    rep = tmp_path / "rep"
+    assert cli(["conformance", "run", "--impl", fake("nan", "add_f32"), "--select", SMALL[0], "--select", SMALL[1],
+                "--report", str(rep)]) == 1
+    capsys.readouterr()
+    assert cli(["conformance", "draft-expectations", str(rep)]) == 0
+    lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("xfail")]
+    assert len(lines) == 1 and lines[0].split()[1:3] == ["edge/add_f32_specials", "add.edge_cases"]
+    drafted = tmp_path / "fake.expect"
+    drafted.write_text("\n".join(lines) + "\n")
+    r = run_small(fake("nan", "add_f32"), expect=str(drafted))
+    assert r.verdict == "pass-with-expectations"
