@@ -31,6 +31,8 @@ def label_of(case: dict[str, Any], result: dict[str, Any]) -> str:
         op = {"exp": "exp", "log": "log", "sum": "reduce_sum"}.get(cls, "conv2d" if "conv2d" in case["ops"] else "matmul")
         return f"{op}.accuracy"
     op = culprit_op(case, result["details"] or [result["message"]], result["cascade"])
+    if not op:  # several ops failed as a whole: the case's first label
+        return case["labels"][0]
     return f"{op}.edge_cases" if _EDGE & set(case["classes"]) else f"{op}.semantics"
 
 

@@ -99,7 +99,8 @@ class RunResult:
 
 def culprit_op(case: dict[str, Any], details: Sequence[str], cascade: Sequence[str] = ()) -> str:
     """The op a failure points at: the case's only op, else the op whose result failed first
-    (``result i:`` of the verdict's details), else, for a cascade, the op that fails alone."""
+    (``result i:`` of the verdict's details), else, for a cascade, the op that fails alone; "" when
+    a case of several ops failed as a whole (a crash, a wrong count)."""
     from mind.ir.parser import parse_module
     from mind.reference.interpreter import select_function
 
@@ -109,10 +110,12 @@ def culprit_op(case: dict[str, Any], details: Sequence[str], cascade: Sequence[s
     if len(ops) <= 1:
         return ops[0] if ops else ""
     m = re.match(r"result (\d+):", details[0]) if details else None
+    if m is None:
+        return ""
     fn = select_function(parse_module(case["ir"], case["id"]), case["function"])
-    index = int(m.group(1)) if m else 0
+    index = int(m.group(1))
     producer = {id(op.result): op.op for op in fn.ops}
-    return producer.get(id(fn.results[index]), ops[-1]) if index < len(fn.results) else ops[-1]
+    return producer.get(id(fn.results[index]), "") if index < len(fn.results) else ""
 
 
 def _date() -> str:
@@ -205,7 +208,8 @@ def run(options: RunOptions, launch: Launch | None = None) -> RunResult:
     for i, r in bad:
         if r.entry.depth <= 1:
             r.culprit = culprit_op(cases[i], r.details)
-            failing.add(r.culprit)
+            if r.culprit:
+                failing.add(r.culprit)
     for i, r in bad:
         if r.entry.depth > 1:
             r.cascade = sorted(failing & set(r.entry.ops))
