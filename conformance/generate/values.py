@@ -4,7 +4,9 @@ Every stream of random numbers is a NumPy ``Generator`` seeded from the SHA-256 
 (``rng_for("gen/add/f32/nan")``), so a cell of the generated tier never depends on how many other
 cells exist or in which order they are generated: adding cases leaves every released case as it was.
 NumPy's PCG64 streams and its ``integers``/``random`` transformations give the same numbers on every
-platform for a pinned NumPy, and nothing here goes through a platform's maths library.
+platform for a pinned NumPy, and nothing here goes through a platform's maths library: floats are
+drawn uniformly with IEEE arithmetic only (NumPy's normal sampler calls the C library's ``log`` and
+``exp`` in its tails, whose last bit may differ between machines).
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def values(rng: np.random.Generator, dtype: DType, shape: Sequence[int], cls: st
             pick[rng.integers(size)] = True
             out[pick] = [pool[j] for j in rng.integers(len(pool), size=int(pick.sum()))]
         return out.astype(dtype.numpy).reshape(shape)
-    out = (rng.standard_normal(size) * scale).astype(dtype.numpy)
+    out = ((rng.random(size) * 2.0 - 1.0) * scale).astype(dtype.numpy)  # uniform in (-scale, scale)
     if positive:
         out = np.abs(out) + dtype.numpy.type(0.001)
     if size == 0:
