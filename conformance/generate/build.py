@@ -26,6 +26,7 @@ from mind.ir.verify import verify_module
 from mind.reference.interpreter import bind_arguments, select_function
 from mind.reference.ops import OP_FUNCTIONS
 from mind.spec import accuracy
+from mind.reference.accuracy import accumulation
 from mind.spec.dims import DimExpr, evaluate
 from mind.spec.dtypes import DType
 from mind.spec.ops import OPS
@@ -142,7 +143,7 @@ def _accuracy(fn: Function, ev: Evaluation, value: Any) -> dict[str, Any]:
             out: dict[str, Any] = {"class": cls}
             if accuracy.get(cls).kind == "sum":
                 with np.errstate(all="ignore"):
-                    n, abs_sum = accuracy.accumulation(op.op, operands, attrs)
+                    n, abs_sum = accumulation(op.op, operands, attrs)
                 out["n"] = int(n)
                 if value.type.dtype.is_float:
                     out["abs_sum"] = encode(np.asarray(abs_sum, dtype=np.float64), "f64")
