@@ -105,6 +105,7 @@ _TABLE: tuple[tuple[str, str], ...] = (
     ("E7001", "file not found or unreadable"),
     ("E7002", "invalid command-line usage"),
     ("E7003", "output cannot be written"),
+    ("E7004", "invalid conformance file (suite, expectations or results)"),
     ("E7009", "internal compiler error"),
     ("E7010", "cache folder is not safe to use"),
     ("E7011", "damaged cache entry removed and rebuilt"),

@@ -34,6 +34,9 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (3, "verify", ("mind.verify",)),
     (3, "conformance", ("mind.conformance",)),
     (4, "cli", ("mind.cli",)),
+    # Adapters of other systems for the conformance runner: built on the exporters (compiler) and the
+    # protocol (conformance), loaded by name (``python:`` implementations), imported by nothing.
+    (4, "adapters", ("mind.conformance.adapters",)),
 )
 
 #: The violations that remain while the backend part of issue 15 is done (each names the modules

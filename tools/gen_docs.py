@@ -116,9 +116,9 @@ def op_page(op: OpDef) -> str:
         for r, v in enumerate(ex.expected):
             L.append(f"| {r} | `{_cell(_lit(v))}` |")
         L.append("")
-        L.append(f"Conformance case: `conformance/cases/examples/{op.name}_{k}.json`.\n")
-    L.append("More cases: `conformance/cases/edge/`, `conformance/cases/negative/` "
-             f"(one per constraint label of `{op.name}`).")
+        L.append(f"Conformance case: `examples/{op.name}_{k}` (`conformance/suite/cases/examples.jsonl`).\n")
+    L.append(f"More cases: `gen/{op.name}/…` (every dtype and value class), `edge/…`, and "
+             f"`negative/{op.name}_c<n>` (one per constraint label of `{op.name}`); see `docs/conformance.md`.")
     return "\n".join(L).rstrip() + "\n"
 
 
@@ -152,9 +152,9 @@ def index_page() -> str:
     L.append(f"Core IR has exactly {len(OPS)} ops. Each is defined once, as data, in `spec/ops/` "
              "(`mind.spec.ops.OPS`); this page and the per-op pages are generated from those definitions "
              "(`tools/gen_docs.py`), and `tests/test_docs.py` fails if they drift. The reference "
-             "interpreter (`reference/ops.py`) transcribes each op's Semantics; the conformance cases "
-             "(`conformance/cases/`) hold every example, every edge case and one negative case per "
-             "constraint label.\n")
+             "interpreter (`reference/ops.py`) transcribes each op's Semantics; the conformance suite "
+             "(`conformance/suite/`, `docs/conformance.md`) holds every example, every edge case, every op "
+             "on every dtype and value class, and one negative case per constraint label.\n")
     L.append("## Ops\n")
     L.append("| Op | Operands | Attributes | Result dtype | Constraints | Accuracy | Summary |")
     L.append("|---|---|---|---|---|---|---|")

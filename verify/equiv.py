@@ -18,7 +18,7 @@ Each pair of result elements is then decided:
 
 A model is a candidate counterexample: both functions are run on the reference interpreter with
 those inputs.  If a result differs there, the verdict is ``different``: the inputs are written as
-``.npy`` files (``mind.driver_io.atomic_write``) with the first differing result.  If not, the
+``.npy`` files (``mind.driver_io.OutputFolder``: a folder holding one run's files) with the first differing result.  If not, the
 model relied on how the bounded ops were interpreted, and the verdict is ``unknown`` (as it is
 when a query exhausts its resource limit).  Reports carry no timings: they are byte-identical
 across runs.  Z3 is imported here: import lazily.
@@ -37,11 +37,13 @@ from mind.ir.core import Function
 from mind.spec.dims import evaluate
 from mind.spec.dtypes import DType
 from mind.spec.ops import TensorType
-from mind.verify.prove import SEED, new_solver, reason_text
+from mind.ir.solver_limits import SolverLimits
+from mind.ir.z3dims import SEED, new_solver, timed_check
 from mind.verify.z3scalars import ExactScalars, allowed_sum, facts, is_bounded
 from mind.verify.z3tensor import Flattening, Tensor, Unsupported, apply, constant, leaf
 
 RLIMIT = 20_000_000  # per query
+TIMEOUT_S = 120.0  # per query: the safety net behind the rlimit (see docs/verification.md)
 #: Nodes ``_absorb`` asks about: arithmetic and choice, whose result may be one of their operands.
 _ABSORBING = frozenset({z3.Z3_OP_FPA_ADD, z3.Z3_OP_FPA_SUB, z3.Z3_OP_FPA_MUL, z3.Z3_OP_FPA_DIV, z3.Z3_OP_BADD,
                         z3.Z3_OP_BSUB, z3.Z3_OP_BMUL, z3.Z3_OP_ITE})
@@ -247,6 +249,7 @@ class _Checker:
                  out_dir: str | None) -> None:
         self.fa, self.fb, self.types = fa, fb, types
         self.rlimit = rlimit
+        self._reason: str | None = None  # why the last solver call was unknown
         self.out_dir = out_dir
         self.alg = ExactScalars()
         self.fl = Flattening()
@@ -385,7 +388,7 @@ class _Checker:
                                "(it does not reproduce on the reference interpreter)" if apps else
                                "the solver's counterexample does not reproduce on the reference interpreter")
         else:
-            self.rep.reason = reason_text(s, self.rlimit)
+            self.rep.reason = self._reason
         return "unknown"
 
     def _refines(self, ta: Any, tb: Any, apps: Sequence[Any]) -> bool:
@@ -394,17 +397,19 @@ class _Checker:
         if not (is_bounded(ta) and ta.decl().name().startswith("sum_")):
             return False
         dtype = DType.F32 if ta.sort() == z3.Float32() else DType.F64
-        s = new_solver(max(1, self.rlimit // 10))  # a refinement is quick to show when it holds
+        limits = SolverLimits(max(1, self.rlimit // 10), TIMEOUT_S)  # a refinement is quick to show when it holds
+        s = new_solver(limits)
         s.add(*[facts(t) for t in apps if not t.eq(ta)], z3.Not(allowed_sum(dtype, ta.children(), tb)))
         self.rep.queries += 1
-        return s.check() == z3.unsat
+        return timed_check(s, limits)[0] == z3.unsat
 
     def _solve(self, ta: Any, tb: Any, apps: Sequence[Any]) -> tuple[str, Any]:
         """Ask for inputs on which ``ta`` and ``tb`` differ: equal | sat | unknown."""
-        s = new_solver(self.rlimit)
+        limits = SolverLimits(self.rlimit, TIMEOUT_S)
+        s = new_solver(limits)
         s.add(*[facts(t) for t in apps], ta != tb)
         self.rep.queries += 1
-        r = s.check()
+        r, self._reason = timed_check(s, limits)
         return ("equal" if r == z3.unsat else "sat" if r == z3.sat else "unknown"), s
 
     def _congruent(self, a: Any, b: Any, top: bool = False) -> bool:
@@ -567,13 +572,17 @@ class _Checker:
     def _write(self, arrays: list[Any]) -> None:
         import numpy as np
 
-        from mind.driver_io import atomic_write
+        from mind.driver_io import OutputFolder
 
-        for p, arr in zip(self.fa.params, arrays):
+        names: list[str] = []
+        for i, p in enumerate(self.fa.params):
             name = "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in p.name)
-            path = os.path.join(self.out_dir, f"{name}.npy")  # type: ignore[arg-type]
-            atomic_write(path, lambda fh, arr=arr: np.save(fh, arr))
-            self.rep.files.append(path)
+            names.append(f"{name}.npy" if f"{name}.npy" not in names else f"{name}_{i}.npy")
+        folder = OutputFolder(self.out_dir, names)  # type: ignore[arg-type]  # one run's files, see mind.output_dir
+        for name, arr in zip(names, arrays):
+            folder.write(name, lambda fh, arr=arr: np.save(fh, arr))
+            self.rep.files.append(os.path.join(self.out_dir, name))  # type: ignore[arg-type]
+        folder.finish()
 
 
 def _dtype_of(arr: Any) -> DType:

@@ -41,7 +41,8 @@ import z3
 from mind.ir.rewrite_rules import RULES, Bindings, Build, Lit, Op, Rule, Var, pick
 from mind.spec.dtypes import ALL_DTYPES, DType
 from mind.spec.ops import OPS, ConstraintViolation, TensorType
-from mind.verify.prove import SEED, model_values, new_solver, reason_text
+from mind.ir.solver_limits import SolverLimits
+from mind.ir.z3dims import SEED, model_values, new_solver, timed_check
 from mind.verify.prove import Prover as SpecProver
 from mind.verify.z3arith import Z3_ARITH, Z3Context
 from mind.verify.z3scalars import AbstractScalars, ExactScalars, allowed_sum
@@ -49,6 +50,7 @@ from mind.verify.z3tensor import Flattening, Tensor, Unsupported, apply, leaf, s
 
 DEFAULT_RANK_BOUND = 6
 RLIMIT = 40_000_000  # per query; the f64 multiplication lemmas are the largest (about a fifth of it)
+TIMEOUT_S = 120.0  # per query: the safety net behind the rlimit (see docs/verification.md)
 A = Z3_ARITH
 
 
@@ -418,7 +420,8 @@ class Prover(SpecProver):
     """Proves rules; shares the spec prover's resource limit, seed and SMT-LIB files."""
 
     def __init__(self, rank_bound: int = DEFAULT_RANK_BOUND, rlimit: int = RLIMIT, smt2_dir: str | None = None):
-        super().__init__(rlimit, smt2_dir)
+        super().__init__(SolverLimits(rlimit, TIMEOUT_S), smt2_dir)
+        self.rlimit = rlimit
         self.rank_bound = rank_bound
         self.queries = 0  # solver calls (benchmarks report it)
 
@@ -440,15 +443,15 @@ class Prover(SpecProver):
         """(sat | unsat | unknown, solver, reason) for ``query`` (SAT = a counterexample)."""
         if self.smt2_dir and write:
             self._write_smt2(query, tag, "a rewrite rule's obligation")
-        s = new_solver(self.rlimit, tactic)
+        s = new_solver(self.limits, tactic)
         self.queries += 1
         s.add(query)
-        r = s.check()
+        r, reason = timed_check(s, self.limits)
         if r == z3.unsat:
             return "unsat", s, None
         if r == z3.sat:
             return "sat", s, None
-        return "unknown", s, reason_text(s, self.rlimit)
+        return "unknown", s, reason
 
     # enumeration ------------------------------------------------------------------------------
     def dtype_assignments(self, rule: Rule) -> list[dict[Any, DType]]:

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from mind.backends import compile_for
-from mind.conformance.runner import case_paths, load_case, run_case
 from mind.diagnostics import MindError
 from mind.ir.parser import parse_module
 from mind.reference.interpreter import select_function
@@ -49,23 +48,8 @@ def test_spec_example(op, index):
         assert mm is None, str(mm)
 
 
-# success cases that the cpu backend cannot pass, with the reason (strict: must fail)
-XFAIL: dict[str, str] = {}
-
-CASES = case_paths()
-
-
-@pytest.mark.parametrize("path", CASES, ids=[os.path.relpath(p, os.path.dirname(CASES[0])) for p in CASES])
-def test_conformance_case(path):
-    case = load_case(path)
-    if case.get("id") in XFAIL:
-        pytest.xfail(XFAIL[case["id"]])
-    outcome = run_case(case, backend="cpu")
-    assert outcome.passed, str(outcome)
-
-
-def test_conformance_has_cases():
-    assert len(CASES) > 100
+# The conformance suite runs on this backend in tests/conformance/test_builtin_runs.py (with its
+# expectations file conformance/expectations/cpu.expect).
 
 
 _DET = """

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
 
 import numpy as np
 import pytest
 
-from mind.conformance.values import from_literal
+from mind.conformance.encoding import from_literal
+from mind.conformance.generate.handwritten import negative_irs
 from mind.diagnostics import MindError
 from mind.ir.parser import parse_module
 from mind.ir.verify import check_module
@@ -18,18 +17,9 @@ from mind.spec import accuracy
 from mind.spec.errors import CODES
 from mind.spec.ops import OPS
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _load_tool(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "tools", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-GEN = _load_tool("gen_conformance")
-NEGATIVE = GEN.negative_irs()
+NEGATIVE = negative_irs()
 
 EXAMPLES = [(op.name, k, ex) for op in OPS.values() for k, ex in enumerate(op.examples)]
 LABELS = [f"{op.name}.{c.label}" for op in OPS.values() for c in op.constraints]

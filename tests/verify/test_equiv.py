@@ -201,7 +201,7 @@ def test_cli_different_writes_npy(tmp_path, capsys):
     assert main(["verify", "--equiv", a, b, "--out", str(out)]) == 1
     text = capsys.readouterr().out
     assert text.startswith("different: ") and str(out / "x.npy") in text
-    assert os.listdir(out) == ["x.npy"]
+    assert sorted(os.listdir(out)) == [".mind-outputs.json", "x.npy"]  # the files and the record of one run (mind.output_dir)
 
 
 def test_cli_mind_source_and_fn(tmp_path, capsys):

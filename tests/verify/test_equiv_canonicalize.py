@@ -4,7 +4,6 @@ refinement of it: a float sum of one element replaced by the element) for every 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ z3 = pytest.importorskip("z3")
 from mind.compiler.autodiff.transform import grad_values, inline_function  # noqa: E402
 from mind.compiler.frontend.api import lower_source  # noqa: E402
 from mind.compiler.passes import canonicalize  # noqa: E402
+from mind.conformance.suite import load_suite  # noqa: E402
 from mind.ir.builder import FunctionBuilder  # noqa: E402
 from mind.ir.parser import parse_module  # noqa: E402
 from mind.loader import load_module  # noqa: E402
@@ -46,10 +46,13 @@ def _programs():
         # MIND source as lowered, before canonicalization; Core IR text as written
         module = lower_source(path.read_text(), str(path)) if path.suffix == ".mind" else load_module(str(path))[0]
         out += [(f"{path.relative_to(ROOT)}:{f.name}", f) for f in module.functions]
-    for path in sorted(ROOT.glob("conformance/cases/*/*.json")):
-        case = json.loads(path.read_text())
-        if case.get("expected", {}).get("status") == "success" and "ir" in case:
-            out += [(f"{case['id']}:{f.name}", f) for f in parse_module(case["ir"], str(path)).functions]
+    suite = load_suite()
+    for entry in suite.entries:  # all but the generated tier (which repeats their shapes)
+        if entry.status != "success":
+            continue
+        case = suite.case(entry)
+        if case.get("source") != "generated" and "ir" in case:
+            out += [(f"{case['id']}:{f.name}", f) for f in parse_module(case["ir"], case["id"]).functions]
     return [(name, f) for name, f in out if _elements(f) <= MAX_ELEMENTS]
 
 
