@@ -99,6 +99,21 @@ def _dense_lits(dense: Any) -> list[Lit]:
 class Elaborator:
     Reported = Reported
 
+    # Control flow (``control``): the path condition of a tensor `if` being elaborated, a pending
+    # `return`/`break`/`continue`, the returns of the current function (made at its first
+    # `return`), the log of assignments made in a branch, the loop nesting and the iteration
+    # budget.  Their values at the start of a function are class attributes (an instance sets its
+    # own when they change), so that making an Elaborator costs only what every program needs.
+    path: Value | None = None
+    flow: str | None = None
+    returns: "control.Returns | None" = None
+    assign_log: list | None = None
+    loop_depth = 0
+    loop_budget = control.MAX_LOOP_ITERATIONS
+    _static: StaticValues | None = None
+    module_scope: Scope | None = None
+    _fresh = 0
+
     def __init__(self, module: A.Module):
         self.module = module
         self.src = module.source
@@ -108,18 +123,6 @@ class Elaborator:
         self.frame: Frame = None  # type: ignore[assignment]
         self._consts: dict[tuple, Value] = {}
         self._syms: dict[str, DimExpr] = {}
-        self._fresh = 0
-        # control flow (``control``): the path condition of a tensor `if` being elaborated, a
-        # pending `return`/`break`/`continue`, the returns of the current function, the log of
-        # assignments made in a branch, the loop nesting and the iteration budget
-        self.path: Value | None = None
-        self.flow: str | None = None
-        self.returns = control.Returns()
-        self.assign_log: list | None = None
-        self.loop_depth = 0
-        self.loop_budget = control.MAX_LOOP_ITERATIONS
-        self._static: StaticValues | None = None
-        self.module_scope: Scope | None = None
 
     def start_function(self, name: str) -> None:
         """A new IR function (``self.b``) with its own constants and compile-time state."""
@@ -688,8 +691,13 @@ class Elaborator:
         with a loop over its left spine, not by recursion."""
         left = node.left
         if type(left) is not A.Binary:  # the common case: one operator
+            right = node.right
+            if type(left) is A.IntLit and type(right) is A.IntLit:  # (``apply_binary`` on two int literals)
+                rule = _INT_FOLD.get(node.op)
+                if rule is not None:
+                    return Lit(rule[0](left.value, right.value), rule[1], node.span)
             a = self.ev(left)
-            b = self.ev(node.right)
+            b = self.ev(right)
             if a is POISON or b is POISON:
                 return POISON
             return self.apply_binary(node, a, b)
@@ -716,8 +724,13 @@ class Elaborator:
 
             return matmul_values(self, self.tensor(a, node.left.span, "the left operand of `@`"),
                                  self.tensor(b, node.right.span, "the right operand of `@`"), node.span, "@")
-        if type(a) in LITERALS and type(b) in LITERALS:
-            folded = _fold_literals(op, a, b, node.span) if type(a) is Lit and type(b) is Lit else None
+        ta = type(a)
+        if ta is Lit and type(b) is Lit and a.kind == "int" and b.kind == "int":  # (``_fold_literals``, inline)
+            rule = _INT_FOLD.get(op)
+            if rule is not None:
+                return Lit(rule[0](a.value, b.value), rule[1], node.span)
+        if ta in LITERALS and type(b) in LITERALS:
+            folded = _fold_literals(op, a, b, node.span) if ta is Lit and type(b) is Lit else None
             if folded is None:
                 folded = litexpr.combine(op, a, b, node.span)
             if folded is not None:
@@ -986,7 +999,7 @@ class Elaborator:
         a new function: no path condition, loop or pending `return`; the result is what the body's
         `return`s and its value give together (``control.finish``)."""
         saved = (self.path, self.flow, self.returns, self.loop_depth, self.assign_log)
-        self.path, self.flow, self.returns, self.loop_depth, self.assign_log = None, None, control.Returns(), 0, None
+        self.path, self.flow, self.returns, self.loop_depth, self.assign_log = None, None, None, 0, None
         try:
             value = run()
             return control.finish(self, value, self.module.span)
@@ -1178,13 +1191,16 @@ class Elaborator:
                         span_fn=partial(self.src.span, off))
 
     def _flatten(self, v: Any, out: list[Value]) -> None:
-        if type(v) is Tup or type(v) is StructVal:
+        tv = type(v)
+        if tv is Value:
+            out.append(v)
+        elif tv is Tup or tv is StructVal:
             for x in v.items:
                 self._flatten(x, out)
-            return
-        if v is POISON:
+        elif v is POISON:
             raise Reported()
-        out.append(self.tensor(v, None, "the result"))
+        else:
+            out.append(self.tensor(v, None, "the result"))
 
     def main(self, body: Sequence[A.Stmt], result: A.Expr | None, scope: Scope) -> Function | None:
         """The function ``main``: the top-level statements ``body`` (definitions and imports
@@ -1246,41 +1262,44 @@ _ITEMS = {A.FnDef: "function", A.StructDef: "struct", A.ConstDef: "constant"}
 _QUALIFIED = {"tensor." + b: b for b in BUILTINS if b != "grad"}
 
 
-def _int_fold(op: str, a: int, b: int) -> int:
-    """Exact integer arithmetic on literals; ``/`` truncates toward zero and x / 0 = 0 (as the spec)."""
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
+def _int_div(a: int, b: int) -> int:
+    """``/`` on integer literals: truncates toward zero, and x / 0 = 0 (as the spec)."""
     if b == 0:
         return 0
     q = abs(a) // abs(b)
     return q if (a < 0) == (b < 0) else -q
 
 
+def _int_rem(a: int, b: int) -> int:
+    """``%`` on integer literals: ``a - b * (a / b)``, the sign of ``a``; x % 0 = 0."""
+    return a - b * _int_div(a, b) if b else 0
+
+
+#: Compile-time arithmetic on two integer literals (exact; loop counters and conditions stay known
+#: at compile time) and logic on two bool literals: operator -> (function, kind of the result).
+#: Float literals are computed by the ops, in their dtype.
+_INT_FOLD: dict[str, tuple[Any, str]] = {
+    "+": (operator.add, "int"), "-": (operator.sub, "int"), "*": (operator.mul, "int"),
+    "/": (_int_div, "int"), "%": (_int_rem, "int"),
+    **{op: (f, "bool") for op, f in _PY_CMP.items()},
+}
+_BOOL_FOLD: dict[str, Any] = {
+    "&&": lambda a, b: a and b, "||": lambda a, b: a or b, "==": operator.eq, "!=": operator.ne,
+}
+
+
 def _fold_literals(op: str, a: Lit, b: Lit, off: tuple[int, int]) -> Lit | None:
-    """Exact compile-time arithmetic on integer literals and logic on bool literals (so loop
-    counters and conditions stay known at compile time); ``None`` for anything else (float
-    literals are computed by the ops, in their dtype)."""
+    """``a op b`` on two literals where it is computed at compile time (``_INT_FOLD``,
+    ``_BOOL_FOLD``); ``None`` for anything else."""
     ka, kb = a.kind, b.kind
     if ka == kb == "int":
-        if op in _ARITH:
-            return Lit(_int_fold(op, a.value, b.value), "int", off)
-        if op == "%":
-            return Lit(_int_fold("-", a.value, _int_fold("*", b.value, _int_fold("/", a.value, b.value)))
-                       if b.value else 0, "int", off)
-        cmp = _PY_CMP.get(op)
-        if cmp is not None:
-            return Lit(cmp(a.value, b.value), "bool", off)
+        rule = _INT_FOLD.get(op)
+        if rule is not None:
+            return Lit(rule[0](a.value, b.value), rule[1], off)
     elif ka == kb == "bool":
-        if op == "&&":
-            return Lit(a.value and b.value, "bool", off)
-        if op == "||":
-            return Lit(a.value or b.value, "bool", off)
-        if op == "==" or op == "!=":
-            return Lit((a.value == b.value) == (op == "=="), "bool", off)
+        f = _BOOL_FOLD.get(op)
+        if f is not None:
+            return Lit(f(a.value, b.value), "bool", off)
     return None
 
 

@@ -421,6 +421,8 @@ def _tokenize(scan: str, source: SourceMap) -> Tokens:
             (nl == n - 1 and kinds[0] != "NL" and "(" not in text and "[" not in text
              and "{" not in text) or _newlines_all_separate(text))):
         return _join_continuations(_newlines(kinds, texts, starts, ends, source))
+    if nl < 0 or nl == n - 1:  # no line break, or one at the very end: no line to continue
+        return Tokens(kinds, texts, starts, ends, source)
     return _join_continuations(Tokens(kinds, texts, starts, ends, source))
 
 

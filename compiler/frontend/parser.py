@@ -626,7 +626,9 @@ class _Parser(ControlSyntax):
         word = t[i]
         op = i + 1
         self.i = op
-        kind = self._expand(op)
+        kind = k[op]
+        if kind == "DENSE":  # (a bulk-read literal cannot be a type: its tokens, ``_expand``)
+            kind = self._expand(op)
         if word == "Tensor":
             if kind == "<":  # Tensor<f32, [2, 3]>
                 style, dims_open, close = "angle", "[", "]"
@@ -662,7 +664,7 @@ class _Parser(ControlSyntax):
                     "`,`", f"the shape follows the element type: `{_TYPE_EXAMPLES[style]}`")
             i += 1
             self.i = i
-        if self._expand(i) != dims_open:
+        if (k[i] if k[i] != "DENSE" else self._expand(i)) != dims_open:
             raise self._unexpected(f"`{dims_open}`", f"write `{_TYPE_EXAMPLES[style]}`")
         # the dimensions (`_dims`, inlined)
         dop = i
@@ -671,7 +673,8 @@ class _Parser(ControlSyntax):
         while True:
             kind = k[i]
             if kind == "INT":
-                dims.append(_Dim(self._int(i), (e[i] - len(t[i]), e[i])))
+                text = t[i]
+                dims.append(_Dim(int(text) if len(text) <= MAX_INT_DIGITS else self._int(i), (e[i] - len(text), e[i])))
             elif kind == "IDENT":
                 dims.append(_Dim(t[i], (e[i] - len(t[i]), e[i])))
             elif kind == "?":
@@ -737,7 +740,8 @@ class _Parser(ControlSyntax):
                 left = self._postfix(self.parse_struct_lit(i - 1), k[self.i])
                 kind = k[self.i]
         elif kind == "INT":
-            left = _IntLit(self._int(i), (self.e[i] - len(self.t[i]), self.e[i]))
+            text = self.t[i]  # (``_int``, inline for a literal of up to MAX_INT_DIGITS characters)
+            left = _IntLit(int(text) if len(text) <= MAX_INT_DIGITS else self._int(i), (self.e[i] - len(text), self.e[i]))
             i += 1
             self.i = i
             kind = k[i]
@@ -767,7 +771,9 @@ class _Parser(ControlSyntax):
                 right: A.Expr = _Name(self.t[i], (self.e[i] - len(self.t[i]), self.e[i]))
                 self.i = i + 1
             elif rkind == "INT" and k[i + 1] not in _NESTS[prec]:
-                right = _IntLit(self._int(i), (self.e[i] - len(self.t[i]), self.e[i]))
+                text = self.t[i]
+                right = _IntLit(int(text) if len(text) <= MAX_INT_DIGITS else self._int(i),
+                                (self.e[i] - len(text), self.e[i]))
                 self.i = i + 1
             else:
                 self.i = i

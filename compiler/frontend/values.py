@@ -263,19 +263,28 @@ _NP: dict[DType, Any] = {}
 _NP_SCALAR: dict[DType, Any] = {}
 
 
+_ARRAY: Any = None  # ``numpy.array`` once numpy is imported (on first use, not with this module)
+
+
 def np_scalar(value: Any, dtype: DType) -> Any:
     """``value`` as a rank-0 NumPy array of ``dtype`` (a literal beyond a float dtype's range
     rounds to ±inf, as IEEE conversion does)."""
+    global _ARRAY
     npdt = _NP.get(dtype)
     if npdt is None:
         npdt = _NP[dtype] = dtype.numpy
-    import numpy as np
+    array = _ARRAY
+    if array is None:
+        import numpy as np
 
+        array = _ARRAY = np.array
     tv = type(value)
     if (tv is int or tv is float or tv is bool) and -1e38 < value < 1e38:
-        return np.array(value, dtype=npdt)  # cannot overflow any MIND dtype's float range
+        return array(value, npdt)  # cannot overflow any MIND dtype's float range
+    import numpy as np
+
     with np.errstate(over="ignore"):
-        return np.array(value, dtype=npdt)
+        return array(value, npdt)
 
 
 class SplatAttrs:

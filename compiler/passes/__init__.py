@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from mind.ir.core import RESULT_NAMES, Function, Module, Operation, TensorType, Value
 from mind.compiler.passes.cse import COMMUTATIVE, common_subexpression_elimination, cse_rule, op_key
-from mind.compiler.passes.fold import constant_folding, fold_rule
+from mind.compiler.passes.fold import constant_folding, fold_constants, fold_rule
 from mind.compiler.passes.rewrite import RewriteContext, dead_code_elimination, renumber, rewrite
 from mind.compiler.passes.simplify import (NEED_CONST, NEEDS, RULE_OPS, algebraic_simplification, may_fire,
                                            simplify_rule)
@@ -85,7 +85,7 @@ def _first_step(op: Operation, operands: tuple[Value, ...], nconst: int,
     derived from the rule patterns)."""
     name = op.op
     if nconst and nconst == len(operands):
-        out = fold_rule(op, operands, ctx)
+        out = fold_constants(op, [consts[v] for v in operands])  # (``fold_rule``: every producer is known)
         if out is not None:
             return out
     if name in _RULE_OPS and (nconst or name not in NEED_CONST):
@@ -106,7 +106,7 @@ def _more_steps(current: Operation, consts: dict[Value, Operation],
         xs = current.operands
         out = None
         if name != "const" and xs and all(v in consts for v in xs):
-            out = fold_rule(current, xs, ctx)
+            out = fold_constants(current, [consts[v] for v in xs])
         if out is None and name in _RULE_OPS and may_fire(current, xs, consts):
             out = simplify_rule(current, xs, ctx)
         if out is None:
