@@ -113,14 +113,14 @@ class Elaborator:
     _static: StaticValues | None = None
     module_scope: Scope | None = None
     _fresh = 0
+    b: LeanBuilder = None  # type: ignore[assignment]  # the function being built (``start_function``)
+    frame: Frame = None  # type: ignore[assignment]
 
     def __init__(self, module: A.Module):
         self.module = module
         self.src = module.source
         self.diags: list[Diagnostic] = []
         self._seen: set[tuple] = set()
-        self.b: LeanBuilder = None  # type: ignore[assignment]
-        self.frame: Frame = None  # type: ignore[assignment]
         self._consts: dict[tuple, Value] = {}
         self._syms: dict[str, DimExpr] = {}
 
@@ -293,10 +293,10 @@ class Elaborator:
         if type(v) is LitExpr:
             return litexpr.materialize(self, v, dtype)
         if type(v) is Lit:
-            dt = dtype or _default_dtype(v.kind)
+            dt = dtype or _DEFAULT_DTYPE[v.kind]
             return self.const(self.lit_value(v, dt), dt, v.span)
         if type(v) is ArrLit:
-            dt = dtype or _default_dtype(v.kind)
+            dt = dtype or _DEFAULT_DTYPE[v.kind]
             import numpy as np
 
             npdt = _np_scalar(0, dt).dtype
@@ -1199,6 +1199,8 @@ class Elaborator:
                 self._flatten(x, out)
         elif v is POISON:
             raise Reported()
+        elif tv is Lit:
+            out.append(self.materialize(v))  # (``tensor``)
         else:
             out.append(self.tensor(v, None, "the result"))
 
@@ -1209,7 +1211,8 @@ class Elaborator:
         self.scope, self.frame = Scope(scope), Frame({}, ("main",))
 
         def run() -> Any:
-            control.run(self, body)
+            if body:
+                control.run(self, body)
             if self.flow is None:
                 return self.ev(result) if result is not None else Tup((), self.module.span)
             return Tup((), self.module.span)
@@ -1219,15 +1222,21 @@ class Elaborator:
 
 def elaborate(module: A.Module) -> Module:
     """Check and lower a parsed module; raises ``MindError`` with every diagnostic found."""
+    return Module(elaborate_functions(module))
+
+
+def elaborate_functions(module: A.Module) -> list[Function]:
+    """``elaborate(module).functions`` (``compile_source`` takes the list, without the Module)."""
     E = Elaborator(module)
     functions: list[Function] = []
     try:
         scope = Scope()
         E.scope = E.module_scope = scope
-        E.frame = Frame({}, ())
-        body = [s for s in module.stmts if type(s) not in _ITEMS and type(s) is not A.Import]
+        stmts = module.stmts
+        body = [s for s in stmts if type(s) not in _ITEMS and type(s) is not A.Import] if stmts else []
         has_main = module.result is not None or bool(body)
         if len(body) != len(module.stmts):  # definitions (or imports): elaborate each function
+            E.frame = Frame({}, ())
             E.hoist(module.stmts, scope)
             for s in module.stmts:
                 ref = scope.names.get(s.name) if type(s) is A.FnDef else None
@@ -1249,7 +1258,7 @@ def elaborate(module: A.Module) -> Module:
         E.diags.append(Diagnostic("E1012", "the program nests too deeply", E.span(module.span)))
     if E.diags:
         raise MindError(E.diags, {E.src.file: E.src.text})
-    return Module(functions)
+    return functions
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -1303,8 +1312,12 @@ def _fold_literals(op: str, a: Lit, b: Lit, off: tuple[int, int]) -> Lit | None:
     return None
 
 
+#: The dtype a literal of each kind has where nothing else gives it one.
+_DEFAULT_DTYPE: dict[str, DType] = {"int": DType.I32, "float": DType.F32, "bool": DType.BOOL}
+
+
 def _default_dtype(kind: str) -> DType:
-    return DType.I32 if kind == "int" else (DType.F32 if kind == "float" else DType.BOOL)
+    return _DEFAULT_DTYPE[kind]
 
 
 def _lit_text(lit: Lit) -> str:

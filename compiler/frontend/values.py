@@ -253,11 +253,6 @@ def describe(v: Any) -> str:
 NAMED_RESULTS = len(RESULT_NAMES)
 
 
-def result_name(index: int) -> str:
-    """``str(index)``, the name of the result of op number ``index``."""
-    return RESULT_NAMES[index] if index < NAMED_RESULTS else str(index)
-
-
 _EAGER_SPLAT = 1 << 40
 _NP: dict[DType, Any] = {}
 _NP_SCALAR: dict[DType, Any] = {}
@@ -342,9 +337,7 @@ class LeanBuilder(FunctionBuilder):
     by a counter (op results are renumbered by ``canonicalize`` anyway).  Constants, whose type is
     by definition the value's dtype and shape, are appended without running a shape rule."""
 
-    def __init__(self, name: str, assumptions: Sequence[Any] = ()):
-        super().__init__(name, assumptions)
-        self._ctx: ShapeContext | None = None
+    _ctx: ShapeContext | None = None  # (a class default: ``FunctionBuilder.__init__`` makes the rest)
 
     def context(self) -> ShapeContext:
         ctx = self._ctx
@@ -367,7 +360,8 @@ class LeanBuilder(FunctionBuilder):
             ctx = self.context()
         t = OPS[op].infer(ctx, [v.type for v in operands], attrs)
         ops = self.ops
-        result = Value(result_name(len(ops)), t, span)
+        n = len(ops)
+        result = Value(RESULT_NAMES[n] if n < NAMED_RESULTS else str(n), t, span)
         ops.append(Operation(op, operands, attrs, result, span))
         return result
 
@@ -393,8 +387,10 @@ class LeanBuilder(FunctionBuilder):
 
     def const_array(self, arr: Any, span: Span | None, dtype: DType | None = None) -> Value:
         t = TensorType(dtype or from_numpy(arr.dtype), arr.shape)
-        result = Value(result_name(len(self.ops)), t, span)
-        self.ops.append(Operation("const", (), {"value": arr}, result, span))
+        ops = self.ops
+        n = len(ops)
+        result = Value(RESULT_NAMES[n] if n < NAMED_RESULTS else str(n), t, span)
+        ops.append(Operation("const", (), {"value": arr}, result, span))
         return result
 
     @property
