@@ -121,7 +121,6 @@ class Elaborator:
         self.src = module.source
         self.diags: list[Diagnostic] = []
         self._seen: set[tuple] = set()
-        self._consts: dict[tuple, Value] = {}
         self._syms: dict[str, DimExpr] = {}
 
     def start_function(self, name: str) -> None:
@@ -994,14 +993,14 @@ class Elaborator:
             scope.names[p.name] = self.check_type(v, want, env, anode.span, f"argument `{p.name}`")
         return self.body(fn, scope, env, node.span)
 
-    def function_body(self, run: Any) -> Any:
-        """``run()`` (which elaborates a function's or closure's body) with the control-flow state of
-        a new function: no path condition, loop or pending `return`; the result is what the body's
-        `return`s and its value give together (``control.finish``)."""
+    def function_body(self, run: Any, *args: Any) -> Any:
+        """``run(*args)`` (which elaborates a function's or closure's body) with the control-flow
+        state of a new function: no path condition, loop or pending `return`; the result is what the
+        body's `return`s and its value give together (``control.finish``)."""
         saved = (self.path, self.flow, self.returns, self.loop_depth, self.assign_log)
         self.path, self.flow, self.returns, self.loop_depth, self.assign_log = None, None, None, 0, None
         try:
-            value = run()
+            value = run(*args)
             return control.finish(self, value, self.module.span)
         except Reported:
             return POISON
@@ -1013,7 +1012,7 @@ class Elaborator:
         self.scope = scope
         self.frame = Frame(env, saved_frame.stack + (fn.name,) if saved_frame else (fn.name,))
         try:
-            value = self.function_body(lambda: self.block(fn.body))
+            value = self.function_body(self.block, fn.body)
             if value is POISON:
                 return POISON
             if fn.ret is not None:
@@ -1209,15 +1208,15 @@ class Elaborator:
         excluded) and the program ``result``."""
         self.start_function("main")
         self.scope, self.frame = Scope(scope), Frame({}, ("main",))
-
-        def run() -> Any:
-            if body:
-                control.run(self, body)
-            if self.flow is None:
-                return self.ev(result) if result is not None else Tup((), self.module.span)
-            return Tup((), self.module.span)
-        value = self.function_body(run)
+        value = self.function_body(self._main_body, body, result)
         return self.finish("main", value, True, self.module.span)
+
+    def _main_body(self, body: Sequence[A.Stmt], result: A.Expr | None) -> Any:
+        if body:
+            control.run(self, body)
+        if self.flow is None and result is not None:
+            return self.ev(result)
+        return Tup((), self.module.span)
 
 
 def elaborate(module: A.Module) -> Module:
