@@ -55,6 +55,8 @@ _DEFAULT_HELP = {
 _DTYPES = {d.value: d for d in DType}
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+_TYPE_OF = operator.attrgetter("type")
+_VALUE_OF = operator.attrgetter("value")
 _PY_CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
            ">=": operator.ge}
 
@@ -193,7 +195,7 @@ class Elaborator:
                 x, y = operands
                 t = fast([x.type, y.type])
             else:
-                t = fast([v.type for v in operands])
+                t = fast(list(map(_TYPE_OF, operands)))  # (no comprehension: no frame)
             if t is not None:
                 result = Value(RESULT_NAMES[n] if n < NAMED_RESULTS else str(n), t, None)
                 ops.append(Operation(op, operands, attrs, result, None))
@@ -1067,7 +1069,7 @@ class Elaborator:
                 # `let x: Tensor[f32, (2, 3)] = 1`: a literal fill of a static shape (the path of
                 # ev + type_of + check_type + splat, without the detours)
                 dt = _DTYPES.get(ty.dtype)
-                dims = tuple([d.value for d in ty.dims])
+                dims = tuple(map(_VALUE_OF, ty.dims))
                 static = dt is not None and dims
                 if static:
                     for d in dims:

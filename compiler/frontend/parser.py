@@ -419,14 +419,15 @@ class _Parser(ControlSyntax):
             i += 1
 
     def parse_let(self) -> A.Let:
-        k = self.k
+        k, t, e = self.k, self.t, self.e
         i0 = self.i
         i = i0 + 1
         mutable = k[i] == "mut"
         if mutable:
             i += 1
         if k[i] == "IDENT":
-            target: A.Pattern = _NamePattern(self.t[i], (self.e[i] - len(self.t[i]), self.e[i]))
+            name = t[i]
+            target: A.Pattern = _NamePattern(name, (e[i] - len(name), e[i]))
             i += 1
             self.i = i
         else:
@@ -435,8 +436,11 @@ class _Parser(ControlSyntax):
             i = self.i
         ty = None
         if k[i] == ":":
-            self.i = i + 1
-            ty = self.parse_type()
+            i += 1
+            self.i = i
+            word = t[i]  # (``parse_type``'s most frequent case, inline)
+            ty = self._tensor_type(i, False) if (word == "Tensor" or word == "tensor") and k[i] == "IDENT" \
+                else self.parse_type()
             i = self.i
         if k[i] != "=":
             raise self._unexpected("`=`" if ty is not None else "`:` or `=`",
@@ -446,7 +450,7 @@ class _Parser(ControlSyntax):
             i += 1
         self.i = i
         value = self.parse_expr()
-        return _Let(target, ty, value, (self.e[i0] - len(self.t[i0]), value.span[1]), mutable)
+        return _Let(target, ty, value, (e[i0] - len(t[i0]), value.span[1]), mutable)
 
     def parse_pattern(self) -> A.Pattern:
         i = self.i

@@ -21,6 +21,7 @@ elaborated where it is used).
 from __future__ import annotations
 
 from math import prod
+from operator import attrgetter
 from typing import Any, Sequence
 
 from mind.diagnostics import Span
@@ -254,6 +255,7 @@ NAMED_RESULTS = len(RESULT_NAMES)
 
 
 _EAGER_SPLAT = 1 << 40
+_TYPE_OF = attrgetter("type")
 _NP: dict[DType, Any] = {}
 _NP_SCALAR: dict[DType, Any] = {}
 
@@ -348,7 +350,7 @@ class LeanBuilder(FunctionBuilder):
     def emit_fast(self, op: str, operands: tuple[Value, ...], span: Span | None, attrs: dict[str, Any]) -> Value:
         fast = OPS[op].fast_infer
         if fast is not None:
-            t = fast([v.type for v in operands])
+            t = fast(list(map(_TYPE_OF, operands)))
             if t is not None:
                 ops = self.ops
                 n = len(ops)
@@ -358,7 +360,7 @@ class LeanBuilder(FunctionBuilder):
         ctx = self._ctx
         if ctx is None or ctx.A is not self._arith or self._arith is None:
             ctx = self.context()
-        t = OPS[op].infer(ctx, [v.type for v in operands], attrs)
+        t = OPS[op].infer(ctx, list(map(_TYPE_OF, operands)), attrs)
         ops = self.ops
         n = len(ops)
         result = Value(RESULT_NAMES[n] if n < NAMED_RESULTS else str(n), t, span)
