@@ -150,6 +150,9 @@ _AFTER_OPERAND = _RANGES | {"&", "|", "^"}
 _RANGE_END = frozenset({")", "]", "}", ",", "NL", ";", "EOF", "{"})
 _TYPE_EXAMPLES = {"angle": "Tensor<f32, [2, 3]>", "legacy": "Tensor[f32,(2,3)]",
                   "compact": "tensor<f32[2,3]>"}
+#: The tensor type syntaxes by (word, the token after it): style, the shape's brackets, the closer.
+_TENSOR_FORMS = {("Tensor", "<"): ("angle", "[", "]", ">"), ("Tensor", "["): ("legacy", "(", ")", "]"),
+                 ("tensor", "<"): ("compact", "[", "]", ">")}
 
 
 class _Parser(ControlSyntax):
@@ -627,31 +630,24 @@ class _Parser(ControlSyntax):
     def _tensor_type(self, i: int, diff: bool) -> A.TensorType:
         k, t, e = self.k, self.t, self.e
         start = e[i - 1] - len(t[i - 1]) if diff else e[i] - len(t[i])
-        word = t[i]
         op = i + 1
-        self.i = op
         kind = k[op]
         if kind == "DENSE":  # (a bulk-read literal cannot be a type: its tokens, ``_expand``)
             kind = self._expand(op)
-        if word == "Tensor":
-            if kind == "<":  # Tensor<f32, [2, 3]>
-                style, dims_open, close = "angle", "[", "]"
-            elif kind == "[":  # Tensor[f32,(2,3)]
-                style, dims_open, close = "legacy", "(", ")"
-            else:
+        form = _TENSOR_FORMS.get((t[i], kind))
+        if form is None:
+            self.i = op
+            if t[i] == "Tensor":
                 raise self._unexpected("`<` or `[` after `Tensor`",
                                        "write `Tensor<f32, [2, 3]>` or `Tensor[f32,(2,3)]`")
-        else:  # tensor<f32[2, 3]>
-            if kind != "<":
-                raise self._unexpected("`<` after `tensor`", "write `tensor<f32[2, 3]>`")
-            style, dims_open, close = "compact", "[", "]"
+            raise self._unexpected("`<` after `tensor`", "write `tensor<f32[2, 3]>`")
+        style, dims_open, close, closer = form
         di = op + 1
-        self.i = di
         dt = t[di]
         if k[di] != "IDENT" or dt not in _SCALAR_TYPES:
+            self.i = di
             dt = self._element_type(di)
         i = di + 1
-        self.i = i
         if style != "legacy" and (k[i] == ">" or k[i] == ">="):
             # `tensor<f32>` is a scalar; `Tensor<f32>` a tensor of any shape (dims None)
             dims = () if style == "compact" else None
@@ -659,16 +655,18 @@ class _Parser(ControlSyntax):
                 k[i] = t[i] = "="
                 if self.toks._starts is not None:
                     self.toks._starts[i] += 1
+                self.i = i
                 return _TensorType(dt, dims, diff, style, (start, e[i] - 1))  # type: ignore[arg-type]
             self.i = i + 1
             return _TensorType(dt, dims, diff, style, (start, e[i]))  # type: ignore[arg-type]
         if style != "compact":
             if k[i] != ",":
+                self.i = i
                 raise self._unexpected(
                     "`,`", f"the shape follows the element type: `{_TYPE_EXAMPLES[style]}`")
             i += 1
-            self.i = i
         if (k[i] if k[i] != "DENSE" else self._expand(i)) != dims_open:
+            self.i = i
             raise self._unexpected(f"`{dims_open}`", f"write `{_TYPE_EXAMPLES[style]}`")
         # the dimensions (`_dims`, inlined)
         dop = i
@@ -698,7 +696,6 @@ class _Parser(ControlSyntax):
         else:
             self.i = i
             i = self._close(close, dop, f"`,` or `{close}`") + 1
-        closer = "]" if style == "legacy" else ">"
         kind = k[i]
         if kind == closer:
             self.i = i + 1
