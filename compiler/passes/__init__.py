@@ -21,6 +21,8 @@ new unless ``rename`` is false and nothing changed).
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from mind.ir.core import RESULT_NAMES, Function, Module, Operation, TensorType, Value
 from mind.compiler.passes.cse import COMMUTATIVE, common_subexpression_elimination, cse_rule, op_key
 from mind.compiler.passes.fold import constant_folding, fold_constants, fold_rule
@@ -29,6 +31,8 @@ from mind.compiler.passes.simplify import (NEED_CONST, NEEDS, RULE_OPS, algebrai
                                            simplify_rule)
 
 MAX_STEPS_PER_OP = 8
+_RESULT_NAME = attrgetter("result.name")
+_RESULT = attrgetter("result")
 
 
 def combined_rule():
@@ -269,10 +273,7 @@ def _live(ops: list[Operation], results: list[Value], used: set[Value]) -> list[
     op, as an op's users come after it): that common case is checked first, with one set lookup
     per op.  Otherwise one backward pass finds the live ops."""
     used.update(results)
-    for op in ops:
-        if op.result not in used:
-            break
-    else:
+    if used.issuperset(map(_RESULT, ops)):  # (one C-level pass)
         return list(ops)
     live = set(results)
     update = live.update
@@ -299,10 +300,8 @@ def _names_canonical(params: list[Value], ops: list[Operation]) -> bool:
                 return False
             counter += 1
         return True
-    for op, name in zip(ops, RESULT_NAMES):  # compared, not formatted per op
-        if op.result.name != name:
-            return False
-    return True
+    # compared, not formatted per op, in one C-level pass (tuples of equal length compare by element)
+    return tuple(map(_RESULT_NAME, ops)) == RESULT_NAMES[:len(ops)]
 
 
 def _single_const(fn: Function, rename: bool) -> Function | None:
