@@ -249,16 +249,10 @@ class _Node:
         return self.value
 
     def number(self) -> float:
-        """A number; text that reads as one too (YAML 1.1 reads ``1e-6`` as text)."""
-        v = self.value
-        if type(v) in (int, float):
-            return float(v)
-        if isinstance(v, str):
-            try:
-                return float(v)
-            except ValueError:
-                pass
-        raise self.bad("expected a number")
+        x = _as_number(self.value)
+        if x is None or type(self.value) is bool:
+            raise self.bad("expected a number")
+        return x
 
 
 def _parse_yaml(text: str, path: str) -> _Node:
@@ -367,17 +361,24 @@ def _values(node: _Node) -> Any:
         count += 1
         if count > MAX_VALUES:
             raise node.bad(f"more than {MAX_VALUES} values")
-        if type(v) is bool:
-            return float(v)
-        if type(v) in (int, float):
-            return float(v)
-        if isinstance(v, str):
-            try:
-                return float(v)
-            except ValueError:
-                pass
-        raise node.bad(f"`{v}` is not a number")
+        x = _as_number(v)
+        if x is None:
+            raise node.bad(f"`{v}` is not a number")
+        return x
     return conv(node.value)
+
+
+def _as_number(v: Any) -> float | None:
+    """``v`` as a float: a number, a bool, or text that reads as a number (YAML 1.1 reads ``1e-6``
+    as text); None for anything else."""
+    if type(v) in (int, float, bool):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None
 
 
 def _shape_of(v: Any) -> tuple[int, ...]:
