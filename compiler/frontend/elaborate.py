@@ -294,8 +294,12 @@ class Elaborator:
         if type(v) is LitExpr:
             return litexpr.materialize(self, v, dtype)
         if type(v) is Lit:
-            dt = dtype or _DEFAULT_DTYPE[v.kind]
-            return self.const(self.lit_value(v, dt), dt, v.span)
+            kind = v.kind
+            dt = dtype or _DEFAULT_DTYPE[kind]
+            x = v.value
+            if not (kind == "int" and (dt is DType.I32 or dt is DType.I64) and _I32_MIN <= x <= _I32_MAX):
+                x = self.lit_value(v, dt)  # (else ``lit_value``'s common case, inline)
+            return self.const(x, dt, v.span)
         if type(v) is ArrLit:
             dt = dtype or _DEFAULT_DTYPE[v.kind]
             import numpy as np
@@ -1003,7 +1007,8 @@ class Elaborator:
         self.path, self.flow, self.returns, self.loop_depth, self.assign_log = None, None, None, 0, None
         try:
             value = run(*args)
-            return control.finish(self, value, self.module.span)
+            # (without a `return` in the body, its value is the result: ``control.finish``'s case)
+            return value if self.returns is None else control.finish(self, value, self.module.span)
         except Reported:
             return POISON
         finally:
