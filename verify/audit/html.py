@@ -20,7 +20,7 @@ color:#1b1f24;line-height:1.45}
 h1{font-size:1.6rem;margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;padding-bottom:.2rem}
 table{border-collapse:collapse;margin:.6rem 0;width:100%}th,td{border:1px solid #d0d7de;padding:.25rem .5rem;
 text-align:left;vertical-align:top;font-size:.92rem}th{background:#f6f8fa}
-pre{background:#f6f8fa;border:1px solid #d0d7de;padding:.6rem;overflow-x:auto;font-size:.85rem}
+pre{background:#f6f8fa;border:1px solid #d0d7de;padding:.6rem;white-space:pre-wrap;font-size:.85rem}
 code{font-size:.9em}.verdict{font-size:1.3rem;font-weight:700;padding:.5rem 1rem;border-radius:6px;display:inline-block}
 .pass{background:#dafbe1;color:#116329}.fail{background:#ffebe9;color:#a40e26}
 .error{color:#a40e26;font-weight:600}.warning{color:#9a6700;font-weight:600}.note{color:#0550ae}
@@ -80,11 +80,11 @@ def _proofs(doc: dict[str, Any]) -> str:
     p = doc["proofs"]
     solvers = _table(["solver", "version", "rlimit", "timeout (s)", "seed"],
                      [[s["name"], s["version"], s["rlimit"], s["timeout_s"], s["seed"]] for s in p["solvers"]])
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
     for o in p["obligations"]:
-        groups.setdefault((o["label"], o["method"], o["verdict"]), []).append(o)
+        groups.setdefault((o["label"], o["kind"], o["method"], o["verdict"]), []).append(o)
     rows = []
-    for (label, method, verdict), obs in sorted(groups.items()):
+    for (label, _kind, method, verdict), obs in sorted(groups.items()):
         first = obs[0]
         queries = sorted({o["query"] for o in obs if o["query"]})
         shown = ", ".join(queries[:3]) + (f" and {len(queries) - 3} more" if len(queries) > 3 else "")

@@ -183,9 +183,14 @@ def _traceability(subject: Any, options: AuditOptions, proofs: dict[str, Any], f
     sec = traceability_section(labels, proofs["obligations"], ("reference",) + options.backends)
     for impl, outcomes in sec["case_outcomes"].items():
         for cid, outcome in outcomes.items():
-            if outcome.split(":", 1)[0] in ("fail", "xpass"):
+            kind = outcome.split(":", 1)[0]
+            if kind in ("fail", "xpass"):
                 findings.add("traceability", "error", "conformance", f"conformance case {cid} on {impl}: {outcome}",
                              None, cid)
+            elif kind == "xfail":
+                findings.add("traceability", "note", "conformance",
+                             f"conformance case {cid} on {impl} fails as its expectations say (a known departure "
+                             f"from the spec){outcome[len(kind):]}", None, cid)
     for lab in sec["uncovered"]:
         findings.add("traceability", "note", lab, f"{lab} is covered by no obligation and no conformance case")
     return sec

@@ -6,7 +6,9 @@ and the semantics, edge-case and accuracy labels of every op it applies (``confo
 The covering cases are the suite's entries that carry the label (``conformance/suite/manifest.json``);
 they are run now, through the conformance runner (``mind.conformance.run``: the same subprocess
 protocol and verdicts as ``mind conformance run``), on the reference and on each backend the audit
-was asked for.  Only executed evidence counts: a label no obligation and no executed case covers is
+was asked for, with the expectations MIND ships for its own backends (their known departures from the
+spec, each with a reason: an ``xfail`` is a note in the audit; a ``fail`` or an ``xpass`` an error).
+Only executed evidence counts: a label no obligation and no executed case covers is
 listed as uncovered.  The repository's own pytest suite is not part of an installed MIND and is not
 re-run by an audit (``docs/audit.md``).
 """
@@ -35,15 +37,27 @@ def program_labels(module: Module, obligation_labels: Sequence[str]) -> list[str
     return sorted(labels)
 
 
+def expectations_file(impl: str) -> str | None:
+    """The expectations MIND ships for one of its own backends (``conformance/expectations/IMPL.expect``:
+    its known departures from the spec, each with its label and reason), if there is one."""
+    from importlib import resources
+
+    path = resources.files("mind.conformance").joinpath("expectations", f"{impl}.expect")
+    return str(path) if path.is_file() else None
+
+
 def _run_cases(impl: str, ids: list[str]) -> dict[str, str]:
-    """case id -> outcome on ``impl`` (``pass``, ``fail``, ``unsupported``, ...)."""
+    """case id -> outcome on ``impl`` (``pass``, ``fail: why``, ``xfail: the known departure``, ...)."""
     if not ids:
         return {}
     from mind.conformance.run import RunOptions, run
 
-    result = run(RunOptions(impl=impl, select=tuple(glob.escape(i) for i in ids)))
-    return {c.entry.id: c.outcome + (f": {c.message}" if c.outcome == "fail" and c.message else "")
-            for c in result.cases}
+    result = run(RunOptions(impl=impl, select=tuple(glob.escape(i) for i in ids), expect=expectations_file(impl)))
+    out = {}
+    for c in result.cases:
+        why = c.message if c.outcome == "fail" else (c.reason if c.outcome in ("xfail", "xpass", "skip") else "")
+        out[c.entry.id] = c.outcome + (f": {why}" if why else "")
+    return out
 
 
 def traceability_section(labels: list[str], obligations: list[dict[str, Any]],
