@@ -46,18 +46,24 @@ def expectations_file(impl: str) -> str | None:
     return str(path) if path.is_file() else None
 
 
+#: (implementation, case id) -> outcome, for the life of the process: a case's outcome on one
+#: implementation does not change while the process runs, so audits in one process (a test session,
+#: a benchmark) run each case once.
+_OUTCOMES: dict[tuple[str, str], str] = {}
+
+
 def _run_cases(impl: str, ids: list[str]) -> dict[str, str]:
     """case id -> outcome on ``impl`` (``pass``, ``fail: why``, ``xfail: the known departure``, ...)."""
-    if not ids:
-        return {}
-    from mind.conformance.run import RunOptions, run
+    todo = [i for i in ids if (impl, i) not in _OUTCOMES]
+    if todo:
+        from mind.conformance.run import RunOptions, run
 
-    result = run(RunOptions(impl=impl, select=tuple(glob.escape(i) for i in ids), expect=expectations_file(impl)))
-    out = {}
-    for c in result.cases:
-        why = c.message if c.outcome == "fail" else (c.reason if c.outcome in ("xfail", "xpass", "skip") else "")
-        out[c.entry.id] = c.outcome + (f": {why}" if why else "")
-    return out
+        result = run(RunOptions(impl=impl, select=tuple(glob.escape(i) for i in todo),
+                                expect=expectations_file(impl)))
+        for c in result.cases:
+            why = c.message if c.outcome == "fail" else (c.reason if c.outcome in ("xfail", "xpass", "skip") else "")
+            _OUTCOMES[(impl, c.entry.id)] = c.outcome + (f": {why}" if why else "")
+    return {i: _OUTCOMES[(impl, i)] for i in ids}
 
 
 def traceability_section(labels: list[str], obligations: list[dict[str, Any]],
