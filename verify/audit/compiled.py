@@ -52,12 +52,24 @@ def _build_cpu(fn: Function, env: dict[str, int]) -> dict[str, bytes]:
         cache = KernelCache(root)
         kernel = compile_function(fn, threads=1, cache=cache).kernel(env)
         kernel.wait_stored(600)
-        out: dict[str, bytes] = {}
-        for folder, _dirs, names in sorted(os.walk(root)):
-            for n in sorted(names):
+        found: dict[str, str] = {}
+        for folder, _dirs, names in os.walk(root):
+            for n in names:
                 if n.endswith((".so", ".json")):
-                    with open(os.path.join(folder, n), "rb") as fh:
-                        out["kernel.so" if n.endswith(".so") else f"kernel-{len(out)}.json"] = fh.read()
+                    found[n] = os.path.join(folder, n)
+        stems = {n[:-3] for n in found if n.endswith(".so")}
+        out: dict[str, bytes] = {}
+        aliases = 0
+        for n in sorted(found):  # entry files are named by their content keys: a stable order
+            if n.endswith(".so"):
+                name = "kernel.so"  # one kernel per build
+            elif n[:-5] in stems:
+                name = "kernel.json"  # the shared object's sidecar
+            else:
+                aliases += 1
+                name = f"alias-{aliases}.json"  # the Core IR key's entry pointing at it
+            with open(found[n], "rb") as fh:
+                out[name] = fh.read()
         return out
 
 
@@ -237,8 +249,7 @@ def _function_entry(backend: str, fn: Function, seed: int, files: dict[str, byte
             problems.append(f"{file}: the rebuild in a second process "
                             + (again if isinstance(again, str) else f"gave SHA-256 {again.get(name)}"))
     runs = [differential_run(backend, fn, env, kind, seed) for kind in ("random", "edge")]
-    return {"function": fn.name, "sizes": env, "artifacts": rows, "runs": runs,
-            "results": [r for run in runs for r in run["results"]]}, problems
+    return {"function": fn.name, "sizes": env, "artifacts": rows, "runs": runs}, problems
 
 
 def compiled_section(module: Module, options: Any, findings: Any, files: dict[str, bytes]) -> list[dict[str, Any]]:

@@ -80,10 +80,12 @@ def _passes(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any] | No
                 yield row["label"], f"{counts.get('pass', 0)} conformance case(s) covering {row['label']} pass on {impl}", None
     for b in doc["compiled"]:
         for fn in b["functions"]:
-            for r in fn.get("results", []):
-                if r["within_bound"]:
-                    yield "compiled.differential", (f"{b['backend']} @{fn['function']} result {r['index']}: largest error "
-                                                    f"{r['max_error']} within its bound"), None
+            for run in fn.get("runs", []):
+                for r in run["results"]:
+                    if r["within_bound"]:
+                        yield "compiled.differential", (f"{b['backend']} @{fn['function']} result {r['index']}, "
+                                                        f"{run['inputs']} inputs: largest error {r['max_error']} "
+                                                        f"within its bound {r['bound']}"), None
 
 
 def sarif_log(doc: dict[str, Any]) -> dict[str, Any]:

@@ -141,9 +141,11 @@ def _compiled(doc: dict[str, Any]) -> str:
                 continue
             arts = _table(["artifact", "SHA-256", "rebuilt identically"],
                           [[a["file"], a["sha256"], "yes" if a["rebuild_identical"] else "NO"] for a in fn["artifacts"]])
-            res = _table(["result", "largest error", "bound", "within"],
-                         [[r["index"], r["max_error"], r["bound"], "yes" if r["within_bound"] else "NO"]
-                          for r in fn["results"]])
+            res = _table(["inputs", "result", "largest error (its op)", "bound", "within", "largest ULP distance "
+                          "to the reference run"],
+                         [[run["inputs"], r["index"], r["max_error"], r["bound"], "yes" if r["within_bound"] else "NO",
+                           "—" if r["end_to_end_max_ulp"] is None else r["end_to_end_max_ulp"]]
+                          for run in fn["runs"] for r in run["results"]])
             out.append(f"<h3>{escape(b['backend'])}: @{escape(fn['function'])} "
                        f"(sizes {escape(str(fn['sizes']))})</h3>" + arts + res)
     return "".join(out)
