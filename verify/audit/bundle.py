@@ -223,16 +223,22 @@ def check_bundle(folder: str, *, rerun: bool = True) -> CheckReport:
     return rep
 
 
+def _recorded(files: dict[str, bytes], name: str, sha256: str, whose: str, rep: CheckReport) -> bytes | None:
+    """The file ``name``, reporting it when it is missing or its hash is not the one audit.json records."""
+    data = files.get(name)
+    if data is None:
+        rep.add(name, "is missing")
+    elif _sha(data) != sha256:
+        rep.add(name, f"SHA-256 {_sha(data)} differs from {whose} {sha256} in audit.json")
+    return data
+
+
 def _check_derived(doc: dict[str, Any], files: dict[str, bytes], manifest: dict[str, Any], rep: CheckReport) -> None:
     """Every file MIND derives must be what it derives again; the canonical IR what the input gives."""
     subject = doc["subject"]
-    input_name = INPUT_NAMES[subject["format"]]
-    data = files.get(input_name)
+    data = _recorded(files, INPUT_NAMES[subject["format"]], subject["sha256"], "the subject's", rep)
     if data is None:
-        rep.add(input_name, "is missing")
         return
-    if _sha(data) != subject["sha256"]:
-        rep.add(input_name, f"SHA-256 {_sha(data)} differs from the subject's {subject['sha256']} in audit.json")
     text = data.decode("utf-8", "replace")
     sources = {subject["file"]: text}
     wall = set(manifest.get("wall_clock", []))
@@ -246,12 +252,27 @@ def _check_derived(doc: dict[str, Any], files: dict[str, bytes], manifest: dict[
             rep.add(name, "is missing")
         elif got != want:
             rep.add(name, "differs from what MIND derives from audit.json: " + _first_difference(want, got))
-    ir = files.get(subject["ir_file"])
-    if ir is None:
-        rep.add(subject["ir_file"], "is missing")
-    elif _sha(ir) != subject["ir_sha256"]:
-        # the IR hash is of the module's canonical text, which is the file
-        rep.add(subject["ir_file"], f"SHA-256 {_sha(ir)} differs from the subject's IR hash {subject['ir_sha256']}")
+    ir = _recorded(files, subject["ir_file"], subject["ir_sha256"], "the subject's IR hash", rep)
+    if ir is not None:
+        _check_canonical_ir(doc, text, ir, rep)
+
+
+def _check_canonical_ir(doc: dict[str, Any], text: str, ir: bytes, rep: CheckReport) -> None:
+    """``subject.mir`` must be the canonical Core IR that MIND makes of the input copy again."""
+    from mind.diagnostics import MindError
+    from mind.ir.solver_limits import SolverLimits
+    from mind.verify.audit.subject import subject_of
+
+    subject, opts = doc["subject"], doc["tool"]["options"]
+    rep.checked["canonical IR rebuilt"] = 1
+    try:
+        again = subject_of(subject["file"], text, opts["fn"], SolverLimits(int(opts["rlimit"]), float(opts["timeout_s"])))
+    except MindError as exc:
+        rep.add(subject["ir_file"], f"the input copy no longer gives Core IR: {exc.diagnostics[0].message}")
+        return
+    want = again.module.text().encode()
+    if want != ir:
+        rep.add(subject["ir_file"], "differs from the canonical Core IR of the input copy: " + _first_difference(want, ir))
 
 
 def _check_proofs(doc: dict[str, Any], files: dict[str, bytes], rep: CheckReport) -> None:
@@ -265,12 +286,9 @@ def _check_proofs(doc: dict[str, Any], files: dict[str, bytes], rep: CheckReport
     verdicts = {}
     for q in doc["proofs"]["queries"]:
         name = q["file"]
-        data = files.get(name)
+        data = _recorded(files, name, q["sha256"], "the query's", rep)
         if data is None:
-            rep.add(name, "is missing")
             continue
-        if _sha(data) != q["sha256"]:
-            rep.add(name, f"SHA-256 {_sha(data)} differs from the query's {q['sha256']} in audit.json")
         answers = check_text(data.decode("utf-8", "replace"), limits)
         rep.checked["queries re-solved"] = rep.checked.get("queries re-solved", 0) + 1
         for solver, a in answers.items():

@@ -188,10 +188,8 @@ def _op_error(op: Any, operands: list[np.ndarray], attrs: dict[str, Any], got: n
 
 def differential_run(backend: str, fn: Function, env: dict[str, int], kind: str, seed: int) -> dict[str, Any]:
     from mind.backends import compile_for
-    from mind.reference.bisect import probe_function
+    from mind.reference.bisect import probe_function, reference_result
     from mind.reference.interpreter import run_function
-    from mind.reference.ops import OP_FUNCTIONS
-    from mind.spec.dims import evaluate
 
     args = _inputs(fn, env, kind, seed)
     with np.errstate(all="ignore"):
@@ -205,12 +203,7 @@ def differential_run(backend: str, fn: Function, env: dict[str, int], kind: str,
     if probing:
         for i, (op, value) in enumerate(zip(fn.ops, got)):
             operands = [values[id(v)] for v in op.operands]
-            attrs = dict(op.attrs)
-            for key in ("shape", "start", "stop"):
-                if key in attrs:
-                    attrs[key] = tuple(evaluate(d, env) for d in attrs[key])
-            with np.errstate(all="ignore"):
-                want = np.asarray(OP_FUNCTIONS[op.op](*operands, **attrs))
+            attrs, want = reference_result(op, operands, env)
             errors[id(op.result)] = e = _op_error(op, operands, attrs, value, want)
             if not e[2]:
                 out_of_bound.append({"index": i, "value": op.result.name, "op": op.op, "max_error": e[0],

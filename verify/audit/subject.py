@@ -97,7 +97,11 @@ def load_subject(path: str, fn: str | None, limits: SolverLimits) -> Subject:
     ``MindError`` (nothing to audit); a program that fails its checks is a subject with findings."""
     from mind.driver_io import read_source
 
-    text = read_source(path)
+    return subject_of(path, read_source(path), fn, limits)
+
+
+def subject_of(path: str, text: str, fn: str | None, limits: SolverLimits) -> Subject:
+    """``load_subject`` of the text ``text`` read from ``path`` (``--check`` reads the bundle's copy)."""
     subject = (_from_source if path.endswith(".mind") else _from_dump)(path, text, limits)
     if fn is not None:
         subject.module = _select(subject.module, fn)
