@@ -41,6 +41,8 @@ ASSUMPTIONS: dict[str, Any] = {
         "elsewhere the outcome depends on the inputs and is listed as a note.",
         "For MIND source, the frontend records each function's location, not each op's: an obligation "
         "points at its function.",
+        "The VJP rules listed under Gradients are those of every gradient in the source file, also when "
+        "`--fn` selects one function.",
         "The repository's own test suite is not part of an installed MIND and is not re-run by an audit.",
         "The bundle is not signed: `mind audit --check` detects any change to a file against the manifest "
         "and any manifest that does not describe the folder, but a bundle replaced as a whole must be caught "
