@@ -3,7 +3,7 @@
 Every test compiles with the schedule (the default), asserts that the kernel was scheduled, and
 compares with the reference interpreter.  The root causes are described in
 ``compiler/backend/cpu/transforms.py`` (module docstring, ``untie_shared_inits``,
-``_vectorizable_reduction``).
+``_vectorizable_reduction``) and ``compiler/backend/cpu/emit.py`` (``_Emitter.generic``).
 """
 
 from __future__ import annotations
@@ -154,3 +154,38 @@ def test_a_kernel_needing_a_missing_function_is_an_error_not_a_crash():
     with pytest.raises(codegen.CodegenError, match="mind_nowhere"):
         codegen.JitObject(obj, "host", [], ["mind_nowhere"])
     codegen.JitObject(obj, "host", [], ["malloc", "free"])  # the process provides these
+
+
+# An all-parallel generic whose body reads its init (``reduce_sum`` over no axes: ``init + x``) was
+# fused by ``linalg-fuse-elementwise-ops`` into a consumer that reads it through a map missing one of
+# the consumer's loops; the fused op kept the producer's result as an output indexed by that map and
+# added x again on every iteration of the missing loop (``_Emitter.generic`` now passes such an init
+# as an input).  Found by the conformance suite (prog/0284): column 1 of the matmul came out doubled.
+_FUSED_INIT_READERS = {
+    "batched_matmul": ("func @main(%p0: {t}[4, 1, 2], %p1: {t}[], %p2: {t}[3, 2]) -> ({t}[2, 7, 2], {t}[2, 7, 2]) {{\n"
+                       "  %0 = transpose(%p0) {{permutation = [2, 0, 1]}} : {t}[2, 4, 1]\n"
+                       "  %1 = pad(%0, %p1) {{lo = [0, 0, 1], hi = [1, 0, 0], interior = [0, 1, 1]}} : {t}[3, 7, 2]\n"
+                       "  %2 = transpose(%1) {{permutation = [2, 1, 0]}} : {t}[2, 7, 3]\n"
+                       "  %3 = reduce_sum(%2) {{axes = [], keepdims = false}} : {t}[2, 7, 3]\n"
+                       "  %4 = matmul(%3, %p2) : {t}[2, 7, 2]\n"
+                       "  return %4, %4\n}}\n", [(4, 1, 2), (), (3, 2)]),
+    "broadcast": ("func @main(%x: {t}[3], %y: {t}[4, 3]) -> ({t}[4, 3]) {{\n"
+                  "  %0 = reduce_sum(%x) {{axes = [], keepdims = false}} : {t}[3]\n"
+                  "  %1 = mul(%0, %y) : {t}[4, 3]\n"
+                  "  return %1\n}}\n", [(3,), (4, 3)]),
+    "reduction": ("func @main(%x: {t}[5], %y: {t}[2, 5]) -> ({t}[5]) {{\n"
+                  "  %0 = reduce_sum(%x) {{axes = [], keepdims = false}} : {t}[5]\n"
+                  "  %1 = add(%0, %y) : {t}[2, 5]\n"
+                  "  %2 = reduce_sum(%1) {{axes = [0], keepdims = false}} : {t}[5]\n"
+                  "  return %2\n}}\n", [(5,), (2, 5)]),
+}
+
+
+@pytest.mark.parametrize("dtype", ["i64", "f64", "f32", "i32"])
+@pytest.mark.parametrize("program", sorted(_FUSED_INIT_READERS))
+def test_fused_generic_reading_its_init_counts_each_element_once(program, dtype):
+    text, shapes = _FUSED_INIT_READERS[program]
+    np_dtype = np.dtype({"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}[dtype])
+    rng = np.random.default_rng(284)
+    args = [rng.integers(-100, 100, s).astype(np_dtype) for s in shapes]
+    _check(text.format(t=dtype), args)
