@@ -210,3 +210,19 @@ def test_non_finite_terms_are_still_matched_exactly():
     # +inf, and an f32 accumulation that met +inf and -inf says NaN: both are permitted
     assert check("sum", "f32", np.float32([np.nan]), np.float32([np.inf]), n=4,
                  abs_sum=[4.0 * float(F32_MAX)]) is None
+
+
+def test_an_infinite_term_with_overflowing_finite_terms_may_give_nan_only():
+    big = float(F32_MAX)
+    want = np.float32([np.inf])  # the exact result: a +inf term dominates
+    # S over the finite terms (given by the caller) reaches Ω: NaN is admitted, -inf is not
+    assert check("sum", "f32", np.float32([np.nan]), want, n=3, abs_sum=[np.inf], finite_abs_sum=[2 * big]) is None
+    assert check("sum", "f32", np.float32([-np.inf]), want, n=3, abs_sum=[np.inf],
+                 finite_abs_sum=[2 * big]) is not None
+    # small finite terms: the +inf must be matched
+    assert check("sum", "f32", np.float32([np.nan]), want, n=3, abs_sum=[np.inf], finite_abs_sum=[1.0]) is not None
+    # without finite_abs_sum (what a conformance case stores), nothing is known: strict
+    assert check("sum", "f32", np.float32([np.nan]), want, n=3, abs_sum=[np.inf]) is not None
+    # a NaN exact result stays NaN
+    assert check("sum", "f32", np.float32([np.inf]), np.float32([np.nan]), n=3, abs_sum=[np.nan],
+                 finite_abs_sum=[2 * big]) is not None
