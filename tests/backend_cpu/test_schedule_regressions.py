@@ -189,3 +189,60 @@ def test_fused_generic_reading_its_init_counts_each_element_once(program, dtype)
     rng = np.random.default_rng(284)
     args = [rng.integers(-100, 100, s).astype(np_dtype) for s in shapes]
     _check(text.format(t=dtype), args)
+
+
+# Two step -1 slices read x[0] (maps ``d0 * -1 + 0``); elementwise fusion composed them into the
+# identity map on the whole input, linalg took the loop's range from the input's extent (64), and
+# the fused loop wrote 64 elements into a 1-element result: heap corruption, found by
+# test_differential_fusion.  The emitter now cuts each slice's input to the window it reads, and
+# lowering verifies the module after fusion (an invalid one takes the unfused path).  The result is
+# written into a view of a larger array, so a write past it shows in the sentinels.
+_REVERSED_TWICE = ("func @main(%x: f32[64]) -> (f32[1]) {\n"
+                   "  %0 = slice(%x) {start = [0], stop = [-1], step = [-1]} : f32[1]\n"
+                   "  %1 = slice(%0) {start = [0], stop = [-1], step = [-1]} : f32[1]\n"
+                   "  return %1\n}\n")
+
+
+def _lowering_report(mlir_text: str, name: str) -> dict:
+    from mind.compiler.backend.cpu.lowering import lower_to_llvm_dialect
+
+    report: dict = {}
+    lower_to_llvm_dialect(mlir_text, name, schedule="all", report=report)
+    return report
+
+
+def test_fused_reversing_slices_write_only_their_result():
+    from mind.compiler.backend.cpu.emit import emit_mlir
+
+    fn = _fn(_REVERSED_TWICE)
+    x = np.arange(64, dtype=np.float32) + 1
+    big = np.full(64, -7.0, np.float32)
+    compile_function(fn, threads=1, cache=False, schedule="all")([x], out=[big[:1]])
+    np.testing.assert_array_equal(big[:1], x[:1])
+    assert np.all(big[1:] == -7.0)
+    # the emitted MLIR fuses into a valid module (not the fallback of the next test)
+    assert "fallback" not in _lowering_report(*emit_mlir(fn))
+
+
+def test_an_invalid_module_after_fusion_takes_the_unfused_path():
+    # the MLIR the emitter wrote before that fix: lowering verifies the module after fusion (the
+    # pass manager verifies nothing between passes) and lowers the unfused module when it does not
+    # verify, so the loop cannot run past the result whatever the emitter writes
+    from mind.compiler.backend.cpu.engine import compile_kernel
+
+    rev = ('linalg.generic {{indexing_maps = [affine_map<(d0) -> (d0 * -1 + 0)>, affine_map<(d0) -> (d0)>], '
+           'iterator_types = ["parallel"]}} ins({src} : tensor<{n}xf32>) outs({init} : tensor<1xf32>) {{\n'
+           '  ^bb0(%a: f32, %o: f32):\n    linalg.yield %a : f32\n  }} -> tensor<1xf32>')
+    text = ("func.func @k(%x: tensor<64xf32>, %out: memref<1xf32>) {\n"
+            "  %e1 = tensor.empty() : tensor<1xf32>\n"
+            f"  %r1 = {rev.format(src='%x', n=64, init='%e1')}\n"
+            "  %e2 = tensor.empty() : tensor<1xf32>\n"
+            f"  %r2 = {rev.format(src='%r1', n=1, init='%e2')}\n"
+            "  bufferization.materialize_in_destination %r2 in restrict writable %out : "
+            "(tensor<1xf32>, memref<1xf32>) -> ()\n  return\n}\n")
+    assert _lowering_report(text, "k")["fallback"] == "fusion"
+    kernel = compile_kernel(text, "k", threads=1, schedule="all", cache=False)
+    x = np.arange(64, dtype=np.float32) + 1
+    big = np.full(64, -7.0, np.float32)
+    kernel(x, out=[big[:1]])
+    assert big[0] == 1.0 and np.all(big[1:] == -7.0)

@@ -522,25 +522,28 @@ def _lower_op(em: _Emitter, op: str, xs: list[_T], attrs: Mapping[str, Any], dty
             return x.name
         if any(s == 0 for s in shape):
             return em.empty(shape, elem)
-        # Unit-step dims are cut with an extract_slice first: a map ``d_i + 0`` simplifies to ``d_i``
-        # and linalg would then infer that loop's range from the (larger) input extent.
+        # Every dim is first cut (extract_slice) to the window of indices it reads, so the generic's
+        # input extent is exactly what its map touches.  Why: a map ``d_i + 0`` simplifies to
+        # ``d_i``, and so does the composition of two reversals (``(m - 1) - ((m - 1) - d_i)``)
+        # when elementwise fusion merges two step -1 slices; linalg then takes that loop's range
+        # from the input's extent, and a larger one made the fused loop write past the result
+        # (heap corruption; found by tests/backend_cpu/test_differential_fusion.py).
         starts = [int(b0) for b0 in attrs["start"]]
         steps = [int(s) for s in attrs["step"]]
-        if any(s == 1 and x.shape[i] != shape[i] for i, s in enumerate(steps)):
-            offs = [starts[i] if s == 1 else 0 for i, s in enumerate(steps)]
-            sizes = [shape[i] if s == 1 else x.shape[i] for i, s in enumerate(steps)]
+        lows = [b0 if s > 0 else b0 + (m - 1) * s for b0, s, m in zip(starts, steps, shape)]
+        sizes = [(m - 1) * abs(s) + 1 for s, m in zip(steps, shape)]
+        if lows != [0] * rank or tuple(sizes) != x.shape:
             cut = em.fresh("x")
             sub = _tty(tuple(sizes), elem)
-            em.emit(f"{cut} = tensor.extract_slice {x.name}[{', '.join(map(str, offs))}] "
+            em.emit(f"{cut} = tensor.extract_slice {x.name}[{', '.join(map(str, lows))}] "
                     f"[{', '.join(map(str, sizes))}] [{', '.join('1' for _ in sizes)}] : {x.ty} to {sub}")
             x = _T(cut, tuple(sizes), elem, x.dtype)
-            starts = [0 if s == 1 else b0 for b0, s in zip(starts, steps)]
         exprs = []
-        for i, (b0, s) in enumerate(zip(starts, steps)):
+        for i, (s, size) in enumerate(zip(steps, sizes)):
             if s == 1:
-                exprs.append(f"d{i} + {b0}")
+                exprs.append(f"d{i}")
             else:
-                exprs.append(f"d{i} * {s} + {b0}")
+                exprs.append(f"d{i} * {s} + {0 if s > 0 else size - 1}")
         return em.generic(shape, elem, [x], [_map(rank, exprs)], ["parallel"] * rank, lambda a, o: ([], a[0]))
 
     if op == "pad":
