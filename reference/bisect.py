@@ -40,6 +40,17 @@ def probe_function(fn: Function) -> Function:
                     list(fn.assumptions), fn.span)
 
 
+def reference_result(op: Any, operands: Sequence[np.ndarray], env: Mapping[str, int]) -> tuple[dict[str, Any], np.ndarray]:
+    """The op's attributes with symbolic dims evaluated under ``env``, and the reference's result
+    of the op on ``operands`` (another implementation's own operand values)."""
+    attrs = dict(op.attrs)
+    for key in ("shape", "start", "stop"):
+        if key in attrs:
+            attrs[key] = tuple(evaluate(d, env) for d in attrs[key])
+    with np.errstate(all="ignore"):
+        return attrs, np.asarray(OP_FUNCTIONS[op.op](*operands, **attrs))
+
+
 def first_divergence(fn: Function, args: Sequence[Any] | Mapping[str, Any],
                      compile_runner: Callable[[Function], Runner]) -> Divergence | None:
     """Run ``fn``'s probe through ``compile_runner`` and check each op against the reference."""
@@ -50,11 +61,7 @@ def first_divergence(fn: Function, args: Sequence[Any] | Mapping[str, Any],
     values: dict[int, np.ndarray] = {id(p): a for p, a in zip(fn.params, arrays)}
     for i, (op, got) in enumerate(zip(fn.ops, observed)):
         operands = [values[id(v)] for v in op.operands]
-        attrs = dict(op.attrs)
-        for key in ("shape", "start", "stop"):
-            if key in attrs:
-                attrs[key] = tuple(evaluate(d, env) for d in attrs[key])
-        want = OP_FUNCTIONS[op.op](*operands, **attrs)
+        attrs, want = reference_result(op, operands, env)
         got = np.asarray(got)
         if got.shape != want.shape or got.dtype != want.dtype:
             return Divergence(i, op.op, op.result.name,

@@ -1,4 +1,4 @@
-"""The package's layers, enforced: spec ← reference ← ir ← compiler / verify / conformance ← cli.
+"""The package's layers, enforced: spec ← reference ← ir ← compiler / verify / conformance ← audit ← cli.
 
 Every module of the package (found through ``pyproject.toml``'s ``package-dir`` and ``packages``)
 is parsed with ``ast`` and every import is followed: module-level and function-local ones, ``if
@@ -33,10 +33,12 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (3, "compiler", ("mind.compiler",)),
     (3, "verify", ("mind.verify",)),
     (3, "conformance", ("mind.conformance",)),
-    (4, "cli", ("mind.cli",)),
     # Adapters of other systems for the conformance runner: built on the exporters (compiler) and the
     # protocol (conformance), loaded by name (``python:`` implementations), imported by nothing.
     (4, "adapters", ("mind.conformance.adapters",)),
+    # ``mind audit``: reads the compiler, the verifier and the conformance suite; only the CLI imports it.
+    (4, "audit", ("mind.verify.audit",)),
+    (5, "cli", ("mind.cli",)),
 )
 
 #: The violations that remain while the backend part of issue 15 is done (each names the modules

@@ -41,6 +41,8 @@ STATUS: dict[str, int] = {
     "E7": USAGE,  # files, command line, output folders, conformance files, the cache folder
     "E7009": INTERNAL,
     "E7011": SUCCESS,  # a warning (a damaged cache entry was rebuilt): the command goes on
+    "E7012": PROGRAM,  # an audit bundle that does not hold what its manifest says (`mind audit --check`)
+    "E7013": PROGRAM,  # an audit finding: a diagnostic about the program (`mind audit`)
 }
 
 

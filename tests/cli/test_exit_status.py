@@ -141,12 +141,27 @@ def _unsafe_cache(d: Path, monkeypatch: Any) -> list[str]:
     return ["check", QUICK]
 
 
+def _audit_finding(d: Path, monkeypatch: Any) -> list[str]:
+    (d / "p.mir").write_text("func @main(%a: f32[N, K], %b: f32[M, 3]) -> (f32[N, 3]) {\n"
+                             "  %0 = matmul(%a, %b) : f32[N, 3]\n  return %0\n}\n")
+    return ["audit", str(d / "p.mir"), "--out", str(d / "bundle")]
+
+
+def _tampered_bundle(d: Path, monkeypatch: Any) -> list[str]:
+    assert main(["audit", AFFINE, "--out", str(d / "bundle")]) == 0
+    with open(d / "bundle" / "audit.json", "a", encoding="utf-8") as fh:
+        fh.write(" ")
+    return ["audit", "--check", str(d / "bundle")]
+
+
 #: Codes whose trigger needs more than a file: a function (test folder, monkeypatch) -> argv.
 SPECIAL_TRIGGERS: dict[str, Callable[[Path, Any], list[str]]] = {
     "E6004": _allocation_failure,
     "E6012": _bad_backend_setting,
     "E7009": _internal_error,
     "E7010": _unsafe_cache,
+    "E7012": _tampered_bundle,
+    "E7013": _audit_finding,
 }
 
 #: Warnings: reported, and the command still succeeds.

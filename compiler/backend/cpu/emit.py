@@ -108,6 +108,12 @@ def _map(rank: int, exprs: Sequence[str]) -> str:
     return f"affine_map<({_dims(rank)}) -> ({', '.join(exprs)})>"
 
 
+def _reads(name: str, lines: Sequence[str], result: str) -> bool:
+    """Whether the body ``lines`` (or its yielded ``result``) use the SSA value ``name``."""
+    use = re.compile(re.escape(name) + r"(?![0-9A-Za-z_$.])")
+    return result == name or any(use.search(ln) for ln in lines)
+
+
 def _bcast_map(src: Sequence[int], out: Sequence[int]) -> str:
     r, R = len(src), len(out)
     exprs = []
@@ -148,25 +154,50 @@ class _Emitter:
     def generic(self, out_shape: tuple[int, ...], out_elem: str, ins: Sequence[_T], maps: Sequence[str],
                 iterators: Sequence[str], body: Callable[[list[str], str], tuple[list[str], str]],
                 init: str | None = None, out_map: str | None = None, out_tshape: tuple[int, ...] | None = None) -> str:
-        """One linalg.generic; ``body(args, out_arg) -> (lines, yielded)``."""
+        """One linalg.generic; ``body(args, out_arg) -> (lines, yielded)``.
+
+        A generic without reduction loops whose body reads its init (``out_arg``) through the
+        identity map gets that init as one more *input* and a fresh ``tensor.empty`` as its init
+        (what MLIR's own ``MoveInitOperandsToInput`` pattern does).  Why: MLIR's elementwise
+        fusion (``linalg-fuse-elementwise-ops``, MLIR 22) keeps the result of a producer whose
+        body reads its init as an extra output of the fused op, indexed by the consumer's map of
+        that operand; when that map leaves out a loop of the consumer (a broadcast, a matmul's
+        column loop), the fused body reads back what its previous iteration wrote and adds again,
+        so the value is counted once per iteration of that loop (``reduce_sum`` over no axes,
+        ``init + x``, feeding a batched matmul doubled column 1: conformance case prog/0284).
+        A generic that reads its init to update only part of it (a non-identity out map) keeps
+        its init: fusion never takes such a producer (its result map is not a permutation).
+        """
         rank = len(iterators)
         tshape = out_tshape if out_tshape is not None else out_shape
         t = _tty(tshape, out_elem)
+        identity_out = _map(rank, [f"d{i}" for i in range(rank)])
+        if out_map is None:
+            out_map = identity_out
         if init is None:
             init = self.empty(tshape, out_elem)
-        if out_map is None:
-            out_map = _map(rank, [f"d{i}" for i in range(rank)])
         args = [self.fresh("a") for _ in ins]
         oarg = self.fresh("o")
         lines, res = body(args, oarg)
+        ins_names = [x.name for x in ins]
+        ins_types = [x.ty for x in ins]
+        bb_args = [f"{a}: {x.elem}" for a, x in zip(args, ins)]
+        maps = list(maps)
+        if out_map == identity_out and all(i == "parallel" for i in iterators) \
+                and _reads(oarg, lines, res):
+            ins_names.append(init)
+            ins_types.append(t)
+            bb_args.append(f"{oarg}: {out_elem}")
+            maps.append(out_map)
+            init, oarg = self.empty(tshape, out_elem), self.fresh("o")
         r = self.fresh("g")
         its = ", ".join(f'"{i}"' for i in iterators)
         ins_txt = ""
-        if ins:
-            ins_txt = f"ins({', '.join(x.name for x in ins)} : {', '.join(x.ty for x in ins)}) "
-        self.emit(f"{r} = linalg.generic {{indexing_maps = [{', '.join(list(maps) + [out_map])}], "
+        if ins_names:
+            ins_txt = f"ins({', '.join(ins_names)} : {', '.join(ins_types)}) "
+        self.emit(f"{r} = linalg.generic {{indexing_maps = [{', '.join(maps + [out_map])}], "
                   f"iterator_types = [{its}]}} {ins_txt}outs({init} : {t}) {{")
-        bb = ", ".join([f"{a}: {x.elem}" for a, x in zip(args, ins)] + [f"{oarg}: {out_elem}"])
+        bb = ", ".join(bb_args + [f"{oarg}: {out_elem}"])
         self.emit(f"^bb0({bb}):")
         for ln in lines:
             self.emit("  " + ln)
@@ -491,25 +522,28 @@ def _lower_op(em: _Emitter, op: str, xs: list[_T], attrs: Mapping[str, Any], dty
             return x.name
         if any(s == 0 for s in shape):
             return em.empty(shape, elem)
-        # Unit-step dims are cut with an extract_slice first: a map ``d_i + 0`` simplifies to ``d_i``
-        # and linalg would then infer that loop's range from the (larger) input extent.
+        # Every dim is first cut (extract_slice) to the window of indices it reads, so the generic's
+        # input extent is exactly what its map touches.  Why: a map ``d_i + 0`` simplifies to
+        # ``d_i``, and so does the composition of two reversals (``(m - 1) - ((m - 1) - d_i)``)
+        # when elementwise fusion merges two step -1 slices; linalg then takes that loop's range
+        # from the input's extent, and a larger one made the fused loop write past the result
+        # (heap corruption; found by tests/backend_cpu/test_differential_fusion.py).
         starts = [int(b0) for b0 in attrs["start"]]
         steps = [int(s) for s in attrs["step"]]
-        if any(s == 1 and x.shape[i] != shape[i] for i, s in enumerate(steps)):
-            offs = [starts[i] if s == 1 else 0 for i, s in enumerate(steps)]
-            sizes = [shape[i] if s == 1 else x.shape[i] for i, s in enumerate(steps)]
+        lows = [b0 if s > 0 else b0 + (m - 1) * s for b0, s, m in zip(starts, steps, shape)]
+        sizes = [(m - 1) * abs(s) + 1 for s, m in zip(steps, shape)]
+        if lows != [0] * rank or tuple(sizes) != x.shape:
             cut = em.fresh("x")
             sub = _tty(tuple(sizes), elem)
-            em.emit(f"{cut} = tensor.extract_slice {x.name}[{', '.join(map(str, offs))}] "
+            em.emit(f"{cut} = tensor.extract_slice {x.name}[{', '.join(map(str, lows))}] "
                     f"[{', '.join(map(str, sizes))}] [{', '.join('1' for _ in sizes)}] : {x.ty} to {sub}")
             x = _T(cut, tuple(sizes), elem, x.dtype)
-            starts = [0 if s == 1 else b0 for b0, s in zip(starts, steps)]
         exprs = []
-        for i, (b0, s) in enumerate(zip(starts, steps)):
+        for i, (s, size) in enumerate(zip(steps, sizes)):
             if s == 1:
-                exprs.append(f"d{i} + {b0}")
+                exprs.append(f"d{i}")
             else:
-                exprs.append(f"d{i} * {s} + {b0}")
+                exprs.append(f"d{i} * {s} + {0 if s > 0 else size - 1}")
         return em.generic(shape, elem, [x], [_map(rank, exprs)], ["parallel"] * rank, lambda a, o: ([], a[0]))
 
     if op == "pad":
