@@ -5,5 +5,7 @@ profiles); ``generate/`` builds them offline (``tools/gen_conformance.py``); ``r
 implementation through the subprocess protocol (``protocol``, ``workers``, ``host``), ``verdict`` judges
 every answer with the spec's accuracy classes, ``report`` writes results.json, JUnit XML and status
 tables, ``submission`` re-checks a submitted result set.  ``adapters/`` plugs in other systems (IREE,
-ONNX Runtime, JAX, PyTorch).  The contract is ``docs/conformance.md``; the CLI is ``mind conformance``.
+ONNX Runtime, JAX, PyTorch).  ``public_cases`` reads the public MIND spec's YAML cases and judges
+what an implementation did with them (``mind conformance run-public``).  The contract is
+``docs/conformance.md``; the CLI is ``mind conformance``.
 """

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+from mind.cli.exit_status import MEANING, status_of  # noqa: E402
 from mind.spec import accuracy  # noqa: E402
 from mind.spec.dtypes import ALL_DTYPES  # noqa: E402
 from mind.spec.errors import CATEGORIES, CODES  # noqa: E402
@@ -235,23 +236,29 @@ def index_page() -> str:
 
 
 def errors_page() -> str:
-    L = [GENERATED.format(src="mind.spec.errors"), "# Diagnostic codes\n"]
+    L = [GENERATED.format(src="mind.spec.errors and mind.cli.exit_status"), "# Diagnostic codes\n"]
     L.append("Every failure MIND reports carries one stable code `E<category><3 digits>`; codes are never "
              "renumbered. Diagnostics from the IR verifier also name the violated spec constraint label "
-             "(`matmul.C4`). The CLI exits with status 2 for usage errors and unreadable input (`E7xxx`, "
-             "`E1001`, `E6011`) and 1 for every other diagnostic; `--json` prints the same diagnostics as "
-             "data.\n")
+             "(`matmul.C4`). `--json` prints the same diagnostics as data.\n")
+    L.append("## Exit status\n")
+    L.append("The `mind` command exits with " + ", ".join(f"{s} for {m}" for s, m in MEANING.items())
+             + ". The status of each code is in the tables below (the column *Exit*, from "
+             "`mind/cli/exit_status.py`); a failure with several diagnostics exits with the highest "
+             "status among them. Outcomes that are not diagnostics say their own status: "
+             "`mind verify` exits 1 when a proof is refuted or unknown, `mind conformance run` and "
+             "`run-public` 1 when a case fails.\n")
     labels: dict[str, list[str]] = {}
     for op in OPS.values():
         for c in op.constraints:
             labels.setdefault(c.code, []).append(f"`{op.name}.{c.label}`")
     for prefix, title in CATEGORIES.items():
         L.append(f"## {prefix}xxx: {title}\n")
-        L.append("| Code | Meaning | Spec constraints reporting it |")
-        L.append("|---|---|---|")
+        L.append("| Code | Meaning | Exit | Spec constraints reporting it |")
+        L.append("|---|---|---|---|")
         for code, entry in CODES.items():
             if code.startswith(prefix):
-                L.append(f"| `{code}` | {_cell(entry.title)} | {', '.join(labels.get(code, [])) or '–'} |")
+                L.append(f"| `{code}` | {_cell(entry.title)} | {status_of(code)} | "
+                         f"{', '.join(labels.get(code, [])) or '–'} |")
         L.append("")
     return "\n".join(L).rstrip() + "\n"
 

@@ -57,28 +57,14 @@ class DumpReport:
     sources: dict[str, str] = field(default_factory=dict)
     stats: Stats = field(default_factory=Stats)
     module: Module | None = None
-    unreadable: bool = False
 
     @property
     def ok(self) -> bool:
         return not self.findings
 
-    @property
-    def exit_code(self) -> int:
-        if self.ok:
-            return 0
-        return 2 if self.unreadable else 1
-
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "file": self.filename, "format": self.format, "notes": self.notes,
                 "diagnostics": [f.to_json() for f in self.findings], "stats": self.stats.to_json()}
-
-
-UNREADABLE_PREFIXES = ("E1", "E7")
-
-
-def is_unreadable(code: str) -> bool:
-    return code.startswith(UNREADABLE_PREFIXES)
 
 
 def detect_format(text: str) -> str:
@@ -122,7 +108,6 @@ def verify_text(text: str, filename: str = "<dump>", fmt: str = "auto",
             rep.findings.append(Finding(d))
         if fmt == "public":
             _public_codes(rep)
-        rep.unreadable = any(is_unreadable(d.code) for d in exc.diagnostics)
         rep.stats.seconds = time.perf_counter() - t0
         return rep
     rep.module = module

@@ -22,9 +22,19 @@ PUBLIC: dict[tuple[str, str | None], tuple[str, str]] = {
 }
 
 
+def _public(d: Diagnostic) -> tuple[str, str] | None:
+    return PUBLIC.get((d.code, d.label)) or (PUBLIC.get((d.code, None)) if d.label is None else None)
+
+
+def public_code(d: Diagnostic) -> str:
+    """The public catalogue's code for the failure ``d`` reports (``d.code`` where they agree)."""
+    hit = _public(d)
+    return d.code if hit is None else hit[0]
+
+
 def public_note(d: Diagnostic) -> str | None:
     """``public MIND catalogue: E4009 (conv channel mismatch)`` where the public code differs."""
-    hit = PUBLIC.get((d.code, d.label)) or (PUBLIC.get((d.code, None)) if d.label is None else None)
+    hit = _public(d)
     if hit is None:
         return None
     return f"public MIND catalogue: {hit[0]} ({hit[1]})"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from mind.diagnostics import MindError
 from mind.ir.core import Module
 
-from .elaborate import elaborate
+from .elaborate import elaborate, elaborate_functions
 from .parser import parse
 
 __all__ = ["compile_source", "lower_source", "check_source"]
@@ -37,7 +37,7 @@ def lower_source(text: str | bytes, path: str = "<input>") -> Module:
 def compile_source(text: str | bytes, path: str = "<input>", *, verify: bool = False) -> Module:
     """Parse, check, lower and canonicalize ``text``; ``verify`` also runs the IR verifier."""
     canonicalize = _CANONICALIZE or _load_canonicalize()
-    module = Module([canonicalize(f) for f in elaborate(parse(text, path)).functions])
+    module = Module(list(map(canonicalize, elaborate_functions(parse(text, path)))))
     if verify:
         from mind.ir.verify import check_module
 

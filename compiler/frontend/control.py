@@ -70,17 +70,23 @@ def run(E: Any, stmts: Any) -> None:
 
 def return_stmt(E: Any, s: A.Return) -> None:
     v = E.ev(s.value) if s.value is not None else Tup((), s.span)
+    r = E.returns
+    if r is None:
+        r = E.returns = Returns()
     if E.path is None:
-        E.returns.value = v
+        r.value = v
         E.flow = "return"
     else:
-        E.returns.conditional.append((E.path, v, s.span))
+        r.conditional.append((E.path, v, s.span))
 
 
 def finish(E: Any, value: Any, off: tuple[int, int]) -> Any:
     """The function's result: the unconditional ``return`` (or ``value``, the body's tail),
-    preceded by the returns under tensor conditions."""
+    preceded by the returns under tensor conditions (``E.returns``: None when the body has no
+    ``return``)."""
     r = E.returns
+    if r is None:
+        return value
     if E.flow == "return":
         value = r.value
     E.flow = None

@@ -76,7 +76,7 @@ def apply(E: Any, f: Any, args: list[tuple[Any, Any]], node: A.Expr) -> Any:
     E.scope = scope
     E.frame = type(saved_frame)(saved_frame.dims, saved_frame.stack + ("<closure>",))
     try:
-        return E.function_body(lambda: E.ev(f.node.body))
+        return E.function_body(E.ev, f.node.body)
     finally:
         E.scope = saved
         E.frame = saved_frame

@@ -55,6 +55,8 @@ _DEFAULT_HELP = {
 _DTYPES = {d.value: d for d in DType}
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+_TYPE_OF = operator.attrgetter("type")
+_VALUE_OF = operator.attrgetter("value")
 _PY_CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
            ">=": operator.ge}
 
@@ -99,27 +101,29 @@ def _dense_lits(dense: Any) -> list[Lit]:
 class Elaborator:
     Reported = Reported
 
+    # Control flow (``control``): the path condition of a tensor `if` being elaborated, a pending
+    # `return`/`break`/`continue`, the returns of the current function (made at its first
+    # `return`), the log of assignments made in a branch, the loop nesting and the iteration
+    # budget.  Their values at the start of a function are class attributes (an instance sets its
+    # own when they change), so that making an Elaborator costs only what every program needs.
+    path: Value | None = None
+    flow: str | None = None
+    returns: "control.Returns | None" = None
+    assign_log: list | None = None
+    loop_depth = 0
+    loop_budget = control.MAX_LOOP_ITERATIONS
+    _static: StaticValues | None = None
+    module_scope: Scope | None = None
+    _fresh = 0
+    b: LeanBuilder = None  # type: ignore[assignment]  # the function being built (``start_function``)
+    frame: Frame = None  # type: ignore[assignment]
+
     def __init__(self, module: A.Module):
         self.module = module
         self.src = module.source
         self.diags: list[Diagnostic] = []
         self._seen: set[tuple] = set()
-        self.b: LeanBuilder = None  # type: ignore[assignment]
-        self.frame: Frame = None  # type: ignore[assignment]
-        self._consts: dict[tuple, Value] = {}
         self._syms: dict[str, DimExpr] = {}
-        self._fresh = 0
-        # control flow (``control``): the path condition of a tensor `if` being elaborated, a
-        # pending `return`/`break`/`continue`, the returns of the current function, the log of
-        # assignments made in a branch, the loop nesting and the iteration budget
-        self.path: Value | None = None
-        self.flow: str | None = None
-        self.returns = control.Returns()
-        self.assign_log: list | None = None
-        self.loop_depth = 0
-        self.loop_budget = control.MAX_LOOP_ITERATIONS
-        self._static: StaticValues | None = None
-        self.module_scope: Scope | None = None
 
     def start_function(self, name: str) -> None:
         """A new IR function (``self.b``) with its own constants and compile-time state."""
@@ -191,7 +195,7 @@ class Elaborator:
                 x, y = operands
                 t = fast([x.type, y.type])
             else:
-                t = fast([v.type for v in operands])
+                t = fast(list(map(_TYPE_OF, operands)))  # (no comprehension: no frame)
             if t is not None:
                 result = Value(RESULT_NAMES[n] if n < NAMED_RESULTS else str(n), t, None)
                 ops.append(Operation(op, operands, attrs, result, None))
@@ -290,10 +294,14 @@ class Elaborator:
         if type(v) is LitExpr:
             return litexpr.materialize(self, v, dtype)
         if type(v) is Lit:
-            dt = dtype or _default_dtype(v.kind)
-            return self.const(self.lit_value(v, dt), dt, v.span)
+            kind = v.kind
+            dt = dtype or _DEFAULT_DTYPE[kind]
+            x = v.value
+            if not (kind == "int" and (dt is DType.I32 or dt is DType.I64) and _I32_MIN <= x <= _I32_MAX):
+                x = self.lit_value(v, dt)  # (else ``lit_value``'s common case, inline)
+            return self.const(x, dt, v.span)
         if type(v) is ArrLit:
-            dt = dtype or _default_dtype(v.kind)
+            dt = dtype or _DEFAULT_DTYPE[v.kind]
             import numpy as np
 
             npdt = _np_scalar(0, dt).dtype
@@ -688,8 +696,13 @@ class Elaborator:
         with a loop over its left spine, not by recursion."""
         left = node.left
         if type(left) is not A.Binary:  # the common case: one operator
+            right = node.right
+            if type(left) is A.IntLit and type(right) is A.IntLit:  # (``apply_binary`` on two int literals)
+                rule = _INT_FOLD.get(node.op)
+                if rule is not None:
+                    return Lit(rule[0](left.value, right.value), rule[1], node.span)
             a = self.ev(left)
-            b = self.ev(node.right)
+            b = self.ev(right)
             if a is POISON or b is POISON:
                 return POISON
             return self.apply_binary(node, a, b)
@@ -716,8 +729,13 @@ class Elaborator:
 
             return matmul_values(self, self.tensor(a, node.left.span, "the left operand of `@`"),
                                  self.tensor(b, node.right.span, "the right operand of `@`"), node.span, "@")
-        if type(a) in LITERALS and type(b) in LITERALS:
-            folded = _fold_literals(op, a, b, node.span) if type(a) is Lit and type(b) is Lit else None
+        ta = type(a)
+        if ta is Lit and type(b) is Lit and a.kind == "int" and b.kind == "int":  # (``_fold_literals``, inline)
+            rule = _INT_FOLD.get(op)
+            if rule is not None:
+                return Lit(rule[0](a.value, b.value), rule[1], node.span)
+        if ta in LITERALS and type(b) in LITERALS:
+            folded = _fold_literals(op, a, b, node.span) if ta is Lit and type(b) is Lit else None
             if folded is None:
                 folded = litexpr.combine(op, a, b, node.span)
             if folded is not None:
@@ -981,15 +999,16 @@ class Elaborator:
             scope.names[p.name] = self.check_type(v, want, env, anode.span, f"argument `{p.name}`")
         return self.body(fn, scope, env, node.span)
 
-    def function_body(self, run: Any) -> Any:
-        """``run()`` (which elaborates a function's or closure's body) with the control-flow state of
-        a new function: no path condition, loop or pending `return`; the result is what the body's
-        `return`s and its value give together (``control.finish``)."""
+    def function_body(self, run: Any, *args: Any) -> Any:
+        """``run(*args)`` (which elaborates a function's or closure's body) with the control-flow
+        state of a new function: no path condition, loop or pending `return`; the result is what the
+        body's `return`s and its value give together (``control.finish``)."""
         saved = (self.path, self.flow, self.returns, self.loop_depth, self.assign_log)
-        self.path, self.flow, self.returns, self.loop_depth, self.assign_log = None, None, control.Returns(), 0, None
+        self.path, self.flow, self.returns, self.loop_depth, self.assign_log = None, None, None, 0, None
         try:
-            value = run()
-            return control.finish(self, value, self.module.span)
+            value = run(*args)
+            # (without a `return` in the body, its value is the result: ``control.finish``'s case)
+            return value if self.returns is None else control.finish(self, value, self.module.span)
         except Reported:
             return POISON
         finally:
@@ -1000,7 +1019,7 @@ class Elaborator:
         self.scope = scope
         self.frame = Frame(env, saved_frame.stack + (fn.name,) if saved_frame else (fn.name,))
         try:
-            value = self.function_body(lambda: self.block(fn.body))
+            value = self.function_body(self.block, fn.body)
             if value is POISON:
                 return POISON
             if fn.ret is not None:
@@ -1055,7 +1074,7 @@ class Elaborator:
                 # `let x: Tensor[f32, (2, 3)] = 1`: a literal fill of a static shape (the path of
                 # ev + type_of + check_type + splat, without the detours)
                 dt = _DTYPES.get(ty.dtype)
-                dims = tuple([d.value for d in ty.dims])
+                dims = tuple(map(_VALUE_OF, ty.dims))
                 static = dt is not None and dims
                 if static:
                     for d in dims:
@@ -1178,40 +1197,52 @@ class Elaborator:
                         span_fn=partial(self.src.span, off))
 
     def _flatten(self, v: Any, out: list[Value]) -> None:
-        if type(v) is Tup or type(v) is StructVal:
+        tv = type(v)
+        if tv is Value:
+            out.append(v)
+        elif tv is Tup or tv is StructVal:
             for x in v.items:
                 self._flatten(x, out)
-            return
-        if v is POISON:
+        elif v is POISON:
             raise Reported()
-        out.append(self.tensor(v, None, "the result"))
+        elif tv is Lit:
+            out.append(self.materialize(v))  # (``tensor``)
+        else:
+            out.append(self.tensor(v, None, "the result"))
 
     def main(self, body: Sequence[A.Stmt], result: A.Expr | None, scope: Scope) -> Function | None:
         """The function ``main``: the top-level statements ``body`` (definitions and imports
         excluded) and the program ``result``."""
         self.start_function("main")
         self.scope, self.frame = Scope(scope), Frame({}, ("main",))
-
-        def run() -> Any:
-            control.run(self, body)
-            if self.flow is None:
-                return self.ev(result) if result is not None else Tup((), self.module.span)
-            return Tup((), self.module.span)
-        value = self.function_body(run)
+        value = self.function_body(self._main_body, body, result)
         return self.finish("main", value, True, self.module.span)
+
+    def _main_body(self, body: Sequence[A.Stmt], result: A.Expr | None) -> Any:
+        if body:
+            control.run(self, body)
+        if self.flow is None and result is not None:
+            return self.ev(result)
+        return Tup((), self.module.span)
 
 
 def elaborate(module: A.Module) -> Module:
     """Check and lower a parsed module; raises ``MindError`` with every diagnostic found."""
+    return Module(elaborate_functions(module))
+
+
+def elaborate_functions(module: A.Module) -> list[Function]:
+    """``elaborate(module).functions`` (``compile_source`` takes the list, without the Module)."""
     E = Elaborator(module)
     functions: list[Function] = []
     try:
         scope = Scope()
         E.scope = E.module_scope = scope
-        E.frame = Frame({}, ())
-        body = [s for s in module.stmts if type(s) not in _ITEMS and type(s) is not A.Import]
+        stmts = module.stmts
+        body = [s for s in stmts if type(s) not in _ITEMS and type(s) is not A.Import] if stmts else []
         has_main = module.result is not None or bool(body)
         if len(body) != len(module.stmts):  # definitions (or imports): elaborate each function
+            E.frame = Frame({}, ())
             E.hoist(module.stmts, scope)
             for s in module.stmts:
                 ref = scope.names.get(s.name) if type(s) is A.FnDef else None
@@ -1233,7 +1264,7 @@ def elaborate(module: A.Module) -> Module:
         E.diags.append(Diagnostic("E1012", "the program nests too deeply", E.span(module.span)))
     if E.diags:
         raise MindError(E.diags, {E.src.file: E.src.text})
-    return Module(functions)
+    return functions
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -1246,46 +1277,53 @@ _ITEMS = {A.FnDef: "function", A.StructDef: "struct", A.ConstDef: "constant"}
 _QUALIFIED = {"tensor." + b: b for b in BUILTINS if b != "grad"}
 
 
-def _int_fold(op: str, a: int, b: int) -> int:
-    """Exact integer arithmetic on literals; ``/`` truncates toward zero and x / 0 = 0 (as the spec)."""
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
+def _int_div(a: int, b: int) -> int:
+    """``/`` on integer literals: truncates toward zero, and x / 0 = 0 (as the spec)."""
     if b == 0:
         return 0
     q = abs(a) // abs(b)
     return q if (a < 0) == (b < 0) else -q
 
 
+def _int_rem(a: int, b: int) -> int:
+    """``%`` on integer literals: ``a - b * (a / b)``, the sign of ``a``; x % 0 = 0."""
+    return a - b * _int_div(a, b) if b else 0
+
+
+#: Compile-time arithmetic on two integer literals (exact; loop counters and conditions stay known
+#: at compile time) and logic on two bool literals: operator -> (function, kind of the result).
+#: Float literals are computed by the ops, in their dtype.
+_INT_FOLD: dict[str, tuple[Any, str]] = {
+    "+": (operator.add, "int"), "-": (operator.sub, "int"), "*": (operator.mul, "int"),
+    "/": (_int_div, "int"), "%": (_int_rem, "int"),
+    **{op: (f, "bool") for op, f in _PY_CMP.items()},
+}
+_BOOL_FOLD: dict[str, Any] = {
+    "&&": lambda a, b: a and b, "||": lambda a, b: a or b, "==": operator.eq, "!=": operator.ne,
+}
+
+
 def _fold_literals(op: str, a: Lit, b: Lit, off: tuple[int, int]) -> Lit | None:
-    """Exact compile-time arithmetic on integer literals and logic on bool literals (so loop
-    counters and conditions stay known at compile time); ``None`` for anything else (float
-    literals are computed by the ops, in their dtype)."""
+    """``a op b`` on two literals where it is computed at compile time (``_INT_FOLD``,
+    ``_BOOL_FOLD``); ``None`` for anything else."""
     ka, kb = a.kind, b.kind
     if ka == kb == "int":
-        if op in _ARITH:
-            return Lit(_int_fold(op, a.value, b.value), "int", off)
-        if op == "%":
-            return Lit(_int_fold("-", a.value, _int_fold("*", b.value, _int_fold("/", a.value, b.value)))
-                       if b.value else 0, "int", off)
-        cmp = _PY_CMP.get(op)
-        if cmp is not None:
-            return Lit(cmp(a.value, b.value), "bool", off)
+        rule = _INT_FOLD.get(op)
+        if rule is not None:
+            return Lit(rule[0](a.value, b.value), rule[1], off)
     elif ka == kb == "bool":
-        if op == "&&":
-            return Lit(a.value and b.value, "bool", off)
-        if op == "||":
-            return Lit(a.value or b.value, "bool", off)
-        if op == "==" or op == "!=":
-            return Lit((a.value == b.value) == (op == "=="), "bool", off)
+        f = _BOOL_FOLD.get(op)
+        if f is not None:
+            return Lit(f(a.value, b.value), "bool", off)
     return None
 
 
+#: The dtype a literal of each kind has where nothing else gives it one.
+_DEFAULT_DTYPE: dict[str, DType] = {"int": DType.I32, "float": DType.F32, "bool": DType.BOOL}
+
+
 def _default_dtype(kind: str) -> DType:
-    return DType.I32 if kind == "int" else (DType.F32 if kind == "float" else DType.BOOL)
+    return _DEFAULT_DTYPE[kind]
 
 
 def _lit_text(lit: Lit) -> str:

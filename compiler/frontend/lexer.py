@@ -146,13 +146,17 @@ _VALID = (
     rf"|\"(?:[^\"\\\n]|{_ESCAPE_OK})*\""
 )
 # Text without `//` and `/*`: trivia is blanks only, one string per token (blanks + token).
-_FAST_BLANK_RE = re.compile(r"[ \t\r\f\v]*+(?:" + _VALID + r"|\Z)", re.DOTALL | re.ASCII)
+_FAST_BLANK = r"[ \t\r\f\v]*+(?:{valid}|\Z)"
 # Text with comments: (trivia, token) pairs; a block comment spanning lines is a line break.
-_FAST_TRIVIA_RE = re.compile(
-    r"((?:[ \t\r\f\v]+|//[^\n]*|/\*(?:[^*\n]|\*(?!/))*\*/)*+)"
-    r"(" + _VALID + r"|/\*[^*]*(?:\*(?!/)[^*]*)*\*/|\Z)",
-    re.DOTALL | re.ASCII,
-)
+_FAST_TRIVIA = (r"((?:[ \t\r\f\v]+|//[^\n]*|/\*(?:[^*\n]|\*(?!/))*\*/)*+)"
+                r"({valid}|/\*[^*]*(?:\*(?!/)[^*]*)*\*/|\Z)")
+# Each in two forms: for any text, and for ASCII text (most programs), whose identifier class has
+# no range beyond ASCII for the matcher to test (the forms match the same on ASCII text).
+_VALID_ASCII = _VALID.replace(r"\x80-\U0010ffff", "")
+_FAST_BLANK_RE = re.compile(_FAST_BLANK.format(valid=_VALID), re.DOTALL | re.ASCII)
+_FAST_TRIVIA_RE = re.compile(_FAST_TRIVIA.format(valid=_VALID), re.DOTALL | re.ASCII)
+_FAST_BLANK_ASCII_RE = re.compile(_FAST_BLANK.format(valid=_VALID_ASCII), re.DOTALL | re.ASCII)
+_FAST_TRIVIA_ASCII_RE = re.compile(_FAST_TRIVIA.format(valid=_VALID_ASCII), re.DOTALL | re.ASCII)
 _BLANKS = " \t\r\f\v"
 _SECOND = itemgetter(1)
 _DEPTH = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
@@ -392,9 +396,10 @@ def _tokenize(scan: str, source: SourceMap) -> Tokens:
     text = scan
     n = len(text)
     plain = '"' not in text
+    is_ascii = text.isascii()
     if "//" in text or "/*" in text:
         plain = False
-        pairs = _FAST_TRIVIA_RE.findall(text)
+        pairs = (_FAST_TRIVIA_ASCII_RE if is_ascii else _FAST_TRIVIA_RE).findall(text)
         offs = list(accumulate(map(len, chain.from_iterable(pairs))))
         if offs[-1] != n:  # a lexical error somewhere
             return _tokenize_precise(text, source)
@@ -402,7 +407,7 @@ def _tokenize(scan: str, source: SourceMap) -> Tokens:
         starts = offs[0::2]
         ends = offs[1::2]
     else:
-        raw = _FAST_BLANK_RE.findall(text)
+        raw = (_FAST_BLANK_ASCII_RE if is_ascii else _FAST_BLANK_RE).findall(text)
         ends = list(accumulate(map(len, raw)))
         if ends[-1] != n:
             return _tokenize_precise(text, source)
@@ -413,7 +418,7 @@ def _tokenize(scan: str, source: SourceMap) -> Tokens:
         if starts is not None:
             del starts[-1]
     kinds = list(map(_KINDS.__getitem__, texts))
-    if not text.isascii() and _bad_identifier(kinds, texts) is not None:
+    if not is_ascii and _bad_identifier(kinds, texts) is not None:
         return _tokenize_precise(text, source)  # it makes the diagnostic
     nl = text.find("\n")
     if nl >= 0 and not (plain and (
@@ -421,6 +426,8 @@ def _tokenize(scan: str, source: SourceMap) -> Tokens:
             (nl == n - 1 and kinds[0] != "NL" and "(" not in text and "[" not in text
              and "{" not in text) or _newlines_all_separate(text))):
         return _join_continuations(_newlines(kinds, texts, starts, ends, source))
+    if nl < 0 or nl == n - 1:  # no line break, or one at the very end: no line to continue
+        return Tokens(kinds, texts, starts, ends, source)
     return _join_continuations(Tokens(kinds, texts, starts, ends, source))
 
 

@@ -150,6 +150,9 @@ _AFTER_OPERAND = _RANGES | {"&", "|", "^"}
 _RANGE_END = frozenset({")", "]", "}", ",", "NL", ";", "EOF", "{"})
 _TYPE_EXAMPLES = {"angle": "Tensor<f32, [2, 3]>", "legacy": "Tensor[f32,(2,3)]",
                   "compact": "tensor<f32[2,3]>"}
+#: The tensor type syntaxes by (word, the token after it): style, the shape's brackets, the closer.
+_TENSOR_FORMS = {("Tensor", "<"): ("angle", "[", "]", ">"), ("Tensor", "["): ("legacy", "(", ")", "]"),
+                 ("tensor", "<"): ("compact", "[", "]", ">")}
 
 
 class _Parser(ControlSyntax):
@@ -419,14 +422,15 @@ class _Parser(ControlSyntax):
             i += 1
 
     def parse_let(self) -> A.Let:
-        k = self.k
+        k, t, e = self.k, self.t, self.e
         i0 = self.i
         i = i0 + 1
         mutable = k[i] == "mut"
         if mutable:
             i += 1
         if k[i] == "IDENT":
-            target: A.Pattern = _NamePattern(self.t[i], (self.e[i] - len(self.t[i]), self.e[i]))
+            name = t[i]
+            target: A.Pattern = _NamePattern(name, (e[i] - len(name), e[i]))
             i += 1
             self.i = i
         else:
@@ -435,8 +439,11 @@ class _Parser(ControlSyntax):
             i = self.i
         ty = None
         if k[i] == ":":
-            self.i = i + 1
-            ty = self.parse_type()
+            i += 1
+            self.i = i
+            word = t[i]  # (``parse_type``'s most frequent case, inline)
+            ty = self._tensor_type(i, False) if (word == "Tensor" or word == "tensor") and k[i] == "IDENT" \
+                else self.parse_type()
             i = self.i
         if k[i] != "=":
             raise self._unexpected("`=`" if ty is not None else "`:` or `=`",
@@ -446,7 +453,7 @@ class _Parser(ControlSyntax):
             i += 1
         self.i = i
         value = self.parse_expr()
-        return _Let(target, ty, value, (self.e[i0] - len(self.t[i0]), value.span[1]), mutable)
+        return _Let(target, ty, value, (e[i0] - len(t[i0]), value.span[1]), mutable)
 
     def parse_pattern(self) -> A.Pattern:
         i = self.i
@@ -623,29 +630,24 @@ class _Parser(ControlSyntax):
     def _tensor_type(self, i: int, diff: bool) -> A.TensorType:
         k, t, e = self.k, self.t, self.e
         start = e[i - 1] - len(t[i - 1]) if diff else e[i] - len(t[i])
-        word = t[i]
         op = i + 1
-        self.i = op
-        kind = self._expand(op)
-        if word == "Tensor":
-            if kind == "<":  # Tensor<f32, [2, 3]>
-                style, dims_open, close = "angle", "[", "]"
-            elif kind == "[":  # Tensor[f32,(2,3)]
-                style, dims_open, close = "legacy", "(", ")"
-            else:
+        kind = k[op]
+        if kind == "DENSE":  # (a bulk-read literal cannot be a type: its tokens, ``_expand``)
+            kind = self._expand(op)
+        form = _TENSOR_FORMS.get((t[i], kind))
+        if form is None:
+            self.i = op
+            if t[i] == "Tensor":
                 raise self._unexpected("`<` or `[` after `Tensor`",
                                        "write `Tensor<f32, [2, 3]>` or `Tensor[f32,(2,3)]`")
-        else:  # tensor<f32[2, 3]>
-            if kind != "<":
-                raise self._unexpected("`<` after `tensor`", "write `tensor<f32[2, 3]>`")
-            style, dims_open, close = "compact", "[", "]"
+            raise self._unexpected("`<` after `tensor`", "write `tensor<f32[2, 3]>`")
+        style, dims_open, close, closer = form
         di = op + 1
-        self.i = di
         dt = t[di]
         if k[di] != "IDENT" or dt not in _SCALAR_TYPES:
+            self.i = di
             dt = self._element_type(di)
         i = di + 1
-        self.i = i
         if style != "legacy" and (k[i] == ">" or k[i] == ">="):
             # `tensor<f32>` is a scalar; `Tensor<f32>` a tensor of any shape (dims None)
             dims = () if style == "compact" else None
@@ -653,16 +655,18 @@ class _Parser(ControlSyntax):
                 k[i] = t[i] = "="
                 if self.toks._starts is not None:
                     self.toks._starts[i] += 1
+                self.i = i
                 return _TensorType(dt, dims, diff, style, (start, e[i] - 1))  # type: ignore[arg-type]
             self.i = i + 1
             return _TensorType(dt, dims, diff, style, (start, e[i]))  # type: ignore[arg-type]
         if style != "compact":
             if k[i] != ",":
+                self.i = i
                 raise self._unexpected(
                     "`,`", f"the shape follows the element type: `{_TYPE_EXAMPLES[style]}`")
             i += 1
+        if (k[i] if k[i] != "DENSE" else self._expand(i)) != dims_open:
             self.i = i
-        if self._expand(i) != dims_open:
             raise self._unexpected(f"`{dims_open}`", f"write `{_TYPE_EXAMPLES[style]}`")
         # the dimensions (`_dims`, inlined)
         dop = i
@@ -671,7 +675,8 @@ class _Parser(ControlSyntax):
         while True:
             kind = k[i]
             if kind == "INT":
-                dims.append(_Dim(self._int(i), (e[i] - len(t[i]), e[i])))
+                text = t[i]
+                dims.append(_Dim(int(text) if len(text) <= MAX_INT_DIGITS else self._int(i), (e[i] - len(text), e[i])))
             elif kind == "IDENT":
                 dims.append(_Dim(t[i], (e[i] - len(t[i]), e[i])))
             elif kind == "?":
@@ -691,7 +696,6 @@ class _Parser(ControlSyntax):
         else:
             self.i = i
             i = self._close(close, dop, f"`,` or `{close}`") + 1
-        closer = "]" if style == "legacy" else ">"
         kind = k[i]
         if kind == closer:
             self.i = i + 1
@@ -737,7 +741,8 @@ class _Parser(ControlSyntax):
                 left = self._postfix(self.parse_struct_lit(i - 1), k[self.i])
                 kind = k[self.i]
         elif kind == "INT":
-            left = _IntLit(self._int(i), (self.e[i] - len(self.t[i]), self.e[i]))
+            text = self.t[i]  # (``_int``, inline for a literal of up to MAX_INT_DIGITS characters)
+            left = _IntLit(int(text) if len(text) <= MAX_INT_DIGITS else self._int(i), (self.e[i] - len(text), self.e[i]))
             i += 1
             self.i = i
             kind = k[i]
@@ -767,7 +772,9 @@ class _Parser(ControlSyntax):
                 right: A.Expr = _Name(self.t[i], (self.e[i] - len(self.t[i]), self.e[i]))
                 self.i = i + 1
             elif rkind == "INT" and k[i + 1] not in _NESTS[prec]:
-                right = _IntLit(self._int(i), (self.e[i] - len(self.t[i]), self.e[i]))
+                text = self.t[i]
+                right = _IntLit(int(text) if len(text) <= MAX_INT_DIGITS else self._int(i),
+                                (self.e[i] - len(text), self.e[i]))
                 self.i = i + 1
             else:
                 self.i = i

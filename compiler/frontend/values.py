@@ -21,6 +21,7 @@ elaborated where it is used).
 from __future__ import annotations
 
 from math import prod
+from operator import attrgetter
 from typing import Any, Sequence
 
 from mind.diagnostics import Span
@@ -253,29 +254,34 @@ def describe(v: Any) -> str:
 NAMED_RESULTS = len(RESULT_NAMES)
 
 
-def result_name(index: int) -> str:
-    """``str(index)``, the name of the result of op number ``index``."""
-    return RESULT_NAMES[index] if index < NAMED_RESULTS else str(index)
-
-
 _EAGER_SPLAT = 1 << 40
+_TYPE_OF = attrgetter("type")
 _NP: dict[DType, Any] = {}
 _NP_SCALAR: dict[DType, Any] = {}
+
+
+_ARRAY: Any = None  # ``numpy.array`` once numpy is imported (on first use, not with this module)
 
 
 def np_scalar(value: Any, dtype: DType) -> Any:
     """``value`` as a rank-0 NumPy array of ``dtype`` (a literal beyond a float dtype's range
     rounds to ±inf, as IEEE conversion does)."""
+    global _ARRAY
     npdt = _NP.get(dtype)
     if npdt is None:
         npdt = _NP[dtype] = dtype.numpy
-    import numpy as np
+    array = _ARRAY
+    if array is None:
+        import numpy as np
 
+        array = _ARRAY = np.array
     tv = type(value)
     if (tv is int or tv is float or tv is bool) and -1e38 < value < 1e38:
-        return np.array(value, dtype=npdt)  # cannot overflow any MIND dtype's float range
+        return array(value, npdt)  # cannot overflow any MIND dtype's float range
+    import numpy as np
+
     with np.errstate(over="ignore"):
-        return np.array(value, dtype=npdt)
+        return array(value, npdt)
 
 
 class SplatAttrs:
@@ -333,9 +339,7 @@ class LeanBuilder(FunctionBuilder):
     by a counter (op results are renumbered by ``canonicalize`` anyway).  Constants, whose type is
     by definition the value's dtype and shape, are appended without running a shape rule."""
 
-    def __init__(self, name: str, assumptions: Sequence[Any] = ()):
-        super().__init__(name, assumptions)
-        self._ctx: ShapeContext | None = None
+    _ctx: ShapeContext | None = None  # (a class default: ``FunctionBuilder.__init__`` makes the rest)
 
     def context(self) -> ShapeContext:
         ctx = self._ctx
@@ -346,7 +350,7 @@ class LeanBuilder(FunctionBuilder):
     def emit_fast(self, op: str, operands: tuple[Value, ...], span: Span | None, attrs: dict[str, Any]) -> Value:
         fast = OPS[op].fast_infer
         if fast is not None:
-            t = fast([v.type for v in operands])
+            t = fast(list(map(_TYPE_OF, operands)))
             if t is not None:
                 ops = self.ops
                 n = len(ops)
@@ -356,9 +360,10 @@ class LeanBuilder(FunctionBuilder):
         ctx = self._ctx
         if ctx is None or ctx.A is not self._arith or self._arith is None:
             ctx = self.context()
-        t = OPS[op].infer(ctx, [v.type for v in operands], attrs)
+        t = OPS[op].infer(ctx, list(map(_TYPE_OF, operands)), attrs)
         ops = self.ops
-        result = Value(result_name(len(ops)), t, span)
+        n = len(ops)
+        result = Value(RESULT_NAMES[n] if n < NAMED_RESULTS else str(n), t, span)
         ops.append(Operation(op, operands, attrs, result, span))
         return result
 
@@ -384,8 +389,10 @@ class LeanBuilder(FunctionBuilder):
 
     def const_array(self, arr: Any, span: Span | None, dtype: DType | None = None) -> Value:
         t = TensorType(dtype or from_numpy(arr.dtype), arr.shape)
-        result = Value(result_name(len(self.ops)), t, span)
-        self.ops.append(Operation("const", (), {"value": arr}, result, span))
+        ops = self.ops
+        n = len(ops)
+        result = Value(RESULT_NAMES[n] if n < NAMED_RESULTS else str(n), t, span)
+        ops.append(Operation("const", (), {"value": arr}, result, span))
         return result
 
     @property

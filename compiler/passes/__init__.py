@@ -21,16 +21,19 @@ new unless ``rename`` is false and nothing changed).
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Callable
 
 from mind.ir.core import RESULT_NAMES, Function, Module, Operation, TensorType, Value
 from mind.compiler.passes.cse import COMMUTATIVE, common_subexpression_elimination, cse_rule, op_key
-from mind.compiler.passes.fold import constant_folding, fold_rule
+from mind.compiler.passes.fold import constant_folding, fold_constants, fold_rule
 from mind.compiler.passes.rewrite import RewriteContext, dead_code_elimination, renumber, rewrite
 from mind.compiler.passes.simplify import (NEED_CONST, NEEDS, RULE_OPS, algebraic_simplification, may_fire,
                                            rule_for, simplify_rule)
 
 MAX_STEPS_PER_OP = 8
+_RESULT_NAME = attrgetter("result.name")
+_RESULT = attrgetter("result")
 
 
 def combined_rule(observe: Callable[[str], None] | None = None):
@@ -98,7 +101,7 @@ def _first_step(op: Operation, operands: tuple[Value, ...], nconst: int,
     derived from the rule patterns)."""
     name = op.op
     if nconst and nconst == len(operands):
-        out = fold_rule(op, operands, ctx)
+        out = fold_constants(op, [consts[v] for v in operands])  # (``fold_rule``: every producer is known)
         if out is not None:
             return out
     if name in _RULE_OPS and (nconst or name not in NEED_CONST):
@@ -119,7 +122,7 @@ def _more_steps(current: Operation, consts: dict[Value, Operation],
         xs = current.operands
         out = None
         if name != "const" and xs and all(v in consts for v in xs):
-            out = fold_rule(current, xs, ctx)
+            out = fold_constants(current, [consts[v] for v in xs])
         if out is None and name in _RULE_OPS and may_fire(current, xs, consts):
             out = simplify_rule(current, xs, ctx)
         if out is None:
@@ -282,10 +285,7 @@ def _live(ops: list[Operation], results: list[Value], used: set[Value]) -> list[
     op, as an op's users come after it): that common case is checked first, with one set lookup
     per op.  Otherwise one backward pass finds the live ops."""
     used.update(results)
-    for op in ops:
-        if op.result not in used:
-            break
-    else:
+    if used.issuperset(map(_RESULT, ops)):  # (one C-level pass)
         return list(ops)
     live = set(results)
     update = live.update
@@ -312,10 +312,8 @@ def _names_canonical(params: list[Value], ops: list[Operation]) -> bool:
                 return False
             counter += 1
         return True
-    for op, name in zip(ops, RESULT_NAMES):  # compared, not formatted per op
-        if op.result.name != name:
-            return False
-    return True
+    # compared, not formatted per op, in one C-level pass (tuples of equal length compare by element)
+    return tuple(map(_RESULT_NAME, ops)) == RESULT_NAMES[:len(ops)]
 
 
 def _single_const(fn: Function, rename: bool) -> Function | None:

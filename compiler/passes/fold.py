@@ -73,20 +73,28 @@ def fold_rule(op: Operation, operands: tuple[Value, ...], ctx: RewriteContext) -
         if p is None or p.op != "const":
             return None
         producers.append(p)
+    return fold_constants(op, producers)
+
+
+def fold_constants(op: Operation, producers: list[Operation]) -> Operation | None:
+    """``fold_rule`` for an op whose operands the ``const`` ops ``producers`` produce (in order):
+    the constant the reference computes, or None where folding is out of its bounds."""
     size = static_size(op.result.type.shape)
-    if size is None or not representable(op.result.type, {}):  # (NumPy refuses some empty shapes)
+    if size is None:
         return None
     # Sizes first (a deferred splat constant knows its size without building its array), so
     # the operand arrays are read only when the op is actually folded.
     sizes = [_const_size(p) for p in producers]
-    if not (size <= FOLD_LIMIT and fold_work(op, sizes, size) <= WORK_LIMIT) \
-            and (op.op not in ELEMENTWISE or size > MAX_CONST_ELEMENTS):
+    small = size <= FOLD_LIMIT and fold_work(op, sizes, size) <= WORK_LIMIT
+    if not small and (op.op not in ELEMENTWISE or size > MAX_CONST_ELEMENTS):
         return None  # (what the branches below decide, before any import)
+    if not representable(op.result.type, {}):  # (NumPy refuses some empty shapes)
+        return None
     import numpy as np
 
     from mind.reference.ops import OP_FUNCTIONS
 
-    if size <= FOLD_LIMIT and fold_work(op, sizes, size) <= WORK_LIMIT:
+    if small:
         values = [p.attrs["value"] for p in producers]
         out = OP_FUNCTIONS[op.op](*[np.asarray(v) for v in values], **op.attrs)
         return Operation("const", (), {"value": np.asarray(out)}, op.result, op.span)

@@ -10,6 +10,8 @@ import argparse
 import os
 import sys
 
+from mind.cli.exit_status import SUCCESS, status_of
+
 NAME = "audit"
 HELP = "write an auditor's bundle of evidence about a program (proofs, gradients, numerics, compiled code, " \
        "traceability), or check one"
@@ -110,7 +112,7 @@ def run_audit(args: argparse.Namespace) -> int:
         sys.stdout.write(f"{options.file}: audit {summary['verdict'].upper()} — obligations: {counts}; "
                          f"{f['error']} errors, {f['warning']} warnings, {f['note']} notes; "
                          f"bundle written to {options.out} (open audit.html)\n")
-    return 0 if audit.ok else 1
+    return SUCCESS if audit.ok else status_of("E7013")  # (findings: the table of ``mind.cli.exit_status``)
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -131,4 +133,6 @@ def run_check(args: argparse.Namespace) -> int:
         state = "intact and reproduced" if rep.intact else f"NOT intact ({len(rep.problems)} problem(s))"
         sys.stdout.write(f"{args.check}: {state} ({checked}); the audit's verdict: "
                          f"{(rep.verdict or 'unknown').upper()}\n")
-    return 0 if rep.ok else 1
+    if rep.ok:
+        return SUCCESS
+    return status_of("E7012" if rep.problems else "E7013")  # a bundle that does not hold, or a failing audit

@@ -5,6 +5,10 @@
     mind conformance verify-submission DIR [--cases DIR] [--json]
     mind conformance draft-expectations DIR [--cases DIR]
     mind conformance labels [--json]
+    mind conformance run-public DIR [--backend B] [--select GLOB ...] [--json]
+
+``run-public`` runs the public MIND spec's YAML conformance cases, unchanged, through MIND
+(``mind.conformance.public_cases``, ``mind.cli.public_cases``) and exits 1 when a case fails.
 
 Exit status of ``run``: 0 when every outcome is expected (pass, or as the expectations file says),
 1 otherwise; of ``verify-submission``: 0 when the submission is valid and claims conformance, 1
@@ -44,6 +48,13 @@ def register(p: argparse.ArgumentParser) -> None:
     d.add_argument("--cases", metavar="DIR", help="the suite folder (default: the suite shipped with MIND)")
     lab = sub.add_parser("labels", help="list the spec labels cases cover and expectations name")
     lab.add_argument("--json", action="store_true", help="print as JSON")
+    pub = sub.add_parser("run-public", help="run the public MIND spec's YAML conformance cases through MIND")
+    pub.add_argument("dir", metavar="DIR", help="a folder of public cases (*.yaml, searched recursively), or one case file")
+    pub.add_argument("--backend", default=None, metavar="B",
+                     help="the backend that runs the programs (default: `mind run`'s, cpu)")
+    pub.add_argument("--select", action="append", default=[], metavar="GLOB",
+                     help="run only the cases whose id (path under DIR, without .yaml) matches")
+    pub.add_argument("--json", action="store_true", help="print every case's verdict as JSON")
 
 
 def _options(args: argparse.Namespace) -> object:
@@ -142,11 +153,38 @@ def _labels(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_public(args: argparse.Namespace) -> int:
+    from mind.backends import BACKENDS, DEFAULT_BACKEND
+    from mind.cli.output import emit_json
+    from mind.cli.public_cases import run_case
+    from mind.conformance.public_cases import load_cases, summary
+    from mind.diagnostics import error
+
+    backend = args.backend or DEFAULT_BACKEND
+    if backend not in BACKENDS:
+        raise error("E7002", f"--backend {backend}: no such backend", help="backends: " + ", ".join(BACKENDS))
+    cases = load_cases(args.dir, tuple(args.select))  # every file read and checked before any runs
+    verdicts = [run_case(c, backend) for c in cases]
+    counts = summary(verdicts)
+    ok = counts["fail"] == 0
+    if args.json:
+        emit_json({"ok": ok, "backend": backend, "summary": counts, "cases": [v.to_json() for v in verdicts]})
+    else:
+        label = {"pass": "PASS", "fail": "FAIL", "not-applicable": "N/A "}
+        for v in verdicts:
+            print(f"{label[v.outcome]}  {v.case.id}" + (": " + "; ".join(v.reasons) if v.reasons else ""))
+        print(f"{counts['total']} public case{'s' if counts['total'] != 1 else ''} on the {backend} backend: "
+              f"{counts['pass']} passed, {counts['fail']} failed, {counts['not-applicable']} not applicable")
+    return 0 if ok else 1
+
+
 def run(args: argparse.Namespace) -> int:
     from mind.diagnostics import error
 
-    actions = {"run": _run, "verify-submission": _verify_submission, "draft-expectations": _draft, "labels": _labels}
+    actions = {"run": _run, "verify-submission": _verify_submission, "draft-expectations": _draft, "labels": _labels,
+               "run-public": _run_public}
     if args.action not in actions:
-        raise error("E7002", "mind conformance needs an action: run, verify-submission, draft-expectations or labels",
+        raise error("E7002", "mind conformance needs an action: run, verify-submission, draft-expectations, "
+                             "labels or run-public",
                     help="run `mind conformance --help`")
     return actions[args.action](args)

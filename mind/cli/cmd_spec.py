@@ -21,8 +21,12 @@ def run(args: argparse.Namespace) -> int:
 
     ops = list(OPS.values())
     if args.op:
-        if args.op not in OPS:
-            raise error("E4006", f"unknown op `{args.op}`", help="ops: " + ", ".join(OPS))
+        if args.op not in OPS:  # a command-line argument, so a usage error (exit 2)
+            import difflib
+
+            close = difflib.get_close_matches(args.op, list(OPS), n=1)
+            raise error("E7002", f"--op {args.op}: unknown op",
+                        help=(f"did you mean `{close[0]}`? " if close else "") + "ops: " + ", ".join(OPS))
         ops = [OPS[args.op]]
     if args.json:
         emit_json({"ok": True, "ops": [op_record(op) for op in ops]})

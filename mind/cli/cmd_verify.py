@@ -3,7 +3,8 @@ compiler's rewrite rules (`--rewrites`) and two functions' equivalence (`--equiv
 
 Exit status: 0 valid (or every spec obligation or rule proved, or the functions equal), 1 invalid
 (a constraint refuted, an obligation or rule refuted/unknown, the functions different or not
-shown equal), 2 unreadable input or usage.  z3 is imported only when this runs.
+shown equal); a dump's findings exit as their codes say (``mind.cli.exit_status``: 2 for a dump
+that cannot be read, 1 for a syntax error in it).  z3 is imported only when this runs.
 """
 
 from __future__ import annotations
@@ -203,6 +204,7 @@ def format_table(rep) -> str:
 
 
 def run_dump(args: argparse.Namespace) -> int:
+    from mind.cli.exit_status import exit_status
     from mind.cli.output import emit_json
     from mind.diagnostics import render_all
     from mind.driver_io import atomic_write, read_source
@@ -236,4 +238,4 @@ def run_dump(args: argparse.Namespace) -> int:
             sys.stdout.write(f"{args.dump}: VALID — {st.functions} function(s), {st.ops} ops; every constraint holds "
                              f"for all values allowed by the assumptions ({st.decided_cheaply} ops decided "
                              f"without Z3, {st.z3_queries} Z3 queries) in {st.seconds:.3f} s\n")
-    return rep.exit_code
+    return exit_status([f.diag.code for f in rep.findings]) if rep.findings else 0

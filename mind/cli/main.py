@@ -1,7 +1,8 @@
 """The ``mind`` command: one subcommand per module in ``mind.cli``, each with ``register`` and ``run``.
 
-Exit status: 0 success, 1 diagnostics about the program, 2 usage errors or unreadable input.  Every
-failure is a coded diagnostic; a Python traceback from this command is a bug.
+Exit status: 0 success, 1 diagnostics about the program, 2 usage errors or unreadable input, 3 an
+internal error; which code gives which is the table of ``mind.cli.exit_status``.  Every failure is a
+coded diagnostic; a Python traceback from this command is a bug.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 import warnings
 from typing import Any, Sequence
 
+from mind.cli.exit_status import USAGE
 from mind.diagnostics import MindError, error
 
 # Subcommand modules, in help order.  Each defines NAME, HELP, register(parser) and run(args) -> int.
@@ -31,7 +33,11 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="mind", description="MIND: a formally specified tensor language.")
+    from mind.cli.exit_status import MEANING
+
+    parser = Parser(prog="mind", description="MIND: a formally specified tensor language.",
+                    epilog="exit status: " + ", ".join(f"{s} {m}" for s, m in MEANING.items())
+                           + " (each diagnostic code's: docs/errors.md)")
     from mind import __version__
 
     parser.add_argument("--version", action="version", version=f"mind {__version__}")
@@ -88,7 +94,7 @@ def _run(argv: list[str], as_json: bool) -> int:
             raise error("E7002", str(exc), help="run `mind --help` or `mind COMMAND --help`") from None
         if not getattr(args, "_run", None):
             parser.print_help(sys.stderr)
-            return 2
+            return USAGE
         return int(args._run(args))
     except MindError as exc:
         return report_error(exc, as_json)
@@ -104,8 +110,7 @@ def _run(argv: list[str], as_json: bool) -> int:
         err = error("E7009", f"internal compiler error: {type(exc).__name__}: {exc}",
                     help="this is a bug in MIND; please report it with the input that caused it",
                     notes=(f"raised at {where}",))
-        report_error(err, as_json)
-        return 3
+        return report_error(err, as_json)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Sequence
+from typing import Any
 
+from mind.cli.exit_status import exit_status
 from mind.diagnostics import Diagnostic, MindError, render, render_all, to_json
 
 _WARNINGS: list[Diagnostic] = []
@@ -60,16 +61,10 @@ def forget_warnings() -> None:
 
 
 def report_error(exc: MindError, as_json: bool) -> int:
-    """Print every diagnostic; exit status 2 for unreadable input or usage, else 1 (3: internal error)."""
+    """Print every diagnostic; returns the exit status their codes give (``exit_status.STATUS``)."""
     if as_json:
         emit_json({"ok": False, "diagnostics": to_json(exc.diagnostics)})
     else:
         color = sys.stderr.isatty()
         sys.stderr.write(render_all(exc.diagnostics, exc.sources, color=color) + "\n")
     return exit_status(exc.codes)
-
-
-def exit_status(codes: Sequence[str]) -> int:
-    if "E7009" in codes:
-        return 3
-    return 2 if any(c.startswith("E7") or c in ("E1001", "E6011") for c in codes) else 1

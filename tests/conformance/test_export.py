@@ -102,7 +102,7 @@ def test_symbolic_dims_need_bindings(tmp_path, capsys):
     src.write_text(SYMBOLIC)
     assert cli(["export", "--to", "stablehlo", str(src)]) == 1
     assert "E6003" in capsys.readouterr().err
-    assert cli(["export", "--to", "stablehlo", str(src), "--bind", "N=0"]) == 1
+    assert cli(["export", "--to", "stablehlo", str(src), "--bind", "N=0"]) == 2  # E6009: a usage error
     assert "E6009" in capsys.readouterr().err
     assert cli(["export", "--to", "stablehlo", str(src), "--bind", "N=3"]) == 0
     assert "tensor<2x3xf32>" in capsys.readouterr().out

@@ -33,14 +33,12 @@ def test_every_constraint_label_has_an_invalid_dump():
 def test_valid(path: Path):
     rep = verify_text(path.read_text(), str(path))
     assert rep.ok, [f.diag.message for f in rep.findings]
-    assert rep.exit_code == 0
 
 
 @pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
 def test_invalid(path: Path):
     rep = verify_text(path.read_text(), str(path))
     assert [f.diag.label for f in rep.findings] == [_expect(path)]
-    assert rep.exit_code == 1
     d = rep.findings[0].diag
     assert d.span is not None and d.span.file == str(path) and d.span.line >= 2
 
@@ -99,7 +97,7 @@ def test_exit_codes(tmp_path, capsys):
     assert main(["verify", str(tmp_path / "missing.mir")]) == 2
     bad = tmp_path / "bad.mir"
     bad.write_bytes(b"func @main( {{{")
-    assert main(["verify", str(bad)]) == 2
+    assert main(["verify", str(bad)]) == 1  # a syntax error: a diagnostic about the dump, as `mind check` says
     bad.write_bytes(b"\xff\xfe")
     assert main(["verify", str(bad)]) == 2
     assert main(["verify", str(VALID[0])]) == 0

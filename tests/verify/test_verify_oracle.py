@@ -36,7 +36,8 @@ RELATION = """func @main(%p0: f32[A, 2], %p1: f32[B, 2]) -> (f32[A, 2]) where A 
 @given(dump_texts())
 def test_verdicts_agree_with_plain_ints(text):
     rep = verify_text(text, "gen.mir")
-    assert not rep.unreadable, [f.diag.message for f in rep.findings]
+    assert not any(f.diag.code.startswith(("E1", "E7")) for f in rep.findings), \
+        [f.diag.message for f in rep.findings]
     if rep.module is None:  # a literal negative dim in a declared type: refused while parsing
         event("refused by the parser")
         assert not rep.ok

@@ -184,7 +184,7 @@ def test_every_printed_counterexample_fails_on_plain_ints():
 
 def test_non_ascii_digits_are_not_numbers():
     core = verify_text("func @main(%a: f32[\u0663]) -> (f32[\u0663]) {\n  return %a\n}\n", "t.mir")
-    assert _codes(core) == ["E1002"] and core.exit_code == 2
+    assert _codes(core) == ["E1002"]
     public = verify_text('%0 = Input() {name: "a"} : Tensor<f32, [\u0663]>\noutputs: %0\n', "p.ir", "public")
     assert _codes(public) == ["E1005"]
     const = verify_text('%0 = ConstI64(\u0663)\noutputs: %0\n', "p.ir", "public")
