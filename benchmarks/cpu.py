@@ -269,7 +269,7 @@ TOOL_MODULES = ("mlir.ir", "mlir.passmanager", "llvmlite.binding")
 
 def _compile_parts(name: str):
     from mind.compiler.frontend.cache import compile_cached  # what mind.compile uses
-    from mind.reference.interpreter import select_function
+    from mind.calling import select_function
     src, fn_name = source_of(name)
     mod = compile_cached(src, "<mind.compile>")
     return select_function(getattr(mod, "module", mod), fn_name)
@@ -286,7 +286,7 @@ def child_start(name: str, mode: str) -> dict:
     t_start = time.perf_counter()
     from mind.compiler.backend.cpu.api import compile_function
     from mind.compiler.frontend.cache import compile_cached  # noqa: F401 - part of the import figure
-    from mind.reference.interpreter import bind_arguments, select_function  # noqa: F401
+    from mind.calling import bind_arguments, select_function  # noqa: F401
     res["import_s"] = time.perf_counter() - t_start
     if mode == "cold":
         t0 = time.perf_counter()

@@ -97,7 +97,7 @@ def disk_enabled() -> bool:
 
 def _disk_path(key: tuple[str, str]) -> tuple[str, str]:
     """The cache root and the entry's path under it."""
-    from mind import __version__
+    from mind.version import __version__
     from mind.cache_store import cache_dir
     parts = "\n".join((FORMAT, sys.version, __version__, frontend_fingerprint(), key[0], key[1]))
     digest = hashlib.sha256(parts.encode("utf-8", "surrogatepass")).hexdigest()

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from mind.cli.output import emit_json
     from mind.ir.core import Module
     from mind.loader import load_module
-    from mind.reference.interpreter import select_function
+    from mind.calling import select_function
 
     module, _ = load_module(args.file)
     if args.fn:

@@ -31,7 +31,7 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> Parser:
     parser = Parser(prog="mind", description="MIND: a formally specified tensor language.")
-    from mind import __version__
+    from mind.version import __version__
 
     parser.add_argument("--version", action="version", version=f"mind {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)

@@ -13,7 +13,7 @@ from mind.compiler.backend.cpu.api import compile_function
 from mind.compiler.backend.cpu.conv_schedule import ConvTiles, block_cost, choose_conv_tiles, conv_section
 from mind.ir.parser import parse_module
 from mind.reference.accuracy import check_op
-from mind.reference.interpreter import select_function
+from mind.calling import select_function
 from mind.reference.ops import conv2d as ref_conv2d
 
 _NP = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}

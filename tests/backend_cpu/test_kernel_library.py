@@ -228,7 +228,7 @@ def test_gemm_on_strided_views_matches_float64(isa, m, n, k, pads, accumulate, e
 
 @pytest.mark.parametrize("isa", RUNNABLE)
 def test_gemm_propagates_nan_and_inf_like_the_reference(isa):
-    from mind.reference.interpreter import run_function
+    from mind.calling import run_reference
     from mind.ir.parser import parse_module
     m, k, n = 9, 130, 35
     rng = np.random.default_rng(5)
@@ -242,7 +242,7 @@ def test_gemm_propagates_nan_and_inf_like_the_reference(isa):
     _call(isa, "f32", a, a, b, b, c, c, False)
     fn = parse_module(f"func @main(%a: f32[{m}, {k}], %b: f32[{k}, {n}]) -> (f32[{m}, {n}]) {{\n"
                       f"  %0 = matmul(%a, %b) : f32[{m}, {n}]\n  return %0\n}}\n").functions[0]
-    want = run_function(fn, [a, b])[0]
+    want = run_reference(fn, [a, b])[0]
     np.testing.assert_array_equal(np.isnan(c), np.isnan(want))
     np.testing.assert_array_equal(np.isinf(c) & (c > 0), np.isinf(want) & (want > 0))
     np.testing.assert_array_equal(np.isinf(c) & (c < 0), np.isinf(want) & (want < 0))

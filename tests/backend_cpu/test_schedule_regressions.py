@@ -14,7 +14,7 @@ import pytest
 from mind.compiler.backend.cpu.api import compile_function
 from mind.compiler.backend.cpu.cache import KernelCache
 from mind.ir.parser import parse_module
-from mind.reference.interpreter import run_function, select_function
+from mind.calling import run_reference, select_function
 
 
 def _fn(text: str):
@@ -27,7 +27,7 @@ def _check(text: str, args: list[np.ndarray], rtol: float = 0.0, matmul: str = "
     got = run(args)
     kernel = next(iter(run._kernels.values()))
     assert kernel.scheduled or (matmul == "library" and kernel.matmul_library)
-    want = run_function(fn, args)
+    want = run_reference(fn, args)
     for g, w in zip(got, want):
         if rtol:
             np.testing.assert_allclose(g, w, rtol=rtol)
@@ -141,7 +141,7 @@ def test_results_that_are_strided_views_of_inputs(program, dtype, schedule, jit,
     x = (np.arange(int(np.prod(shape))).reshape(shape) * 3 - 7).astype(np_dtype)
     args = [x] + [np.zeros((), np_dtype)] * (len(fn.params) - 1)
     run = compile_function(fn, threads=1, schedule=schedule, cache=KernelCache(str(tmp_path)))
-    for g, w in zip(run(args), run_function(fn, args)):
+    for g, w in zip(run(args), run_reference(fn, args)):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(g, w)
 

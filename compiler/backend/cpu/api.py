@@ -15,23 +15,20 @@ MLIR, so it costs printing + hashing the Core IR, a JSON read and a ``dlopen``.
 whose parameter types are concrete can be printed: a function with symbolic dims raises E6003
 asking for concrete shapes (the text depends on them).
 
-``compile(source_or_module, backend="cpu", fn=None)`` is the ``mind.compile`` convenience: MIND
-source text, Core IR text, a ``Module`` or a ``Function`` -> a callable taking NumPy arrays
-(positionally or by name) and returning one array, or a tuple when the function has several results.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from mind.backends import call_runner, check_out
+from mind.backends import check_out
 from mind.diagnostics import error
 from mind.ir.core import Function, Module
-from mind.reference.interpreter import bind_arguments, canonical_bools
+from mind.calling import bind_arguments, canonical_bools
 from mind.reference.memory import CHECK_FROM, check_memory
 
 from .abi import ELEMENT_TYPES, ArgSpec, Signature
@@ -42,7 +39,7 @@ from .emit import ELEM, emit_mlir, kernel_name, specialize_type
 from .engine import compile_kernel, library_key, load_cached, matmul_library, resolve_options, schedule_policy
 from .outputs import new_output
 
-__all__ = ["compile_function", "emit_stage", "compile", "CpuFunction", "kernel_signature"]
+__all__ = ["compile_function", "emit_stage", "CpuFunction", "kernel_signature"]
 
 _KNOWN_OPTIONS = ("threads", "schedule", "cpu", "cache", "opt", "matmul")
 
@@ -294,60 +291,3 @@ def emit_stage(module: Module | Function, stage: str, fn: str | None = None) -> 
             from .engine import matmul_library, mlir_to_llvm_ir
             parts.append(mlir_to_llvm_ir(text, name, threads=1, library=matmul_library("host")).llvm_ir)
     return "\n".join(parts)
-
-
-def _to_function(source_or_module: Any, fn: str | None) -> Function:
-    from mind.reference.interpreter import select_function
-
-    if isinstance(source_or_module, Function):
-        return source_or_module
-    if isinstance(source_or_module, Module):
-        return select_function(source_or_module, fn)
-    if isinstance(source_or_module, str):
-        text = source_or_module
-        if text.lstrip().startswith("func "):
-            from mind.ir.parser import parse_module
-            from mind.ir.verify import verify_module
-            module = parse_module(text, "<ir>")
-            verify_module(module)
-        else:
-            from mind.compiler.frontend.cache import compile_cached
-            module = compile_cached(text)
-            if not isinstance(module, Module) and hasattr(module, "module"):
-                module = module.module
-        return select_function(module, fn)
-    raise TypeError(f"cannot compile a {type(source_or_module).__name__}")
-
-
-def compile(source_or_module: Any, backend: str = "cpu", fn: str | None = None, **options: Any) -> Callable[..., Any]:
-    """A callable running the chosen function on ``backend``: ``f(*arrays)`` or ``f(**arrays)``."""
-    from mind.backends import compile_for
-
-    function = _to_function(source_or_module, fn)
-    runner = compile_for(function, backend, **options)
-    single = len(function.results) == 1
-
-    out_is_param = any(p.name == "out" for p in function.params)
-
-    def call(*args: Any, out: Any = None, **kwargs: Any) -> Any:
-        if out_is_param and out is not None:  # a parameter named `out` keeps its keyword
-            kwargs["out"], out = out, None
-        if kwargs and args:
-            raise TypeError("pass arguments either positionally or by name")
-        res = call_runner(runner, function, kwargs if kwargs else [_from_dlpack(a) for a in args], out)
-        return res[0] if single else tuple(res)
-
-    call.function = function  # type: ignore[attr-defined]
-    call.__name__ = function.name
-    return call
-
-
-def _from_dlpack(a: Any) -> Any:
-    if not isinstance(a, np.ndarray) and hasattr(a, "__dlpack__"):
-        try:
-            return np.from_dlpack(a)
-        except Exception:  # noqa: BLE001 - fall back to the array protocol
-            return np.asarray(a)
-    return a
-
-
