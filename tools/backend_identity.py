@@ -51,8 +51,9 @@ def _mlir(fn: Any, env: dict[str, int]) -> tuple[str, str]:
 
 
 def _llvm(text: str, name: str, threads: int, schedule: bool | str) -> str:
-    from mind.compiler.backend.cpu.engine import matmul_library, mlir_to_llvm_ir
-    return mlir_to_llvm_ir(text, name, threads=threads, schedule=schedule, library=matmul_library("host")).llvm_ir
+    from mind.compiler.backend.cpu.engine import mlir_to_llvm_ir
+    from mind.compiler.backend.cpu.options import CpuOptions
+    return mlir_to_llvm_ir(text, name, CpuOptions.resolve(threads=threads, schedule=schedule)).llvm_ir
 
 
 def _objects(fn: Any, threads: int, args: list[Any]) -> list[str]:

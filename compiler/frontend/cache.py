@@ -220,12 +220,13 @@ def _write(root: str, file: str, module: Module) -> None:
 def compile_cached(text: str | bytes, path: str = "<input>", *, disk: bool | None = None) -> Module:
     """``compile_source`` memoized in memory and (``disk``, default ``disk_enabled()``) on disk;
     failures (MindError) are not cached.  E7010 when the cache folder is not safe to use."""
+    use_disk = disk_enabled() if disk is None else disk  # a bad setting is E7002 on every call, hit or not
     key = source_key(text, path)
     hit = _CACHE.get(key)
     if hit is not None:
         _CACHE.move_to_end(key)
         return hit
-    place = _disk_path(key) if (disk_enabled() if disk is None else disk) else None
+    place = _disk_path(key) if use_disk else None
     module = _read(*place) if place else None
     if module is None:
         module = compile_source(text, path)

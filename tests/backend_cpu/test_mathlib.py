@@ -7,6 +7,7 @@ import pytest
 
 import kernels as K
 from mind.compiler.backend.cpu.engine import compile_kernel
+from mind.compiler.backend.cpu.options import CpuOptions
 
 N = 1 << 21
 
@@ -26,8 +27,8 @@ def max_ulp(got: np.ndarray, ref: np.ndarray, dtype: type) -> float:
 @pytest.fixture(scope="module", params=[("f32", np.float32), ("f64", np.float64)])
 def kernels(request):
     dt, npdt = request.param
-    return dt, npdt, compile_kernel(K.exp_kernel(N, dt), "kexp", threads=2, cache=False), \
-        compile_kernel(K.log_kernel(N, dt), "klog", threads=2, cache=False)
+    return dt, npdt, compile_kernel(K.exp_kernel(N, dt), "kexp", CpuOptions.resolve(threads=2, cache=False)), \
+        compile_kernel(K.log_kernel(N, dt), "klog", CpuOptions.resolve(threads=2, cache=False))
 
 
 def _special(npdt):

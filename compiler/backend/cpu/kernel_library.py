@@ -33,10 +33,10 @@ from functools import lru_cache
 from typing import Any, Callable
 
 __all__ = ["ISAS", "OBJECTS", "LibraryObject", "gemm_object", "object_source", "build_object", "host_isa",
-           "select_isa", "object_bytes", "object_digest", "library_fingerprint", "objects_for", "calls_driver",
-           "LibraryError", "MATMUL_POLICIES", "PREBUILT_DIR", "main"]
+           "select_isa", "object_bytes", "object_digest", "objects_for", "calls_driver",
+           "LibraryError", "damaged", "MATMUL_POLICIES", "PREBUILT_DIR", "main"]
 
-# A warm start (cache hit) runs ``select_isa`` and ``library_fingerprint`` for its cache key: they
+# A warm start (cache hit) runs ``select_isa`` and ``object_digest`` for its cache key: they
 # read the CPU flags and the manifest and import nothing more (the sources, ``hashlib``,
 # ``argparse`` are imported by the functions that build or check objects).
 
@@ -60,6 +60,14 @@ MATMUL_POLICIES = ("library", "schedule")
 
 class LibraryError(Exception):
     """A shipped object is missing or does not match its manifest."""
+
+
+def damaged(e: LibraryError, name: str) -> Any:
+    """The ``MindError`` (E6012) for the damaged object ``name``, with what avoids it."""
+    from mind.diagnostics import error
+    avoid = ("set MIND_OPENMP=kmpc (an LLVM/Intel OpenMP runtime) or compile with threads=1"
+             if name == "openmp-gomp" else "set MIND_CPU_MATMUL=schedule to compile matmuls per program")
+    return error("E6012", f"the prebuilt kernel library is damaged: {e}", help=f"reinstall MIND, or {avoid}")
 
 
 class LibraryObject:
@@ -225,12 +233,6 @@ def object_digest(name: str) -> str:
     """The manifest's SHA-256 of the object ``name`` (the object itself is checked against it when
     a kernel is linked, ``object_bytes``)."""
     return _entry(name)["sha256"]
-
-
-def library_fingerprint() -> str:
-    """Every object's name and manifest SHA-256: part of every cache key, since a kernel may link
-    any of them (``objects_for``)."""
-    return "|".join(f"{name}:{object_digest(name)}" for name in OBJECTS)
 
 
 def calls_driver(llvm_ir: str) -> bool:

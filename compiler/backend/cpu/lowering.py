@@ -9,7 +9,7 @@ script, pass) is raised as ``LoweringError`` carrying MLIR's diagnostic text; ``
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 from mind.spec.record import FrozenRecord
 
@@ -23,6 +23,15 @@ from .pipeline import PipelineError, bufferize, full_pipeline, lower_to_llvm, pr
 from .runtime import link_runtime
 from .transforms import (MIN_SCHEDULE_WORK, apply_script, largest_unscheduled_work, schedule_module,
                          untie_shared_inits)
+
+
+class LoweringOptions(Protocol):
+    """What the lowering reads of the resolved options (``options.CpuOptions``, its thread count
+    decided)."""
+
+    threads: int
+    schedule: bool | str
+    library: str | None
 
 __all__ = ["LoweringError", "Lowered", "lower_to_llvm_ir", "lower_to_llvm_dialect", "translate_to_llvm_ir",
            "read_signature", "lower_module_text"]
@@ -234,15 +243,15 @@ def _run(ctx: Any, pipeline_text: str, module: Any, stage: str, diags: Diagnosti
         raise LoweringError(stage, "a pass failed", diags.messages)
 
 
-def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool | str = True,
-                          ctx: Any = None, report: dict[str, Any] | None = None,
-                          library: str | None = None) -> tuple[Any, Signature, bool]:
-    """Parse, schedule (transform dialect), bufferize and lower to the LLVM dialect.
+def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptions, *, ctx: Any = None,
+                          report: dict[str, Any] | None = None) -> tuple[Any, Signature, bool]:
+    """Parse, schedule (transform dialect), bufferize and lower to the LLVM dialect, with ``options``
+    (its thread count decided).
 
-    ``schedule``: True schedules the ops that pay for their compile time (``MIN_SCHEDULE_WORK``),
-    "all" every op that has a plan, False none.  ``library``: an instruction set of
-    ``kernel_library``: the matmuls it can compute (any size) call its GEMM instead
-    (``library_calls``), None schedules them.
+    ``options.schedule``: True schedules the ops that pay for their compile time
+    (``MIN_SCHEDULE_WORK``), "all" every op that has a plan, False none.  ``options.library``: an
+    instruction set of ``kernel_library``: the matmuls it can compute (any size) call its GEMM
+    instead (``library_calls``), None schedules them.
     Returns (module, signature, scheduled).  The module lives in ``ctx`` (a new context if None).
     ``report`` (a dict) receives ``scalar_work``, the largest ``op_work`` left to scalar loops, and
     ``library_calls``, how many matmuls call the library.
@@ -250,6 +259,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, *, threads: int = 1, s
     """
     from mlir import ir
 
+    threads, schedule, library = options.threads, options.schedule, options.library
     min_work = 0 if schedule == "all" else MIN_SCHEDULE_WORK
     try:
         if library is None:
@@ -339,17 +349,14 @@ def lower_module_text(mlir_text: str) -> str:
         diags.detach()
 
 
-def lower_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool | str = True,
-                     library: str | None = None) -> Lowered:
-    """The whole MLIR half: text in, LLVM IR text and the kernel signature out (``library``: see
+def lower_to_llvm_ir(mlir_text: str, func_name: str, options: LoweringOptions) -> Lowered:
+    """The whole MLIR half: text in, LLVM IR text and the kernel signature out (``options``: see
     ``lower_to_llvm_dialect``)."""
     with _CTX_LOCK:
         ctx = _shared_context()
         report: dict[str, Any] = {}
         try:
-            module, sig, scheduled = lower_to_llvm_dialect(mlir_text, func_name, threads=threads,
-                                                           schedule=schedule, ctx=ctx, report=report,
-                                                           library=library)
+            module, sig, scheduled = lower_to_llvm_dialect(mlir_text, func_name, options, ctx=ctx, report=report)
             with ctx:
                 # runtime functions MLIR's lowering calls (memrefCopy) are defined in the module itself
                 ir_text = link_runtime(translate_to_llvm_ir(module))
@@ -361,7 +368,7 @@ def lower_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedu
                 _retire_shared_context()
         del module
     return Lowered(ir_text, sig, scheduled, report.get("scalar_work", 1 << 62),
-                   library if report.get("library_calls") else None)
+                   options.library if report.get("library_calls") else None)
 
 
 def _identity_layout(t: Any) -> bool:
