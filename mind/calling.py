@@ -66,7 +66,7 @@ def bind_arguments(fn: Function, args: Sequence[Any] | Mapping[str, Any]) -> tup
                 continue  # an expression of unbound symbols: checked below once all are bound
             if expected != n:
                 diags.append(Diagnostic("E6009", f"argument %{p.name} axis {axis} has extent {n}, expected "
-                                                 f"{format_dim(d)} = {expected}", help=f"the parameter type is {p.type}"))
+                                                 f"{_extent(d, expected)}", help=f"the parameter type is {p.type}"))
         arrays.append(canonical_bools(np.asarray(arr, order="C")))
     if not diags:
         for p, arr in zip(fn.params, arrays):
@@ -76,7 +76,7 @@ def bind_arguments(fn: Function, args: Sequence[Any] | Mapping[str, Any]) -> tup
                     diags.append(Diagnostic("E6009", f"cannot determine {format_dim(d)} in %{p.name}'s type"))
                 elif v != n:
                     diags.append(Diagnostic("E6009", f"argument %{p.name} axis {axis} has extent {n}, "
-                                                     f"expected {format_dim(d)} = {v}"))
+                                                     f"expected {_extent(d, v)}"))
         for a in fn.assumptions:
             lhs, rhs = evaluate(a.lhs, env), evaluate(a.rhs, env)
             holds = {">=": lhs >= rhs, "<=": lhs <= rhs, "==": lhs == rhs, ">": lhs > rhs, "<": lhs < rhs}[a.rel]
@@ -101,6 +101,12 @@ def canonical_bools(arr: np.ndarray) -> np.ndarray:
     return raw != 0 if raw.max() > 1 else arr
 
 
+def _extent(d: Any, value: int) -> str:
+    """``3`` for a literal extent, ``B = 4`` for a symbolic one (how a message names it)."""
+    text = format_dim(d)
+    return text if text == str(value) else f"{text} = {value}"
+
+
 def select_function(module: Module, name: str | None) -> Function:
     """The function to run: ``name``, else ``main``, else the only one."""
     if name is not None:
@@ -114,6 +120,9 @@ def select_function(module: Module, name: str | None) -> Function:
         return fn
     if len(module.functions) == 1:
         return module.functions[0]
+    if not module.functions:
+        raise error("E4003", "the module is empty: it defines no function and has no statements",
+                    help="write statements (they form `main`) or functions, e.g. `fn main() -> f32 { 1.0 }`")
     raise error("E7002", "the module has several functions and none is named `main`",
                 help="choose one with --fn NAME: " + ", ".join(f.name for f in module.functions))
 

@@ -126,14 +126,32 @@ def render(diag: Diagnostic, sources: dict[str, str] | None = None, *, color: bo
             else:
                 end_col = len(src) + 1
             width = max(1, end_col - span.col)
+            src, col, width = _window(src, span.col, width)
             out.append(f"{blue}{pad} |{reset}")
             out.append(f"{blue}{gutter} |{reset} {src}")
-            out.append(f"{blue}{pad} |{reset} {' ' * (span.col - 1)}{red}{'^' * width}{reset}")
+            out.append(f"{blue}{pad} |{reset} {' ' * (col - 1)}{red}{'^' * width}{reset}")
     for note in diag.notes:
         out.append(f"  = note: {note}")
     if diag.help:
         out.append(f"  = {cyan}help{reset}: {diag.help}")
     return "\n".join(out)
+
+
+#: A source line longer than this is shown as a window of ``WINDOW`` characters around the caret.
+MAX_LINE_SHOWN = 120
+WINDOW = 100
+
+
+def _window(src: str, col: int, width: int) -> tuple[str, int, int]:
+    """(the part of the line to show, the caret's column in it, the caret's width): a long line is
+    cut around the caret, with ``...`` where it was cut."""
+    if len(src) <= MAX_LINE_SHOWN:
+        return src, col, width
+    start = max(0, min(col - 1 - WINDOW // 3, len(src) - WINDOW))
+    end = start + WINDOW
+    shown = ("..." if start else "") + src[start:end] + ("..." if end < len(src) else "")
+    caret = col - start + (3 if start else 0)
+    return shown, caret, max(1, min(width, end - (col - 1)))
 
 
 def render_all(diags: Iterable[Diagnostic], sources: dict[str, str] | None = None, *,

@@ -25,7 +25,8 @@ def load_module(path: str, *, verify: bool = True) -> tuple[Module, dict[str, st
                 verify_module(module)
         else:
             raise error("E7002", f"`{path}` is neither MIND source (.mind) nor Core IR text (.mir)",
-                        help="rename the file with the extension of its language")
+                        help="rename the file with the extension of its language (`mind run`, `mind ir` "
+                             "and `mind verify` also read public MIND IR dumps, .ir)")
     except MindError as exc:
         exc.sources.update(sources)
         raise

@@ -49,6 +49,7 @@ _TABLE: tuple[tuple[str, str], ...] = (
     ("E1010", "syntax error: unexpected token"),
     ("E1011", "syntax error: unclosed delimiter"),
     ("E1012", "input exceeds a resource limit"),
+    ("E1013", "construct not supported by MIND"),
     # E2xxx: types
     ("E2001", "type mismatch"),
     ("E2002", "undefined name"),
@@ -59,6 +60,7 @@ _TABLE: tuple[tuple[str, str], ...] = (
     ("E2008", "unknown function or builtin"),
     ("E2009", "invalid argument"),
     ("E2010", "duplicate definition"),
+    ("E2011", "control flow needs a value known at compile time"),
     # E3xxx: shapes
     ("E3001", "broadcasting failure"),
     ("E3002", "rank mismatch"),

@@ -2,7 +2,7 @@
 values of its symbolic dims that satisfy the declared assumptions.
 
 A dump is parsed (Core IR text, with this layer's stricter ``Limits``) or legalized (the public
-encoding, ``legalize_public``) and then checked by the IR verifier itself (``mind.ir.verify``), the
+encoding, ``legalize_encodings``: every public encoding) and then checked by the IR verifier itself (``mind.ir.verify``), the
 same checker ``mind ir`` and ``mind run`` use, with the decision procedure of ``mind.ir.decide``
 under this run's solver limits: the cheap symbolic path first, sampling on plain ints, then Z3 for
 what is left, every solver call bounded by an rlimit and a timeout.  So a dump is VALID here exactly
@@ -12,6 +12,7 @@ ints.  This module adds only the report: findings with counterexamples, notes, s
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,12 +89,12 @@ def detect_format(text: str) -> str:
             continue
         if s.startswith("func"):
             return "core"
-        if s.startswith("outputs"):
+        if s.startswith("outputs") or s.startswith("module"):  # `module {`: the public compiler's dump
             return "public"
         if s.startswith("%") and "=" in s:
             rhs = s.split("=", 1)[1].strip()
-            if rhs[:1].isupper() or rhs.startswith("%"):
-                return "public"
+            if rhs[:1].isupper() or rhs.startswith("%") or re.match(r"[a-z_0-9.]+ %", rhs):
+                return "public"  # (the last: the public compiler's `%2 = add %0, %1`)
         return "core"
     return "core"
 
@@ -106,7 +107,7 @@ def verify_text(text: str, filename: str = "<dump>", fmt: str = "auto",
     rep = DumpReport(filename, fmt, sources={filename: text})
     try:
         if fmt == "public":
-            from mind.verify.legalize_public import legalize
+            from mind.verify.legalize_encodings import legalize
 
             module, notes = legalize(text, filename)
             rep.notes.extend(notes)
@@ -119,11 +120,23 @@ def verify_text(text: str, filename: str = "<dump>", fmt: str = "auto",
                 d = Diagnostic(d.code, d.message, d.span, "const.C1", d.help,
                                d.notes + (f"const.C1: {OPS['const'].constraint('C1').text}",))
             rep.findings.append(Finding(d))
+        if fmt == "public":
+            _public_codes(rep)
         rep.unreadable = any(is_unreadable(d.code) for d in exc.diagnostics)
         rep.stats.seconds = time.perf_counter() - t0
         return rep
     rep.module = module
     check = CheckStats()
     rep.findings.extend(module_findings(module, limits, check))
+    if fmt == "public":
+        _public_codes(rep)
     rep.stats = Stats.of(check, time.perf_counter() - t0)
     return rep
+
+
+def _public_codes(rep: DumpReport) -> None:
+    """Name the public catalogue's code next to ours where they differ (``public_codes``)."""
+    from mind.verify.public_codes import with_public_code
+
+    for f in rep.findings:
+        f.diag = with_public_code(f.diag)

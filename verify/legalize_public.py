@@ -1,4 +1,6 @@
-"""Legalizing the public MIND IR encoding (spec v1.0 ``ir.md``) into Core IR.
+"""Legalizing the public MIND IR encoding (spec v1.0 ``ir.md``) into Core IR, and the common core of
+the legalizers of the other public encodings (``legalize_encodings``: the spec's Python prototype's
+``%2 = Add (%0, %1) : tensor<f32[2, 2]>`` and the public compiler's ``--emit-ir`` dump).
 
 Lines ``%<id> = <Opcode>(<operands>) {attrs} : <type>``, ``#`` comments, a trailing
 ``outputs: %a, %b``; types ``Tensor<f32, [2, 3]>`` whose dims may be ``?``.  A ``?`` in an ``Input``
@@ -98,6 +100,11 @@ def _int_list(s: str) -> list[int]:
 
 
 class Legalizer:
+    """The spec's encoding, and the core the other encodings' legalizers (subclasses that parse their
+    own lines) build on: values by name, ``emit``/``lower``/``declare``, the outputs, the report."""
+
+    ENCODING = "the spec's encoding (ir.md)"
+
     def __init__(self, text: str, filename: str):
         self.text = text
         self.filename = filename
@@ -144,8 +151,8 @@ class Legalizer:
             raise MindError(self.diags, {self.filename: self.text})
         fn = self.b.finish(self.outputs, self.span(1))
         n_core = len(fn.ops)
-        note = (f"legalized public MIND IR into Core IR: {self.counts['public']} public ops became "
-                f"{n_core} Core ops in @main ({len(fn.params)} inputs, {len(self.outputs)} outputs)")
+        note = (f"legalized public MIND IR ({self.ENCODING}) into Core IR: {self.counts['public']} public ops "
+                f"became {n_core} Core ops in @main ({len(fn.params)} inputs, {len(self.outputs)} outputs)")
         return Module([fn]), [note]
 
     # ------------------------------------------------------------------------------------------
@@ -198,6 +205,13 @@ class Legalizer:
                         f"use of undefined value {s[:40]}" if s.startswith("%") else f"expected a value, found `{s[:40]}`")
         return v
 
+    def output(self, s: str) -> Value:
+        """A value named as a module output (an undefined one is E4003, as in the public catalogue)."""
+        s = s.strip()
+        if s.startswith("%") and s[1:] not in self.values and s[1:] not in self.failed:
+            raise _Fail("E4003", f"output {s[:40]} is not defined", help="outputs name values defined above")
+        return self.val(s)
+
     def emit(self, op: str, *operands: Value, declared: TensorType | None = None, **attrs: Any) -> Value:
         """Emit one Core op; ``declared`` (a line's type, for its last op) becomes its declared
         result type, with the inferred extent wherever it says ``?``."""
@@ -235,7 +249,12 @@ class Legalizer:
             rest = line[len("outputs"):].lstrip()
             if not rest.startswith(":"):
                 raise _Fail("E1010", "expected `outputs: %a, %b`")
-            self.outputs.extend(self.val(x) for x in rest[1:].split(",") if x.strip())
+            for x in rest[1:].split(","):
+                if x.strip():
+                    try:
+                        self.outputs.append(self.output(x))
+                    except _Skip:  # a value whose line was reported: the rest are still checked
+                        pass
             return
         m = _LINE.match(line)
         if m is None:
@@ -267,13 +286,14 @@ class Legalizer:
         if op == "Input":
             if declared is None:
                 raise _Fail("E4004", "`Input` needs a type")
-            nm = re.search(r'name\s*:\s*"([A-Za-z_][A-Za-z0-9_]{0,63})"', attrs_text or "")
-            if nm and nm.group(1) in self.input_names:
+            nm = re.search(r'name\s*[:=]\s*"?([A-Za-z_][A-Za-z0-9_]{0,63})"?', attrs_text or "")
+            if nm is None:
+                raise _Fail("E4004", "`Input` needs a name", help='write `Input() {name: "x"}`')
+            if nm.group(1) in self.input_names:
                 raise _Fail("E4002", f"input name \"{nm.group(1)}\" is declared twice",
                             help="every Input needs its own name")
-            if nm:
-                self.input_names.add(nm.group(1))
-            return self.b.param(nm.group(1) if nm else "in", declared, self._span)
+            self.input_names.add(nm.group(1))
+            return self.b.param(nm.group(1), declared, self._span)
         if op in ("ConstI64", "ConstF32", "ConstF64"):
             need(1)
             dt = {"ConstI64": DType.I64, "ConstF32": DType.F32, "ConstF64": DType.F64}[op]
@@ -373,6 +393,9 @@ class Legalizer:
                 raise _Fail("E1010", f"expected `[...]` in `{op}`")
             items = [p.strip() for p in body[1:-1].split(",")] if body[1:-1].strip() else []
             r = x.type.rank
+            if op == "Index" and len(items) != r:
+                raise _Fail("E4007", f"`Index` needs one index per axis: {r}, found {len(items)}",
+                            help="a scalar element is indexed on every axis; `Slice` takes a window")
             if len(items) > r:
                 raise _Fail("E3004", f"`{op}` names {len(items)} axes of a rank-{r} value")
             start, stop, step = [0] * r, list(x.type.shape), [1] * r
@@ -458,17 +481,17 @@ class Legalizer:
                 padding = (tuple(tb), tuple(lr))
             return self.emit("conv2d", x, w, declared=declared, strides=tuple(strides), padding=padding,
                              lhs_dilation=(1, 1), rhs_dilation=(1, 1))
-        if op == "Relu":
+        if op == "Relu":  # select(compare(x, 0, le), 0, x), as docs/spec/index.md and the frontend
             need(1)
             x = self.val(args[0])
             z = self.b.const(0, x.type.dtype, self._span)
-            c = self.emit("compare", x, z, direction="gt")
-            return self.emit("select", c, x, z, declared=declared)
-        if op == "Neg":
+            c = self.emit("compare", x, z, direction="le")
+            return self.emit("select", c, z, x, declared=declared)
+        if op == "Neg":  # mul by -1 (negates a zero's sign too), as docs/spec/index.md and the frontend
             need(1)
             x = self.val(args[0])
-            z = self.b.const(0, x.type.dtype, self._span)
-            return self.emit("sub", z, x, declared=declared)
+            m = self.b.const(-1, x.type.dtype, self._span)
+            return self.emit("mul", x, m, declared=declared)
         if op in ("Exp", "Log"):
             need(1)
             return self.emit(op.lower(), self.val(args[0]), declared=declared)
@@ -509,7 +532,8 @@ class Legalizer:
 
 
 def legalize(text: str, filename: str = "<dump>") -> tuple[Module, list[str]]:
-    """Parse a public MIND IR dump and rewrite it into a Core IR module; returns it with notes."""
+    """Parse a public MIND IR dump in the spec's encoding and rewrite it into a Core IR module;
+    returns it with notes.  ``legalize_encodings.legalize`` takes every encoding."""
     return Legalizer(text, filename).run()
 
 

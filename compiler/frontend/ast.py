@@ -19,13 +19,15 @@ surface syntaxes produce the same nodes; ``TensorType.style`` remembers which sp
 
 Node families (base classes, for ``isinstance`` in a later checker):
 
-* ``Type``: ``ScalarType``, ``TensorType`` (with ``Dim``\\ s), ``TupleType``
+* ``Type``: ``ScalarType``, ``TensorType`` (with ``Dim``\\ s), ``TupleType``, ``TypeName``
 * ``Expr``: ``IntLit``, ``FloatLit``, ``BoolLit``, ``StrLit``, ``Name``, ``Attribute``, ``Unary``,
   ``Binary``, ``Call`` (with ``Keyword``\\ s), ``TupleExpr``, ``ArrayLit``, ``Closure``
-  (with ``Param``\\ s)
+  (with ``Param``\\ s), ``Index`` (with ``SliceItem``\\ s and ``EllipsisItem``), ``Range``,
+  ``Cast``, ``If``, ``BlockExpr``, ``StructLit``
 * ``Pattern``: ``NamePattern``, ``TuplePattern``
-* ``Stmt``: ``Let``, ``Assign``, ``Return``, ``ExprStmt``, ``FnDef``, ``Import``
-* ``Block`` (a function body), ``Module`` (a file)
+* ``Stmt``: ``Let``, ``Assign``, ``Return``, ``ExprStmt``, ``FnDef``, ``Import``, ``StructDef``,
+  ``ConstDef``, ``For``, ``While``, ``Loop``, ``Break``, ``Continue``
+* ``Block`` (a function or loop body, a branch), ``Module`` (a file)
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ __all__ = [
     "Call", "TupleExpr", "ArrayLit", "Param", "Closure",
     "NamePattern", "TuplePattern",
     "Let", "Assign", "Return", "ExprStmt", "Block", "FnDef", "Import", "Module",
-    "SCALAR_TYPES", "BINARY_OPS", "UNARY_OPS", "dump", "walk", "iter_children",
+    "TypeName", "Index", "SliceItem", "EllipsisItem", "Range", "Cast", "If", "BlockExpr", "StructLit",
+    "StructDef", "ConstDef", "For", "While", "Loop", "Break", "Continue",
+    "SCALAR_TYPES", "BINARY_OPS", "UNARY_OPS", "ASSIGN_OPS", "dump", "walk", "iter_children",
 ]
 
 Offsets = tuple[int, int]  # (start, end) character offsets, end exclusive
@@ -54,8 +58,10 @@ BINARY_OPS: dict[str, int] = {
     "||": 1, "&&": 2,
     "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3,
     "+": 4, "-": 4,
-    "*": 5, "/": 5, "@": 5,
+    "*": 5, "/": 5, "%": 5, "@": 5,
 }
+#: Compound assignment operators and the binary operator each applies (``x += e`` is ``x = x + e``).
+ASSIGN_OPS: dict[str, str] = {"+=": "+", "-=": "-", "*=": "*", "/=": "/", "%=": "%"}
 UNARY_OPS: frozenset[str] = frozenset({"-", "!"})
 
 
@@ -126,6 +132,16 @@ class TensorType(Type):
         self.dims = dims
         self.diff = diff
         self.style = style
+        self.span = span
+
+
+class TypeName(Type):
+    """A named type: a ``struct`` (``MLPParams``), or a name that is not a type (diagnosed later)."""
+
+    __slots__ = _fields = ("name", "span")
+
+    def __init__(self, name: str, span: Offsets) -> None:
+        self.name = name
         self.span = span
 
 
@@ -307,6 +323,94 @@ class Closure(Expr):
         self.span = span
 
 
+class SliceItem(Node):
+    """``start:stop:step`` inside ``x[...]``; each part may be omitted (``None``)."""
+
+    __slots__ = _fields = ("start", "stop", "step", "span")
+
+    def __init__(self, start: Expr | None, stop: Expr | None, step: Expr | None, span: Offsets) -> None:
+        self.start = start
+        self.stop = stop
+        self.step = step
+        self.span = span
+
+
+class EllipsisItem(Node):
+    """``...`` inside ``x[...]``: as many full slices as needed."""
+
+    __slots__ = _fields = ("span",)
+
+    def __init__(self, span: Offsets) -> None:
+        self.span = span
+
+
+class Index(Expr):
+    """``value[item, ...]``: each item an ``Expr`` (an index), a ``SliceItem`` or an ``EllipsisItem``."""
+
+    __slots__ = _fields = ("value", "items", "span")
+
+    def __init__(self, value: Expr, items: tuple[Node, ...], span: Offsets) -> None:
+        self.value = value
+        self.items = items
+        self.span = span
+
+
+class Range(Expr):
+    """``start..stop`` or ``start..=stop`` (the loop ranges of ``for``)."""
+
+    __slots__ = _fields = ("start", "stop", "inclusive", "span")
+
+    def __init__(self, start: Expr | None, stop: Expr | None, inclusive: bool, span: Offsets) -> None:
+        self.start = start
+        self.stop = stop
+        self.inclusive = inclusive
+        self.span = span
+
+
+class Cast(Expr):
+    """``value as type``."""
+
+    __slots__ = _fields = ("value", "type", "span")
+
+    def __init__(self, value: Expr, type: Type, span: Offsets) -> None:
+        self.value = value
+        self.type = type
+        self.span = span
+
+
+class If(Expr):
+    """``if cond { ... } [else { ... } | else if ...]``: ``orelse`` is a ``Block``, an ``If`` or ``None``."""
+
+    __slots__ = _fields = ("cond", "then", "orelse", "span")
+
+    def __init__(self, cond: Expr, then: "Block", orelse: "Block | If | None", span: Offsets) -> None:
+        self.cond = cond
+        self.then = then
+        self.orelse = orelse
+        self.span = span
+
+
+class BlockExpr(Expr):
+    """A block ``{ ...; tail }`` used as an expression."""
+
+    __slots__ = _fields = ("block", "span")
+
+    def __init__(self, block: "Block", span: Offsets) -> None:
+        self.block = block
+        self.span = span
+
+
+class StructLit(Expr):
+    """``Name { field: value, ... }`` (``field`` alone is ``field: field``)."""
+
+    __slots__ = _fields = ("name", "fields", "span")
+
+    def __init__(self, name: str, fields: tuple[Keyword, ...], span: Offsets) -> None:
+        self.name = name
+        self.fields = fields
+        self.span = span
+
+
 # ---------------------------------------------------------------------------------------------
 # Patterns and statements
 
@@ -328,27 +432,32 @@ class TuplePattern(Pattern):
 
 
 class Let(Stmt):
-    """``let target [: type] = value``."""
+    """``let [mut] target [: type] = value``."""
 
-    __slots__ = _fields = ("target", "type", "value", "span")
+    __slots__ = _fields = ("target", "type", "value", "span", "mutable")
 
-    def __init__(self, target: Pattern, type: Type | None, value: Expr, span: Offsets) -> None:
+    def __init__(self, target: Pattern, type: Type | None, value: Expr, span: Offsets,
+                 mutable: bool = False) -> None:
         self.target = target
         self.type = type
         self.value = value
+        self.mutable = mutable
         self.span = span
 
 
 class Assign(Stmt):
-    """``name = value`` (rebinding an existing name)."""
+    """``target = value`` or ``target op= value`` (``op`` one of ``ASSIGN_OPS``, else ``None``).
 
-    __slots__ = _fields = ("target", "value", "span", "target_span")
+    ``target`` is a ``Name`` (rebinding), an ``Attribute`` (a struct field) or an ``Index``
+    (an element or a window of a tensor); each assignment gives the target a new value."""
 
-    def __init__(self, target: str, value: Expr, span: Offsets, target_span: Offsets) -> None:
+    __slots__ = _fields = ("target", "op", "value", "span")
+
+    def __init__(self, target: Expr, op: str | None, value: Expr, span: Offsets) -> None:
         self.target = target
+        self.op = op
         self.value = value
         self.span = span
-        self.target_span = target_span
 
 
 class Return(Stmt):
@@ -395,6 +504,78 @@ class FnDef(Stmt):
         self.body = body
         self.span = span
         self.name_span = name_span
+
+
+class StructDef(Stmt):
+    """``struct Name { field: Type, ... }``: a named tuple of tensors."""
+
+    __slots__ = _fields = ("name", "fields", "span", "name_span")
+
+    def __init__(self, name: str, fields: tuple[Param, ...], span: Offsets, name_span: Offsets) -> None:
+        self.name = name
+        self.fields = fields
+        self.span = span
+        self.name_span = name_span
+
+
+class ConstDef(Stmt):
+    """``const NAME [: type] = value``: a named constant, visible in every function after it."""
+
+    __slots__ = _fields = ("name", "type", "value", "span", "name_span")
+
+    def __init__(self, name: str, type: Type | None, value: Expr, span: Offsets, name_span: Offsets) -> None:
+        self.name = name
+        self.type = type
+        self.value = value
+        self.span = span
+        self.name_span = name_span
+
+
+class For(Stmt):
+    """``for target in iter { body }``."""
+
+    __slots__ = _fields = ("target", "iter", "body", "span")
+
+    def __init__(self, target: Pattern, iter: Expr, body: Block, span: Offsets) -> None:
+        self.target = target
+        self.iter = iter
+        self.body = body
+        self.span = span
+
+
+class While(Stmt):
+    """``while cond { body }``."""
+
+    __slots__ = _fields = ("cond", "body", "span")
+
+    def __init__(self, cond: Expr, body: Block, span: Offsets) -> None:
+        self.cond = cond
+        self.body = body
+        self.span = span
+
+
+class Loop(Stmt):
+    """``loop { body }`` (left with ``break``)."""
+
+    __slots__ = _fields = ("body", "span")
+
+    def __init__(self, body: Block, span: Offsets) -> None:
+        self.body = body
+        self.span = span
+
+
+class Break(Stmt):
+    __slots__ = _fields = ("span",)
+
+    def __init__(self, span: Offsets) -> None:
+        self.span = span
+
+
+class Continue(Stmt):
+    __slots__ = _fields = ("span",)
+
+    def __init__(self, span: Offsets) -> None:
+        self.span = span
 
 
 class Import(Stmt):
@@ -495,6 +676,6 @@ def dump(node: Any) -> str:
     if isinstance(node, tuple):
         return "[" + " ".join(dump(v) for v in node) + "]"
     if isinstance(node, str):
-        return node if node and (node.isidentifier() or all(c in "+-*/@<>=!&|." for c in node)) \
+        return node if node and (node.isidentifier() or all(c in "+-*/%@<>=!&|." for c in node)) \
             else repr(node)
     return repr(node)

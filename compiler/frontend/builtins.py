@@ -15,7 +15,8 @@ from mind.spec.dims import DimExpr, format_dim
 from mind.spec.dtypes import DType, parse_dtype
 
 from . import ast as A
-from .values import POISON, ArrLit, Lit, Tup
+from .indexing import py_slice
+from .values import POISON, ArrLit, Lit, Tup, suggest
 
 REQUIRED = object()
 
@@ -90,8 +91,9 @@ def bind(E: Any, name: str, node: A.Call, params: tuple) -> Args:
                 target = pname
                 break
         if target is None:
+            close = suggest(kw.name, [n for p, aliases, _ in params for n in (p, *aliases)])
             raise E.fail("E2009", f"`{name}` has no parameter `{kw.name}`", kw.span,
-                         f"the signature is `{_sig(name, params)}`")
+                         (close + " " if close else "") + f"the signature is `{_sig(name, params)}`")
         if target in nodes:
             raise E.fail("E2009", f"`{target}` of `{name}` is given twice", kw.span)
         nodes[target] = kw.value
@@ -640,19 +642,7 @@ def b_index(a: Args) -> Any:
 def _py_slice(a: Args, n: Any, start: int | None, stop: int | None, step: int) -> tuple[Any, Any]:
     if step == 0:
         raise a.fail("E3006", "slice step cannot be 0", "step")
-    if type(n) is int:
-        b, e, _ = slice(start, stop, step).indices(n)
-        if step < 0 and e < -1:
-            e = -1
-        return b, e
-    # symbolic extent: negative indices count from the end; no clamping (the spec checks range)
-    def norm(v: int | None, default: Any) -> Any:
-        if v is None:
-            return default
-        return n + v if v < 0 else v
-    if step > 0:
-        return norm(start, 0), norm(stop, n)
-    return norm(start, n - 1), norm(stop, -1) if stop is not None else -1
+    return py_slice(n, start, stop, step)
 
 
 def b_slice(a: Args) -> Any:
@@ -687,19 +677,32 @@ def b_pad(a: Args) -> Any:
     return E.emit("pad", (x, v), a.node.span, "pad", lo=tuple(lo), hi=tuple(hi), interior=tuple(interior))
 
 
-def b_concat(a: Args) -> Any:
-    E, off = a.E, a.node.span
+def tensor_list(a: Args, extra: tuple[str, ...] = ()) -> tuple[list[Value], list[Any]]:
+    """The tensors of argument ``xs`` (a list ``[a, b]`` or one value) and of the parameters
+    ``extra``, with their nodes; at least one (E2007)."""
+    E = a.E
     n = a.nodes["xs"]
     nodes = list(n.elts) if type(n) in (A.ArrayLit, A.TupleExpr) else [n]
-    nodes += [a.nodes[k] for k in ("x1", "x2", "x3", "x4", "x5", "x6", "x7") if a.nodes.get(k) is not None]
+    nodes += [a.nodes[k] for k in extra if a.nodes.get(k) is not None]
     xs = []
     for k in nodes:
         v = E.ev(k)
         if v is POISON:
             raise _Poisoned()
-        xs.append(E.tensor(v, k.span, "an operand of `concat`"))
+        xs.append(E.tensor(v, k.span, f"an operand of `{a.name}`"))
     if not xs:
-        raise a.fail("E2007", "`concat` needs at least one tensor", "xs")
+        raise a.fail("E2007", f"`{a.name}` needs at least one tensor", "xs")
+    return xs, nodes
+
+
+def b_concat(a: Args) -> Any:
+    xs, nodes = tensor_list(a, ("x1", "x2", "x3", "x4", "x5", "x6", "x7"))
+    return concat_tensors(a, xs, nodes, a.int("axis", 0))
+
+
+def concat_tensors(a: Args, xs: list[Value], nodes: list[Any], axis: int) -> Value:
+    """Join the tensors ``xs`` (written at ``nodes``) along ``axis`` (also ``stack``'s last step)."""
+    E, off = a.E, a.node.span
     first = xs[0].type
     for v, k in zip(xs[1:], nodes[1:]):
         if v.type.dtype is not first.dtype:
@@ -707,7 +710,7 @@ def b_concat(a: Args) -> Any:
                          k.span, _help_cast(first.dtype))
         if v.type.rank != first.rank:
             raise E.fail("E3002", f"`concat` operands have ranks {first.rank} and {v.type.rank}", k.span)
-    axis = _norm_axis(a, a.int("axis", 0), first.rank, "axis")
+    axis = _norm_axis(a, axis, first.rank, "axis")
     arith = E.b.arith
     for v, k in zip(xs[1:], nodes[1:]):
         for i, (d1, d2) in enumerate(zip(first.shape, v.type.shape)):
@@ -802,9 +805,16 @@ BUILTINS: dict[str, tuple[tuple, Callable[[Args], Any]]] = {
 
 #: name -> (parameter names, the number of leading positional arguments that covers every required
 #: parameter): calls with only positional arguments in that range bind trivially.
-_QUICK: dict[str, tuple[tuple[str, ...], int]] = {
-    name: (tuple(p for p, _, _ in params),
-           max((i + 1 for i, (_, _, d) in enumerate(params) if d is REQUIRED), default=0))
-    for name, (params, _) in BUILTINS.items()
-}
-assert all(d is None or d is REQUIRED for params, _ in BUILTINS.values() for _, _, d in params)
+_QUICK: dict[str, tuple[tuple[str, ...], int]] = {}
+
+
+def register(table: dict[str, tuple[tuple, Callable[[Args], Any]]]) -> None:
+    """Add builtins (name -> (parameters, lowering)); a later table may replace a name."""
+    for name, (params, fn) in table.items():
+        assert all(d is None or d is REQUIRED for _, _, d in params)
+        BUILTINS[name] = (params, fn)
+        _QUICK[name] = (tuple(p for p, _, _ in params),
+                        max((i + 1 for i, (_, _, d) in enumerate(params) if d is REQUIRED), default=0))
+
+
+register(dict(BUILTINS))

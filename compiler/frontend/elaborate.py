@@ -13,6 +13,7 @@ silent, so every independent error in a file is reported once.  See ``docs/front
 
 from __future__ import annotations
 
+import operator
 from functools import partial
 from typing import Any, Sequence
 
@@ -24,9 +25,15 @@ from mind.spec.ops import OPS, ConstraintUndecided, ConstraintViolation, TensorT
 from mind.reference.memory import representable
 
 from . import ast as A
+from . import control, diffcalls, library, litexpr
 from .builtins import BUILTINS, call_builtin
+from .consteval import StaticValues
+from .indexing import index_expr
+from .litexpr import LITERALS, LitExpr
+from .structs import check_struct, get_field, named_type, struct_lit, struct_params
 from .values import (MAX_CONST_ELEMENTS, NAMED_RESULTS, POISON, RESULT_NAMES, ConstantTooLarge, ArrLit, FnRef,
-                     LeanBuilder, Lit, Scope, Tup, np_scalar)
+                     Callback, Closure, ConstRef, LeanBuilder, Lit, Scope, StructInfo, StructType, StructVal,
+                     Tup, describe, np_scalar, suggest)
 
 #: Resource limits: ops emitted per function (inlining can multiply code), inlining depth.
 MAX_OPS = 200_000
@@ -48,6 +55,12 @@ _DEFAULT_HELP = {
 _DTYPES = {d.value: d for d in DType}
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+_PY_CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+           ">=": operator.ge}
+
+
+class _NotLiteral(Exception):
+    """An element of an array literal is not a scalar literal (the array stacks values)."""
 
 
 class Reported(Exception):
@@ -84,6 +97,8 @@ def _dense_lits(dense: Any) -> list[Lit]:
 
 
 class Elaborator:
+    Reported = Reported
+
     def __init__(self, module: A.Module):
         self.module = module
         self.src = module.source
@@ -94,6 +109,52 @@ class Elaborator:
         self._consts: dict[tuple, Value] = {}
         self._syms: dict[str, DimExpr] = {}
         self._fresh = 0
+        # control flow (``control``): the path condition of a tensor `if` being elaborated, a
+        # pending `return`/`break`/`continue`, the returns of the current function, the log of
+        # assignments made in a branch, the loop nesting and the iteration budget
+        self.path: Value | None = None
+        self.flow: str | None = None
+        self.returns = control.Returns()
+        self.assign_log: list | None = None
+        self.loop_depth = 0
+        self.loop_budget = control.MAX_LOOP_ITERATIONS
+        self._static: StaticValues | None = None
+        self.module_scope: Scope | None = None
+
+    def start_function(self, name: str) -> None:
+        """A new IR function (``self.b``) with its own constants and compile-time state."""
+        self.b = LeanBuilder(name)
+        self._consts = {}
+        self._static = None
+        self.loop_budget = control.MAX_LOOP_ITERATIONS
+        self._const_values: dict[int, Any] = {}
+
+    @property
+    def static(self) -> StaticValues:
+        """The constant-only values of the function being built (made on first use)."""
+        st = self._static
+        if st is None or st.ops is not self.b.ops:
+            st = self._static = StaticValues(self.b.ops)
+        return st
+
+    def assign_var(self, scope: Scope, name: str, value: Any) -> None:
+        """Bind ``name`` in ``scope`` to its next value (logged while a tensor `if` is elaborated)."""
+        log = self.assign_log
+        if log is not None:
+            log.append((scope, name, scope.names[name]))
+        scope.names[name] = value
+
+    def bind_in(self, scope: Scope, pat: A.Pattern, v: Any) -> None:
+        saved = self.scope
+        self.scope = scope
+        try:
+            self.bind(pat, v)
+        finally:
+            self.scope = saved
+
+    @staticmethod
+    def fmt_type(t: TensorType) -> str:
+        return _fmt_type(t)
 
     # -- diagnostics ------------------------------------------------------------------------------
     def span(self, off: tuple[int, int] | None) -> Span | None:
@@ -226,6 +287,8 @@ class Elaborator:
 
     def materialize(self, v: Any, dtype: DType | None = None) -> Any:
         """A Value for ``v`` (literals get ``dtype`` or their default); Tup/FnRef pass through."""
+        if type(v) is LitExpr:
+            return litexpr.materialize(self, v, dtype)
         if type(v) is Lit:
             dt = dtype or _default_dtype(v.kind)
             return self.const(self.lit_value(v, dt), dt, v.span)
@@ -258,7 +321,7 @@ class Elaborator:
         """``v`` as a tensor Value (literals default-typed); POISON passes; else E2001."""
         if v is POISON or type(v) is Value:
             return v
-        if type(v) is Lit or type(v) is ArrLit:
+        if type(v) is Lit or type(v) is ArrLit or type(v) is LitExpr:
             return self.materialize(v)
         if type(v) is Tup:
             raise self.fail("E2001", f"{what} is a tuple of {len(v.items)} values, a tensor is expected",
@@ -272,7 +335,7 @@ class Elaborator:
         """Materialize two operands: a literal adopts the other operand's dtype."""
         if type(a) is Value and type(b) is Value:  # the common case: nothing to materialize
             return a, b
-        la, lb = type(a) in (Lit, ArrLit), type(b) in (Lit, ArrLit)
+        la, lb = type(a) in _LITERAL_TYPES, type(b) in _LITERAL_TYPES
         if la and not lb and type(b) is Value:
             return self.materialize(a, b.type.dtype), b
         if lb and not la and type(a) is Value:
@@ -308,6 +371,13 @@ class Elaborator:
             if dt is None:
                 raise self.fail("E2005", f"`{t.dtype}` is not a dtype", t.span,
                                 "dtypes are f32, f64, i32, i64 and bool")
+            if t.dims is None:  # `Tensor<f32>`: any shape
+                if bind:
+                    raise self.fail("E3011", f"a parameter of type `{self.source_text(t.span)}` needs "
+                                             f"a shape", t.span,
+                                    "give the shape, with symbols for sizes that vary: "
+                                    "`Tensor<f32, [B, N]>`")
+                return TensorType(dt, None)  # type: ignore[arg-type]
             dims: list[Any] = []
             for d in t.dims:
                 v = d.value
@@ -328,23 +398,36 @@ class Elaborator:
             return TensorType(dt, tuple(dims))
         if type(t) is A.TupleType:
             return tuple(self.type_of(e, env, bind) for e in t.elts)
+        if type(t) is A.TypeName:
+            return named_type(self, t, env, bind)
         raise self.fail("E2009", "unsupported type", t.span)
 
     def check_type(self, v: Any, want: Any, env: dict[str, Any], off: tuple[int, int], what: str) -> Any:
         """Check (and coerce literals of) ``v`` against an annotation type; bind unknown symbols."""
         if v is POISON:
             return v
+        if type(want) is StructType:
+            return check_struct(self, v, want, env, off, what)
         if isinstance(want, tuple):
             if type(v) is not Tup or len(v.items) != len(want):
                 n = len(v.items) if type(v) is Tup else 1
                 raise self.fail("E2001", f"{what} has {n} value(s), the declared type has {len(want)}",
                                 off, "make the value match the declared tuple type")
             return Tup([self.check_type(x, w, env, off, what) for x, w in zip(v.items, want)], v.span)
+        if type(v) is LitExpr:
+            v = self.materialize(v, want.dtype)
+            if want.shape:  # a fill: broadcast the scalar (``select`` broadcasts its operands)
+                full = self.splat(True, DType.BOOL, self.static_shape(want, off, "a literal fill"), off)
+                v = self.emit("select", (full, v, v), off, "=")
         if type(v) is Lit:
+            if want.shape is None:
+                return self.materialize(v, want.dtype)
             if want.shape:
                 shape = self.static_shape(want, off, "a literal fill")
                 return self.splat(self.lit_value(v, want.dtype), want.dtype, shape, off)
             return self.materialize(v, want.dtype)
+        if type(v) is ArrLit and want.shape is None:
+            v = self.materialize(v, want.dtype)
         if type(v) is ArrLit:
             shape = tuple(d if type(d) is int else None for d in want.shape)
             if len(v.shape) != len(shape) or any(s is not None and s != d for s, d in zip(shape, v.shape)):
@@ -357,6 +440,8 @@ class Elaborator:
         if t.dtype is not want.dtype:
             raise self.fail("E2004", f"{what} has dtype {t.dtype.value}, the declared type is "
                                      f"{_fmt_type(want)}", off, f"`cast(..., {want.dtype.value})` the value")
+        if want.shape is None:  # `Tensor<f32>`: any shape
+            return v
         if t.rank != len(want.shape):
             raise self.fail("E3002", f"{what} has type {t}, rank {t.rank}; the declared type "
                                      f"{_fmt_type(want)} has rank {len(want.shape)}", off)
@@ -453,21 +538,54 @@ class Elaborator:
             return Tup([self.ev(e) for e in node.elts], node.span)
         if t is A.ArrayLit:
             return self.array(node)
+        rule = _EXPR_RULES.get(t)
+        if rule is not None:
+            return rule(self, node)
         if t is A.StrLit:
             raise self.fail("E2009", "a string is not a value here", node.span,
                             "strings are accepted only as options, e.g. `padding=\"same\"`")
         if t is A.Closure:
-            raise self.fail("E2009", "a closure is only allowed as the argument of `grad`", node.span,
-                            "differentiate it: `grad(|a| f(a, y))(x)`, or define a function with `fn`")
-        if t is A.Attribute:
-            raise self.fail("E2009", "field access is not supported", node.span,
-                            "builtins are called: `tensor.relu(x)`")
+            return Closure(node, self.scope)
+        if t is A.Range:
+            raise self.fail("E2009", "a range is not a value", node.span,
+                            "ranges are loop bounds (`for i in 0..n`) and slices (`x[1..3]`); "
+                            "`arange(a, b)` makes a tensor")
         raise self.fail("E2009", "unsupported expression", node.span)
+
+    def block_expr(self, node: A.BlockExpr) -> Any:
+        return self.block(node.block)
+
+    def cast(self, node: A.Cast) -> Any:
+        """``x as T``: ``convert`` to the dtype of T (a literal becomes a literal of T's kind)."""
+        v = self.ev(node.value)
+        if v is POISON:
+            return v
+        t = node.type
+        name = t.name if type(t) is A.ScalarType else (t.dtype if type(t) is A.TensorType else None)
+        dt = parse_dtype(name) if name is not None else None
+        if dt is None:
+            raise self.fail("E2005", f"cannot cast to `{self.source_text(t.span)}`", t.span,
+                            "`as` converts to an element type: f32, f64, i32, i64 or bool")
+        if type(v) is Lit and v.kind != "bool" and dt is not DType.BOOL:
+            if dt.is_int:
+                return Lit(int(v.value), "int", node.span)
+            return self.materialize(v, dt) if v.kind == "float" else Lit(v.value, "float", node.span)
+        x = self.tensor(v, node.value.span, "the operand of `as`")
+        return self.emit("convert", (x,), node.span, "as", dtype=dt)
+
+    def attribute(self, node: A.Attribute) -> Any:
+        return get_field(self, node)
 
     def name(self, node: A.Name) -> Any:
         v, crossed = self.scope.lookup(node.id)
         if v is not None:
-            if crossed and type(v) is not FnRef:
+            tv = type(v)
+            if tv is ConstRef:
+                return self.const_value(v)
+            if tv is StructInfo:
+                raise self.fail("E2009", f"`{node.id}` is a struct, not a value", node.span,
+                                f"make a value: `{node.id} {{ field: value, ... }}`")
+            if crossed and tv is not FnRef:
                 raise self.fail("E2002", f"`{node.id}` is a value of an enclosing function; functions "
                                          f"do not capture values", node.span,
                                 f"pass `{node.id}` as a parameter")
@@ -483,6 +601,37 @@ class Elaborator:
         raise self.fail("E2002", f"cannot find `{node.id}` in this scope", node.span,
                         _suggest(node.id, self.visible_names()))
 
+    def builtin_named(self, node: A.Expr) -> str | None:
+        """The builtin that ``node`` (``zeros``, ``tensor.zeros``) names, if it names one that no
+        binding hides."""
+        name = node.id if type(node) is A.Name else (
+            node.value.id + "." + node.attr if type(node) is A.Attribute and type(node.value) is A.Name else None)
+        if name is None or name.rsplit(".", 1)[-1] not in BUILTINS:
+            return None
+        return name if self.scope.lookup(name.split(".", 1)[0])[0] is None else None
+
+    def const_value(self, ref: ConstRef) -> Any:
+        """The value of a `const` in the current function (elaborated once per function)."""
+        cache = self._const_values
+        key = id(ref)
+        v = cache.get(key)
+        if v is None:
+            node = ref.node
+            saved, saved_path = self.scope, self.path
+            self.scope, self.path = Scope(ref.scope, values_visible=False), None
+            try:
+                v = self.ev(node.value)
+                if node.type is not None and v is not POISON:
+                    try:
+                        v = self.check_type(v, self.type_of(node.type, {}, bind=False), {},
+                                            node.value.span, f"the constant `{node.name}`")
+                    except Reported:
+                        v = POISON
+            finally:
+                self.scope, self.path = saved, saved_path
+            cache[key] = v
+        return v
+
     def visible_names(self) -> list[str]:
         out: list[str] = []
         s: Scope | None = self.scope
@@ -492,10 +641,26 @@ class Elaborator:
         return out
 
     def unary(self, node: A.Unary) -> Any:
-        v = self.ev(node.operand)
-        if v is POISON:
-            return v
+        """A prefix operator; a chain (``- - !x``, any length) is elaborated with a loop."""
+        chain = [node]
+        inner = node.operand
+        while type(inner) is A.Unary:
+            chain.append(inner)
+            inner = inner.operand
+        v = self.ev(inner)
+        for n in reversed(chain):
+            if v is POISON:
+                return v
+            try:
+                v = self.apply_unary(n, v)
+            except Reported:
+                return POISON
+        return v
+
+    def apply_unary(self, node: A.Unary, v: Any) -> Any:
         if node.op == "-":
+            if type(v) is LitExpr and v.kind != "bool":
+                return litexpr.negate(v, node.span)
             if type(v) is Lit:
                 if v.kind == "bool":
                     raise self.fail("E2005", "cannot negate a bool", node.span, "use `!` for logical not")
@@ -519,19 +684,47 @@ class Elaborator:
         return self.emit("compare", (v, self.const(False, DType.BOOL)), node.span, "!", direction="eq")
 
     def binary(self, node: A.Binary) -> Any:
+        """A binary operator; a left-nested chain (``a + b + c + ...``, any length) is elaborated
+        with a loop over its left spine, not by recursion."""
+        left = node.left
+        if type(left) is not A.Binary:  # the common case: one operator
+            a = self.ev(left)
+            b = self.ev(node.right)
+            if a is POISON or b is POISON:
+                return POISON
+            return self.apply_binary(node, a, b)
+        spine = [node]
+        while type(left) is A.Binary:
+            spine.append(left)
+            left = left.left
+        a = self.ev(left)
+        for n in reversed(spine):
+            b = self.ev(n.right)
+            if a is POISON or b is POISON:
+                a = POISON
+                continue
+            try:
+                a = self.apply_binary(n, a, b)
+            except Reported:
+                a = POISON
+        return a
+
+    def apply_binary(self, node: A.Binary, a: Any, b: Any) -> Any:
         op = node.op
-        a = self.ev(node.left)
-        b = self.ev(node.right)
-        if a is POISON or b is POISON:
-            return POISON
         if op == "@":
             from .builtins import matmul_values
 
             return matmul_values(self, self.tensor(a, node.left.span, "the left operand of `@`"),
                                  self.tensor(b, node.right.span, "the right operand of `@`"), node.span, "@")
-        if type(a) is Lit and type(b) is Lit and a.kind == b.kind == "int" and op in _ARITH:
-            return Lit(_int_fold(op, a.value, b.value), "int", node.span)
+        if type(a) in LITERALS and type(b) in LITERALS:
+            folded = _fold_literals(op, a, b, node.span) if type(a) is Lit and type(b) is Lit else None
+            if folded is None:
+                folded = litexpr.combine(op, a, b, node.span)
+            if folded is not None:
+                return folded
         a, b = self.pair(a, b, node.span)
+        if op == "%":
+            return self.remainder(a, b, node)
         ir = _ARITH.get(op)
         if ir is not None:
             return self.emit(ir, (a, b), node.span, op)
@@ -547,15 +740,34 @@ class Elaborator:
             return self.emit("select", (a, b, self.const(False, DType.BOOL)), node.span, op)
         return self.emit("select", (a, self.const(True, DType.BOOL), b), node.span, op)
 
-    def array(self, node: A.ArrayLit) -> ArrLit:
+    def remainder(self, a: Value, b: Value, node: A.Binary) -> Value:
+        """Integer ``a % b`` = ``a - b * (a / b)`` with ``/`` truncating: the sign of ``a``, as in C
+        and Rust; ``x % 0 = 0`` (the public determinism contract)."""
+        dt = a.type.dtype
+        if not dt.is_int:
+            raise self.fail("E2005", f"`%` needs integer operands, found {a.type}", node.span,
+                            "for floats write `x - y * floor(x / y)`")
+        off = node.span
+        q = self.emit("div", (a, b), off, "%")
+        r = self.emit("sub", (a, self.emit("mul", (b, q), off, "%")), off, "%")
+        zero = self.const(0, dt)
+        return self.emit("select", (self.emit("compare", (b, zero), off, "%", direction="eq"), zero, r),
+                         off, "%")
+
+    def array(self, node: A.ArrayLit) -> Any:
+        """An array literal (``ArrLit``), or, when an element is a tensor, the elements stacked
+        along a new first axis (``[y0, y1]``)."""
         dense = node.dense
         if dense is not None:  # read in bulk: its items are made only if they are needed
             return ArrLit(None, dense.shape, dense.kind, node.span, node)
         return self._array_items(node)
 
-    def _array_items(self, node: A.ArrayLit) -> ArrLit:
+    def _array_items(self, node: A.ArrayLit) -> Any:
         items: list[Lit] = []
-        shape = self._array_shape(node, 0, items)
+        try:
+            shape = self._array_shape(node, 0, items)
+        except _NotLiteral:
+            return self.stack_elements(node)
         kinds = {x.kind for x in items}
         if "bool" in kinds and len(kinds) > 1:
             raise self.fail("E2004", "array literal mixes bools and numbers", node.span)
@@ -578,10 +790,25 @@ class Elaborator:
         if type(v) is not Lit:
             if v is POISON:
                 raise Reported()
-            raise self.fail("E2009", "array literal elements must be number or bool literals", node.span,
-                            "build tensors from values with builtins, e.g. `concat([a, b], axis=0)`")
+            raise _NotLiteral()
         items.append(v)
         return ()
+
+    def stack_elements(self, node: A.ArrayLit) -> Value:
+        from .builtins import Args, concat_tensors
+
+        vals = [self.ev(e) for e in node.elts]
+        if any(v is POISON for v in vals):
+            raise Reported()
+        dt = next((v.type.dtype for v in vals if type(v) is Value), None)
+        xs = []
+        for v, e in zip(vals, node.elts):
+            v = self.materialize(v, dt) if type(v) in _LITERAL_TYPES else v
+            if type(v) is not Value:
+                raise self.fail("E2009", f"an array element must be a number or a tensor, found "
+                                         f"{describe(v)}", e.span)
+            xs.append(self.emit("reshape", (v,), e.span, "[...]", shape=(1,) + tuple(v.type.shape)))
+        return concat_tensors(Args(self, node, "array literal", {}), xs, list(node.elts), 0)
 
     # -- calls ------------------------------------------------------------------------------------
     def call(self, node: A.Call) -> Any:
@@ -590,97 +817,86 @@ class Elaborator:
         if base is not None:  # `tensor.relu(...)`: the common case of the checks below
             return call_builtin(self, base, node)
         if name is None:
-            if type(node.func) is A.Call and node.func.name in ("grad", "tensor.grad"):
-                return self.grad_apply(node.func, node)
-            raise self.fail("E2009", "only named functions and builtins can be called", node.func.span)
-        if name in ("grad", "tensor.grad"):
-            return self.grad(node)
-        if name.startswith("tensor."):
-            base = name[7:]
-            if base in BUILTINS:
-                return call_builtin(self, base, node)
-            raise self.fail("E2008", f"unknown builtin `{name}`", node.func.span,
-                            _suggest(base, BUILTINS, prefix="tensor."))
+            func = node.func
+            if type(func) is A.Call and diffcalls.is_diff_call(func.name):
+                return diffcalls.call_result(self, func, node)
+            if type(func) is A.Attribute:  # a method on an expression: `(a + b).sum()`
+                return self.method(func.value, func.attr, node)
+            f = self.ev(func)
+            if f is POISON:
+                return POISON
+            if type(f) in (Closure, Callback, FnRef):
+                return self.apply_call(f, node)
+            raise self.fail("E2009", "only functions, closures and builtins can be called", func.span)
+        if diffcalls.is_diff_call(name):
+            return diffcalls.call(self, node)
         if "." in name:
-            raise self.fail("E2008", f"unknown function `{name}`", node.func.span,
-                            "builtins are `tensor.NAME` or plain `NAME`")
+            return self.dotted_call(name, node)
         v, _ = self.scope.lookup(name)
-        if type(v) is FnRef:
+        tv = type(v)
+        if tv is FnRef:
             return self.inline(v, node)
+        if tv is Closure or tv is Callback:
+            return self.apply_call(v, node)
         if v is None and name in BUILTINS:
             return call_builtin(self, name, node)
         if v is not None:
             raise self.fail("E2009", f"`{name}` is a value, not a function", node.func.span)
+        refused = library.REFUSED.get(name)
+        if refused is not None:
+            raise self.fail("E1013", refused[0], node.func.span, refused[1])
+        if name == "range":
+            raise self.fail("E2009", "`range(...)` is a loop range", node.span,
+                            "iterate over it, `for i in range(n) { ... }`, or make a tensor with `arange`")
         raise self.fail("E2008", f"cannot find function `{name}`", node.func.span,
-                        _suggest(name, list(BUILTINS) + self.visible_names()))
+                        _suggest(name, library.known_names() + self.visible_names()))
 
-    def grad(self, node: A.Call) -> Any:
-        """``grad(loss, wrt=[a, b])``: the gradients of the scalar ``loss`` as a tuple (one value for
-        ``wrt=a``), generated at compile time by the autodiff transform into this function."""
-        wrt_expr = node.kwarg("wrt")
-        if len(node.args) != 1 or wrt_expr is None or len(node.kwargs) != 1:
-            if len(node.args) == 1 and wrt_expr is None and not node.kwargs:
-                raise self.fail("E2009", "`grad(f)` is a function: call it with the point, `grad(f)(x)`",
-                                node.span, "or name the variables: `grad(loss, wrt=[w, b])`")
-            raise self.fail("E2007", "`grad` takes a loss and `wrt=[...]`", node.span,
-                            "e.g. `let (gw, gb) = grad(loss, wrt=[w, b]);`")
-        loss = self.tensor(self.ev(node.args[0]), node.args[0].span, "the loss")
-        targets = wrt_expr.elts if type(wrt_expr) is A.ArrayLit else (wrt_expr,)
-        wrt = []
-        for t in targets:
-            if type(t) is not A.Name:
-                raise self.fail("E2009", "`wrt` lists variable names", t.span, "e.g. `wrt=[w1, b1]`")
-            wrt.append(self.tensor(self.ev(t), t.span, f"`{t.id}`"))
-        if loss is POISON or any(w is POISON for w in wrt):
-            return POISON
-        self.check_loss(loss, node.args[0].span, f"`{self.source_text(node.args[0].span)}`")
-        for t, w in zip(targets, wrt):
-            self.check_wrt(w, t.span, f"`{t.id}`")
-        grads = self.differentiate(loss, wrt, node.span)
-        return grads[0] if type(wrt_expr) is not A.ArrayLit else Tup(grads, node.span)
-
-    def grad_apply(self, gcall: A.Call, node: A.Call) -> Any:
-        """``grad(f)(x, y)`` and ``grad(|a| body)(x)``: the gradient of a scalar function with respect
-        to its first argument, evaluated at the given point."""
-        if len(gcall.args) != 1 or gcall.kwargs:
-            raise self.fail("E2007", "`grad(f)` takes one function", gcall.span, "e.g. `grad(loss_fn)(w)`")
-        target = gcall.args[0]
-        if node.kwargs or not node.args:
-            raise self.fail("E2007", "call `grad(f)` with positional arguments", node.span)
+    def apply_call(self, f: Any, node: A.Call) -> Any:
+        """A call of a closure, a compiler-made function or a function value."""
+        if node.kwargs:
+            raise self.fail("E2009", "closures take positional arguments only", node.kwargs[0].span)
+        if type(f) is FnRef:
+            return self.inline(f, node)
         args = [(a, self.ev(a)) for a in node.args]
         if any(v is POISON for _, v in args):
             return POISON
-        point = self.tensor(args[0][1], args[0][0].span, "the point of differentiation")
-        if point is POISON:
-            return POISON
-        if type(target) is A.Closure:
-            if len(target.params) != len(args):
-                raise self.fail("E2007", f"the closure takes {len(target.params)} argument(s), "
-                                         f"{len(args)} given", node.span)
-            scope = Scope(self.scope)  # closures see the enclosing values (e.g. `y` in |a| f(a, y))
-            for p, (_a, v) in zip(target.params, args):
-                scope.names[p.name] = v
-            saved = self.scope
-            self.scope = scope
-            try:
-                loss = self.ev(target.body)
-            finally:
-                self.scope = saved
-        elif type(target) is A.Name:
-            ref, _ = self.scope.lookup(target.id)
-            if type(ref) is not FnRef:
-                raise self.fail("E2009", f"`{target.id}` is not a function", target.span)
-            loss = self.inline_values(ref, args, node)
-        else:
-            raise self.fail("E2009", "`grad` differentiates a function name or a closure `|a| ...`",
-                            target.span)
-        if loss is POISON:
-            return POISON
-        loss = self.tensor(loss, node.span, "the function's result")
-        what = f"the result of `{target.id}`" if type(target) is A.Name else "the closure's result"
-        self.check_loss(loss, target.span, what)
-        self.check_wrt(point, args[0][0].span, f"`{self.source_text(args[0][0].span)}`")
-        return self.differentiate(loss, [point], node.span)[0]
+        return diffcalls.apply(self, f, args, node)
+
+    def dotted_call(self, name: str, node: A.Call) -> Any:
+        """``tensor.zeros(...)``, ``math::sin(x)``, ``std.diff.grad(...)``, or a method ``x.sum()``."""
+        func = node.func
+        root = name.split(".", 1)[0]
+        v, _ = self.scope.lookup(root)
+        if v is not None and type(v) is not StructInfo and type(func) is A.Attribute:
+            return self.method(func.value, func.attr, node)
+        path, base = library.split_qualified(name)
+        module = library.module_of(path) if path is not None else None
+        if module is None:
+            raise self.fail("E2008", f"unknown module `{'::'.join(path or ())}` in `{name}`", func.span,
+                            "the standard library's modules are " + ", ".join(
+                                "`" + "::".join(m) + "`" for m in library.MODULES))
+        if not library.provides(module, base):
+            refused = library.REFUSED.get(base)
+            if refused is not None:
+                raise self.fail("E1013", refused[0], func.span, refused[1])
+            raise self.fail("E2008", f"unknown builtin `{name}`", func.span,
+                            _suggest(base, library.known_names(), prefix=".".join(path) + "."))
+        refused = library.REFUSED.get(base)
+        if refused is not None:
+            raise self.fail("E1013", refused[0], func.span, refused[1])
+        return call_builtin(self, base, node)
+
+    def method(self, receiver: A.Expr, attr: str, node: A.Call) -> Any:
+        """``x.f(args)`` is ``f(x, args)`` for a builtin ``f``."""
+        if attr not in BUILTINS:
+            if attr in ("as_ptr", "len", "copy_to_ptr", "as_mut_ptr", "from_ptr"):
+                raise self.fail("E1013", f"`.{attr}()` is not supported: MIND has no pointers", node.func.span,
+                                "pass tensors as values")
+            raise self.fail("E2008", f"`.{attr}(...)`: no builtin `{attr}`", node.func.span,
+                            _suggest(attr, BUILTINS) or "methods are builtins called with the value "
+                                                        "first: `x.sum()` is `sum(x)`")
+        call = A.Call(A.Name(attr, node.func.span), (receiver,) + node.args, node.kwargs, attr, node.span)
+        return call_builtin(self, attr, call)
 
     def source_text(self, off: tuple[int, int]) -> str:
         """The source text of ``off`` (long or multi-line expressions shortened)."""
@@ -732,8 +948,9 @@ class Elaborator:
         for kw in node.kwargs:
             i = index.get(kw.name)
             if i is None:
+                close = suggest(kw.name, index)
                 raise self.fail("E2009", f"`{fn.name}` has no parameter `{kw.name}`", kw.span,
-                                f"the signature is `{_sig(fn)}`")
+                                (close + " " if close else "") + f"the signature is `{_sig(fn)}`")
             if args[i] is not None:
                 raise self.fail("E2009", f"parameter `{kw.name}` is given twice", kw.span)
             args[i] = (kw.value, self.ev(kw.value))
@@ -754,7 +971,9 @@ class Elaborator:
             raise self.fail("E2007", f"`{fn.name}` takes {len(params)} argument(s), {len(args)} given",
                             node.span, f"the signature is `{_sig(fn)}`")
         env: dict[str, Any] = {}
-        scope = Scope(ref.scope, values_visible=False)
+        # a nested function sees the bindings of the function it is written in (as they are when
+        # it is called); a top-level one sees only functions, structs and constants
+        scope = Scope(ref.scope, values_visible=ref.scope is not self.module_scope, function=True)
         for p, (anode, v) in zip(params, args):
             if p.type is None:
                 raise self.fail("E2003", f"parameter `{p.name}` needs a type", p.span)
@@ -762,12 +981,26 @@ class Elaborator:
             scope.names[p.name] = self.check_type(v, want, env, anode.span, f"argument `{p.name}`")
         return self.body(fn, scope, env, node.span)
 
+    def function_body(self, run: Any) -> Any:
+        """``run()`` (which elaborates a function's or closure's body) with the control-flow state of
+        a new function: no path condition, loop or pending `return`; the result is what the body's
+        `return`s and its value give together (``control.finish``)."""
+        saved = (self.path, self.flow, self.returns, self.loop_depth, self.assign_log)
+        self.path, self.flow, self.returns, self.loop_depth, self.assign_log = None, None, control.Returns(), 0, None
+        try:
+            value = run()
+            return control.finish(self, value, self.module.span)
+        except Reported:
+            return POISON
+        finally:
+            self.path, self.flow, self.returns, self.loop_depth, self.assign_log = saved
+
     def body(self, fn: A.FnDef, scope: Scope, env: dict[str, Any], call_off: tuple[int, int] | None) -> Any:
         saved_scope, saved_frame = self.scope, self.frame
         self.scope = scope
         self.frame = Frame(env, saved_frame.stack + (fn.name,) if saved_frame else (fn.name,))
         try:
-            value = self.block(fn.body)
+            value = self.function_body(lambda: self.block(fn.body))
             if value is POISON:
                 return POISON
             if fn.ret is not None:
@@ -780,39 +1013,25 @@ class Elaborator:
                     value = self.check_type(value, want, env, off, f"the result of `{fn.name}`")
                 except Reported:
                     return POISON
-            elif type(value) is Tup and not value.items:
-                pass
             return value
         finally:
             self.scope, self.frame = saved_scope, saved_frame
 
     # -- statements -------------------------------------------------------------------------------
     def hoist(self, stmts: Sequence[A.Stmt], scope: Scope) -> None:
+        """Functions, structs and constants are visible in the whole block (in any order)."""
         for s in stmts:
-            if type(s) is A.FnDef:
+            t = type(s)
+            kind = _ITEMS.get(t)
+            if kind is not None:
                 if s.name in scope.names:
-                    self.report("E2010", f"function `{s.name}` is defined more than once", s.name_span,
+                    self.report("E2010", f"{kind} `{s.name}` is defined more than once", s.name_span,
                                 "rename one of them")
                     continue
-                scope.names[s.name] = FnRef(s, scope)
-            elif type(s) is A.Import:
-                self.check_import(s)
-
-    def check_import(self, s: A.Import) -> None:
-        from .builtins import BUILTINS
-
-        path = s.path
-        names = list(s.names) if s.names is not None else ([path[-1]] if len(path) > 1 else [])
-        module = path if s.names is not None else path[:-1]
-        if len(path) == 1 and s.names is None:
-            module = path
-        if tuple(module) not in (("tensor",), ("std", "tensor")):
-            self.report("E2008", f"unknown module `{'::'.join(module)}`", s.span,
-                        "builtins live in `tensor`, e.g. `import tensor::zeros;`")
-            return
-        for n in names:
-            if n not in BUILTINS:
-                self.report("E2008", f"`tensor` has no builtin `{n}`", s.span, _suggest(n, BUILTINS))
+                scope.names[s.name] = (FnRef if t is A.FnDef else StructInfo if t is A.StructDef
+                                       else ConstRef)(s, scope)
+            elif t is A.Import:
+                library.check_import(self, s)
 
     def block(self, blk: A.Block) -> Any:
         scope = Scope(self.scope)
@@ -820,48 +1039,19 @@ class Elaborator:
         self.scope = scope
         try:
             self.hoist(blk.stmts, scope)
-            result, returned = self.stmts(blk.stmts)
-            if returned:
-                return result
-            if blk.tail is not None:
+            control.run(self, blk.stmts)
+            if self.flow is None and blk.tail is not None:
                 return self.ev(blk.tail)
             return Tup((), blk.span)
         finally:
             self.scope = saved
-
-    def stmts(self, stmts: Sequence[A.Stmt]) -> tuple[Any, bool]:
-        result: Any = None
-        returned = False
-        for s in stmts:
-            t = type(s)
-            if t is A.Let:
-                self.let(s)
-            elif t is A.ExprStmt:
-                self.ev(s.expr)
-            elif t is A.Return:
-                v = self.ev(s.value) if s.value is not None else Tup((), s.span)
-                if not returned:
-                    result, returned = v, True
-            elif t is A.Assign:
-                old, crossed = self.scope.lookup(s.target)
-                v = self.ev(s.value)
-                if old is None or crossed:
-                    self.report("E2002", f"cannot assign to `{s.target}`: it is not defined", s.target_span,
-                                f"declare it first: `let {s.target} = ...`")
-                else:
-                    sc = self.scope
-                    while s.target not in sc.names:
-                        sc = sc.parent  # type: ignore[assignment]
-                    sc.names[s.target] = v
-            # FnDef and Import were hoisted
-        return result, returned
 
     def let(self, s: A.Let) -> None:
         ty = s.type
         node = s.value
         if ty is not None and type(ty) is A.TensorType and type(s.target) is A.NamePattern:
             nt = type(node)
-            if nt is A.IntLit or nt is A.FloatLit:
+            if (nt is A.IntLit or nt is A.FloatLit) and ty.dims:
                 # `let x: Tensor[f32, (2, 3)] = 1`: a literal fill of a static shape (the path of
                 # ev + type_of + check_type + splat, without the detours)
                 dt = _DTYPES.get(ty.dtype)
@@ -928,8 +1118,7 @@ class Elaborator:
 
     # -- functions and modules --------------------------------------------------------------------
     def function(self, fn: A.FnDef, scope: Scope) -> Function | None:
-        self.b = LeanBuilder(fn.name)
-        self._consts = {}
+        self.start_function(fn.name)
         env: dict[str, Any] = {}
         params: list[Value] = []
         seen: set[str] = set()
@@ -948,7 +1137,12 @@ class Elaborator:
                 t = self.type_of(p.type, env, bind=True)
                 if isinstance(t, tuple):
                     raise self.fail("E2009", "tuple parameters are not supported", p.type.span,
-                                    "pass the elements as separate parameters")
+                                    "pass the elements as separate parameters, or define a `struct`")
+                if type(t) is StructType:
+                    flat, v = struct_params(self, p.name, t)
+                    params.extend(flat)
+                    inner.names[p.name] = v
+                    continue
             except Reported:
                 ok = False
                 inner.names[p.name] = POISON
@@ -956,6 +1150,13 @@ class Elaborator:
             v = Value(p.name, t, None)
             params.append(v)
             inner.names[p.name] = v
+        names = [v.name for v in params]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            self.report("E2010", f"two parameters of `{fn.name}` are named `{dup}` in the IR (a struct "
+                                 f"parameter's fields are named `param_field`)", fn.name_span,
+                        "rename one of them")
+            ok = False
         self.b.params = params
         for name in sorted({s for p in params for d in p.type.shape if type(d) is DimExpr
                             for s in d.symbols()}):
@@ -977,7 +1178,7 @@ class Elaborator:
                         span_fn=partial(self.src.span, off))
 
     def _flatten(self, v: Any, out: list[Value]) -> None:
-        if type(v) is Tup:
+        if type(v) is Tup or type(v) is StructVal:
             for x in v.items:
                 self._flatten(x, out)
             return
@@ -988,12 +1189,15 @@ class Elaborator:
     def main(self, body: Sequence[A.Stmt], result: A.Expr | None, scope: Scope) -> Function | None:
         """The function ``main``: the top-level statements ``body`` (definitions and imports
         excluded) and the program ``result``."""
-        self.b = LeanBuilder("main")
-        self._consts = {}
+        self.start_function("main")
         self.scope, self.frame = Scope(scope), Frame({}, ("main",))
-        value, returned = self.stmts(body)
-        if not returned:
-            value = self.ev(result) if result is not None else Tup((), self.module.span)
+
+        def run() -> Any:
+            control.run(self, body)
+            if self.flow is None:
+                return self.ev(result) if result is not None else Tup((), self.module.span)
+            return Tup((), self.module.span)
+        value = self.function_body(run)
         return self.finish("main", value, True, self.module.span)
 
 
@@ -1003,14 +1207,15 @@ def elaborate(module: A.Module) -> Module:
     functions: list[Function] = []
     try:
         scope = Scope()
-        E.scope = scope
+        E.scope = E.module_scope = scope
         E.frame = Frame({}, ())
-        body = [s for s in module.stmts if type(s) is not A.FnDef and type(s) is not A.Import]
+        body = [s for s in module.stmts if type(s) not in _ITEMS and type(s) is not A.Import]
         has_main = module.result is not None or bool(body)
         if len(body) != len(module.stmts):  # definitions (or imports): elaborate each function
             E.hoist(module.stmts, scope)
             for s in module.stmts:
-                if type(s) is A.FnDef and scope.names.get(s.name) is not None and scope.names[s.name].node is s:
+                ref = scope.names.get(s.name) if type(s) is A.FnDef else None
+                if ref is not None and type(ref) is FnRef and ref.node is s:
                     if s.name == "main" and has_main:
                         E.report("E2010", "`fn main` conflicts with the top-level statements, which form `main`",
                                  s.name_span, "rename the function or move the statements into it")
@@ -1034,6 +1239,9 @@ def elaborate(module: A.Module) -> Module:
 # -- helpers -------------------------------------------------------------------------------------
 
 _np_scalar = np_scalar
+_LITERAL_TYPES = (Lit, ArrLit, LitExpr)
+#: Items hoisted in a block: node type -> what the duplicate-definition message calls it.
+_ITEMS = {A.FnDef: "function", A.StructDef: "struct", A.ConstDef: "constant"}
 #: "tensor.NAME" -> NAME for every builtin but `grad` (which ``Elaborator.call`` treats apart)
 _QUALIFIED = {"tensor." + b: b for b in BUILTINS if b != "grad"}
 
@@ -1050,6 +1258,30 @@ def _int_fold(op: str, a: int, b: int) -> int:
         return 0
     q = abs(a) // abs(b)
     return q if (a < 0) == (b < 0) else -q
+
+
+def _fold_literals(op: str, a: Lit, b: Lit, off: tuple[int, int]) -> Lit | None:
+    """Exact compile-time arithmetic on integer literals and logic on bool literals (so loop
+    counters and conditions stay known at compile time); ``None`` for anything else (float
+    literals are computed by the ops, in their dtype)."""
+    ka, kb = a.kind, b.kind
+    if ka == kb == "int":
+        if op in _ARITH:
+            return Lit(_int_fold(op, a.value, b.value), "int", off)
+        if op == "%":
+            return Lit(_int_fold("-", a.value, _int_fold("*", b.value, _int_fold("/", a.value, b.value)))
+                       if b.value else 0, "int", off)
+        cmp = _PY_CMP.get(op)
+        if cmp is not None:
+            return Lit(cmp(a.value, b.value), "bool", off)
+    elif ka == kb == "bool":
+        if op == "&&":
+            return Lit(a.value and b.value, "bool", off)
+        if op == "||":
+            return Lit(a.value or b.value, "bool", off)
+        if op == "==" or op == "!=":
+            return Lit((a.value == b.value) == (op == "=="), "bool", off)
+    return None
 
 
 def _default_dtype(kind: str) -> DType:
@@ -1069,6 +1301,8 @@ def _fmt(shape: Sequence[Any]) -> str:
 
 
 def _fmt_type(t: TensorType) -> str:
+    if t.shape is None:
+        return f"{t.dtype.value}[...]"
     dims = []
     for d in t.shape:
         if d is None:
@@ -1091,11 +1325,7 @@ def _sig(fn: A.FnDef) -> str:
     return f"fn {fn.name}({', '.join(p.name for p in fn.params)})"
 
 
-def _suggest(name: str, candidates: Any, prefix: str = "") -> str | None:
-    import difflib
-
-    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
-    return f"did you mean `{prefix}{close[0]}`?" if close else None
+_suggest = suggest
 
 
 def _result_span(blk: A.Block) -> tuple[int, int]:
@@ -1106,5 +1336,9 @@ def _result_span(blk: A.Block) -> tuple[int, int]:
             return s.value.span if s.value is not None else s.span
     return blk.span
 
+
+#: Expression nodes elaborated outside ``Elaborator.ev``'s inline cases.
+_EXPR_RULES = {A.If: control.if_expr, A.BlockExpr: Elaborator.block_expr, A.Cast: Elaborator.cast,
+               A.Attribute: Elaborator.attribute, A.Index: index_expr, A.StructLit: struct_lit}
 
 __all__ = ["elaborate", "Elaborator", "MAX_OPS"]

@@ -8,11 +8,15 @@ The fast path of a text without comments leaves ``starts`` to be computed on fir
 Token kinds
     * punctuation and operators: the kind is the text itself (``"("``, ``"->"``, ``"=="`` ...);
     * keywords (``KEYWORDS``): the kind is the word itself (``"let"``);
-    * ``IDENT``, ``INT``, ``FLOAT``, ``STR`` (text is the raw source, quotes included);
+    * ``IDENT`` (ASCII or Unicode letters: XID_Start/XID_Continue, checked after the match),
+      ``INT``, ``RADIX`` (``0x2A``, ``0b1010``, ``0o52``), ``FLOAT``, ``STR`` (text is the raw
+      source, quotes included);
     * ``NL``: a statement-separating line break (see below), ``EOF`` at the end.
 
 Newlines separate statements (as ``;`` does), except inside ``(...)`` and ``[...]``, where they
-are plain whitespace; runs of line breaks produce one ``NL`` token.  A block comment that contains a
+are plain whitespace; runs of line breaks produce one ``NL`` token, and a line break before a token
+that can only continue an expression (a binary operator other than ``-``, ``.``, ``as``) is dropped,
+so ``a\n    + b`` is one statement.  A block comment that contains a
 line break counts as a line break.  Words such as ``Tensor``, ``tensor``, ``diff``, ``f32`` are not
 keywords: they are identifiers with a meaning in type position only (``CONTEXTUAL``).
 
@@ -53,17 +57,22 @@ __all__ = [
 ]
 
 #: Reserved words: they cannot be used as names.
-KEYWORDS: frozenset[str] = frozenset({"fn", "let", "return", "import", "true", "false"})
+KEYWORDS: frozenset[str] = frozenset({
+    "fn", "let", "return", "import", "true", "false",
+    "mut", "if", "else", "for", "in", "while", "loop", "break", "continue", "struct", "pub", "as",
+    "const", "match",
+})
 
 #: Identifiers with a meaning in type position (and ``Custom``/``Valid``/``Same`` in expressions
 #: are plain names).  They remain usable as ordinary names elsewhere.
 CONTEXTUAL: frozenset[str] = frozenset({"Tensor", "tensor", "diff", "i32", "i64", "f32", "f64",
-                                        "bool"})
+                                        "bool", "use", "range", "rev", "step_by", "unit"})
 
 #: Every punctuation / operator token the lexer produces.
 PUNCTUATION: frozenset[str] = frozenset({
-    "->", "::", "==", "!=", "<=", ">=", "&&", "||",
-    "+", "-", "*", "/", "@", "<", ">", "=", "!", ",", ";", ":", ".", "|", "?",
+    "->", "::", "==", "!=", "<=", ">=", "&&", "||", "..", "..=", "...",
+    "+=", "-=", "*=", "/=", "%=",
+    "+", "-", "*", "/", "%", "@", "<", ">", "=", "!", ",", ";", ":", ".", "|", "?", "#", "&", "^",
     "(", ")", "[", "]", "{", "}",
 })
 
@@ -73,6 +82,8 @@ MAX_ERRORS = 20
 
 _DIGITS = r"\d(?:_?\d)*"
 _EXP = r"[eE][+-]?\d(?:_?\d)*"
+# `0x2A`, `0b1010`, `0o52` (digits may be separated by single `_`); kind RADIX, value ``int(t, 0)``
+_RADIX = r"0(?:[xX][0-9a-fA-F](?:_?[0-9a-fA-F])*|[bB][01](?:_?[01])*|[oO][0-7](?:_?[0-7])*)(?![\w.])"
 _ESCAPE_OK = r"""\\(?:[\\"'ntr0]|u\{[0-9a-fA-F]{1,6}\})"""
 
 # The precise patterns are compiled on first use (``_token_re()``, ``_bad_escape_re()``), not
@@ -83,11 +94,12 @@ _ESCAPE_OK = r"""\\(?:[\\"'ntr0]|u\{[0-9a-fA-F]{1,6}\})"""
 _TOKEN_PATTERN = (
     r"(?:[ \t\r\f\v]+|//[^\n]*|/\*(?:[^*\n]|\*(?!/))*\*/)*+"
     r"(?:"
-    r"(?P<IDENT>[A-Za-z_][A-Za-z0-9_]*)"
-    r"|(?P<P>->|::|==|!=|<=|>=|&&|\|\||[-+*@<>=!,;:|?]|\.(?!\d)|/(?!\*))"
+    r"(?P<IDENT>[A-Za-z_\x80-\U0010ffff][A-Za-z0-9_\x80-\U0010ffff]*)"
+    r"|(?P<P>->|::|==|!=|<=|>=|&&|\|\||\.\.[.=]?|[-+*/%]=|[-+*%@<>=!,;:|?#&^]|\.(?!\d)|/(?!\*))"
     r"|(?P<OPEN>[(\[{])"
     r"|(?P<CLOSE>[)\]}])"
     rf"|(?P<FLOAT>(?:(?:{_DIGITS})?\.{_DIGITS}(?:{_EXP})?|{_DIGITS}{_EXP}|{_DIGITS}\.(?![\w.]))(?![\w.]))"
+    rf"|(?P<RADIX>{_RADIX})"
     rf"|(?P<INT>{_DIGITS}(?!\w|\.\d))"
     r"|(?P<NL>\n|/\*[^*]*(?:\*(?!/)[^*]*)*\*/)"
     rf"|(?P<STR>\"(?:[^\"\\\n]|{_ESCAPE_OK})*\")"
@@ -112,6 +124,7 @@ def _bad_escape_re() -> re.Pattern[str]:
 
 
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
+_RADIX_MARKS = frozenset("xXbBoO")
 
 # The fast path: the valid alternatives of _TOKEN_PATTERN only, without groups, most frequent first.
 # Reordering is safe because alternatives that can start with the same character keep their
@@ -121,11 +134,13 @@ _OPENERS = {"(": ")", "[": "]", "{": "}"}
 # The third alternative is a shortcut for the most frequent number, digits not followed by a word
 # character or `.`: no FLOAT alternative matches there, and INT matches exactly those digits.
 _VALID = (
-    r"[A-Za-z_][A-Za-z0-9_]*+"
-    r"|[(\[{)\]},;\n+*@?]"  # one-character tokens that never start a longer one
+    r"[A-Za-z_\x80-\U0010ffff][A-Za-z0-9_\x80-\U0010ffff]*+"  # (non-ASCII: checked after)
+    r"|[(\[{)\]},;\n@?#^]"  # one-character tokens that never start a longer one
+    r"|[+*%]=?"
     r"|\d++(?![\w.])"  # a plain integer: FLOAT cannot match it and INT matches exactly it
-    # operators: the two-character form first (`->?` is `->` or `-`)
-    r"|->?|::?|==?|!=?|<=?|>=?|&&|\|\|?|\.(?!\d)|/(?!\*)"
+    # operators: the longer form first (`->?` is `->` or `-`)
+    r"|-[>=]?|::?|==?|!=?|<=?|>=?|&&?|\|\|?|\.\.[.=]?|\.(?!\d)|/=|/(?!\*)"
+    rf"|{_RADIX}"
     rf"|(?:(?:{_DIGITS})?\.{_DIGITS}(?:{_EXP})?|{_DIGITS}{_EXP}|{_DIGITS}\.(?![\w.]))(?![\w.])"
     rf"|{_DIGITS}(?!\w|\.\d)"
     rf"|\"(?:[^\"\\\n]|{_ESCAPE_OK})*\""
@@ -166,7 +181,8 @@ class _KindTable(dict):
         if c == "/":  # a block comment containing a line break
             return "NL"
         if "0" <= c <= "9" or c == ".":
-            kind = "INT" if text.replace("_", "").isdigit() else "FLOAT"
+            kind = "INT" if text.replace("_", "").isdigit() else (
+                "RADIX" if text[1:2] in _RADIX_MARKS else "FLOAT")
         else:
             kind = "IDENT"
         if len(text) <= 64:
@@ -273,26 +289,27 @@ def decode_source(data: bytes | str, filename: str) -> str:
     return text
 
 
+def _char_message(ch: str) -> str:
+    if ch.isprintable() and not ch.isspace():
+        return f"invalid character `{ch}` (U+{ord(ch):04X})"
+    return f"invalid character U+{ord(ch):04X}"
+
+
+def _bad_ident_char(ch: str, s: int, source: SourceMap, errors: list[Diagnostic]) -> None:
+    errors.append(_diag("E1002", _char_message(ch), source, s, s + 1,
+                        "identifiers consist of letters, digits and `_` (Unicode XID_Start / "
+                        "XID_Continue), and do not start with a digit"))
+
+
 def _lex_error(k: str, m: re.Match[str], source: SourceMap, errors: list[Diagnostic]) -> None:
     s, e = m.span(k)
     if k == "ERR":
         ch = m.group(k)
-        if ch.isprintable() and not ch.isspace():
-            msg = f"invalid character `{ch}` (U+{ord(ch):04X})"
-        else:
-            msg = f"invalid character U+{ord(ch):04X}"
-        if ch.isalpha():
-            hint = "identifiers consist of ASCII letters, digits and `_`"
-        elif ch == "&":
-            hint = "the logical and operator is `&&`"
-        elif ch in "'`":
-            hint = "string literals use double quotes"
-        else:
-            hint = None
-        errors.append(_diag("E1002", msg, source, s, e, hint))
+        hint = "string literals use double quotes" if ch in "'`" else None
+        errors.append(_diag("E1002", _char_message(ch), source, s, e, hint))
     elif k == "BADNUM":
         errors.append(_diag("E1005", f"invalid numeric literal `{m.group(k)}`", source, s, e,
-                            "numbers look like `42`, `1_000`, `3.14`, `2.`, `.5` or `1e-3`"))
+                            "numbers look like `42`, `1_000`, `0x2A`, `0b1010`, `0o52`, `3.14`, `2.`, `.5` or `1e-3`"))
     elif k == "BADSTR":
         raw = m.group(k)
         for em in _bad_escape_re().finditer(raw):
@@ -396,13 +413,67 @@ def _tokenize(scan: str, source: SourceMap) -> Tokens:
         if starts is not None:
             del starts[-1]
     kinds = list(map(_KINDS.__getitem__, texts))
+    if not text.isascii() and _bad_identifier(kinds, texts) is not None:
+        return _tokenize_precise(text, source)  # it makes the diagnostic
     nl = text.find("\n")
     if nl >= 0 and not (plain and (
             # one line break, at the very end, not leading and with no bracket open: it is kept
             (nl == n - 1 and kinds[0] != "NL" and "(" not in text and "[" not in text
              and "{" not in text) or _newlines_all_separate(text))):
-        return _newlines(kinds, texts, starts, ends, source)
-    return Tokens(kinds, texts, starts, ends, source)
+        return _join_continuations(_newlines(kinds, texts, starts, ends, source))
+    return _join_continuations(Tokens(kinds, texts, starts, ends, source))
+
+
+def _bad_identifier(kinds: list[str], texts: list[str]) -> int | None:
+    """The index of the first token that the identifier pattern matched but that is no identifier
+    (non-ASCII characters are allowed only where Unicode's XID_Start / XID_Continue allow them)."""
+    for i, (kind, t) in enumerate(zip(kinds, texts)):
+        if kind == "IDENT" and not t.isascii() and _bad_char(t) is not None:
+            return i
+    return None
+
+
+def _bad_char(word: str) -> int | None:
+    """The offset of the first character of ``word`` that cannot be part of an identifier there."""
+    if not word.isidentifier():
+        if not word[0].isidentifier():
+            return 0
+        for j in range(1, len(word)):
+            if not ("a" + word[j]).isidentifier():
+                return j
+    return None
+
+
+#: Tokens that cannot start a statement but continue an expression: a line break before one of them
+#: does not end the statement (``a\n    + b``, ``x\n    .sum()``).  ``-`` is not one (it may start
+#: an expression).
+_CONTINUATION = frozenset({"+", "*", "/", "%", "@", "&&", "||", "==", "!=", "<", "<=", ">", ">=",
+                           ".", "as", "?"})
+
+
+# a line whose first token may continue the previous line (checked on the text first: cheap)
+_CONTINUATION_LINE_RE = re.compile(r"\n[ \t\r\f\v]*+(?:[-+*/%@&|=!<>.?]|as\b)")
+
+
+def _join_continuations(toks: Tokens) -> Tokens:
+    kinds = toks.kinds
+    if _CONTINUATION_LINE_RE.search(toks.source.text) is None or "NL" not in kinds:
+        return toks
+    texts, ends, starts = toks.texts, toks.ends, toks._starts
+    j = kinds.index("NL")
+    drop = []
+    while True:
+        if kinds[j + 1] in _CONTINUATION:
+            drop.append(j)
+        try:
+            j = kinds.index("NL", j + 1)
+        except ValueError:
+            break
+    for j in reversed(drop):
+        del kinds[j], texts[j], ends[j]
+        if starts is not None:
+            del starts[j]
+    return toks
 
 
 def _newlines_all_separate(text: str) -> bool:
@@ -492,6 +563,18 @@ def _tokenize_precise(text: str, source: SourceMap) -> Tokens:
         if k == "IDENT":
             t = m.group(k)
             kind = t if t in KEYWORDS else k
+            if not t.isascii():
+                j = _bad_char(t)
+                if j is not None:  # report the character, go on after it
+                    if errors is None:
+                        errors = []
+                    _bad_ident_char(t[j], m.start(k) + j, source, errors)
+                    if len(errors) >= MAX_ERRORS:
+                        break
+                    continue
+        elif k == "RADIX":
+            t = m.group(k)
+            kind = k
         elif k == "P":
             kind = t = m.group(k)
         elif k == "OPEN":
@@ -529,4 +612,4 @@ def _tokenize_precise(text: str, source: SourceMap) -> Tokens:
         raise MindError(errors, {filename: source.text})
     if not kinds or kinds[-1] != "EOF":  # pragma: no cover - the EOF alternative always matches
         ka("EOF"); ta(""); sa(len(text)); ea(len(text))
-    return Tokens(kinds, texts, starts, ends, source)
+    return _join_continuations(Tokens(kinds, texts, starts, ends, source))

@@ -13,7 +13,11 @@ All raise ``mind.diagnostics.MindError`` (never anything else) on bad input:
 * E1011 for a delimiter that is never closed (or closed by the wrong bracket), pointing at the
   opener;
 * E1012 when a resource limit is exceeded (input size, nesting depth ``MAX_DEPTH``, integer
-  literal length ``MAX_INT_DIGITS``).
+  literal length ``MAX_INT_DIGITS``);
+* E1013 for a construct MIND does not have (``match``, ``enum``, references, bit operators ...),
+  naming it and what to write instead (``parse_control.UNSUPPORTED``).
+
+Control flow, items, attributes and indexing are parsed by the mixin ``parse_control.ControlSyntax``.
 
 Syntax errors are recovered from at statement level (the rest of the statement is skipped, up to
 the next ``;``/line break at the same bracket depth, a ``}`` closing the enclosing block, or a
@@ -28,6 +32,7 @@ from mind.diagnostics import Diagnostic, MindError
 from . import ast as A
 from .lexer import MAX_ERRORS, Tokens, tokenize
 from .literals import MAX_LITERAL_ELEMENTS, MAX_TOKEN_LITERAL_ELEMENTS, TOO_MANY_HELP, DenseArray
+from .parse_control import UNSUPPORTED, UNSUPPORTED_PREFIX, ControlSyntax
 
 __all__ = ["parse", "parse_expr", "parse_type", "parse_tokens", "MAX_DEPTH", "MAX_INT_DIGITS"]
 
@@ -42,10 +47,19 @@ MAX_DEPTH = 100
 _BINARY = A.BINARY_OPS
 _COMPARISON = frozenset({"==", "!=", "<", "<=", ">", ">="})
 _SEPARATORS = frozenset({"NL", ";"})
-_STMT_KEYWORDS = frozenset({"let", "fn", "import", "return"})
+_STMT_KEYWORDS = frozenset({"let", "fn", "import", "return", "struct", "const", "for", "while",
+                            "loop", "pub"})
+#: Statements that end with a block need no `;` or line break after them.
+_BLOCK_STMTS = frozenset({A.FnDef, A.StructDef, A.For, A.While, A.Loop})
+_BLOCK_EXPRS = frozenset({A.If, A.BlockExpr})
+_ASSIGN = frozenset(A.ASSIGN_OPS) | {"="}
+#: Statement keywords and the parser method for each.
+_STMT_RULES = {"fn": "parse_fn", "import": "parse_import", "struct": "parse_struct",
+               "const": "parse_const", "for": "parse_for", "while": "parse_while",
+               "loop": "parse_loop", "break": "parse_jump", "continue": "parse_jump"}
 _CLOSERS = {"(": ")", "[": "]", "{": "}", "|": "|"}
 _ESCAPES = {"\\": "\\", '"': '"', "'": "'", "n": "\n", "t": "\t", "r": "\r", "0": "\0"}
-_EXPR_HELP = ("an expression starts with a number, `true`/`false`, a string, a name, `(`, `[`, "
+_EXPR_HELP = ("an expression starts with a number, `true`/`false`, a string, a name, `(`, `[`, `{`, `if`, "
               "`-`, `!` or a closure `|x| ...`")
 _TYPE_HELP = ("types are `f32`, `i32`, `i64`, `f64`, `bool`, `Tensor<f32, [B, 10]>`, "
               "`Tensor[f32,(10,20)]`, `tensor<f32[10,20]>`, `diff <tensor type>` or a tuple `(T, U)`")
@@ -120,13 +134,25 @@ _Let = A.Let
 _SCALAR_TYPES = A.SCALAR_TYPES
 #: _NESTS[p]: the tokens after a simple operand (a name or an integer) on the right of an operator
 #: of precedence ``p`` that make it more than that operand (a call, an attribute, a tighter op).
-_NESTS = {p: frozenset({"(", "."} | {op for op, q in _BINARY.items() if q > p})
+_NESTS = {p: frozenset({"(", ".", "[", "::", "as", "{"} | {op for op, q in _BINARY.items() if q > p})
           for p in set(_BINARY.values())}
+#: Tokens that continue an operand: a call, a field or path `::`, an index.
+_POSTFIX = frozenset({"(", ".", "[", "::", "?"})
+_RANGES = frozenset({"..", "..="})
+_BITS_HELP = ("MIND computes with numbers, not bits: write `*`, `/` and `%` (`x / 65536` for `x >> 16` "
+              "of a non-negative x), and `&&`, `||`, `!` for bools")
+#: Operators of other languages, reported where they follow an operand.
+_BITWISE = {op: (f"the bitwise operator `{op}` is not supported", _BITS_HELP) for op in ("&", "|", "^")}
+_BITWISE.update({op: (f"the shift operator `{op}` is not supported", _BITS_HELP) for op in ("<<", ">>")})
+#: Tokens after a complete operand that need a look (``_after_operand``) rather than ending it.
+_AFTER_OPERAND = _RANGES | {"&", "|", "^"}
+#: Tokens after `..` that end a range with no upper bound (`a..`).
+_RANGE_END = frozenset({")", "]", "}", ",", "NL", ";", "EOF", "{"})
 _TYPE_EXAMPLES = {"angle": "Tensor<f32, [2, 3]>", "legacy": "Tensor[f32,(2,3)]",
                   "compact": "tensor<f32[2,3]>"}
 
 
-class _Parser:
+class _Parser(ControlSyntax):
     """Recursive descent over the token lists.
 
     Written for speed (it runs once per compilation): the common cases of the hot rules (a name or
@@ -135,9 +161,12 @@ class _Parser:
     error path reports exactly what the straightforward formulation does.
     """
 
-    __slots__ = ("k", "t", "toks", "e", "i", "depth", "errors", "src", "lit_open", "lit_leaves", "lit_total")
+    __slots__ = ("k", "t", "toks", "e", "i", "depth", "errors", "src", "lit_open", "lit_leaves", "lit_total",
+                 "nostruct", "nopath")
 
     def __init__(self, toks: Tokens) -> None:
+        self.nostruct = False  # true in `if`/`while`/`for` headers: `x {` starts the body
+        self.nopath = False  # true in `x[...]`: `a::k` is a slice, not a path
         self.k = toks.kinds
         self.t = toks.texts
         self.toks = toks
@@ -254,11 +283,20 @@ class _Parser:
             if kind == closer or kind == "EOF":
                 break
             try:
+                if kind == "#":  # an attribute: accepted, no effect
+                    self.skip_attribute()
+                    continue
                 st = self.parse_let() if kind == "let" else self.parse_stmt()
                 kind = k[self.i]
                 if kind == "NL" or kind == ";":
                     self.i += 1
-                elif kind != closer and kind != "EOF" and kind != "}" and type(st) is not A.FnDef:
+                elif kind != closer and kind != "EOF" and kind != "}" and not self._ends_in_block(st):
+                    if kind == "{" and type(st) is A.ExprStmt and type(st.expr) is A.Call:
+                        raise self.unsupported(
+                            self.i, f"a block after the call `{self._text(st.expr.func.span)}(...)` "
+                                    f"(e.g. a device block `on(gpu0) {{ ... }}`) is not supported",
+                            "write the block's statements directly; `mind run --backend` picks "
+                            "the device")
                     raise self._unexpected(
                         "`;` or a line break after the statement",
                         "statements are separated by `;` or line breaks")
@@ -271,6 +309,14 @@ class _Parser:
         if stmts and type(stmts[-1]) is A.ExprStmt:
             return tuple(stmts[:-1]), stmts[-1].expr  # type: ignore[attr-defined]
         return tuple(stmts), None
+
+    @staticmethod
+    def _ends_in_block(st: A.Stmt) -> bool:
+        t = type(st)
+        return t in _BLOCK_STMTS or (t is A.ExprStmt and type(st.expr) in _BLOCK_EXPRS)  # type: ignore[attr-defined]
+
+    def _text(self, span: A.Offsets) -> str:
+        return self.src.text[span[0]:span[1]]
 
     def _sync(self, start: int) -> None:
         """Skip the rest of a statement that had a syntax error."""
@@ -308,17 +354,26 @@ class _Parser:
         kind = k[i]
         if kind == "let":
             return self.parse_let()
-        if kind == "IDENT" and k[i + 1] == "=":
-            j = i + 2
-            while k[j] == "NL":
-                j += 1
-            self.i = j
-            value = self.parse_expr()
-            e = self.e[i]
-            start = e - len(self.t[i])
-            return A.Assign(self.t[i], value, (start, value.span[1]), (start, e))
-        if kind == "fn":
-            return self.parse_fn()
+        if kind == "IDENT":
+            nk = k[i + 1]
+            if nk == "=":
+                j = i + 2
+                while k[j] == "NL":
+                    j += 1
+                self.i = j
+                value = self.parse_expr()
+                e = self.e[i]
+                start = e - len(self.t[i])
+                return A.Assign(_Name(self.t[i], (start, e)), None, value, (start, value.span[1]))
+            if nk == "IDENT" or nk == "{" or nk == "STR":
+                word = self.t[i]
+                if word in UNSUPPORTED and (nk == "IDENT" or word != "type"):
+                    raise self.unsupported(i, *UNSUPPORTED[word])
+                if word == "use" and nk == "IDENT":
+                    return self.parse_import()
+        rule = _STMT_RULES.get(kind)
+        if rule is not None:
+            return getattr(self, rule)()
         if kind == "return":
             self.i = i + 1
             nk = k[i + 1]
@@ -326,15 +381,50 @@ class _Parser:
                 return A.Return(None, (self.e[i] - len(self.t[i]), self.e[i]))
             value = self.parse_expr()
             return A.Return(value, (self.e[i] - len(self.t[i]), value.span[1]))
-        if kind == "import":
-            return self.parse_import()
+        if kind == "pub":  # visibility: every function is visible; `pub(crate)` too
+            self.i = i + 1
+            if k[i + 1] == "(":
+                self.i = self._skip_group(i + 1)
+            return self.parse_stmt()
+        if kind == "match":
+            raise self.unsupported(i, *UNSUPPORTED["match"])
         expr = self.parse_expr()
+        op = k[self.i]
+        if op in _ASSIGN:
+            if type(expr) not in (A.Name, A.Attribute, A.Index):
+                raise self._err("E1010", "only a name, a field `s.f` or an element `x[i]` can be "
+                                         "assigned to", self.i, "e.g. `x = x + 1` or `x += 1`")
+            self.i += 1
+            self._skip_nl()
+            value = self.parse_expr()
+            return A.Assign(expr, A.ASSIGN_OPS.get(op), value, (expr.span[0], value.span[1]))
         return A.ExprStmt(expr, expr.span)
+
+    def _skip_group(self, op: int) -> int:
+        """The index after the `)` that closes the `(` at ``op``."""
+        depth = 0
+        k = self.k
+        i = op
+        while True:
+            kind = k[i]
+            if kind == "(":
+                depth += 1
+            elif kind == ")":
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+            elif kind == "EOF":
+                self.i = i
+                self._close(")", op, "`)`")
+            i += 1
 
     def parse_let(self) -> A.Let:
         k = self.k
         i0 = self.i
         i = i0 + 1
+        mutable = k[i] == "mut"
+        if mutable:
+            i += 1
         if k[i] == "IDENT":
             target: A.Pattern = _NamePattern(self.t[i], (self.e[i] - len(self.t[i]), self.e[i]))
             i += 1
@@ -356,11 +446,15 @@ class _Parser:
             i += 1
         self.i = i
         value = self.parse_expr()
-        return _Let(target, ty, value, (self.e[i0] - len(self.t[i0]), value.span[1]))
+        return _Let(target, ty, value, (self.e[i0] - len(self.t[i0]), value.span[1]), mutable)
 
     def parse_pattern(self) -> A.Pattern:
         i = self.i
         kind = self.k[i]
+        if kind == "mut":  # `let (mut a, b) = ...`: every binding may be reassigned anyway
+            i += 1
+            self.i = i
+            kind = self.k[i]
         if kind == "IDENT":
             self.i = i + 1
             return _NamePattern(self.t[i], (self.e[i] - len(self.t[i]), self.e[i]))
@@ -389,10 +483,21 @@ class _Parser:
         i0 = self.i
         self.i += 1
         ni = self._expect("IDENT", "a function needs a name: `fn name(x: f32) -> f32 { ... }`")
+        if k[self.i] == "<":
+            raise self.unsupported(self.i, "generic type parameters `<T>` are not supported",
+                                   "functions are generic over shapes already: use symbolic "
+                                   "dimensions, e.g. `x: Tensor<f32, [B, N]>`")
         op = self._expect("(", "the parameter list comes next: `fn name(x: f32, ...)`")
         params: list[A.Param] = []
         while k[self.i] != ")":
+            if k[self.i] == "mut":
+                self.i += 1
             pi = self.i
+            if k[pi] == "IDENT" and self.t[pi] == "self":
+                raise self.unsupported(pi, "methods (a `self` parameter) are not supported",
+                                       "write a free function with an ordinary parameter")
+            if k[pi] == "&":
+                raise self.unsupported(pi, *UNSUPPORTED_PREFIX["&"])
             if k[pi] != "IDENT":
                 raise self._unexpected("a parameter name or `)`",
                                        "parameters look like `x: Tensor<f32, [B, 784]>`")
@@ -409,7 +514,14 @@ class _Parser:
         if k[self.i] == "->":
             self.i += 1
             ret = self.parse_type()
+        if k[self.i] == ";":
+            raise self.unsupported(i0, f"a function without a body (`fn {self.t[ni]}(...);`, as "
+                                       f"for `extern` functions) is not supported",
+                                   "give the function a body: `{ ... }`")
         self._skip_nl()
+        if k[self.i] == "IDENT" and self.t[self.i] == "where":
+            raise self.unsupported(self.i, "`where` clauses are not supported",
+                                   "constrain shapes with symbolic dimensions in the types")
         if k[self.i] != "{":
             raise self._unexpected("`{`" if ret is not None else "`->` or `{`",
                                    "the function body is a block: `{ ... }`")
@@ -472,8 +584,14 @@ class _Parser:
                 return _ScalarType(word, (self.e[i] - len(self.t[i]), self.e[i]))
             if word == "Tensor" or word == "tensor":
                 return self._tensor_type(i, False)
-            if word == "diff" and k[i + 1] == "IDENT" and t[i + 1] in ("Tensor", "tensor"):
-                return self._tensor_type(i + 1, True)
+            if word == "diff" and k[i + 1] == "IDENT":
+                if t[i + 1] in ("Tensor", "tensor"):
+                    return self._tensor_type(i + 1, True)
+                if t[i + 1] in _SCALAR_TYPES:  # `diff f32`: every float value is differentiable
+                    self.i = i + 2
+                    return _ScalarType(t[i + 1], (self.e[i] - len(self.t[i]), self.e[i + 1]))
+            self.i = i + 1
+            return A.TypeName(word, (self.e[i] - len(self.t[i]), self.e[i]))
         elif kind == "(":
             self._enter(i)
             self.i = i + 1
@@ -491,6 +609,15 @@ class _Parser:
             if len(elts) == 1 and not trailing:
                 return elts[0]
             return A.TupleType(tuple(elts), (self.e[i] - len(self.t[i]), self.e[j]))
+        elif kind == "&":
+            raise self.unsupported(i, "reference types `&T` are not supported",
+                                   "tensors are values: write the type itself, e.g. `Tensor<f32, [3]>`")
+        elif kind == "[":
+            raise self.unsupported(i, "array types `[T; n]` are not supported",
+                                   "write a tensor type, e.g. `Tensor<f32, [3]>`")
+        elif kind == "fn":
+            raise self.unsupported(i, "function types are not supported",
+                                   "pass the function's inputs instead, or call it inside")
         raise self._unexpected("a type", _TYPE_HELP)
 
     def _tensor_type(self, i: int, diff: bool) -> A.TensorType:
@@ -514,11 +641,21 @@ class _Parser:
             style, dims_open, close = "compact", "[", "]"
         di = op + 1
         self.i = di
-        if k[di] != "IDENT" or t[di] not in _SCALAR_TYPES:
-            raise self._unexpected("an element type", "element types are `f32`, `f64`, `i32`, "
-                                   "`i64` and `bool`")
+        dt = t[di]
+        if k[di] != "IDENT" or dt not in _SCALAR_TYPES:
+            dt = self._element_type(di)
         i = di + 1
         self.i = i
+        if style != "legacy" and (k[i] == ">" or k[i] == ">="):
+            # `tensor<f32>` is a scalar; `Tensor<f32>` a tensor of any shape (dims None)
+            dims = () if style == "compact" else None
+            if k[i] == ">=":  # `tensor<f32>= 1`: split the token
+                k[i] = t[i] = "="
+                if self.toks._starts is not None:
+                    self.toks._starts[i] += 1
+                return _TensorType(dt, dims, diff, style, (start, e[i] - 1))  # type: ignore[arg-type]
+            self.i = i + 1
+            return _TensorType(dt, dims, diff, style, (start, e[i]))  # type: ignore[arg-type]
         if style != "compact":
             if k[i] != ",":
                 raise self._unexpected(
@@ -558,7 +695,7 @@ class _Parser:
         kind = k[i]
         if kind == closer:
             self.i = i + 1
-            return _TensorType(t[di], tuple(dims), diff, style, (start, e[i]))
+            return _TensorType(dt, tuple(dims), diff, style, (start, e[i]))
         self.i = i
         if kind == ">=" and closer == ">":  # `tensor<f32[2]>= 1`: split the token
             k[i] = "="
@@ -566,9 +703,20 @@ class _Parser:
             starts = self.toks._starts
             if starts is not None:
                 starts[i] += 1
-            return _TensorType(t[di], tuple(dims), diff, style, (start, e[i] - 1))
+            return _TensorType(dt, tuple(dims), diff, style, (start, e[i] - 1))
         j = self._close(closer, op, f"`{closer}`")  # raises
-        return _TensorType(t[di], tuple(dims), diff, style, (start, e[j]))  # pragma: no cover
+        return _TensorType(dt, tuple(dims), diff, style, (start, e[j]))  # pragma: no cover
+
+    def _element_type(self, i: int) -> str:
+        """The dtype named at token ``i`` in any case (`F32` is `f32`), or a diagnostic."""
+        word = self.t[i]
+        if self.k[i] == "IDENT":
+            if word.lower() in _SCALAR_TYPES:
+                return word.lower()
+            raise self._err("E1010", f"expected an element type, found `{word}`", i,
+                            "element types are `f32`, `f64`, `i32`, `i64` and `bool`")
+        raise self._unexpected("an element type", "element types are `f32`, `f64`, `i32`, "
+                               "`i64` and `bool`")
 
     # -- expressions ----------------------------------------------------------------------------
 
@@ -582,25 +730,35 @@ class _Parser:
             i += 1
             self.i = i
             kind = k[i]
-            if kind == "(" or kind == ".":
+            if kind in _POSTFIX:
                 left = self._postfix(left, kind)
+                kind = k[self.i]
+            elif kind == "{" and self.is_struct_lit(i - 1):
+                left = self._postfix(self.parse_struct_lit(i - 1), k[self.i])
                 kind = k[self.i]
         elif kind == "INT":
             left = _IntLit(self._int(i), (self.e[i] - len(self.t[i]), self.e[i]))
             i += 1
             self.i = i
             kind = k[i]
-            if kind == "(" or kind == ".":
+            if kind in _POSTFIX:
                 left = self._postfix(left, kind)
                 kind = k[self.i]
         else:
             left = self.parse_operand()
             kind = k[self.i]
+        if kind == "as":
+            left = self._cast(left)
+            kind = k[self.i]
         prec = _BINARY.get(kind)
         if prec is None or prec < min_prec:
+            if kind in _AFTER_OPERAND:
+                return self._after_operand(left, kind, min_prec)
             return left
         # precedence climbing: `kind` is a binary operator binding at least as tight as min_prec
         while True:
+            if prec == 3 and k[self.i + 1] == kind and (kind == "<" or kind == ">"):
+                raise self.unsupported(self.i, *_BITWISE[kind + kind])
             i = self.i + 1
             while k[i] == "NL":
                 i += 1
@@ -621,7 +779,34 @@ class _Parser:
                                 "use parentheses or `&&`: `a < b && b < c`")
             prec = _BINARY.get(kind)
             if prec is None or prec < min_prec:
+                if kind in _AFTER_OPERAND:
+                    return self._after_operand(left, kind, min_prec)
                 return left
+
+    def _after_operand(self, left: A.Expr, kind: str, min_prec: int) -> A.Expr:
+        """A range ``left..`` (at the outermost level), or an operator of another language."""
+        if kind in _RANGES:
+            return self._range(left) if min_prec == 1 else left
+        raise self.unsupported(self.i, *_BITWISE[kind])
+
+    def _cast(self, value: A.Expr) -> A.Expr:
+        """``value as T`` (repeated: ``x as i64 as f32``)."""
+        while self.k[self.i] == "as":
+            self.i += 1
+            ty = self.parse_type()
+            value = A.Cast(value, ty, (value.span[0], ty.span[1]))
+        return value
+
+    def _range(self, start: A.Expr | None) -> A.Range:
+        """``start..stop`` / ``start..=stop`` / ``start..`` (``self.i`` is at the ``..``)."""
+        i = self.i
+        inclusive = self.k[i] == "..="
+        self.i = i + 1
+        stop = None
+        if self.k[i + 1] not in _RANGE_END:
+            stop = self.parse_expr()
+        begin = start.span[0] if start is not None else self.e[i] - len(self.t[i])
+        return A.Range(start, stop, inclusive, (begin, stop.span[1] if stop is not None else self.e[i]))
 
     def parse_operand(self) -> A.Expr:
         k = self.k
@@ -641,20 +826,25 @@ class _Parser:
             return expr
         expr = self.parse_primary()
         kind = k[self.i]
-        if kind != "(" and kind != ".":
-            return expr
-        return self._postfix(expr, kind)
+        if kind in _POSTFIX:
+            return self._postfix(expr, kind)
+        if kind == "{" and type(expr) is _Name and self.is_struct_lit(self.i - 1):
+            return self._postfix(self.parse_struct_lit(self.i - 1), k[self.i])
+        return expr
 
     def _postfix(self, expr: A.Expr, kind: str) -> A.Expr:
-        """Attribute accesses and calls after an operand; ``kind`` is ``"("`` or ``"."``."""
+        """Attribute accesses, paths, calls and indexing after an operand; ``kind`` is the token
+        after it (nothing happens unless it is one of ``_POSTFIX``)."""
         k = self.k
         dotted = expr.id if type(expr) is _Name else None  # type: ignore[attr-defined]
         while True:
-            if kind == ".":
+            if kind == "." or kind == "::":  # `math::sin` names what `math.sin` does
+                if kind == "::" and self.nopath:
+                    return expr
                 j = self.i + 1
                 if k[j] != "IDENT":
                     self.i = j
-                    raise self._unexpected("a name after `.`", "e.g. `tensor.matmul(a, b)`")
+                    raise self._unexpected(f"a name after `{kind}`", "e.g. `tensor.matmul(a, b)`")
                 attr = self.t[j]
                 expr = _Attribute(expr, attr, (expr.span[0], self.e[j]))
                 dotted = dotted + "." + attr if dotted is not None else None
@@ -662,7 +852,13 @@ class _Parser:
             elif kind == "(":
                 expr = self._call(expr, dotted)
                 dotted = None
+            elif kind == "[":
+                expr = self.parse_index(expr)
+                dotted = None
             else:
+                if kind == "?":
+                    raise self.unsupported(self.i, "the `?` operator is not supported",
+                                           "MIND has no fallible values: use the value itself")
                 return expr
             kind = k[self.i]
 
@@ -770,6 +966,19 @@ class _Parser:
             return A.StrLit(_decode_string(self.t[i]), (self.e[i] - len(self.t[i]), self.e[i]))
         if kind == "|" or kind == "||":
             return self._closure(i)
+        if kind == "if":
+            return self.parse_if()
+        if kind == "{":
+            blk = self.parse_block()
+            return A.BlockExpr(blk, blk.span)
+        if kind == "RADIX":
+            self.i = i + 1
+            return A.IntLit(int(self.t[i].replace("_", ""), 0), (self.e[i] - len(self.t[i]), self.e[i]))
+        if kind in _RANGES:
+            return self._range(None)
+        bad = UNSUPPORTED_PREFIX.get(kind)
+        if bad is not None:
+            raise self.unsupported(i, *bad)
         raise self._unexpected("an expression", _EXPR_HELP)
 
     def _paren(self, i: int) -> A.Expr:

@@ -8,8 +8,14 @@ A surface expression elaborates to one of:
 * ``ArrLit``: a nested array literal not yet given a dtype,
 * ``Tup``: a tuple of values,
 * ``FnRef``: a user function (callable, inlined at each call),
+* ``Closure``: a closure ``|a| ...`` with the scope it was written in (callable, inlined),
+* ``Callback``: a function made by the compiler (the pullback of ``vjp``), callable,
+* ``StructVal``: a value of a ``struct`` (a named tuple of values; ``StructInfo`` is the struct),
 * ``POISON``: the value of an expression that already produced a diagnostic; every use of it is
   silent, so one mistake gives one diagnostic.
+
+Bindings in a ``Scope`` may also be ``StructInfo`` (a struct name) and ``ConstRef`` (a ``const``,
+elaborated where it is used).
 """
 
 from __future__ import annotations
@@ -83,16 +89,98 @@ class FnRef:
         self.scope = scope
 
 
+class Closure:
+    """``|a, b| body`` with the scope it was written in (it sees that scope's bindings as they are
+    when it is called)."""
+
+    __slots__ = ("node", "scope")
+
+    def __init__(self, node: Any, scope: "Scope"):
+        self.node = node
+        self.scope = scope
+
+
+class Callback:
+    """A compile-time function made by the compiler (e.g. the pullback returned by ``vjp``):
+    ``fn(E, args, node)`` computes its result from the evaluated arguments."""
+
+    __slots__ = ("name", "arity", "fn")
+
+    def __init__(self, name: str, arity: int, fn: Any):
+        self.name = name
+        self.arity = arity
+        self.fn = fn
+
+
+class StructInfo:
+    """A ``struct`` definition: its AST node and the scope its field types are resolved in."""
+
+    __slots__ = ("node", "scope", "fields")
+
+    def __init__(self, node: Any, scope: "Scope"):
+        self.node = node
+        self.scope = scope
+        self.fields = tuple(p.name for p in node.fields)
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+
+class StructVal:
+    """A value of a struct: one value per field, in the order of the definition."""
+
+    __slots__ = ("info", "items", "span")
+
+    def __init__(self, info: StructInfo, items: Sequence[Any], span: tuple[int, int]):
+        self.info = info
+        self.items = tuple(items)
+        self.span = span
+
+    def field(self, name: str) -> Any:
+        return self.items[self.info.fields.index(name)]
+
+    def replace(self, name: str, value: Any) -> "StructVal":
+        items = list(self.items)
+        items[self.info.fields.index(name)] = value
+        return StructVal(self.info, items, self.span)
+
+
+class StructType:
+    """The type of a struct (the field types resolved in one environment of symbols)."""
+
+    __slots__ = ("info", "types")
+
+    def __init__(self, info: StructInfo, types: Sequence[Any]):
+        self.info = info
+        self.types = tuple(types)
+
+
+class ConstRef:
+    """A ``const NAME = value``: elaborated in the function that uses it (once per function)."""
+
+    __slots__ = ("node", "scope")
+
+    def __init__(self, node: Any, scope: "Scope"):
+        self.node = node
+        self.scope = scope
+
+
 class Scope:
-    """Lexical scope: a dict of names, and the parent scope."""
+    """Lexical scope: a dict of names, and the parent scope.
 
-    __slots__ = ("names", "parent", "values_visible")
+    ``values_visible`` is false at the body of a top-level function: the values of the program
+    outside it are not captured (functions, structs and constants are).  ``function`` is true at
+    the body of every function or closure: assignments do not reach past it."""
 
-    def __init__(self, parent: "Scope | None" = None, values_visible: bool = True):
+    __slots__ = ("names", "parent", "values_visible", "function")
+
+    def __init__(self, parent: "Scope | None" = None, values_visible: bool = True,
+                 function: bool = False):
         self.names: dict[str, Any] = {}
         self.parent = parent
-        # False for the scope boundary of a function body: outer *values* are not captured.
         self.values_visible = values_visible
+        self.function = function or not values_visible
 
     def lookup(self, name: str) -> tuple[Any, bool]:
         """(binding, crossed a function boundary) or (None, ...)."""
@@ -107,7 +195,57 @@ class Scope:
             s = s.parent
         return None, crossed
 
+    def owner(self, name: str) -> "Scope | None":
+        """The scope of the current function that binds ``name`` (where an assignment goes)."""
+        s: Scope | None = self
+        while s is not None:
+            if name in s.names:
+                return s
+            if s.function:
+                return None
+            s = s.parent
+        return None
 
+    def chain(self) -> set[int]:
+        """The ids of this scope and its ancestors."""
+        out = set()
+        s: Scope | None = self
+        while s is not None:
+            out.add(id(s))
+            s = s.parent
+        return out
+
+
+def suggest(name: str, candidates: Any, prefix: str = "") -> str | None:
+    """A "did you mean" help line: the closest of ``candidates`` to ``name``, if any is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    return f"did you mean `{prefix}{close[0]}`?" if close else None
+
+
+def _shape_text(shape: Any) -> str:
+    from mind.spec.dims import format_dim
+
+    return "[" + ", ".join(format_dim(d) for d in shape) + "]"
+
+
+#: How ``describe`` words each kind of compile-time value.
+_DESCRIBE: dict[type, Any] = {
+    Value: lambda v: f"a {v.type.dtype.value}{_shape_text(v.type.shape)} tensor",
+    Lit: lambda v: f"a {v.kind} literal",
+    ArrLit: lambda v: f"a {v.kind} array literal of shape {_shape_text(v.shape)}",
+    Tup: lambda v: f"a tuple of {len(v.items)}",
+    StructVal: lambda v: f"a `{v.info.name}`",
+    FnRef: lambda v: f"the function `{v.node.name}`",
+    Closure: lambda v: "a closure",
+}
+
+
+def describe(v: Any) -> str:
+    """A compile-time value's kind and type in words, for messages."""
+    words = _DESCRIBE.get(type(v))
+    return words(v) if words is not None else "a value"
 
 
 #: Op results are named by their index, ``str(index)``; the names of the first ``NAMED_RESULTS``

@@ -9,16 +9,16 @@ HELP = "type-check a MIND source file (exit 0 ok, 1 diagnostics, 2 unreadable)"
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a MIND source (.mind) or Core IR (.mir) file")
+    p.add_argument("file", help="a MIND source (.mind), Core IR (.mir) or public MIND IR (.ir) file")
     p.add_argument("--json", action="store_true", help="print the result (or the diagnostics) as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     from mind.cli.output import emit_json
     from mind.ir.printer import format_signature
-    from mind.loader import load_module
+    from mind.cli.program import load_program
 
-    module, _ = load_module(args.file)
+    module, _ = load_program(args.file)
     if args.json:
         emit_json({"ok": True, "file": args.file, "diagnostics": [],
                    "functions": [{"name": f.name, "signature": format_signature(f)}

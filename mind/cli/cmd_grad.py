@@ -10,7 +10,7 @@ HELP = "generate and print the gradient IR of a function (reverse-mode autodiff 
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a MIND source (.mind) or Core IR (.mir) file")
+    p.add_argument("file", help="a MIND source (.mind), Core IR (.mir) or public MIND IR (.ir) file")
     p.add_argument("--fn", dest="fn", metavar="NAME", help="function to differentiate (default: main, or the only one)")
     p.add_argument("--wrt", metavar="A,B", help="comma-separated parameters (default: every float parameter)")
     p.add_argument("--loss", type=int, default=0, metavar="INDEX", help="index of the scalar result to differentiate")
@@ -22,18 +22,22 @@ def run(args: argparse.Namespace) -> int:
     from mind.cli.output import emit_json
     from mind.compiler.autodiff import grad_function
     from mind.ir.core import Module
-    from mind.loader import load_module
+    from mind.cli.program import load_program
     from mind.calling import select_function
 
-    from mind.diagnostics import MindError
+    from mind.diagnostics import Diagnostic, MindError
 
-    module, sources = load_module(args.file)
+    module, sources = load_program(args.file)
     fn = select_function(module, args.fn)
     wrt = [w.strip() for w in args.wrt.split(",") if w.strip()] if args.wrt else None
     try:
         gfn = grad_function(fn, args.loss, wrt)
     except MindError as exc:
         exc.sources.update(sources)
+        if fn.span is not None:  # a value of the function without a location: point at the function
+            exc.diagnostics = [d if d.span is not None else
+                               Diagnostic(d.code, d.message, fn.span, d.label, d.help, d.notes, d.severity)
+                               for d in exc.diagnostics]
         raise
     out = Module([gfn])
     text = out.text()

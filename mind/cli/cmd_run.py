@@ -22,7 +22,7 @@ _FOLDER_RULES = ("(created if absent; an existing folder must be empty or hold o
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a MIND source (.mind) or Core IR (.mir) file")
+    p.add_argument("file", help="a MIND source (.mind), Core IR (.mir) or public MIND IR (.ir) file")
     p.add_argument("--fn", dest="fn", metavar="NAME", help="function to run (default: main, or the only one)")
     p.add_argument("--input", action="append", default=[], metavar="NAME=PATH.npy",
                    help="an argument from a .npy file (repeatable)")
@@ -82,9 +82,9 @@ def _safe(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mind.loader import load_module
+    from mind.cli.program import load_program
 
-    module, sources = load_module(args.file)
+    module, sources = load_program(args.file)
     try:
         return _run(args, module)
     except MindError as exc:  # run-time diagnostics point into the program's text

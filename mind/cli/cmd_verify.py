@@ -210,6 +210,12 @@ def run_dump(args: argparse.Namespace) -> int:
     from mind.verify.dump import verify_text
 
     text = read_source(args.dump)
+    if args.dump.endswith(".mind"):
+        from mind.diagnostics import error
+
+        raise error("E7002", f"`{args.dump}` is MIND source; `mind verify` checks IR dumps",
+                    help=f"check MIND source with `mind check {args.dump}`; `mind ir {args.dump}` prints "
+                         "its Core IR, which `mind verify` accepts")
     limits = SolverLimits(args.rlimit or DEFAULT_LIMITS.rlimit, args.timeout or DEFAULT_LIMITS.timeout_s)
     rep = verify_text(text, args.dump, args.format, limits)
     if args.emit_core and rep.module is not None:

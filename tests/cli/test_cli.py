@@ -158,3 +158,31 @@ def test_non_utf8_source(tmp_path, capsys):
 def test_run_out_to_an_unwritable_place_is_e7003(capsys):
     assert main(["run", QUICK, "--out", "/proc/mind-cannot-create-this"]) == 2
     assert "E7003" in capsys.readouterr().err
+
+
+def test_ir_emit_mlir_of_a_symbolic_function_takes_shapes(tmp_path, capsys):
+    from mind.cli.main import main
+
+    path = tmp_path / "sym.mind"
+    path.write_text("fn f(x: Tensor<f32, [B, 3]>) -> Tensor<f32, [B, 3]> { x * 2.0 }\n")
+    assert main(["ir", str(path), "--emit", "mlir"]) == 1
+    assert "--shapes x=f32[4,3]" in capsys.readouterr().err
+    assert main(["ir", str(path), "--emit", "mlir", "--shapes", "x=f32[4,3]"]) == 0
+    assert "tensor<4x3xf32>" in capsys.readouterr().out
+    assert main(["ir", str(path), "--shapes", "x=f32[4,2]"]) == 2
+    assert "extent 2 where @f declares 3" in capsys.readouterr().err
+
+
+def test_argument_shape_errors_read_naturally(tmp_path, capsys):
+    import numpy as np
+
+    from mind.cli.main import main
+
+    src = tmp_path / "s.mind"
+    src.write_text("fn f(x: Tensor<f32, [B, 3]>, y: Tensor<f32, [B]>) -> Tensor<f32, [B, 3]> { x }\n")
+    np.save(tmp_path / "x.npy", np.ones((4, 4), np.float32))
+    np.save(tmp_path / "y.npy", np.ones(5, np.float32))
+    assert main(["run", str(src), "--backend", "reference", "--input", f"x={tmp_path / 'x.npy'}",
+                 "--input", f"y={tmp_path / 'y.npy'}"]) == 1
+    err = capsys.readouterr().err
+    assert "has extent 4, expected 3\n" in err and "has extent 5, expected B = 4" in err

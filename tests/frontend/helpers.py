@@ -25,3 +25,12 @@ def diags_of(source: str | bytes, filename: str = "t.mind"):
     with pytest.raises(MindError) as info:
         parse(source, filename)
     return info.value.diagnostics
+
+
+def compile_diagnostics(source: str, filename: str = "t.mind"):
+    """Compile ``source`` expecting failure; return every diagnostic."""
+    from mind.compiler.frontend.api import compile_source
+
+    with pytest.raises(MindError) as info:
+        compile_source(source, filename)
+    return info.value.diagnostics

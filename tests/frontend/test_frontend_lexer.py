@@ -84,10 +84,11 @@ def test_e1001_invalid_utf8():
 
 
 def test_e1002_invalid_character():
-    assert lex_error("let a = 1\nlet b = a # 2") == [("E1002", 2, 11, 12)]
-    assert lex_error("let é = 1") == [("E1002", 1, 5, 6)]
-    assert lex_error("a & b") == [("E1002", 1, 3, 4)]
+    assert lex_error("let a = 1\nlet b = a $ 2") == [("E1002", 2, 11, 12)]
+    assert lex_error("let x² = 1") == [("E1002", 1, 6, 7)]  # not an identifier character
+    assert lex_error("a ~ b") == [("E1002", 1, 3, 4)]
     assert lex_error("a\x00") == [("E1002", 1, 2, 3)]
+    assert lex_error("a\u00a0b") == [("E1002", 1, 2, 3)]  # a no-break space
 
 
 def test_e1003_unterminated_string():
@@ -112,12 +113,12 @@ def test_e1006_unterminated_block_comment():
 
 
 def test_several_lexical_errors_are_all_reported():
-    codes = [c for c, *_ in lex_error('a # b\n1x\n"bad \\q"\n"open')]
+    codes = [c for c, *_ in lex_error('a $ b\n1x\n"bad \\q"\n"open')]
     assert codes == ["E1002", "E1005", "E1004", "E1003"]
 
 
 def test_lexical_errors_are_capped():
-    assert len(lex_error("#" * 100)) == lexer.MAX_ERRORS
+    assert len(lex_error("$" * 100)) == lexer.MAX_ERRORS
 
 
 def test_e1012_size_limit(monkeypatch):
@@ -130,3 +131,40 @@ def test_error_renders_with_caret():
         tokenize("let a = 12abc", "t.mind")
     text = str(info.value)
     assert "error[E1005]" in text and "t.mind:1:9" in text and "        ^^^^^" in text
+
+
+@pytest.mark.parametrize("text, value", [("0x2A", 42), ("0XfF", 255), ("0b1010", 10), ("0o52", 42),
+                                         ("0x_ff".replace("_", ""), 255), ("0b1_0", 2)])
+def test_radix_literals(text, value):
+    from mind.compiler.frontend.parser import parse_expr
+
+    assert kinds(text) == ["RADIX", "EOF"]
+    assert parse_expr(text).value == value
+
+
+@pytest.mark.parametrize("text", ["0x", "0b12", "0o8", "0xg", "0x1.5"])
+def test_bad_radix_literals(text):
+    assert lex_error(text)[0][0] == "E1005"
+
+
+def test_unicode_identifiers():
+    assert tokenize("let α = 1; let größe = α; 変数 + _ñ1").pairs()[:4] == [
+        ("let", "let"), ("IDENT", "α"), ("=", "="), ("INT", "1")]
+    assert [k for k in kinds("変数 + _ñ1")] == ["IDENT", "+", "IDENT", "EOF"]
+
+
+def test_new_operators_and_punctuation():
+    assert kinds("a += 1 % b .. c ..= d ... #[x] &y ^z -= *= /= %=")[:-1] == [
+        "IDENT", "+=", "INT", "%", "IDENT", "..", "IDENT", "..=", "IDENT", "...", "#", "[", "IDENT", "]",
+        "&", "IDENT", "^", "IDENT", "-=", "*=", "/=", "%="]
+    assert kinds("0..n")[:-1] == ["INT", "..", "IDENT"]  # not the float `0.`
+
+
+def test_a_line_starting_with_a_binary_operator_continues_the_statement():
+    assert kinds("a\n  + b\n  .sum()\n- c")[:-1] == ["IDENT", "+", "IDENT", ".", "IDENT", "(", ")", "NL", "-",
+                                                    "IDENT"]
+
+
+def test_new_keywords():
+    words = "mut if else for in while loop break continue struct pub as const match"
+    assert kinds(words)[:-1] == words.split()

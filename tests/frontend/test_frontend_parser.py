@@ -128,12 +128,13 @@ def test_type_spans():
 def test_greater_equal_after_type_is_split():
     m = parse("let x: tensor<f32[2]>= 1")
     assert dump(m.stmts[0]) == \
-        "(Let (NamePattern x) (TensorType f32 [(Dim 2)] False compact) (IntLit 1))"
+        "(Let (NamePattern x) (TensorType f32 [(Dim 2)] False compact) (IntLit 1) False)"
 
 
 def test_bad_types():
     assert [c for c, *_ in errors_of("let a: Tensor<f33, [1]> = 1")] == ["E1010"]
-    assert [c for c, *_ in errors_of("let a: Foo = 1")] == ["E1010"]
+    assert [c for c, *_ in errors_of("let a: &Foo = 1")] == ["E1013"]  # references
+    assert [c for c, *_ in errors_of("let a: [f32; 3] = 1")] == ["E1013"]  # array types
     assert [c for c, *_ in errors_of("let a: Tensor<f32, [1.5]> = 1")] == ["E1010"]
 
 
@@ -157,7 +158,7 @@ def test_statements():
     assert dump(m) == (
         "(Module [(Import [tensor zeros] None) (Import [tensor] [ones relu]) (Import [std tensor] None) "
         "(Let (TuplePattern [(NamePattern a) (TuplePattern [(NamePattern b) (NamePattern _)])]) None "
-        "(Call (Name f) [(Name x)] [] f)) (Assign c (Binary + (Name a) (Name b)))] None)")
+        "(Call (Name f) [(Name x)] [] f) False) (Assign (Name c) None (Binary + (Name a) (Name b)))] None)")
     assert [i.path for i in m.imports] == [("tensor", "zeros"), ("tensor",), ("std", "tensor")]
 
 

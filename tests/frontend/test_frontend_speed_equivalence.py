@@ -26,8 +26,9 @@ FILES = sorted(BENCH.glob("*.mind")) + sorted(EXAMPLES.glob("*.mind"))
 CORPUS = [p.read_text() for p in FILES]
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 ALPHABET = st.sampled_from(
-    list("letfnreturnimportTensor[]()<>{}|,;:.=+-*/@!&?\"\\ \n\t\r0123456789eE_xyz#é'")
-    + ["//", "/*", "*/", "\n", "  ", "->", "::", "1.5", ".5", "2.", "1e-3", "1_0", "\\u{41}"])
+    list("letfnreturnimportTensor[]()<>{}|,;:.=+-*/@!&?\"\\ \n\t\r0123456789eE_xyz#é'%^²\u00a0")
+    + ["//", "/*", "*/", "\n", "  ", "->", "::", "1.5", ".5", "2.", "1e-3", "1_0", "\\u{41}", "0x", "0b1", "..",
+       "...", "+=", "if", "α"])
 FRAGMENTS = ["let", "fn", "return", "import", "(", ")", "[", "]", "{", "}", "<", ">", ",", ";",
              "\n", "\n\n", "|", "||", "&&", "==", "->", "::", "=", "Tensor", "tensor", "f32", "x",
              "1", "2.5", '"s"', '"a\\n"', "/*", "*/", "/* c */", "/* c\n */", "// c\n", "-", "!",
