@@ -44,13 +44,8 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
 )
 
 #: Violations still being removed (each names the modules on both sides; the test reports every
-#: file:line).  Remove an entry when its import is gone.
-KNOWN_VIOLATIONS: frozenset[str] = frozenset({
-    # The CPU backend's shared schedule constants and call-backs (removed by the backend's split
-    # into a target-neutral middle and the CPU parts).
-    "cycle: mind.compiler.backend.cpu.conv_schedule, mind.compiler.backend.cpu.library_calls,"
-    " mind.compiler.backend.cpu.transforms",
-})
+#: file:line).  None: a new one fails the test, and an entry here needs a reason written beside it.
+KNOWN_VIOLATIONS: frozenset[str] = frozenset()
 
 
 def package_modules(root: str = ROOT) -> dict[str, str]:

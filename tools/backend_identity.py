@@ -46,7 +46,7 @@ def _sha(data: str | bytes) -> str:
 # (the one place that names the backend's functions: kept in step with the backend's API)
 
 def _mlir(fn: Any, env: dict[str, int]) -> tuple[str, str]:
-    from mind.compiler.backend.cpu.emit import emit_mlir
+    from mind.compiler.backend.linalg.emit import emit_mlir
     return emit_mlir(fn, env)
 
 

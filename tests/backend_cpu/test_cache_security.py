@@ -209,7 +209,7 @@ def test_two_cached_kernels_load_side_by_side_in_one_process(tmp_path):
 
 
 def test_signatures_come_from_the_program():
-    from mind.compiler.backend.cpu.emit import emit_mlir
+    from mind.compiler.backend.linalg.emit import emit_mlir
     text, name = emit_mlir(F, {})
     assert mlir_signature(text, name) == kernel_signature(F, {})
     assert mlir_signature(K.matmul(4, 8, 2), "mm").outputs[0].shape == (4, 2)

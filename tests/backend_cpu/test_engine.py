@@ -15,8 +15,10 @@ from mind.compiler.backend.cpu.cache import KernelCache
 from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir
 from mind.compiler.backend.cpu.kernel_library import host_isa
 from mind.compiler.backend.cpu.options import CpuOptions
-from mind.compiler.backend.cpu.pipeline import PassSpec, PipelineError, full_pipeline, lower_to_llvm
-from mind.compiler.backend.cpu.transforms import choose_matmul_tiles, largest_divisor_at_most
+from mind.compiler.backend.cpu.pipeline import full_pipeline, lower_to_llvm
+from mind.compiler.backend.linalg.pipeline import PassSpec, PipelineError
+from mind.compiler.backend.cpu.transforms import choose_matmul_tiles
+from mind.compiler.backend.linalg.transform_script import largest_divisor_at_most
 from mind.diagnostics import MindError
 
 HERE = os.path.dirname(__file__)
@@ -237,7 +239,7 @@ def test_importing_mind_does_not_import_mlir():
 _WARM_FN = textwrap.dedent("""
     import sys, numpy as np
     sys.path.insert(0, {here!r})
-    import mind.compiler.backend.cpu.emit as E
+    import mind.compiler.backend.linalg.emit as E
     from mind.compiler.backend.cpu import api
     from mind.ir.parser import parse_module
     fn = parse_module("func @f(%a: f32[B, 3], %b: f32[B, 3]) -> (f32[B, 3]) {{\\n"

@@ -34,7 +34,7 @@ from mind.reference.memory import CHECK_FROM, check_memory
 
 from .abi import ELEMENT_TYPES, ArgSpec, Signature
 from .cache import ir_cache_key
-from .emit import ELEM, emit_mlir, kernel_name, specialize_type
+from ..linalg.emit import ELEM, emit_mlir, kernel_name, specialize_type
 # the engine imports neither MLIR nor llvmlite; importing it here keeps module loading out of the
 # first call (the warm-start path is then printing + hashing the Core IR, a JSON read and a dlopen)
 from .engine import compile_kernel, load_cached

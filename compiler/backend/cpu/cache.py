@@ -114,15 +114,17 @@ def mlir_cache_key(mlir_text: str, func_name: str, fingerprint: dict[str, Any]) 
 
 
 def source_fingerprint() -> str:
-    """``disk.sources_fingerprint`` of the backend's own sources (what turns Core IR into MLIR
-    and object code), once per process.
+    """``disk.sources_fingerprint`` of the backend's own sources (the target-neutral middle that turns
+    Core IR into MLIR and schedules it, and the CPU's parts that make object code), once per process.
 
     The Core-IR key (``ir_cache_key``) does not hash the emitted MLIR, so any edit of the emitter,
-    schedules, pipeline or codegen must miss.
+    schedules, pipelines or codegen must miss.
     """
     fp = _FP.get("source")
     if fp is None:
-        fp = _FP["source"] = sources_fingerprint([("backend/cpu", os.path.dirname(os.path.abspath(__file__)))])
+        here = os.path.dirname(os.path.abspath(__file__))
+        fp = _FP["source"] = sources_fingerprint([("backend/cpu", here),
+                                                  ("backend/linalg", os.path.join(os.path.dirname(here), "linalg"))])
     return fp
 
 

@@ -10,7 +10,7 @@ The recipe (the one IREE uses for CPU convolutions):
    one tap at a time, ``c`` input channels per step.
 3. ``decompose``: a conv_2d whose KH tile and OH tile are 1 becomes ``linalg.conv_1d_nwc_wcf``, which
    the linalg vectorizer turns into a ``vector.contract`` ``[ow x c] * [c x f] -> [ow x f]``.
-4. ``vectorize``; the shared vector lowering of ``transforms`` then hoists the accumulator out of the
+4. ``vectorize``; the vector lowering of ``transforms`` then hoists the accumulator out of the
    reduction loops (``hoist_loop_invariant_subsets``) and lowers the contraction to outer products:
    each step is ``ow`` broadcasts of input values, ``f / lanes`` filter loads and ``ow * f / lanes``
    FMAs on accumulators that stay in zmm registers.
@@ -58,11 +58,12 @@ from typing import Any
 
 from mind.spec.record import FrozenRecord
 
+from ..linalg.payload import static_shape
+from ..linalg.transform_script import SCHED_ATTR, largest_divisor_at_most, sizes
+
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
-from .transforms import SCHED_ATTR, largest_divisor_at_most
-
-__all__ = ["ConvTiles", "block_cost", "choose_conv_tiles", "conv_section", "plan_conv", "CONV_OP"]
+__all__ = ["ConvTiles", "block_cost", "choose_conv_tiles", "conv_section", "plan_conv", "feeds_conv", "CONV_OP"]
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
 
@@ -139,10 +140,6 @@ def choose_conv_tiles(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int
     return best[1]
 
 
-def _sizes(ts: list[int]) -> str:
-    return "[" + ", ".join(str(t) for t in ts) + "]"
-
-
 def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, pad_hops: int = 0,
                  fuse_epilogue: bool = False) -> str:
     """The transform-script section scheduling the conv tagged ``tag`` (see the module docstring).
@@ -170,16 +167,16 @@ def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, pad_hops: int =
     if fuse_epilogue:
         s += f"    %ce{tag} = transform.get_consumers_of_result {cv}[0] : ({a}) -> {a}\n"
         s += (f"    %cet{tag}, {cpf} = transform.structured.tile_using_forall %ce{tag} tile_sizes "
-              f"{_sizes([1, 1, t.ow, t.f])} : ({a}) -> ({a}, {a})\n")
+              f"{sizes([1, 1, t.ow, t.f])} : ({a}) -> ({a}, {a})\n")
         s += (f"    {cp}, %cpl{tag} = transform.structured.fuse_into_containing_op {cv} into {cpf}"
               f" : ({a}, {a}) -> ({a}, {a})\n")
     else:
-        s += (f"    {cp}, {cpf} = transform.structured.tile_using_forall {cv} tile_sizes {_sizes([1, 1, t.ow, t.f])}"
+        s += (f"    {cp}, {cpf} = transform.structured.tile_using_forall {cv} tile_sizes {sizes([1, 1, t.ow, t.f])}"
               f" : ({a}) -> ({a}, {a})\n")
     if fuse_fill:
         s += (f"    {ff}, {ffl} = transform.structured.fuse_into_containing_op {fl} into {cpf}"
               f" : ({a}, {a}) -> ({a}, {a})\n")
-    s += (f"    {cr}, {crl}:3 = transform.structured.tile_using_for {cp} tile_sizes {_sizes([0, 0, 0, 0, 1, 1, t.c])}"
+    s += (f"    {cr}, {crl}:3 = transform.structured.tile_using_for {cp} tile_sizes {sizes([0, 0, 0, 0, 1, 1, t.c])}"
           f" : ({a}) -> ({a}, {a}, {a}, {a})\n")
     s += f"    {cd} = transform.structured.decompose {cr} : ({a}) -> {a}\n"
     if pad_hops:
@@ -225,15 +222,6 @@ def _fold_fill_section(tag: int, forall: str) -> str:
 
 # ---------------------------------------------------------------- payload inspection (needs MLIR)
 
-def _static_shape(t: Any) -> list[int] | None:
-    from mlir import ir
-    if not isinstance(t, ir.ShapedType):
-        return None
-    if not t.has_static_shape:
-        return None
-    return [int(s) for s in t.shape]
-
-
 def _ints(attr: Any) -> list[int]:
     from mlir import ir
     return [int(v) for v in ir.DenseIntElementsAttr(attr)]
@@ -244,7 +232,7 @@ def plan_conv(op: Any, tag: int) -> str | None:
     from mlir import ir
     if op.name != CONV_OP or len(list(op.operands)) != 3 or len(op.results) != 1:
         return None
-    xs, ws, os_ = (_static_shape(v.type) for v in op.operands)
+    xs, ws, os_ = (static_shape(v.type) for v in op.operands)
     if xs is None or ws is None or os_ is None or len(xs) != 4 or len(ws) != 4 or len(os_) != 4:
         return None
     if 0 in xs or 0 in ws or 0 in os_:
@@ -271,8 +259,29 @@ def plan_conv(op: Any, tag: int) -> str | None:
     init = op.operands[2]
     fuse_fill = isinstance(init, ir.OpResult) and init.owner.name == "linalg.fill"
     # (one image: nothing to split, and a one-iteration forall folds into an extract/insert_slice
-    # pair on the zeros, whose later untying by transforms.untie_shared_inits needs a memref.copy)
+    # pair on the zeros, whose later untying by payload.untie_shared_inits needs a memref.copy)
     return conv_section(tag, t, fuse_fill, _pad_hops(op) if n > 1 else 0, fuse_fill and _fusable_epilogue(op))
+
+
+def feeds_conv(op: Any) -> bool:
+    """Whether a fill initializes a conv or the padding generic in front of one (whose section then
+    fuses the fill itself)."""
+    for use in op.results[0].uses:
+        user = use.owner
+        if user.name == CONV_OP:
+            return True
+        if user.name == "linalg.generic":
+            frontier = [r for r in user.results]
+            for _ in range(2):
+                nxt = []
+                for v in frontier:
+                    for u in v.uses:
+                        if u.owner.name == CONV_OP:
+                            return True
+                        if u.owner.name == "tensor.extract_slice":
+                            nxt.extend(u.owner.results)
+                frontier = nxt
+    return False
 
 
 _EPILOGUE_BODY_OPS = ("tensor.extract", "linalg.index")
@@ -296,7 +305,7 @@ def _fusable_epilogue(op: Any) -> bool:
     kinds = [str(k) for k in g.attributes["iterator_types"]]
     if len(kinds) != 4 or any("parallel" not in k for k in kinds):
         return False
-    if _static_shape(g.results[0].type) != _static_shape(op.results[0].type):
+    if static_shape(g.results[0].type) != static_shape(op.results[0].type):
         return False
     maps = [ir.AffineMapAttr(m).value for m in g.attributes["indexing_maps"]]
     for i, amap in enumerate(maps):
@@ -312,7 +321,7 @@ def _fusable_epilogue(op: Any) -> bool:
         if (i == len(maps) - 1 or i == uses[0].operand_number) and not full:
             return False
     for i, v in enumerate(g.operands):
-        if _static_shape(v.type) is None and isinstance(v.type, ir.ShapedType):
+        if static_shape(v.type) is None and isinstance(v.type, ir.ShapedType):
             return False
         if i != uses[0].operand_number and isinstance(v, ir.OpResult) and v.owner.name == CONV_OP:
             return False  # conv + conv: each section would fuse into the same generic
@@ -340,7 +349,7 @@ def _pad_hops(op: Any) -> int:
         init = owner.operands[len(owner.operands) - 1]
         if not isinstance(init, ir.OpResult) or init.owner.name != "linalg.fill":
             return 0
-        if any(_static_shape(o.type) is None for o in owner.operands) or len(owner.attributes["iterator_types"]) != 4:
+        if any(static_shape(o.type) is None for o in owner.operands) or len(owner.attributes["iterator_types"]) != 4:
             return 0
         return hops
     return 0

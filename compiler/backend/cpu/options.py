@@ -24,7 +24,6 @@ from .cache import KernelCache, host_fingerprint, source_fingerprint, toolchain_
 from .kernel_library import MATMUL_POLICIES, damaged, gemm_object, object_digest, select_isa, LibraryError
 from .openmp import ABIS, preferred_abi
 from .pipeline import MAX_THREADS
-from .transforms import MIN_SCHEDULE_WORK
 
 __all__ = ["CpuOptions", "KNOBS", "AUTO_PARALLEL_MIN_WORK"]
 
@@ -143,11 +142,12 @@ class CpuOptions(FrozenRecord):
     def fingerprint(self) -> dict[str, Any]:
         """Everything of these options and of this machine that the compiled code depends on: the
         cache keys' one source (``cache.ir_cache_key``, ``cache.mlir_cache_key``).  The thread count
-        must be decided (``for_kernel``)."""
+        must be decided (``for_kernel``).  The backend's own sources are part of it, so a changed
+        constant (the schedule's cost model, a pass) misses too."""
         assert isinstance(self.threads, int), "fingerprint of undecided options"
         abi = self.abi if self.threads > 1 else None  # a threaded kernel's code depends on its runtime's ABI
         return {
-            "threads": self.threads, "schedule": self.schedule, "opt": self.opt, "min_work": MIN_SCHEDULE_WORK,
+            "threads": self.threads, "schedule": self.schedule, "opt": self.opt,
             "matmul": self._library_key(),
             "target": host_fingerprint() if self.cpu == "host" else f"{os.uname().machine}|{self.cpu}",
             "toolchain": toolchain_fingerprint(), "sources": source_fingerprint(),
