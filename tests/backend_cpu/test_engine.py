@@ -274,14 +274,14 @@ def test_warm_start_by_core_ir_key_skips_mlir_emission(tmp_path):
 def test_cache_keys_change_with_the_backend_sources_and_toolchain(monkeypatch, fingerprint):
     """Both keys cover the backend's own sources: an edited schedule (``conv_schedule.py``, say)
     acts on the same MLIR text, so the MLIR-text key must miss as well as the Core-IR one."""
-    from mind.compiler.backend.cpu import cache
+    from mind.compiler.backend.cpu import cache, host
     options = CpuOptions.resolve(threads=1, cpu="host")
 
     def keys() -> tuple[str, str]:
         return (cache.mlir_cache_key("module {}", "f", options.fingerprint()),
                 cache.ir_cache_key("func", {}, options.fingerprint()))
     before = keys()
-    getattr(cache, f"{fingerprint}_fingerprint")()  # computed and memoized ...
-    monkeypatch.setitem(cache._FP, fingerprint, "edited")  # ... then as if the files had changed
+    getattr(host, f"{fingerprint}_fingerprint")()  # computed and memoized ...
+    monkeypatch.setitem(host._FACTS, fingerprint, "edited")  # ... then as if the files had changed
     after = keys()
     assert before[0] != after[0] and before[1] != after[1]

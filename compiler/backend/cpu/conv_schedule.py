@@ -32,22 +32,9 @@ row and a broadcast); a row of 1, 2 or 4 whole vectors, or one narrow vector whe
 multiple (other row lengths are scalarized by LLVM); among those, the block of least estimated
 cycles per FMA (``block_cost``: FMA throughput, FMA latency, loads, filter stream from L2), then the
 most accumulators.  Every other case (dynamic shapes, other element types) returns None: the conv
-then becomes scalar loops, as before.
-
-Measured (2-core AMD Zen 5 VM, AVX-512; an FMA loop peaks at about 245 GFLOP/s per core, 237 with
-both cores busy) on the benchmark ``relu(conv2d(x, w) + b)``, x f32[8,56,56,64], w f32[3,3,64,64]
-(1.72 GFLOP), block 6 x 64, c = 1: 1 thread 7.0-7.2 ms (about 240 GFLOP/s; 7.8-8.0 ms with the
-per-tile buffer); 2 threads 3.7-4.0 ms per call (median of one fresh process; 3.78-3.83 over 6-10
-processes, best call 3.52) against 4.0-4.3 ms for PyTorch eager (oneDNN; 4.05-4.25, best 3.72)
-interleaved with them: 6-11 % faster (the previous schedule: 4.1 ms, best 3.75).  Other blocks on
-that shape, 1 thread, relative to 6 x 64: 9 x 32 +1-2 %, 3 x 64 +2-3 %, 6 x 32 +10 %, 18 x 16 +15 %,
-2 x 64 +35 %; c = 2 +10 %, c = 4 or 8 +0-1 %.  Other shapes, 1 thread, against the previous rule
-(most accumulators, rows of up to 4 vectors of any count, at most 12 pixels, per-tile buffer):
-F = 48 or 24 (rows of 3 or 1.5 vectors) 18-31x faster, OW = 13 or 26 (13 x 16 instead of 1 or
-2 x 64) 4.5x and 2x, F = 128 at OW = 28 (7 x 32 instead of 4 x 64) 14-17 %, a 1x1 conv 64 -> 256
-(8 x 32 instead of 4 x 64) 25 %.  Without an epilogue the fill writes the output tile itself (no
-buffer) and its zero stores are kept: they touch the output lines early (that 1x1 conv was 1-3 %
-slower with them folded away).
+then becomes scalar loops.  Without an epilogue the fill writes the output tile itself (no buffer)
+and its zero stores are kept: they touch the output lines early.  ``docs/backend-cpu.md``,
+Measurements, has the timings of the blocks, the cost model's fit and the comparison with PyTorch.
 
 MLIR is imported inside functions only; ``choose_conv_tiles`` and ``conv_section`` are pure.
 """
@@ -73,8 +60,7 @@ _F_VECS = (1, 2, 4)  # filter-row vectors per register block: power-of-two vecto
 # cycles x pixels per FMA of streaming the filter from L2 (each filter vector serves ``ow`` FMAs;
 # the filter of a block is kh x kw x C x f, larger than L1 on the shapes that matter): rows of F
 # read whole (f == F) or strided (f < F: a part of each row, which the prefetchers serve worse).
-# Fitted on 1-thread timings: 4 x 64 of F = 128 is 8-17 % slower than 7 x 32 (3.5 / 4 > 0.5),
-# 4 x 64 of F = 64 is as fast as 7 x 32 or 8 x 32 (1.5 / 4 < 0.5), 3 x 64 of F = 64 2-3 % slower.
+# Fitted on 1-thread timings of the blocks of F = 64 and F = 128 (docs/backend-cpu.md, Measurements).
 _STREAM_WHOLE_ROWS = 1.5
 _STREAM_STRIDED_ROWS = 3.5
 
@@ -112,12 +98,12 @@ def choose_conv_tiles(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int
     Candidates: ``f`` of 1, 2 or 4 whole vectors when F is a multiple of the vector width, else the
     largest divisor of F that fits one vector (a narrow register).  A row of 3 or 5 vectors, or one
     wider than a vector but not a multiple of it (F = 48, 80, 20, 24 as one row), is a vector length
-    LLVM's AVX-512 lowering scalarizes (inserts and shuffles around every FMA): 6 to 8 GFLOP/s
-    instead of 130 to 200.  ``ow``: any divisor of OW within the accumulator budget (24 vectors, so up
+    LLVM's AVX-512 lowering scalarizes (inserts and shuffles around every FMA), an order of magnitude
+    slower.  ``ow``: any divisor of OW within the accumulator budget (24 vectors, so up
     to 24 pixels of one vector).  The block of least ``block_cost`` wins; ties go to more
     accumulators, then to the wider ``f``.
-    ``c`` is 1: one outer product per step, as in the matmul recipe (the input values are broadcast
-    from memory; 2 channels per step measured 10 % slower, 4 or 8 the same).
+    ``c`` is 1: one outer product per step, as in the matmul schedule (the input values are broadcast
+    from memory; more channels per step measured no faster).
     """
     if min(n, oh, ow, f, kh, kw, c) < 1:
         return None
@@ -199,8 +185,8 @@ def _fold_fill_section(tag: int, forall: str) -> str:
     epilogue's result).  The vectorized fill writes a ``1 x 1 x ow x f`` zero vector into its tile and
     the conv reads it back as ``1 x ow x f`` (rank-reduced by ``decompose``), so the read does not
     fold into the write and the tile stays a buffer: a ``malloc``, ``ow * f / lanes`` zero stores and
-    a ``free`` per register block (the benchmark conv: 7.8-8.0 instead of 7.0-7.2 ms on 1 thread).
-    Hoisting the accumulator out of the reduction loops here (what the shared vector lowering does
+    a ``free`` per register block.  Hoisting the accumulator out of the reduction loops here (what the
+    vector lowering does
     later), then dropping the leading unit dims of the transfers, makes the read and the write the
     same shape: the read folds to the zero constant and the write and its buffer die.
     """

@@ -110,6 +110,7 @@ def _load(path: str, sig: Signature, options: CpuOptions, from_cache: bool, sche
 
 _PROC_FD = os.path.isdir("/proc/self/fd")
 _LOADS = itertools.count()
+"""Numbers the ``.load-*`` names this process gives checked libraries (``_dlopen_checked``)."""
 
 
 def _dlopen_checked(fd: int, path: str) -> str:
@@ -312,7 +313,7 @@ def _from_address(jobj: Any, sig: Signature, threads: int, so: str | None, sched
         register_serial_switch(jobj, jobj.data_address(SERIAL_SWITCH))
     symbol = f"_mlir_ciface_{sig.name}"
     addr = jobj.address(symbol)
-    if not addr:  # raw lookups return 0 for a missing symbol (pitfall 6)
+    if not addr:  # a lookup returns 0 for a missing symbol, where it should raise
         raise _fail(f"could not load compiled kernel '{sig.name}': no symbol {symbol}")
     proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (len(sig.inputs) + len(sig.outputs))))
     return Kernel(sig, threads, so or "", False, scheduled, library, jobj, proto(addr))
@@ -354,6 +355,7 @@ class _StoreJob:
 
 _PENDING: set[_StoreJob] = set()
 _PENDING_LOCK = threading.Lock()
+"""The background cache writes of this process still running (``wait_for_cache_writes``)."""
 
 
 def _store_in_background(store: KernelCache, key: str, alias: str | None, objs: list[bytes], libs: list[str],

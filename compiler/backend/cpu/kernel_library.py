@@ -32,6 +32,8 @@ import sys
 from functools import lru_cache
 from typing import Any, Callable
 
+from . import host
+
 __all__ = ["ISAS", "OBJECTS", "LibraryObject", "gemm_object", "object_source", "build_object", "host_isa",
            "select_isa", "object_bytes", "object_digest", "objects_for", "calls_driver",
            "LibraryError", "damaged", "MATMUL_POLICIES", "PREBUILT_DIR", "main"]
@@ -255,23 +257,9 @@ def objects_for(llvm_ir: str, isa: str | None, abi: str | None) -> list[str]:
     return names
 
 
-@lru_cache(maxsize=1)
-def _cpu_flags() -> frozenset[str]:
-    if sys.platform != "linux" or os.uname().machine != "x86_64":
-        return frozenset()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return frozenset(line.partition(":")[2].split())
-    except OSError:
-        pass
-    return frozenset()
-
-
 def host_isa() -> str | None:
     """The best level of ``ISAS`` this machine runs (the kernel's flags, as the OS enables them)."""
-    flags = _cpu_flags()
+    flags = host.cpu_flags()
     for isa in ISAS:
         if _REQUIRED_FLAGS[isa] <= flags:
             return isa

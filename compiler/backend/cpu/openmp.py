@@ -1,9 +1,9 @@
 """Find and load the OpenMP runtime that runs the kernels' parallel loops.
 
 Two ABIs (see ``kmpc_gomp``):
-* ``"gomp"``: GCC's libgomp.  MLIR's ``__kmpc_*`` calls are defined inside the kernel on top of it
-  (``kmpc_gomp.link_kmpc_on_gomp``).  Preferred: it loads in ~0.2 ms and starts its threads in
-  ~0.3 ms, where Intel OpenMP costs every new process 2.5-6 ms before its first parallel loop.
+* ``"gomp"``: GCC's libgomp.  MLIR's ``__kmpc_*`` calls are defined on top of it (``kmpc_gomp``).
+  Preferred: it loads and starts its threads several times faster than Intel OpenMP initializes,
+  which every new process pays before its first parallel loop (``docs/backend-cpu.md``, Threads).
 * ``"kmpc"``: the LLVM/Intel runtime that implements ``__kmpc_*`` itself: pip ``intel-openmp``
   (``libiomp5.so`` in ``<venv>/lib``, a pinned dependency) or Debian ``libomp5-*`` (``libomp.so.5``);
   used when libgomp is absent, when a module needs more of the ABI than the adapter covers, or when
@@ -29,7 +29,9 @@ __all__ = ["load_openmp_runtime", "preferred_abi", "runtime_path", "bind_runtime
 
 ABIS = ("gomp", "kmpc")
 _LOADED: dict[str, ctypes.CDLL] = {}
+"""The OpenMP runtimes loaded into the process (a runtime is never unloaded)."""
 _FOUND: dict[str, str | None] = {}
+"""Where each ABI's runtime is on this machine (searched once per process)."""
 
 
 def runtime_path(abi: str, lib: str | None = None) -> str | None:
@@ -65,7 +67,7 @@ def _search_gomp() -> str | None:
 
 def _search_kmpc() -> str | None:
     for c in (os.path.join(sys.prefix, "lib", "libiomp5.so"), os.path.join(sys.base_prefix, "lib", "libiomp5.so")):
-        if os.path.exists(c):  # the pip runtime: found without the glob over /usr/lib (~0.4 ms)
+        if os.path.exists(c):  # the pip runtime: found without the glob over /usr/lib
             return c
     candidates = sorted(glob.glob("/usr/lib/llvm-*/lib/libomp.so*"), reverse=True)
     candidates += ["/usr/lib/x86_64-linux-gnu/libomp.so.5", "/usr/lib/x86_64-linux-gnu/libiomp5.so"]
@@ -137,7 +139,7 @@ def _load_gomp(path: str) -> ctypes.CDLL:
 # or a JitObject), so that a switch is never written after its code is gone.
 _SWITCHES: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
 _SWITCH_LOCK = threading.Lock()
-_FORKED_CHILD: list[bool] = [False]
+_FORKED_CHILD: list[bool] = [False]  # whether this process was forked after libgomp was loaded
 
 
 def register_serial_switch(owner: Any, address: int) -> None:
@@ -175,15 +177,15 @@ def runtime_defaults() -> str:
     parts = []
     if not any(v in os.environ for v in _AFFINITY_VARS):
         # No thread binding, said explicitly: "none" keeps the placement and the start-up cost of the
-        # default (init ~1.7 ms, first region ~0.5 ms here).  "disabled" saved ~0.3 ms, but a child
-        # forked after the first parallel region then aborts on an assertion in the runtime's
-        # affinity code at its own first region; with "none" the child runs (tested).
+        # default.  "disabled" started a little faster, but a child forked after the first parallel
+        # region then aborts on an assertion in the runtime's affinity code at its own first region;
+        # with "none" the child runs (tested).
         parts.append("KMP_AFFINITY=none")
     if not any(v in os.environ for v in _BLOCKTIME_VARS):
-        # Idle workers spin this long before sleeping.  The default (200 ms) starves other threads
-        # of the process (numpy's OpenBLAS, torch) and of other processes after every kernel; 0
-        # makes every parallel region pay a futex wake-up of the workers (a scheduled matmul enters
-        # one region per K tile).  1 ms covers back-to-back regions and calls.
+        # Idle workers spin this long before sleeping.  The runtime's default (200 ms) starves other
+        # threads of the process (numpy's OpenBLAS, torch) and other processes after every kernel;
+        # 0 makes every parallel region pay a futex wake-up of the workers (a scheduled matmul enters
+        # one region per K tile); 1 ms covers back-to-back regions and calls.
         parts.append(f"KMP_BLOCKTIME={DEFAULT_BLOCKTIME_MS}")
     return "|".join(parts)
 

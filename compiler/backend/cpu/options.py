@@ -20,7 +20,8 @@ from mind.cache_store import SETTING as CACHE_SETTING, SETTINGS as CACHE_SETTING
 from mind.spec.record import FrozenRecord
 
 from ..options import Knob, choice, resolve_knobs
-from .cache import KernelCache, host_fingerprint, source_fingerprint, toolchain_fingerprint
+from .cache import KernelCache
+from .host import host_fingerprint, source_fingerprint, toolchain_fingerprint
 from .kernel_library import MATMUL_POLICIES, damaged, gemm_object, object_digest, select_isa, LibraryError
 from .openmp import ABIS, preferred_abi
 from .pipeline import MAX_THREADS

@@ -82,12 +82,11 @@ def choose_matmul_tiles(m: int, n: int, k: int, elem_bits: int = 32, batch: bool
 
     The block's row is 2 whole vectors when N has an even number of them, 1 when it has an odd
     number, else the largest divisor of N that fits one vector (a narrow register).  Any other row
-    length (24, 20, 48 as 3 vectors) is a vector type LLVM's AVX-512 lowering scalarizes: 9 GFLOP/s
-    instead of 100-200 (256x512 @ 512xN, 1 thread: N = 48 9 -> 194, N = 40 9 -> 119, N = 24
-    9 -> 134, N = 80 9 -> 199).  A row of one whole vector takes 16 rows: 16 accumulators hide the
-    FMA latency and halve the broadcasts per FMA (8 rows: 5 % slower at N = 48).  A narrow row
-    keeps 8: 16 would gain 5-12 % per call on it but unrolls 10 % more code into train_step, whose
-    classifier head is 10 wide (its compile time is what matters there)."""
+    length (24, 20, 48 as 3 vectors) is a vector type LLVM's AVX-512 lowering scalarizes, an order of
+    magnitude slower.  A row of one whole vector takes 16 rows: 16 accumulators hide the FMA latency
+    and halve the broadcasts per FMA.  A narrow row keeps 8: 16 would run a little faster but unrolls
+    more code into train_step, whose classifier head is 10 wide (its compile time is what matters
+    there).  ``docs/backend-cpu.md``, Measurements, has the figures behind each choice."""
     lanes = max(1, REGISTER_BITS // elem_bits)
     if n % lanes == 0:
         reg_n = lanes * (2 if (n // lanes) % 2 == 0 else 1)
@@ -248,11 +247,11 @@ def _plan_matmul(op: Any, tag: int) -> str | None:
 MIN_SCHEDULE_WORK = 8192
 """Default cost model: an op with fewer iterations than this (``op_work``) stays scalar loops.
 
-Scalar loops over a few thousand elements run in a few µs, less than the ~15 µs of argument binding
-every call pays, while each scheduled op costs 5-15 ms of compile (tiling, vector lowering, LLVM),
-most of all the small odd shapes (10-wide rows of a classifier head) whose vectors do not fill a
-register: train_step has 25 such ops of 32x10.  ``schedule="all"`` passes 0 (schedule every op that
-has a plan: what the tests use to exercise the plans on small shapes)."""
+Scalar loops over a few thousand elements cost less per call than the argument binding every call
+pays, while each scheduled op costs milliseconds of compile (tiling, vector lowering, LLVM), most of
+all the small odd shapes (10-wide rows of a classifier head) whose vectors do not fill a register
+(``docs/backend-cpu.md``, Schedules).  ``schedule="all"`` passes 0 (schedule every op that has a plan:
+what the tests use to exercise the plans on small shapes)."""
 
 
 def _plan_fill(op: Any, tag: int) -> str | None:
