@@ -10,16 +10,16 @@ never accumulate: the first op that fails its own bound is the culprit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from mind.reference.accuracy import check_op
 from mind.reference.ops import OP_FUNCTIONS
-from mind.reference.program import FunctionLike
+from mind.reference.program import FunctionLike, OperationLike
 from mind.spec.dims import evaluate
 
-__all__ = ["Divergence", "divergence"]
+__all__ = ["Divergence", "divergence", "reference_result"]
 
 
 @dataclass
@@ -33,6 +33,18 @@ class Divergence:
         return f"first divergence at op #{self.index} `%{self.value} = {self.op}(...)`: {self.detail}"
 
 
+def reference_result(op: OperationLike, operands: Sequence[np.ndarray],
+                     env: Mapping[str, int]) -> tuple[dict[str, Any], np.ndarray]:
+    """The op's attributes with symbolic dims evaluated under ``env``, and the reference's result
+    of the op on ``operands`` (another implementation's own operand values)."""
+    attrs = dict(op.attrs)
+    for key in ("shape", "start", "stop"):
+        if key in attrs:
+            attrs[key] = tuple(evaluate(d, env) for d in attrs[key])
+    with np.errstate(all="ignore"):
+        return attrs, np.asarray(OP_FUNCTIONS[op.op](*operands, **attrs))
+
+
 def divergence(fn: FunctionLike, arrays: Sequence[np.ndarray], env: Mapping[str, int],
                observed: Sequence[np.ndarray]) -> Divergence | None:
     """The first op of ``fn`` whose value in ``observed`` (the implementation's, one per op in
@@ -41,11 +53,7 @@ def divergence(fn: FunctionLike, arrays: Sequence[np.ndarray], env: Mapping[str,
     values: dict[int, np.ndarray] = {id(p): a for p, a in zip(fn.params, arrays)}
     for i, (op, got) in enumerate(zip(fn.ops, observed)):
         operands = [values[id(v)] for v in op.operands]
-        attrs = dict(op.attrs)
-        for key in ("shape", "start", "stop"):
-            if key in attrs:
-                attrs[key] = tuple(evaluate(d, env) for d in attrs[key])
-        want = OP_FUNCTIONS[op.op](*operands, **attrs)
+        attrs, want = reference_result(op, operands, env)
         got = np.asarray(got)
         if got.shape != want.shape or got.dtype != want.dtype:
             return Divergence(i, op.op, op.result.name,

@@ -109,6 +109,8 @@ _TABLE: tuple[tuple[str, str], ...] = (
     ("E7009", "internal compiler error"),
     ("E7010", "cache folder is not safe to use"),
     ("E7011", "damaged cache entry removed and rebuilt"),
+    ("E7012", "audit bundle does not hold what its manifest says"),
+    ("E7013", "audit finding"),
 )
 
 CODES: dict[str, ErrorCode] = {code: ErrorCode(code, title) for code, title in _TABLE}

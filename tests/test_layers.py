@@ -1,4 +1,4 @@
-"""The package's layers, enforced: spec ← reference ← ir ← compiler / verify / conformance ← api ← cli.
+"""The package's layers, enforced: spec ← reference ← ir ← compiler / verify / conformance ← api / audit ← cli.
 
 Every module of the package (found through ``pyproject.toml``'s ``package-dir`` and ``packages``)
 is parsed with ``ast`` and every import is followed: module-level and function-local ones, ``if
@@ -37,10 +37,12 @@ LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (3, "verify", ("mind.verify",)),
     (3, "conformance", ("mind.conformance",)),
     (4, "api", ("mind", "mind.loader")),
-    (5, "cli", ("mind.cli",)),
     # Adapters of other systems for the conformance runner: built on the exporters (compiler) and the
     # protocol (conformance), loaded by name (``python:`` implementations), imported by nothing.
-    (5, "adapters", ("mind.conformance.adapters",)),
+    (4, "adapters", ("mind.conformance.adapters",)),
+    # ``mind audit``: reads the compiler, the verifier and the conformance suite; only the CLI imports it.
+    (4, "audit", ("mind.verify.audit",)),
+    (5, "cli", ("mind.cli",)),
 )
 
 #: Violations still being removed (each names the modules on both sides; the test reports every

@@ -9,7 +9,7 @@ shape equals the operand's for all symbolic dims; attribute formulas for all ext
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 
 def _timed(rule: str, check: str, fn: Callable[[], tuple[str, str]]) -> dict[str, Any]:
@@ -23,28 +23,35 @@ def _timed(rule: str, check: str, fn: Callable[[], tuple[str, str]]) -> dict[str
 
 
 def autodiff_table(*, adjoint_examples: int = 25, random_compositions: int = 4,
-                   checks: tuple[str, ...] = ("sympy", "adjoint", "z3-shape", "fd")) -> list[dict[str, Any]]:
-    """One row per (rule, check): keys rule, check, verdict, detail, time (seconds)."""
+                   checks: tuple[str, ...] = ("sympy", "adjoint", "z3-shape", "fd"),
+                   rules: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """One row per (rule, check): keys rule, check, verdict, detail, time (seconds).  ``rules``
+    (op names) keeps only those rules' rows (``mind audit``: the rules a program's gradients use)."""
+    keep: Callable[[str], bool] = (lambda r: True) if rules is None else (lambda r: r.split("/")[0] in rules)
     rows: list[dict[str, Any]] = []
     if "sympy" in checks:
         from mind.verify.autodiff_sympy import ELEMENTWISE_RULES, prove_rule
 
-        for r in ELEMENTWISE_RULES:
+        for r in filter(keep, ELEMENTWISE_RULES):
             rows.append(_timed(r, "sympy", lambda r=r: prove_rule(r)))
     if "adjoint" in checks:
         from mind.verify.autodiff_adjoint import LINEAR_RULES, run_rule
 
-        for r in LINEAR_RULES:
+        for r in filter(keep, LINEAR_RULES):
             rows.append(_timed(r, "adjoint", lambda r=r: run_rule(r, adjoint_examples)))
     if "z3-shape" in checks:
         from mind.verify.autodiff_z3 import all_proofs
 
         for r, f in all_proofs():
-            rows.append(_timed(r, "z3-shape", f))
+            if keep(r):
+                rows.append(_timed(r, "z3-shape", f))
     if "fd" in checks:
         from mind.verify.autodiff_fd import check_case, random_composition, rule_cases
 
-        for case in rule_cases() + [random_composition(s) for s in range(random_compositions)]:
+        cases = [c for c in rule_cases() if keep(c.name)]
+        if rules is None:
+            cases += [random_composition(s) for s in range(random_compositions)]
+        for case in cases:
             def run(case=case) -> tuple[str, str]:
                 res = check_case(case)
                 return ("passed" if res.ok else "failed",

@@ -20,7 +20,9 @@ and ``wants[i]`` whether operand ``i``'s cotangent is needed; the rule returns o
 
 from __future__ import annotations
 
-from typing import Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator, Sequence
 
 from mind.diagnostics import error
 from mind.ir.builder import FunctionBuilder
@@ -28,6 +30,22 @@ from mind.ir.core import Function, Value
 from mind.ir.printer import format_type
 from mind.spec.ops import OPS
 from mind.spec.ops.vjp import same_shape, scalar, zeros_like
+
+
+#: The ops whose VJP rules the gradients built in this context used (``recording_vjp_rules``).
+_RULES_USED: ContextVar[set[str] | None] = ContextVar("mind_vjp_rules_used", default=None)
+
+
+@contextmanager
+def recording_vjp_rules() -> Iterator[set[str]]:
+    """Collect the names of the ops whose VJP rules ``grad_values`` applies inside the block (what
+    ``mind audit`` lists as the rules a program's gradients rest on)."""
+    used: set[str] = set()
+    token = _RULES_USED.set(used)
+    try:
+        yield used
+    finally:
+        _RULES_USED.reset(token)
 
 
 def _is_float(v: Value) -> bool:
@@ -70,6 +88,7 @@ def grad_values(b: FunctionBuilder, loss: Value, wrt: Sequence[Value], *,
             if id(op.result) in active:
                 relevant.append(op)
     ct: dict[int, Value] = {}
+    used = _RULES_USED.get()
     if id(loss) in active:
         ct[id(loss)] = seed if seed is not None else scalar(b, 1, loss.type.dtype)
     for op in relevant:  # already in reverse program order
@@ -80,6 +99,8 @@ def grad_values(b: FunctionBuilder, loss: Value, wrt: Sequence[Value], *,
         if not any(wants):
             continue
         contributions = OPS[op.op].vjp(b, op, g, wants)
+        if used is not None:
+            used.add(op.op)
         for v, c, want in zip(op.operands, contributions, wants):
             if c is None or not want:
                 continue

@@ -21,23 +21,34 @@ new unless ``rename`` is false and nothing changed).
 
 from __future__ import annotations
 
+from typing import Callable
+
 from mind.ir.core import RESULT_NAMES, Function, Module, Operation, TensorType, Value
 from mind.compiler.passes.cse import COMMUTATIVE, common_subexpression_elimination, cse_rule, op_key
 from mind.compiler.passes.fold import constant_folding, fold_rule
 from mind.compiler.passes.rewrite import RewriteContext, dead_code_elimination, renumber, rewrite
 from mind.compiler.passes.simplify import (NEED_CONST, NEEDS, RULE_OPS, algebraic_simplification, may_fire,
-                                           simplify_rule)
+                                           rule_for, simplify_rule)
 
 MAX_STEPS_PER_OP = 8
 
 
-def combined_rule():
+def combined_rule(observe: Callable[[str], None] | None = None):
+    """Fold → simplify (repeated) → CSE on one op.  ``observe`` (for ``mind audit``) is told what
+    changed each op: ``"fold"``, a rewrite rule's name (``mind.ir.rewrite_rules``) or ``"cse"``."""
     cse = cse_rule()
 
     def rule(op: Operation, operands: tuple[Value, ...], ctx: RewriteContext) -> Value | Operation | None:
         current, changed = op, False
         for _ in range(MAX_STEPS_PER_OP):
-            out = fold_rule(current, current.operands, ctx) or simplify_rule(current, current.operands, ctx)
+            out = fold_rule(current, current.operands, ctx)
+            if out is None:
+                fired = rule_for(current, current.operands, ctx) if observe is not None else None
+                out = simplify_rule(current, current.operands, ctx)
+                if fired is not None and out is not None:
+                    observe(fired.name)  # type: ignore[misc]
+            elif observe is not None:
+                observe("fold")
             if out is None:
                 break
             if isinstance(out, Value):
@@ -45,6 +56,8 @@ def combined_rule():
             current, changed = out, True
         prior = cse(current, current.operands, ctx)
         if prior is not None:
+            if observe is not None:
+                observe("cse")
             return prior
         return current if changed else None
 

@@ -15,7 +15,8 @@ from typing import Any, Sequence
 from mind.diagnostics import MindError, error
 
 # Subcommand modules, in help order.  Each defines NAME, HELP, register(parser) and run(args) -> int.
-COMMANDS = ("cmd_run", "cmd_check", "cmd_ir", "cmd_grad", "cmd_verify", "cmd_spec", "cmd_conformance", "cmd_export")
+COMMANDS = ("cmd_run", "cmd_check", "cmd_ir", "cmd_grad", "cmd_verify", "cmd_audit", "cmd_spec", "cmd_conformance",
+            "cmd_export")
 
 
 class UsageError(Exception):
