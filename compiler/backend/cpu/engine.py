@@ -34,8 +34,7 @@ from .openmp import OpenMPUnavailable, bind_runtime, load_openmp_runtime, regist
 from .options import CpuOptions
 from .outputs import new_output
 
-__all__ = ["Kernel", "compile_kernel", "load_cached", "translate_to_llvm_ir", "mlir_to_llvm_ir",
-           "wait_for_cache_writes"]
+__all__ = ["Kernel", "compile_kernel", "load_cached", "mlir_to_llvm_ir", "wait_for_cache_writes"]
 
 E_BACKEND = "E6012"
 
@@ -400,13 +399,3 @@ def mlir_to_llvm_ir(mlir_text: str, func_name: str, options: CpuOptions) -> Any:
         raise
     except Exception as e:  # noqa: BLE001 - anything from the bindings must not escape as a crash
         raise _fail(f"MLIR compilation of '{func_name}' failed: {type(e).__name__}: {e}") from None
-
-
-def translate_to_llvm_ir(module: Any) -> str:
-    """LLVM IR text of an LLVM-dialect ``mlir.ir.Module`` (mlirTranslateModuleToLLVMIRToString)."""
-    from .lowering import LoweringError
-    from .lowering import translate_to_llvm_ir as _translate
-    try:
-        return _translate(module)
-    except LoweringError as e:
-        raise _fail(str(e)) from None

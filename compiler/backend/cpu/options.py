@@ -72,8 +72,7 @@ KNOBS: tuple[Knob, ...] = (
          "an LLVM/Intel OpenMP runtime to use (then preferred)", env="MIND_OPENMP_LIB", from_env=str,
          shown_default="the runtimes MIND finds"),
 )
-"""Every knob of the CPU backend: keyword, environment variable, default, valid values, what it does
-(``docs/backend-cpu.md`` prints this table)."""
+"""Every knob of the CPU backend (``docs/backend-cpu.md`` prints this table)."""
 
 _FIELDS = tuple(k.name for k in KNOBS) + ("library", "abi", "cpus")
 

@@ -1,19 +1,10 @@
 """One lowering per op of the spec, keyed by the op's name (``LOWERINGS``; a test checks its keys are
 the spec's op list, as ``reference/ops.py``'s are).
 
-Each lowering writes one op application (``OpApplication``: operand values, attributes with symbols
-substituted, result dtype and static shape) with an ``Emitter`` and returns the name of its result.
-The spec's total cases are written out (see ``scalar``); the shapes here are static and concrete.
-
-* Elementwise ops are one ``linalg.generic`` each; broadcasting is in the indexing maps.
-* ``max`` reductions use ``arith.maximumf`` (NaN wins, -0 < +0); an empty window gives -inf,
-  INT_MIN or false; an empty sum gives +0 (else the sum starts at -0, so ``-0 + -0`` stays -0).
-* ``gather`` clamps its indices; ``slice`` steps through a strided map (negative steps included).
-* ``exp``/``log`` are ``mathlib``'s vectorizable polynomials: MLIR lowers vector ``math.exp`` to
-  scalar libm calls.
-* ``conv2d`` is ``linalg.conv_2d_nhwc_hwcf`` (what the targets' conv schedules tile) after an explicit
-  zero fill and copy for its padding and input dilation.
-* Constants are exact: floats as bit patterns, dense data as the hex of its little-endian bytes.
+Each lowering writes one op application (``OpApplication``) with an ``Emitter`` and returns the name
+of its result, keeping the spec's total semantics (``scalar``; ``docs/backend-cpu.md``, Emission):
+an empty sum is +0 (else a sum starts at -0, so ``-0 + -0`` stays -0), an empty max -inf, INT_MIN or
+false; constants are exact (floats as bit patterns, dense data as the hex of its bytes).
 """
 
 from __future__ import annotations
