@@ -42,13 +42,12 @@ the same computations written as functions of their inputs.  Peers that are not 
 skipped.  numpy/torch run with their default thread count, MIND with its automatic thread count (the
 CPU count, 2 here with an OpenMP runtime, for the large programs).  The thread rows measure the
 512x1024x512 matmul and the fused chain at 1 and 2 threads, each in a fresh process, under the OpenMP
-runtime MIND uses (``CpuOptions.abi``) with its idle-wait setting unset (libgomp: its own default,
-``GOMP_SPINCOUNT=300000``, ~9 ms of spinning; Intel OpenMP: MIND's ``KMP_BLOCKTIME=1`` through
-``kmp_set_defaults``), 0 (idle workers sleep at once: every parallel region pays a wake-up) and the
-other runtime setting of ``WAIT_SETTINGS`` (libgomp: ``GOMP_SPINCOUNT=30000``, ~1 ms; Intel OpenMP:
-its own default, ``KMP_BLOCKTIME=200`` ms, which starves other threads); the median and the best
-time are both reported (on a shared machine the median of a multi-threaded kernel measures the
-other processes, the best its capability).  The machine's load average is recorded: other
+runtime MIND uses (``CpuOptions.abi``) with its idle-wait setting unset (MIND's default: idle workers
+spin ~1 ms before sleeping), 0 (they sleep at once: every parallel region pays a wake-up) and the
+runtime's own default (libgomp: ``GOMP_SPINCOUNT=300000``, ~9 ms of spinning; Intel OpenMP:
+``KMP_BLOCKTIME=200`` ms; both starve other threads); the median and the best time are both
+reported (on a shared machine the median of a multi-threaded kernel measures the other processes,
+the best its capability).  The machine's load average is recorded: other
 processes on a 2-core machine distort every multi-threaded figure.
 """
 
@@ -362,10 +361,8 @@ def child_percall(name: str, budget: float) -> dict:
     return res
 
 
-WAIT_SETTINGS = {"gomp": ("GOMP_SPINCOUNT", "30000"), "kmpc": ("KMP_BLOCKTIME", "200")}
-"""OpenMP ABI -> (the variable of its idle-wait setting, the value measured beside unset and 0: a
-~1 ms spin for libgomp, whose own default is ~9 ms; the runtime's own default for Intel OpenMP, which
-MIND sets to 1 ms)."""
+WAIT_SETTINGS = {"gomp": ("GOMP_SPINCOUNT", "300000"), "kmpc": ("KMP_BLOCKTIME", "200")}
+"""OpenMP ABI -> (the variable of its idle-wait setting, the runtime's own default value)."""
 
 
 def child_threads(threads: int) -> dict:
@@ -390,7 +387,7 @@ def child_threads(threads: int) -> dict:
     abi = run.options.abi
     var, _ = WAIT_SETTINGS[abi or "kmpc"]
     return {"threads": threads, "mind_threads": k.threads, "openmp": abi,
-            "wait": f"{var}={os.environ.get(var, 'unset')}",
+            "wait": f"{var}={os.environ.get(var, 'unset (MIND default)')}",
             "mind_gflops": fl / t_kernel / 1e9, "numpy_gflops": fl / t_numpy / 1e9,
             "mind_gflops_best": fl / b_kernel / 1e9, "numpy_gflops_best": fl / b_numpy / 1e9,
             "mind_chain_gbs": gb / t_chain, "numpy_best_chain_gbs": gb / t_np_chain,
@@ -491,8 +488,8 @@ def main(quick: bool = False) -> dict:
             rows[name] = row
         threads_rows = []
         from mind.compiler.backend.cpu.options import CpuOptions
-        var, other = WAIT_SETTINGS[CpuOptions.resolve().abi or "kmpc"]
-        for wait in (None, "0", other):
+        var, own_default = WAIT_SETTINGS[CpuOptions.resolve().abi or "kmpc"]
+        for wait in (None, "0", own_default):
             for t in (1, 2):
                 env = {"OPENBLAS_NUM_THREADS": str(t), "OMP_NUM_THREADS": str(t)}
                 if wait is not None:

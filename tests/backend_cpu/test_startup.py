@@ -277,8 +277,8 @@ _WARM_THREADED = textwrap.dedent("""
 @pytest.mark.parametrize("abi", ["gomp", "kmpc"])
 def test_warm_start_of_a_threaded_kernel_loads_its_runtime_with_mind_defaults(tmp_path, abi):
     """A threaded kernel loaded from the cache (no MLIR) loads the runtime it was built for, with
-    MIND's defaults (Intel: blocktime 1 ms through ``kmp_set_defaults``; libgomp: its own, the
-    environment untouched), before its first parallel region, and computes the right result."""
+    MIND's defaults (Intel: blocktime 1 ms; libgomp: the spin count set only while it loads), before
+    its first parallel region, and computes the right result."""
     from mind.compiler.backend.cpu import openmp
     if abi == "kmpc":
         env = _kmpc_env()

@@ -122,16 +122,31 @@ def load_openmp_runtime(abi: str, lib: str | None = None) -> str | None:
 
 
 GOMP_SPIN_VARS = ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")
-"""libgomp's idle-wait settings.  libgomp reads them from the environment once, when it is loaded,
-and has no call that changes them later, so MIND leaves them to the user: it never writes the
-process's environment (another thread may read it meanwhile, and children inherit it).  See
-``docs/backend-cpu.md``, Threads, for what they cost and what to set."""
+"""libgomp's idle-wait settings, which the user's environment may decide."""
+DEFAULT_GOMP_SPINCOUNT = 30000
+"""Idle workers spin this many iterations (about 1 ms here) before sleeping; libgomp's own default
+(300000, about 9 ms of a core after every parallel region) halves a threaded kernel's throughput
+when another process wants the cores (``docs/backend-cpu.md``, Threads)."""
 
 
 def _load_gomp(path: str) -> ctypes.CDLL:
-    """Load libgomp with its own settings; registers the fork handler (``serial_after_fork``)."""
+    """Load libgomp with ``GOMP_SPINCOUNT`` at MIND's default unless the environment decides it;
+    registers the fork handler (``serial_after_fork``).
+
+    Why through the environment: libgomp reads its spin count in its load-time constructor, from the
+    environment only, and exports no call that sets it (unlike Intel OpenMP's ``kmp_set_defaults``,
+    which ``_set_runtime_defaults`` uses).  So the variable is set for the ``dlopen`` alone, under
+    ``_LOAD_LOCK``, and removed at once: child processes see the user's environment.  This is the one
+    write of the environment in the backend; the settings of MIND itself are never read from it below
+    the front door (``options``)."""
     os.register_at_fork(after_in_child=_after_fork_in_child)
-    return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    if any(v in os.environ for v in GOMP_SPIN_VARS):
+        return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    os.environ["GOMP_SPINCOUNT"] = str(DEFAULT_GOMP_SPINCOUNT)
+    try:
+        return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    finally:
+        os.environ.pop("GOMP_SPINCOUNT", None)
 
 
 # Fork safety (libgomp's threads do not survive a fork; see kmpc_gomp.SERIAL_SWITCH): the serial
