@@ -10,7 +10,7 @@ are built from the same passes.  This module imports nothing from MLIR.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from mind.spec.record import FrozenRecord
 from typing import Callable, Mapping
 
 __all__ = ["PassSpec", "Pipeline", "PipelineError", "bufferize", "prefusion", "pass_spec", "MAX_THREADS"]
@@ -71,12 +71,17 @@ _KNOWN: dict[str, dict[str, Callable[[object], bool]]] = {
 }
 
 
-@dataclass(frozen=True)
-class PassSpec:
+class PassSpec(FrozenRecord):
     """One pass with its options, e.g. ``PassSpec("convert-scf-to-openmp", (("num-threads", 2),))``."""
 
+    __slots__ = ("name", "options")
+
     name: str
-    options: tuple[tuple[str, object], ...] = ()
+    options: tuple[tuple[str, object], ...]
+
+    def __init__(self, name: str, options: tuple[tuple[str, object], ...] = ()) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "options", options)
 
     def validate(self) -> None:
         allowed = _KNOWN.get(self.name)
@@ -114,11 +119,15 @@ def pass_spec(name: str, **options: object) -> PassSpec:
 _p = pass_spec
 
 
-@dataclass(frozen=True)
-class Pipeline:
+class Pipeline(FrozenRecord):
     """An ordered tuple of passes nested under ``builtin.module``."""
 
+    __slots__ = ("passes",)
+
     passes: tuple[PassSpec, ...]
+
+    def __init__(self, passes: tuple[PassSpec, ...]) -> None:
+        object.__setattr__(self, "passes", passes)
 
     def __add__(self, other: "Pipeline") -> "Pipeline":
         return Pipeline(self.passes + other.passes)
