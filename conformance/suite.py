@@ -30,7 +30,7 @@ from mind.spec.ops import OPS
 from mind.spec.version import SPEC_VERSION
 
 SUITE_NAME = "mind-core-ir"
-SUITE_VERSION = "1.0.0"
+SUITE_VERSION = "1.1.0"
 MANIFEST_FORMAT = "mind-conformance-manifest/1"
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -28,6 +28,24 @@ Classes
     As ``sum`` with ``Σ|a_k · b_k|`` over the products of one result element and ``n`` the contraction
     length (``K`` for matmul, ``KH · KW · C`` for conv2d, counting padding and dilation holes).
 
+Overflow in ``sum`` and ``dot``
+    Higham's bound assumes that no intermediate value overflows.  Let ``Ω`` be the dtype's largest
+    finite value (f32 ``(2 − 2^-23)·2^127``, f64 ``(2 − 2^-52)·2^1023``) and ``S`` the exact
+    ``Σ|x_i|`` (``Σ|a_k · b_k|``) over the *finite* terms of one result element.  Where
+    ``(1 + γ(n)) · S ≥ Ω`` (that is ``S ≥ (1 − n·u) · Ω``), the result may also be NaN, and, where
+    every term is finite, ``+inf`` or ``-inf``, whatever the exact result; a finite result must
+    still meet the bound.  Why this threshold: in every summation order each computed product and
+    partial sum of finite terms has magnitude at most ``(1 + γ(n)) · S`` as long as nothing
+    overflowed, so below it nothing can overflow (the rule adds nothing), and above it an
+    implementation that accumulates in the dtype itself, in an order the spec leaves free, may
+    overflow to ±inf, ``inf − inf`` gives NaN, and an infinite term of the other sign turns the
+    exact ±inf into NaN.  This is the practice of numerical libraries: Higham's model, like the
+    error analyses of BLAS and LAPACK, assumes no overflow; the reference BLAS ``SDOT``
+    accumulates in single precision (``DSDOT`` is the separate routine that accumulates in
+    double); StableHLO leaves the order of a reduction to the implementation (a binary tree of its
+    choosing) and gives overflow IEEE's default result, ±inf.  Requiring a wider accumulator
+    instead would halve the speed of every f32 reduction.
+
 Integer and bool results are always exact, whatever the class: integer arithmetic wraps modulo
 ``2^bits`` and is fully specified.
 
@@ -39,7 +57,15 @@ reference's ``expected`` and therefore allows the sum of both sides' bounds:
 * ULP classes: ``ulp_distance(actual, expected) ≤ ULP_BOUNDS[dtype] + REFERENCE_ULP`` -- the reference
   computes f32 ``exp``/``log`` in f64 and rounds once, and f64 with the platform libm, both within
   ``REFERENCE_ULP = 1`` of the exact result.
-* ``sum``/``dot``: ``|actual - expected| ≤ 2 · (γ(n) · abs_sum + n · η)``.
+* ``sum``/``dot``: ``|actual - expected| ≤ 2 · (γ(n) · abs_sum + n · η)``; and the overflow rule
+  where ``(1 + γ(n))² · S ≥ Ω`` (the reference's ``S`` carries a relative error of at most γ(n)
+  itself).  ``S`` is the ``finite_abs_sum`` argument (``mind.reference.accuracy.check_op`` computes
+  it from the operands); without it, ``abs_sum`` where the terms are known to be finite (the
+  expected value, or ``abs_sum``, is finite: a non-finite term makes both non-finite), else 0.
+  Two corners stay strict, on the safe side: a finite ``actual`` where the reference's value is
+  non-finite, and, without ``finite_abs_sum``, an element with an infinite term, or an f64 element
+  whose ``abs_sum`` overflows f64 (a non-finite term and finite terms of that size cannot be told
+  apart there).
 
 This module holds the classes and bounds only; ``n`` and ``abs_sum`` of an op applied to concrete
 arrays, and ``check_op`` (``check`` with those filled in), are in ``mind.reference.accuracy``, which
@@ -84,12 +110,16 @@ ACCURACY: dict[str, AccuracyClass] = {
         "sum", "sum",
         "|computed − exact| ≤ γ(n)·Σ|x_i| (+ n·η for underflow), γ(n) = n·u/(1 − n·u), u the unit "
         "roundoff (f32 2^-24, f64 2^-53), n the number of summed elements; any summation order. "
-        "Non-finite exact results are matched exactly."),
+        "Non-finite exact results are matched exactly. Overflow: where (1 + γ(n))·S ≥ Ω, S the "
+        "Σ|x_i| of the finite terms and Ω the dtype's largest finite value, an intermediate sum may "
+        "overflow: the result may also be NaN, and ±inf if every term is finite."),
     "dot": AccuracyClass(
         "dot", "sum",
         "|computed − exact| ≤ γ(n)·Σ|a_k·b_k| (+ n·η for underflow), n the contraction length "
         "(K for matmul, KH·KW·C for conv2d); any accumulation order. Non-finite exact results are "
-        "matched exactly."),
+        "matched exactly. Overflow: where (1 + γ(n))·S ≥ Ω, S the Σ|a_k·b_k| of the finite terms "
+        "and Ω the dtype's largest finite value, an intermediate product or sum may overflow: the "
+        "result may also be NaN, and ±inf if every term is finite."),
 }
 
 
@@ -125,6 +155,23 @@ def gamma(n: int, dtype: DType | str) -> float:
     if nu >= 1:
         return float("inf")
     return nu / (1 - nu)
+
+
+def largest_finite(dtype: DType | str) -> float:
+    """Ω: the largest finite value of a float dtype."""
+    return {"f32": (2 - 2.0 ** -23) * 2.0 ** 127, "f64": (2 - 2.0 ** -52) * 2.0 ** 1023}[as_dtype(dtype).value]
+
+
+def may_overflow(n: int, abs_sum: Any, dtype: DType | str, implementations: int = 1) -> Any:
+    """Where an accumulation of ``n`` finite terms whose Σ|terms| is ``abs_sum`` may overflow in
+    some order: ``(1 + γ(n))^k · abs_sum ≥ Ω`` (elementwise), ``k = implementations`` (2 when
+    ``abs_sum`` is itself computed by an implementation, the reference).  An ``abs_sum`` of 0 never
+    overflows, even when γ(n) is infinite."""
+    import numpy as np
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        grown = (1 + gamma(n, dtype)) ** implementations * np.asarray(abs_sum, dtype=np.float64)
+        return (np.asarray(abs_sum, dtype=np.float64) > 0) & (grown >= largest_finite(dtype))
 
 
 def sum_bound(n: int, abs_sum: Any, dtype: DType | str) -> Any:
@@ -220,11 +267,14 @@ def _scalar(x: Any) -> Any:
 
 
 def check(accuracy: str | AccuracyClass, dtype: DType | str, actual: Any, expected: Any, *,
-          n: int | None = None, abs_sum: Any = None, max_reported: int = 5) -> Mismatch | None:
+          n: int | None = None, abs_sum: Any = None, finite_abs_sum: Any = None,
+          max_reported: int = 5) -> Mismatch | None:
     """Compare an implementation's ``actual`` result with the reference's ``expected``.
 
     ``accuracy`` is the op's class; ``n`` and ``abs_sum`` (broadcastable to the result shape:
-    Σ|x_i| or Σ|a_k·b_k| per result element) are required for ``sum``/``dot`` on float dtypes.
+    Σ|x_i| or Σ|a_k·b_k| per result element) are required for ``sum``/``dot`` on float dtypes;
+    ``finite_abs_sum`` (the same over the finite terms only) makes the overflow rule exact where
+    some terms are infinite (module docstring).
     Returns None when the result is acceptable, else a :class:`Mismatch`.
     """
     import numpy as np
@@ -270,7 +320,14 @@ def check(accuracy: str | AccuracyClass, dtype: DType | str, actual: Any, expect
     # a non-finite bound (n·u ≥ 1 or an infinite abs_sum) admits any finite result
     ok_unbounded = finite_exp & ~np.isfinite(tol)
     ok_nonfinite = ~finite_exp & ((np.isnan(e64) & np.isnan(a64)) | (e64 == a64))
-    bad = ~(ok_finite | ok_unbounded | ok_nonfinite)
+    # an accumulation whose finite terms may overflow admits NaN, and ±inf too where every term is
+    # finite (module docstring: Overflow); the terms are finite where the expected value or abs_sum is
+    sums = np.broadcast_to(np.asarray(abs_sum, dtype=np.float64), exp_arr.shape)
+    terms_finite = finite_exp | np.isfinite(sums)
+    finite_sums = np.where(terms_finite, sums, 0.0) if finite_abs_sum is None else \
+        np.broadcast_to(np.asarray(finite_abs_sum, dtype=np.float64), exp_arr.shape)
+    ok_overflow = (np.isnan(a64) | (np.isinf(a64) & terms_finite)) & may_overflow(int(n), finite_sums, dt, 2)
+    bad = ~(ok_finite | ok_unbounded | ok_nonfinite | ok_overflow)
     return _report(acc, dt, bad, act_arr, exp_arr, tol, hist, total,
                    f"error over 2·(γ({n})·abs_sum + {n}·η)", max_reported, dist)
 
@@ -299,5 +356,6 @@ def _report(acc: AccuracyClass, dt: DType, bad: Any, act: Any, exp: Any, allowed
 
 
 __all__ = ["ACCURACY", "AccuracyClass", "Mismatch", "ULP_BOUNDS", "REFERENCE_ULP", "ULP_MAX", "get",
-           "as_dtype", "gamma", "sum_bound", "unit_roundoff", "smallest_subnormal", "ulp_distance",
+           "as_dtype", "gamma", "largest_finite", "may_overflow", "sum_bound", "unit_roundoff",
+           "smallest_subnormal", "ulp_distance",
            "ulp_histogram", "check"]

@@ -2,4 +2,4 @@
 classes).  Conformance suites name the spec version they check; it changes whenever a definition
 changes what an implementation must do."""
 
-SPEC_VERSION = "1.0"
+SPEC_VERSION = "1.1"

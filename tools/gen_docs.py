@@ -205,7 +205,8 @@ def index_page() -> str:
     L.append("")
     L.append(f"When comparing with the reference, `check` allows the sum of both sides' bounds: "
              f"ULP classes {accuracy.REFERENCE_ULP} extra ULP for the reference's own error, `sum`/`dot` "
-             "twice the bound. Failures report the first failing index, the values and a histogram of ULP "
+             "twice the bound, and the overflow rule where (1 + γ(n))²·Σ|terms| ≥ Ω with the reference's "
+             "Σ|terms| (itself within γ(n) of the exact one). Failures report the first failing index, the values and a histogram of ULP "
              "distances (0, 1, 2, 3, ≥4).\n")
     L.append(f"## From MIND Core v1 to these {len(OPS)} ops\n")
     L.append("Every op of the public MIND Core v1 specification is expressible in Core IR:\n")

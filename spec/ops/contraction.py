@@ -67,7 +67,9 @@ MATMUL = OpDef(
     infer=_matmul_infer, fast_infer=_fast_matmul,
     semantics="result[b, m, n] = Σ_k lhs[bl(b), m, k] * rhs[br(b), k, n]",
     edge_cases="Integers wrap. Floats: the accumulation order is unspecified (see Accuracy); K = 0 "
-               "gives +0. NaN/inf propagate as in a sum of products.",
+               "gives +0. NaN/inf propagate as in a sum of products. Finite operands whose "
+               "Σ|a_k·b_k| reaches Ω/(1 + γ(K)) (Ω the dtype's largest finite value) may give ±inf or "
+               "NaN: a product or partial sum may overflow (see Accuracy).",
     accuracy="dot",
     vjp_text="d lhs = unbroadcast(matmul(g, transpose(rhs)), shape(lhs)); "
              "d rhs = unbroadcast(matmul(transpose(lhs), g), shape(rhs)) (transpose swaps the last two axes)",
@@ -188,7 +190,9 @@ CONV2D = OpDef(
     semantics="Let P be the input dilated by lhs_dilation (zeros between elements) and zero-padded. "
               "result[n, y, x, o] = Σ_{i, j, c} P[n, y*sh + i*rdh, x*sw + j*rdw, c] * filter[i, j, c, o]",
     edge_cases="Integers wrap; floats accumulate in an unspecified order (see Accuracy). Padding and "
-               "dilation holes are zeros. An empty window sum is +0.",
+               "dilation holes are zeros. An empty window sum is +0. Finite operands whose Σ|a_k·b_k| "
+               "reaches Ω/(1 + γ(n)) (Ω the dtype's largest finite value) may give ±inf or NaN: a "
+               "product or partial sum may overflow (see Accuracy).",
     accuracy="dot",
     vjp_text="d input = conv2d(g, filter flipped spatially with I/O swapped, lhs_dilation = strides, "
              "rhs_dilation = rhs_dilation, padding chosen so the shapes match, then strided by lhs_dilation); "

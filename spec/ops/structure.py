@@ -79,7 +79,8 @@ REDUCE_SUM = OpDef(
     semantics="result[j] = Σ_{i ∈ reduced(j)} operand[i]; the sum of no elements is 0",
     edge_cases="Integers wrap. Floats: any NaN gives NaN; +inf and -inf together give NaN; the float "
                "summation order is unspecified (the bound in Accuracy holds for every order); a sum of "
-               "no elements is +0.",
+               "no elements is +0; finite elements whose Σ|x_i| reaches Ω/(1 + γ(n)) (Ω the dtype's "
+               "largest finite value) may give ±inf or NaN: a partial sum may overflow (see Accuracy).",
     accuracy="sum", vjp_text="d operand = broadcast of g (reshaped to keepdims form) to shape(operand), "
                               "written as add(reshape(g), zeros(shape(operand))) for a concrete shape and as "
                               "select(compare(operand, operand, eq), reshape(g), reshape(g)) for a symbolic one "

@@ -2,8 +2,9 @@
 
 Every test compiles with the schedule (the default), asserts that the kernel was scheduled, and
 compares with the reference interpreter.  The root causes are described in
-``compiler/backend/cpu/transforms.py`` (module docstring, ``untie_shared_inits``,
-``_vectorizable_reduction``).
+``compiler/backend/cpu/transforms.py`` (module docstring), ``compiler/backend/linalg/payload.py`` (``untie_shared_inits``,
+``vectorizable_reduction``), ``compiler/backend/linalg/emitter.py`` (``Emitter.generic``) and
+``compiler/backend/linalg/lowerings.py`` (``slice``).
 """
 
 from __future__ import annotations
@@ -154,3 +155,97 @@ def test_a_kernel_needing_a_missing_function_is_an_error_not_a_crash():
     with pytest.raises(codegen.CodegenError, match="mind_nowhere"):
         codegen.JitObject(obj, "host", [], ["mind_nowhere"])
     codegen.JitObject(obj, "host", [], ["malloc", "free"])  # the process provides these
+
+
+# An all-parallel generic whose body reads its init (``reduce_sum`` over no axes: ``init + x``) was
+# fused by ``linalg-fuse-elementwise-ops`` into a consumer that reads it through a map missing one of
+# the consumer's loops; the fused op kept the producer's result as an output indexed by that map and
+# added x again on every iteration of the missing loop (``Emitter.generic`` now passes such an init
+# as an input).  Found by the conformance suite (prog/0284): column 1 of the matmul came out doubled.
+_FUSED_INIT_READERS = {
+    "batched_matmul": ("func @main(%p0: {t}[4, 1, 2], %p1: {t}[], %p2: {t}[3, 2]) -> ({t}[2, 7, 2], {t}[2, 7, 2]) {{\n"
+                       "  %0 = transpose(%p0) {{permutation = [2, 0, 1]}} : {t}[2, 4, 1]\n"
+                       "  %1 = pad(%0, %p1) {{lo = [0, 0, 1], hi = [1, 0, 0], interior = [0, 1, 1]}} : {t}[3, 7, 2]\n"
+                       "  %2 = transpose(%1) {{permutation = [2, 1, 0]}} : {t}[2, 7, 3]\n"
+                       "  %3 = reduce_sum(%2) {{axes = [], keepdims = false}} : {t}[2, 7, 3]\n"
+                       "  %4 = matmul(%3, %p2) : {t}[2, 7, 2]\n"
+                       "  return %4, %4\n}}\n", [(4, 1, 2), (), (3, 2)]),
+    "broadcast": ("func @main(%x: {t}[3], %y: {t}[4, 3]) -> ({t}[4, 3]) {{\n"
+                  "  %0 = reduce_sum(%x) {{axes = [], keepdims = false}} : {t}[3]\n"
+                  "  %1 = mul(%0, %y) : {t}[4, 3]\n"
+                  "  return %1\n}}\n", [(3,), (4, 3)]),
+    "reduction": ("func @main(%x: {t}[5], %y: {t}[2, 5]) -> ({t}[5]) {{\n"
+                  "  %0 = reduce_sum(%x) {{axes = [], keepdims = false}} : {t}[5]\n"
+                  "  %1 = add(%0, %y) : {t}[2, 5]\n"
+                  "  %2 = reduce_sum(%1) {{axes = [0], keepdims = false}} : {t}[5]\n"
+                  "  return %2\n}}\n", [(5,), (2, 5)]),
+}
+
+
+@pytest.mark.parametrize("dtype", ["i64", "f64", "f32", "i32"])
+@pytest.mark.parametrize("program", sorted(_FUSED_INIT_READERS))
+def test_fused_generic_reading_its_init_counts_each_element_once(program, dtype):
+    text, shapes = _FUSED_INIT_READERS[program]
+    np_dtype = np.dtype({"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}[dtype])
+    rng = np.random.default_rng(284)
+    args = [rng.integers(-100, 100, s).astype(np_dtype) for s in shapes]
+    _check(text.format(t=dtype), args)
+
+
+# Two step -1 slices read x[0] (maps ``d0 * -1 + 0``); elementwise fusion composed them into the
+# identity map on the whole input, linalg took the loop's range from the input's extent (64), and
+# the fused loop wrote 64 elements into a 1-element result: heap corruption, found by
+# test_differential_fusion.  The emitter now cuts each slice's input to the window it reads, and
+# lowering verifies the module after fusion (an invalid one takes the unfused path).  The result is
+# written into a view of a larger array, so a write past it shows in the sentinels.
+_REVERSED_TWICE = ("func @main(%x: f32[64]) -> (f32[1]) {\n"
+                   "  %0 = slice(%x) {start = [0], stop = [-1], step = [-1]} : f32[1]\n"
+                   "  %1 = slice(%0) {start = [0], stop = [-1], step = [-1]} : f32[1]\n"
+                   "  return %1\n}\n")
+
+
+def _lowering_report(mlir_text: str, name: str) -> dict:
+    from mind.compiler.backend.cpu.lowering import lower_to_llvm_dialect
+    from mind.compiler.backend.cpu.options import CpuOptions
+
+    report: dict = {}
+    lower_to_llvm_dialect(mlir_text, name, CpuOptions.resolve(threads=1, schedule="all"), report=report)
+    return report
+
+
+def test_fused_reversing_slices_write_only_their_result():
+    from mind.compiler.backend.linalg.emit import emit_mlir
+
+    fn = _fn(_REVERSED_TWICE)
+    x = np.arange(64, dtype=np.float32) + 1
+    big = np.full(64, -7.0, np.float32)
+    compile_function(fn, threads=1, cache=False, schedule="all")([x], out=[big[:1]])
+    np.testing.assert_array_equal(big[:1], x[:1])
+    assert np.all(big[1:] == -7.0)
+    # the emitted MLIR fuses into a valid module (not the fallback of the next test)
+    assert "fallback" not in _lowering_report(*emit_mlir(fn))
+
+
+def test_an_invalid_module_after_fusion_takes_the_unfused_path():
+    # the MLIR the emitter wrote before that fix: lowering verifies the module after fusion (the
+    # pass manager verifies nothing between passes) and lowers the unfused module when it does not
+    # verify, so the loop cannot run past the result whatever the emitter writes
+    from mind.compiler.backend.cpu.engine import compile_kernel
+    from mind.compiler.backend.cpu.options import CpuOptions
+
+    rev = ('linalg.generic {{indexing_maps = [affine_map<(d0) -> (d0 * -1 + 0)>, affine_map<(d0) -> (d0)>], '
+           'iterator_types = ["parallel"]}} ins({src} : tensor<{n}xf32>) outs({init} : tensor<1xf32>) {{\n'
+           '  ^bb0(%a: f32, %o: f32):\n    linalg.yield %a : f32\n  }} -> tensor<1xf32>')
+    text = ("func.func @k(%x: tensor<64xf32>, %out: memref<1xf32>) {\n"
+            "  %e1 = tensor.empty() : tensor<1xf32>\n"
+            f"  %r1 = {rev.format(src='%x', n=64, init='%e1')}\n"
+            "  %e2 = tensor.empty() : tensor<1xf32>\n"
+            f"  %r2 = {rev.format(src='%r1', n=1, init='%e2')}\n"
+            "  bufferization.materialize_in_destination %r2 in restrict writable %out : "
+            "(tensor<1xf32>, memref<1xf32>) -> ()\n  return\n}\n")
+    assert _lowering_report(text, "k")["fallback"] == "fusion"
+    kernel = compile_kernel(text, "k", CpuOptions.resolve(threads=1, schedule="all", cache=False))
+    x = np.arange(64, dtype=np.float32) + 1
+    big = np.full(64, -7.0, np.float32)
+    kernel(x, out=[big[:1]])
+    assert big[0] == 1.0 and np.all(big[1:] == -7.0)

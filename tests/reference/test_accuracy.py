@@ -41,3 +41,31 @@ def test_check_op_uses_the_bound_of_the_op():
     assert check_op("matmul", [a, b], {}, far, want, dtype="f32") is not None
     ints = np.array([[3]], np.int32)
     assert check_op("matmul", [ints, ints], {}, ints + 1, np.array([[9]], np.int32)) is not None
+
+
+def test_check_op_admits_an_overflowing_f32_accumulation():
+    big = np.finfo(np.float32).max
+    a = np.array([[big, big, -big]], np.float32)
+    b = np.ones((3, 1), np.float32)
+    want = np.array([[big]], np.float32)  # the reference sums in f64: Ω + Ω − Ω = Ω
+    assert check_op("matmul", [a, b], {}, np.array([[np.inf]], np.float32), want) is None
+    assert check_op("reduce_sum", [a], {"axes": (1,), "keepdims": True}, np.array([[np.nan]], np.float32),
+                    want) is None
+    # the same wrong answer where nothing can overflow
+    small = a / np.float32(8)
+    assert check_op("matmul", [small, b], {}, np.array([[np.inf]], np.float32), want / 8) is not None
+
+
+def test_check_op_admits_nan_where_an_overflowing_product_meets_an_infinite_term():
+    # found by the differential test (thorough): 2.5 · 3.4e38 overflows f32 to +inf, which meets the
+    # -inf term: NaN, where the exact result is -inf
+    y = np.array([[0.0, 2.5, 0.0, 1.0]], np.float32)
+    w = np.array([[3.4e38], [3.4e38], [0.0], [-np.inf]], np.float32)
+    want = np.array([[-np.inf]], np.float32)
+    assert check_op("matmul", [y, w], {}, np.array([[np.nan]], np.float32), want) is None
+    # +inf is not the exact -inf and cannot come from an accumulation holding the -inf term
+    assert check_op("matmul", [y, w], {}, np.array([[np.inf]], np.float32), want) is not None
+    # without the overflowing product, the -inf must be matched
+    assert check_op("matmul", [y / np.float32(4), w], {}, np.array([[np.nan]], np.float32), want) is not None
+    n, s = accumulation("matmul", [y, w], {}, finite_only=True)
+    assert n == 4 and s.tolist() == [[2.5 * float(np.float32(3.4e38))]]

@@ -132,8 +132,9 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
     instruction set of ``kernel_library``: the matmuls it can compute (any size) call its GEMM
     instead (``library_calls``), None schedules them.
     Returns (module, signature, scheduled).  The module lives in ``ctx`` (a new context if None).
-    ``report`` (a dict) receives ``scalar_work``, the largest ``op_work`` left to scalar loops, and
-    ``library_calls``, how many matmuls call the library.
+    ``report`` (a dict) receives ``scalar_work``, the largest ``op_work`` left to scalar loops,
+    ``library_calls``, how many matmuls call the library, and ``fallback``, the stage ("fusion",
+    "schedule") whose failure sent the module down the unfused, unscheduled path.
     The long MLIR calls go through ``linalg.mlir_capi`` and release the GIL.
     """
     from mlir import ir
@@ -165,6 +166,12 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                     try:
                         stage = "fusion"
                         run_pipeline(ctx, prefusion().render(), module, stage, diags)
+                        # The pass manager does not verify between passes (_pass_manager), and
+                        # elementwise fusion can compose maps into an op whose loop ranges disagree
+                        # with an operand's extent (its loops then run past a buffer): such a module
+                        # takes the unfused path below instead.  One verify of the whole module.
+                        if not module.operation.verify():
+                            raise LoweringError(stage, "elementwise fusion made an invalid module")
                         stage = "schedule"
                         # cse merged identical inits: unshare them (see untie_shared_inits)
                         untie_shared_inits(module, tag_empties=True)
@@ -180,6 +187,8 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         raise  # a mistake of ours, not a schedule that MLIR rejects: never hidden
                     except Exception:  # noqa: BLE001 - a schedule that MLIR rejects: use scalar loops
                         diags.messages.clear()
+                        if report is not None:
+                            report["fallback"] = stage
                         stage = "parse"
                         module = parse(ctx, mlir_text, stage, diags)
                         _prepare_entry(find_func(module, func_name))

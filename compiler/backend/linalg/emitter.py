@@ -9,6 +9,7 @@ names are handed out is part of the text, so the text is a function of the progr
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Sequence
 
 from mind.spec.dtypes import DType
@@ -16,6 +17,12 @@ from mind.spec.dtypes import DType
 from .mlir_text import broadcast_map, identity_map, tensor_type
 
 __all__ = ["TensorValue", "Emitter", "Body", "GenericBody"]
+
+
+def _reads(name: str, lines: Sequence[str], result: str) -> bool:
+    """Whether the body ``lines`` (or its yielded ``result``) use the SSA value ``name``."""
+    use = re.compile(re.escape(name) + r"(?![0-9A-Za-z_$.])")
+    return result == name or any(use.search(ln) for ln in lines)
 
 
 class TensorValue:
@@ -112,25 +119,49 @@ class Emitter:
 
     def generic(self, out_shape: tuple[int, ...], out_elem: str, ins: Sequence[TensorValue], maps: Sequence[str],
                 iterators: Sequence[str], body: GenericBody, init: str | None = None, out_map: str | None = None) -> str:
-        """One ``linalg.generic`` writing a tensor of ``out_shape`` (into ``init``, else a new empty one)."""
+        """One ``linalg.generic`` writing a tensor of ``out_shape`` (into ``init``, else a new empty one).
+
+        A generic without reduction loops whose body reads its init (``out_arg``) through the
+        identity map gets that init as one more *input* and a fresh ``tensor.empty`` as its init
+        (what MLIR's own ``MoveInitOperandsToInput`` pattern does).  Why: MLIR's elementwise
+        fusion (``linalg-fuse-elementwise-ops``, MLIR 22) keeps the result of a producer whose
+        body reads its init as an extra output of the fused op, indexed by the consumer's map of
+        that operand; when that map leaves out a loop of the consumer (a broadcast, a matmul's
+        column loop), the fused body reads back what its previous iteration wrote and adds again,
+        so the value is counted once per iteration of that loop (``reduce_sum`` over no axes,
+        ``init + x``, feeding a batched matmul doubled column 1: conformance case prog/0284).
+        A generic that reads its init to update only part of it (a non-identity out map) keeps
+        its init: fusion never takes such a producer (its result map is not a permutation).
+        """
         rank = len(iterators)
         t = tensor_type(out_shape, out_elem)
+        identity_out = identity_map(rank)
+        if out_map is None:
+            out_map = identity_out
         if init is None:
             init = self.empty(out_shape, out_elem)
-        if out_map is None:
-            out_map = identity_map(rank)
         args = [self.fresh("a") for _ in ins]
         oarg = self.fresh("o")
         b = Body(self)
         res = body(b, args, oarg)
+        ins_names = [x.name for x in ins]
+        ins_types = [x.ty for x in ins]
+        bb_args = [f"{a}: {x.elem}" for a, x in zip(args, ins)]
+        maps = list(maps)
+        if out_map == identity_out and all(i == "parallel" for i in iterators) and _reads(oarg, b.lines, res):
+            ins_names.append(init)
+            ins_types.append(t)
+            bb_args.append(f"{oarg}: {out_elem}")
+            maps.append(out_map)
+            init, oarg = self.empty(out_shape, out_elem), self.fresh("o")
         r = self.fresh("g")
         its = ", ".join(f'"{i}"' for i in iterators)
         ins_txt = ""
-        if ins:
-            ins_txt = f"ins({', '.join(x.name for x in ins)} : {', '.join(x.ty for x in ins)}) "
-        self.emit(f"{r} = linalg.generic {{indexing_maps = [{', '.join(list(maps) + [out_map])}], "
+        if ins_names:
+            ins_txt = f"ins({', '.join(ins_names)} : {', '.join(ins_types)}) "
+        self.emit(f"{r} = linalg.generic {{indexing_maps = [{', '.join(maps + [out_map])}], "
                   f"iterator_types = [{its}]}} {ins_txt}outs({init} : {t}) {{")
-        bb = ", ".join([f"{a}: {x.elem}" for a, x in zip(args, ins)] + [f"{oarg}: {out_elem}"])
+        bb = ", ".join(bb_args + [f"{oarg}: {out_elem}"])
         self.emit(f"^bb0({bb}):")
         for ln in b.lines:
             self.emit("  " + ln)

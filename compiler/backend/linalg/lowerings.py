@@ -176,15 +176,20 @@ def slice(em: Emitter, op: OpApplication) -> str:  # noqa: A001 - the op's name
         return x.name
     if 0 in shape:
         return em.empty(shape, op.elem)
-    # Unit-step dims are cut with an extract_slice first: a map ``d_i + 0`` simplifies to ``d_i``
-    # and linalg would then infer that loop's range from the (larger) input extent.
+    # Every dim is first cut (extract_slice) to the window of indices it reads, so the generic's
+    # input extent is exactly what its map touches.  Why: a map ``d_i + 0`` simplifies to
+    # ``d_i``, and so does the composition of two reversals (``(m - 1) - ((m - 1) - d_i)``)
+    # when elementwise fusion merges two step -1 slices; linalg then takes that loop's range
+    # from the input's extent, and a larger one made the fused loop write past the result
+    # (heap corruption; found by tests/backend_cpu/test_differential_fusion.py).
     starts = [int(b0) for b0 in op.attrs["start"]]
     steps = [int(s) for s in op.attrs["step"]]
-    if any(s == 1 and x.shape[i] != shape[i] for i, s in enumerate(steps)):
-        x = em.extract_slice(x, [starts[i] if s == 1 else 0 for i, s in enumerate(steps)],
-                             [shape[i] if s == 1 else x.shape[i] for i, s in enumerate(steps)])
-        starts = [0 if s == 1 else b0 for b0, s in zip(starts, steps)]
-    exprs = [f"d{i} + {b0}" if s == 1 else f"d{i} * {s} + {b0}" for i, (b0, s) in enumerate(zip(starts, steps))]
+    lows = [b0 if s > 0 else b0 + (m - 1) * s for b0, s, m in zip(starts, steps, shape)]
+    sizes = [(m - 1) * abs(s) + 1 for s, m in zip(steps, shape)]
+    if lows != [0] * len(shape) or tuple(sizes) != x.shape:
+        x = em.extract_slice(x, lows, sizes)
+    exprs = [f"d{i}" if s == 1 else f"d{i} * {s} + {0 if s > 0 else size - 1}"
+             for i, (s, size) in enumerate(zip(steps, sizes))]
     return em.copy(x, shape, affine_map(len(shape), exprs))
 
 
