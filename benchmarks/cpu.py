@@ -39,14 +39,15 @@ child before measuring; the repository is not touched) and no ``PYTHONDONTWRITEB
 The seed programs in examples/bench/ take constant fills as inputs, so the frontend folds most of
 them to constants (scalar_math, small/medium/large_matmul fold entirely); the benchmark therefore runs
 the same computations written as functions of their inputs.  Peers that are not installed (jax) are
-skipped.  numpy/torch run with their default thread count, MIND with ``default_threads()`` (2 here
-with an OpenMP runtime).  The thread rows measure the 512x1024x512 matmul and the fused chain at 1
-and 2 threads, each in a fresh process, under the OpenMP runtime MIND uses (``openmp.preferred_abi``)
-with its idle-wait setting unset (MIND's default: idle workers spin ~1 ms before sleeping), 0 (they
-sleep at once: every parallel region pays a wake-up) and the runtime's own default (libgomp:
-``GOMP_SPINCOUNT=300000``, ~9 ms of spinning; Intel OpenMP: ``KMP_BLOCKTIME=200`` ms; both starve
-other threads); the median and the best time are both reported (on a shared machine the
-median of a multi-threaded kernel measures the other processes, the best its capability).  The machine's load average is recorded: other
+skipped.  numpy/torch run with their default thread count, MIND with its automatic thread count (the
+CPU count, 2 here with an OpenMP runtime, for the large programs).  The thread rows measure the
+512x1024x512 matmul and the fused chain at 1 and 2 threads, each in a fresh process, under the OpenMP
+runtime MIND uses (``CpuOptions.abi``) with its idle-wait setting unset (MIND's default: idle workers
+spin ~1 ms before sleeping), 0 (they sleep at once: every parallel region pays a wake-up) and the
+runtime's own default (libgomp: ``GOMP_SPINCOUNT=300000``, ~9 ms of spinning; Intel OpenMP:
+``KMP_BLOCKTIME=200`` ms; both starve other threads); the median and the best time are both
+reported (on a shared machine the median of a multi-threaded kernel measures the other processes,
+the best its capability).  The machine's load average is recorded: other
 processes on a 2-core machine distort every multi-threaded figure.
 """
 
@@ -269,7 +270,7 @@ TOOL_MODULES = ("mlir.ir", "mlir.passmanager", "llvmlite.binding")
 
 def _compile_parts(name: str):
     from mind.compiler.frontend.cache import compile_cached  # what mind.compile uses
-    from mind.reference.interpreter import select_function
+    from mind.calling import select_function
     src, fn_name = source_of(name)
     mod = compile_cached(src, "<mind.compile>")
     return select_function(getattr(mod, "module", mod), fn_name)
@@ -286,7 +287,7 @@ def child_start(name: str, mode: str) -> dict:
     t_start = time.perf_counter()
     from mind.compiler.backend.cpu.api import compile_function
     from mind.compiler.frontend.cache import compile_cached  # noqa: F401 - part of the import figure
-    from mind.reference.interpreter import bind_arguments, select_function  # noqa: F401
+    from mind.calling import bind_arguments, select_function  # noqa: F401
     res["import_s"] = time.perf_counter() - t_start
     if mode == "cold":
         t0 = time.perf_counter()
@@ -383,9 +384,9 @@ def child_threads(threads: int) -> dict:
     t_chain, b_chain = median_and_best(lambda: kc(x, out=[xbuf]), budget=1.0)
     fl = FLOPS["large_matmul"]
     gb = 2 * x.nbytes / 1e9
-    from mind.compiler.backend.cpu.openmp import preferred_abi
-    var, _ = WAIT_SETTINGS[preferred_abi() or "kmpc"]
-    return {"threads": threads, "mind_threads": k.threads, "openmp": preferred_abi(),
+    abi = run.options.abi
+    var, _ = WAIT_SETTINGS[abi or "kmpc"]
+    return {"threads": threads, "mind_threads": k.threads, "openmp": abi,
             "wait": f"{var}={os.environ.get(var, 'unset (MIND default)')}",
             "mind_gflops": fl / t_kernel / 1e9, "numpy_gflops": fl / t_numpy / 1e9,
             "mind_gflops_best": fl / b_kernel / 1e9, "numpy_gflops_best": fl / b_numpy / 1e9,
@@ -486,8 +487,8 @@ def main(quick: bool = False) -> dict:
             row.update({k: v for k, v in pc.items() if k != "outputs_sha"})
             rows[name] = row
         threads_rows = []
-        from mind.compiler.backend.cpu.openmp import preferred_abi
-        var, own_default = WAIT_SETTINGS[preferred_abi() or "kmpc"]
+        from mind.compiler.backend.cpu.options import CpuOptions
+        var, own_default = WAIT_SETTINGS[CpuOptions.resolve().abi or "kmpc"]
         for wait in (None, "0", own_default):
             for t in (1, 2):
                 env = {"OPENBLAS_NUM_THREADS": str(t), "OMP_NUM_THREADS": str(t)}

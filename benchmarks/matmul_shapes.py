@@ -22,6 +22,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402 - after the thread limits
+from mind.compiler.backend.cpu.options import CpuOptions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "benchmarks"), os.path.join(ROOT, "tests", "backend_cpu")]
@@ -48,7 +49,7 @@ def measure() -> list[dict]:
         t = choose_matmul_tiles(M, n, K)
         row = {"n": n, "block": f"{t.reg_m}x{t.reg_n}", "numpy_gflops": flops / np_best / 1e9}
         for policy in ("schedule", "library"):
-            kern = compile_kernel(kernels.matmul(M, K, n), "mm", threads=1, cache=False, matmul=policy)
+            kern = compile_kernel(kernels.matmul(M, K, n), "mm", CpuOptions.resolve(threads=1, cache=False, matmul=policy))
             kern(a, b, out=[out])
             _, best = median_and_best(lambda: kern(a, b, out=[out]), budget=0.4)
             row[f"{policy}_gflops"] = flops / best / 1e9

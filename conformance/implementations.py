@@ -73,7 +73,7 @@ def frontend(ir: str, function: str) -> Any:
     from mind.diagnostics import MindError
     from mind.ir.parser import parse_module
     from mind.ir.verify import verify_module
-    from mind.reference.interpreter import select_function
+    from mind.calling import select_function
 
     stage = "parse"
     try:
@@ -93,7 +93,7 @@ class BackendAdapter:
     profiles = ("core", "i64", "f64", "symbolic", "diagnostics")
 
     def __init__(self, backend: str):
-        from mind import __version__
+        from mind.version import __version__
 
         self.backend = backend
         self.name = f"mind {backend} backend"

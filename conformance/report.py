@@ -33,7 +33,7 @@ def label_counts(result: RunResult) -> dict[str, Counter[str]]:
 
 
 def results_json(result: RunResult) -> dict[str, Any]:
-    from mind import __version__
+    from mind.version import __version__
 
     exp = result.expectations
     kinds = Counter(c.kind for c in result.cases if c.outcome in ("fail", "xfail") and c.kind)

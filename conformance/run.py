@@ -102,7 +102,7 @@ def culprit_op(case: dict[str, Any], details: Sequence[str], cascade: Sequence[s
     (``result i:`` of the verdict's details), else, for a cascade, the op that fails alone; "" when
     a case of several ops failed as a whole (a crash, a wrong count)."""
     from mind.ir.parser import parse_module
-    from mind.reference.interpreter import select_function
+    from mind.calling import select_function
 
     if cascade:
         return cascade[0]

@@ -1,6 +1,8 @@
 """MIND: a formally specified tensor language.
 
 Importing ``mind`` is cheap: MLIR, sympy and z3 are imported only by the parts that need them.
+This package's ``compile`` is the one front door of the Python API, a layer above the compiler (it
+runs the frontend) like the CLI (``docs/architecture.md``).
 
     >>> import mind
     >>> f = mind.compile("fn main(x: Tensor<f32, [2]>) -> Tensor<f32, [2]> { relu(x) }", backend="reference")
@@ -9,47 +11,78 @@ Importing ``mind`` is cheap: MLIR, sympy and z3 are imported only by the parts t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-__version__ = "0.1.0"
+from mind.version import __version__
 
 __all__ = ["__version__", "compile"]
 
 
-def compile(source_or_module: Any, backend: str = "cpu", *, fn: str | None = None, **options: Any):
-    """Compile MIND source text (or a Core IR ``Module``) and return a callable on NumPy arrays.
+def compile(source_or_module: Any, backend: str = "cpu", *, fn: str | None = None,
+            **options: Any) -> Callable[..., Any]:
+    """Compile a program and return a callable on NumPy arrays.
 
-    The callable takes the function's parameters positionally (or by name as keywords) and returns
-    one array, or a tuple of arrays for several results.  ``out=`` (an array, or a tuple with one
-    per result, of exactly the result's dtype and shape) receives the results instead of new arrays
-    (a wrong ``out`` raises E6009), unless the function has a parameter named ``out``.  ``backend`` names a ``mind.backends`` backend ("cpu",
-    "reference").
+    ``source_or_module``: MIND source text, Core IR text (``func @...``), a Core IR ``Module`` or a
+    ``Function``; ``fn`` chooses the function of a module (default ``main``, or the only one).
+    ``backend`` names a ``mind.backends`` backend ("cpu", "reference"); ``options`` are that
+    backend's (the cpu backend's: ``docs/backend-cpu.md``), resolved once, here.
+
+    The callable takes the function's parameters positionally (NumPy arrays, or objects with
+    ``__dlpack__``) or by name as keywords, and returns one array, or a tuple of arrays for several
+    results.  ``out=`` (an array, or a tuple with one per result, of exactly the result's dtype and
+    shape) receives the results instead of new arrays (a wrong ``out`` raises E6009), unless the
+    function has a parameter named ``out``.
     """
-    from mind.backends import compile_for
-    from mind.ir.core import Module
-    from mind.reference.interpreter import select_function
+    import numpy as np
 
-    if isinstance(source_or_module, Module):
-        module = source_or_module
-    else:
-        from mind.compiler.frontend.cache import compile_cached  # memory + disk cache of the frontend
+    from mind.backends import call_runner, compile_for
 
-        module = compile_cached(source_or_module, "<mind.compile>")
-    function = select_function(module, fn)
+    function = _function_of(source_or_module, fn)
     runner = compile_for(function, backend, **options)
-
+    single = len(function.results) == 1
     out_is_param = any(p.name == "out" for p in function.params)
 
     def call(*args: Any, out: Any = None, **kwargs: Any) -> Any:
         if out_is_param and out is not None:  # a parameter named `out` keeps its keyword
             kwargs["out"], out = out, None
-        call_args = kwargs if kwargs and not args else list(args)
-        if out is None:
-            results = runner(call_args)
-        else:
-            from mind.backends import call_runner
-            results = call_runner(runner, function, call_args, out)
-        return results[0] if len(results) == 1 else tuple(results)
+        if kwargs and args:
+            raise TypeError("pass arguments either positionally or by name")
+        results = call_runner(runner, function, kwargs if kwargs else [_from_dlpack(a, np) for a in args], out)
+        return results[0] if single else tuple(results)
 
     call.function = function  # type: ignore[attr-defined]
+    call.__name__ = function.name
     return call
+
+
+def _function_of(source_or_module: Any, fn: str | None) -> Any:
+    from mind.calling import select_function
+    from mind.ir.core import Function, Module
+
+    if isinstance(source_or_module, Function):
+        return source_or_module
+    if isinstance(source_or_module, Module):
+        return select_function(source_or_module, fn)
+    if isinstance(source_or_module, str) and source_or_module.lstrip().startswith("func "):
+        from mind.ir.parser import parse_module
+        from mind.ir.verify import verify_module
+
+        module = parse_module(source_or_module, "<mind.compile>")
+        verify_module(module)
+        return select_function(module, fn)
+    if isinstance(source_or_module, (str, bytes)):
+        from mind.compiler.frontend.cache import compile_cached  # memory + disk cache of the frontend
+
+        return select_function(compile_cached(source_or_module, "<mind.compile>"), fn)
+    raise TypeError(f"cannot compile a {type(source_or_module).__name__}: give MIND source, Core IR text, "
+                    "a Module or a Function")
+
+
+def _from_dlpack(a: Any, np: Any) -> Any:
+    """A NumPy view of a DLPack tensor (torch, jax, cupy on the host); anything else as it is."""
+    if type(a) is not np.ndarray and hasattr(a, "__dlpack__"):
+        try:
+            return np.from_dlpack(a)
+        except Exception:  # noqa: BLE001 - fall back to the array protocol
+            return np.asarray(a)
+    return a

@@ -1,41 +1,73 @@
 """Backends that execute a Core IR function: each maps a function to a callable on NumPy arrays.
 
 ``reference`` is the NumPy interpreter that defines the semantics; compiled backends register
-here under their name so the CLI and the Python API choose among them in one place.
+here under their name so the CLI and the Python API choose among them in one place.  A registry is
+not an import: each entry names its implementation by a string and is loaded on request, which is
+how this layer reaches implementations above it (the compiler's backends, and the compiler's
+autodiff transform that ``mind verify --autodiff`` checks against finite differences).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from mind.diagnostics import error
 from mind.ir.core import Function
 
+if TYPE_CHECKING:
+    from mind.reference.interpreter import Probe
+
 Runner = Callable[[Sequence[Any] | Mapping[str, Any]], list[Any]]
 
 # name -> "module:function" taking (Function, **options) and returning a Runner
 BACKENDS: dict[str, str] = {
-    "reference": "mind.reference.api:compile_function",
+    "reference": "mind.backends:reference_runner",
     "cpu": "mind.compiler.backend.cpu.api:compile_function",
 }
 DEFAULT_BACKEND = "cpu"
 
+# name -> "module:function" of a transform of Core IR functions (Function -> Function)
+TRANSFORMS: dict[str, str] = {
+    "grad": "mind.compiler.autodiff:grad_function",
+}
 
-def compile_for(fn: Function, backend: str = DEFAULT_BACKEND, **options: Any) -> Runner:
-    target = BACKENDS.get(backend)
-    if target is None:
-        raise error("E6002", f"unknown backend `{backend}`", help="backends: " + ", ".join(BACKENDS))
+
+def _load(kind: str, name: str, target: str) -> Any:
     module_name, attr = target.split(":")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
-            raise error("E6002", f"backend `{backend}` is not available in this build") from None
+            raise error("E6002", f"{kind} `{name}` is not available in this build") from None
         raise
-    return getattr(module, attr)(fn, **options)
+    return getattr(module, attr)
+
+
+def compile_for(fn: Function, backend: str = DEFAULT_BACKEND, **options: Any) -> Runner:
+    """A runner of ``fn`` on ``backend``; each backend resolves its ``options`` once, here."""
+    target = BACKENDS.get(backend)
+    if target is None:
+        raise error("E6002", f"unknown backend `{backend}`", help="backends: " + ", ".join(BACKENDS))
+    return _load("backend", backend, target)(fn, **options)
+
+
+def transform(name: str) -> Callable[..., Function]:
+    """The registered transform ``name`` (``TRANSFORMS``), loaded on first use."""
+    return _load("transform", name, TRANSFORMS[name])
+
+
+def reference_runner(fn: Function, *, probe: "Probe | None" = None, **_options: Any) -> Runner:
+    """The ``reference`` backend: ``runner(args)`` binds the arguments and runs the interpreter;
+    ``probe`` (see ``mind.reference.interpreter``) sees every value.  It has no other option (the
+    compiled backends' options are accepted and mean nothing here)."""
+    from mind.calling import run_reference
+
+    def run(args: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
+        return run_reference(fn, args, probe=probe)
+    return run
 
 
 def check_out(name: str, out: Any, specs: Sequence[Any], ins: Sequence[np.ndarray]) -> list[np.ndarray]:

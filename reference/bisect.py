@@ -1,26 +1,25 @@
 """Locating the first op where an implementation departs from the reference.
 
-Comparing only final results says *that* two implementations differ; this says *where*.  The
-implementation runs a probe function: the same parameters and ops, returning every intermediate
-value.  Then each op is re-evaluated by the reference *on the implementation's own operand values*
-and compared with the implementation's result under that op's accuracy class (``spec/accuracy``).
-Errors therefore never accumulate: the first op that fails its own bound is the culprit.
+Comparing only final results says *that* two implementations differ; this says *where*.  Given the
+value the implementation computed for every op result (a probe run: ``mind.bisect``), each op is
+re-evaluated by the reference *on the implementation's own operand values* and compared with the
+implementation's result under that op's accuracy class (``spec/accuracy``).  Errors therefore
+never accumulate: the first op that fails its own bound is the culprit.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from mind.ir.core import Function
 from mind.reference.accuracy import check_op
-from mind.reference.interpreter import bind_arguments
 from mind.reference.ops import OP_FUNCTIONS
+from mind.reference.program import FunctionLike, OperationLike
 from mind.spec.dims import evaluate
 
-Runner = Callable[[Sequence[Any] | Mapping[str, Any]], list[np.ndarray]]
+__all__ = ["Divergence", "divergence", "reference_result"]
 
 
 @dataclass
@@ -34,13 +33,8 @@ class Divergence:
         return f"first divergence at op #{self.index} `%{self.value} = {self.op}(...)`: {self.detail}"
 
 
-def probe_function(fn: Function) -> Function:
-    """``fn`` with every op result returned, in program order."""
-    return Function(f"{fn.name}_probe", list(fn.params), list(fn.ops), [op.result for op in fn.ops],
-                    list(fn.assumptions), fn.span)
-
-
-def reference_result(op: Any, operands: Sequence[np.ndarray], env: Mapping[str, int]) -> tuple[dict[str, Any], np.ndarray]:
+def reference_result(op: OperationLike, operands: Sequence[np.ndarray],
+                     env: Mapping[str, int]) -> tuple[dict[str, Any], np.ndarray]:
     """The op's attributes with symbolic dims evaluated under ``env``, and the reference's result
     of the op on ``operands`` (another implementation's own operand values)."""
     attrs = dict(op.attrs)
@@ -51,13 +45,11 @@ def reference_result(op: Any, operands: Sequence[np.ndarray], env: Mapping[str, 
         return attrs, np.asarray(OP_FUNCTIONS[op.op](*operands, **attrs))
 
 
-def first_divergence(fn: Function, args: Sequence[Any] | Mapping[str, Any],
-                     compile_runner: Callable[[Function], Runner]) -> Divergence | None:
-    """Run ``fn``'s probe through ``compile_runner`` and check each op against the reference."""
-    arrays, env = bind_arguments(fn, args)
-    if not fn.ops:
-        return None
-    observed = compile_runner(probe_function(fn))(list(arrays))
+def divergence(fn: FunctionLike, arrays: Sequence[np.ndarray], env: Mapping[str, int],
+               observed: Sequence[np.ndarray]) -> Divergence | None:
+    """The first op of ``fn`` whose value in ``observed`` (the implementation's, one per op in
+    program order, on the bound ``arrays`` with symbol values ``env``) leaves the op's accuracy
+    bound around the reference applied to the implementation's own operands; None if none does."""
     values: dict[int, np.ndarray] = {id(p): a for p, a in zip(fn.params, arrays)}
     for i, (op, got) in enumerate(zip(fn.ops, observed)):
         operands = [values[id(v)] for v in op.operands]

@@ -28,7 +28,8 @@ import sys
 from typing import Callable, Mapping, NamedTuple
 
 from mind.diagnostics import error
-from mind.ir.core import Function, Operation, TensorType
+from mind.reference.program import FunctionLike, OperationLike
+from mind.spec.ops import TensorType
 from mind.spec.dims import evaluate
 
 __all__ = ["Available", "available_memory", "peak_bytes", "check_memory", "value_bytes", "CHECK_FROM",
@@ -64,8 +65,8 @@ def value_bytes(t: TensorType, env: Mapping[str, int]) -> int:
     return max(n, 0)
 
 
-def peak_bytes(fn: Function, env: Mapping[str, int],
-               materializes: Callable[[Operation], bool]) -> tuple[int, Operation | None, int]:
+def peak_bytes(fn: FunctionLike, env: Mapping[str, int],
+               materializes: Callable[[OperationLike], bool]) -> tuple[int, OperationLike | None, int]:
     """(peak bytes, the op whose value is the largest of those held at the peak, that value's
     bytes) of ``fn`` under ``env``, counting the results of the ops ``materializes`` accepts and the
     function's results (see the module docstring)."""
@@ -98,7 +99,7 @@ def peak_bytes(fn: Function, env: Mapping[str, int],
     return peak, fn.ops[start], n
 
 
-def check_memory(fn: Function, env: Mapping[str, int], materializes: Callable[[Operation], bool],
+def check_memory(fn: FunctionLike, env: Mapping[str, int], materializes: Callable[[OperationLike], bool],
                  backend: str) -> int:
     """E6004 when ``fn`` certainly needs more memory than is available, or holds a value NumPy
     cannot represent (``representable``); returns the estimate."""
@@ -128,7 +129,7 @@ def representable(t: TensorType, env: Mapping[str, int]) -> bool:
     return n <= sys.maxsize
 
 
-def memory_error(fn: Function, env: Mapping[str, int], op: Operation, peak: int, avail: Available | None,
+def memory_error(fn: FunctionLike, env: Mapping[str, int], op: OperationLike, peak: int, avail: Available | None,
                  backend: str, why: str | None = None):
     """The E6004 diagnostic about ``op``, the largest value held when ``fn`` needs ``peak`` bytes
     (or the value that cannot be held, ``why``), as a ``MindError`` to raise.  Located at the op, or

@@ -18,7 +18,7 @@ CATEGORIES: dict[str, str] = {
     "E4": "IR verification",
     "E5": "autodiff",
     "E6": "runtime and backend",
-    "E7": "driver (files and command-line usage)",
+    "E7": "driver (files, usage and settings)",
 }
 
 
@@ -103,7 +103,7 @@ _TABLE: tuple[tuple[str, str], ...] = (
     ("E6012", "backend compilation failed"),
     # E7xxx: driver
     ("E7001", "file not found or unreadable"),
-    ("E7002", "invalid command-line usage"),
+    ("E7002", "invalid usage: command line, option or setting"),
     ("E7003", "output cannot be written"),
     ("E7004", "invalid conformance file (suite, expectations or results)"),
     ("E7009", "internal compiler error"),

@@ -153,7 +153,7 @@ LINEAR_RULES = ("reshape", "transpose", "reduce_sum", "slice", "pad", "gather", 
 
 def check_adjoint(case: LinearCase, seed: int = 0) -> tuple[bool, float, float]:
     """(ok, |lhs - rhs|, tolerance) for one drawn case."""
-    from mind.reference.interpreter import run_function
+    from mind.calling import run_reference
 
     b = FunctionBuilder("adjoint")
     vals, lin = [], []
@@ -175,7 +175,7 @@ def check_adjoint(case: LinearCase, seed: int = 0) -> tuple[bool, float, float]:
     rng = np.random.default_rng(seed)
     ts = [rng.standard_normal(tuple(case.operands[i].shape)).astype(case.operands[i].dtype.numpy) for i in lin]
     cv = rng.standard_normal(tuple(y.type.shape)).astype(y.type.dtype.numpy)
-    res = run_function(fn, ts + [cv])
+    res = run_reference(fn, ts + [cv])
     jvp, vjps = res[0].astype(np.float64), [r.astype(np.float64) for r in res[1:]]
     it = iter(vjps)
     vj = [np.zeros(t.shape) if i in zero_cots else next(it) for i, t in zip(lin, ts)]

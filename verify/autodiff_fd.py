@@ -243,14 +243,19 @@ class FDResult:
 
 
 def _eval(fn: Function, args: Sequence[np.ndarray]) -> float:
-    from mind.reference.interpreter import run_function
+    from mind.calling import run_reference
 
-    return float(run_function(fn, list(args))[0])
+    return float(run_reference(fn, list(args))[0])
 
 
 def check_case(case: Case, seed: int = 0) -> FDResult:
-    from mind.compiler.autodiff import grad_function
-    from mind.reference.interpreter import run_function
+    """The gradient of ``case`` by the registered autodiff transform (``mind.backends.TRANSFORMS``:
+    the compiler's, reached by name as backends are, so this check sits beside the compiler and
+    not above it) against central finite differences."""
+    from mind.backends import transform
+    from mind.calling import run_reference
+
+    grad_function = transform("grad")
 
     fn = case.build()
     rng = np.random.default_rng(seed)
@@ -258,7 +263,7 @@ def check_case(case: Case, seed: int = 0) -> FDResult:
     if case.name.startswith("random/"):
         args = _avoid_ties(fn, args, rng)
     gfn = grad_function(fn)
-    outs = run_function(gfn, args)
+    outs = run_reference(gfn, args)
     grads = outs[len(fn.results):]
     n_ops = len(fn.ops) + 2
     u_round = _gamma(n_ops, case.rounding_dtype)
@@ -292,14 +297,14 @@ def check_case(case: Case, seed: int = 0) -> FDResult:
 def _avoid_ties(fn: Function, args: list[np.ndarray], rng: np.random.Generator) -> list[np.ndarray]:
     """Random compositions contain select(compare(x, y, gt), ...): redraw until no compare operand
     pair is within 0.05 (the kink), so finite differences never straddle it."""
-    from mind.reference.interpreter import run_function
+    from mind.calling import run_reference
 
     cmp_ops = [op for op in fn.ops if op.op == "compare"]
     if not cmp_ops:
         return args
     probe = Function(fn.name, fn.params, fn.ops, [v for op in cmp_ops for v in op.operands], fn.assumptions)
     for _ in range(200):
-        vals = run_function(probe, args)
+        vals = run_reference(probe, args)
         if all(np.min(np.abs(vals[2 * k] - vals[2 * k + 1])) >= 0.05 for k in range(len(cmp_ops))):
             return args
         args = [rng.standard_normal(a.shape) for a in args]

@@ -110,7 +110,7 @@ def _param_types(fa: Function, fb: Function, shapes: Mapping[str, TensorType]) -
     """The concrete type of each parameter (A's names), checked against both functions."""
     import numpy as np
 
-    from mind.reference.interpreter import bind_arguments
+    from mind.calling import bind_arguments
 
     unknown = sorted(set(shapes) - {p.name for p in fa.params})
     if unknown:
@@ -263,7 +263,7 @@ class _Checker:
         self._probed = False
 
     def run(self) -> EquivReport:
-        from mind.reference.interpreter import bind_arguments
+        from mind.calling import bind_arguments
         import numpy as np
 
         fa, fb = self.fa, self.fb
@@ -549,10 +549,10 @@ class _Checker:
         inputs) and return True."""
         import numpy as np
 
-        from mind.reference.interpreter import run_function
+        from mind.calling import run_reference
 
-        ra = run_function(self.fa, arrays)
-        rb = run_function(self.fb, arrays)
+        ra = run_reference(self.fa, arrays)
+        rb = run_reference(self.fb, arrays)
         for r, (a, b) in enumerate(zip(ra, rb)):
             same = _bit_equal(a, b)
             if np.all(same):

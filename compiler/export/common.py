@@ -67,7 +67,7 @@ def _specialize(fn: Function, env: Mapping[str, int]) -> Function:
 
 def bind_from_arrays(fn: Function, arrays: Mapping[str, Any]) -> dict[str, int]:
     """The symbol values the arrays' shapes give (checked by the reference's argument binder)."""
-    from mind.reference.interpreter import bind_arguments
+    from mind.calling import bind_arguments
 
     _arrays, env = bind_arguments(fn, dict(arrays))
     return env

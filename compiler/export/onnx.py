@@ -21,7 +21,7 @@ import numpy as np
 from mind.compiler.export import protobuf as pb
 from mind.compiler.export.common import cannot_express, require_concrete
 from mind.ir.core import Function, Module, Value
-from mind.reference.interpreter import select_function
+from mind.calling import select_function
 from mind.spec.dtypes import DType
 
 OPSET = 20
@@ -208,7 +208,7 @@ def lower_op(g: Graph, op: Any, ins: list[str]) -> str:
 
 
 def export_function(fn: Function) -> bytes:
-    from mind import __version__
+    from mind.version import __version__
 
     require_concrete(fn, "ONNX")
     g = Graph()

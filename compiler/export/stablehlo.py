@@ -18,7 +18,7 @@ import numpy as np
 
 from mind.compiler.export.common import require_concrete, slice_windows
 from mind.ir.core import Function, Module, Value
-from mind.reference.interpreter import select_function
+from mind.calling import select_function
 from mind.spec.dtypes import DType
 
 _ELEM = {DType.BOOL: "i1", DType.I32: "i32", DType.I64: "i64", DType.F32: "f32", DType.F64: "f64"}

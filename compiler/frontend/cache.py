@@ -97,7 +97,7 @@ def disk_enabled() -> bool:
 
 def _disk_path(key: tuple[str, str]) -> tuple[str, str]:
     """The cache root and the entry's path under it."""
-    from mind import __version__
+    from mind.version import __version__
     from mind.cache_store import cache_dir
     parts = "\n".join((FORMAT, sys.version, __version__, frontend_fingerprint(), key[0], key[1]))
     digest = hashlib.sha256(parts.encode("utf-8", "surrogatepass")).hexdigest()
@@ -135,16 +135,33 @@ def _decode(data: bytes, file: str) -> Module:
         text = ir.decode("utf-8")
         module = parse_module(text, file, spans=False)
         _apply_spans(module, json.loads(spans_line))
+        _keep_function_texts(module, text)
     except (UnicodeDecodeError, ValueError, MindError, TypeError, KeyError, IndexError, AttributeError) as e:
         raise EntryProblem(f"it does not read back as a module ({type(e).__name__})") from None
     return module
+
+
+def _keep_function_texts(module: Module, text: str) -> None:
+    """Give each function its canonical text (``Function.canonical_text``), cut from the entry's
+    module text (``print_module``: the functions' texts joined by blank lines, which a function's own
+    text never has), so the CPU backend keys its kernels without printing the function again.  Only
+    when the cut is exactly one piece per function, each beginning with that function's header and
+    ending its body; else the functions keep none (and are printed)."""
+    pieces = text[:-1].split("\n\n") if text.endswith("\n") else []
+    if len(pieces) != len(module.functions):
+        return
+    if all(p.startswith(f"func @{f.name}(") and p.endswith("\n}") for p, f in zip(pieces, module.functions)):
+        for f, piece in zip(module.functions, pieces):
+            f.canonical_text = piece
 
 
 def _encode(module: Module) -> bytes | None:
     """An entry's bytes, or None for a module too large to store."""
     if sum(_const_elements(op) for f in module.functions for op in f.ops) > MAX_CONST_ELEMENTS:
         return None
-    body = (json.dumps(_spans(module), separators=(",", ":")) + "\n" + module.text()).encode("utf-8")
+    text = module.text()
+    _keep_function_texts(module, text)
+    body = (json.dumps(_spans(module), separators=(",", ":")) + "\n" + text).encode("utf-8")
     if len(body) > MAX_ENTRY_BYTES:
         return None
     return f"{FORMAT} {hashlib.sha256(body).hexdigest()}\n".encode() + body
@@ -220,12 +237,13 @@ def _write(root: str, file: str, module: Module) -> None:
 def compile_cached(text: str | bytes, path: str = "<input>", *, disk: bool | None = None) -> Module:
     """``compile_source`` memoized in memory and (``disk``, default ``disk_enabled()``) on disk;
     failures (MindError) are not cached.  E7010 when the cache folder is not safe to use."""
+    use_disk = disk_enabled() if disk is None else disk  # a bad setting is E7002 on every call, hit or not
     key = source_key(text, path)
     hit = _CACHE.get(key)
     if hit is not None:
         _CACHE.move_to_end(key)
         return hit
-    place = _disk_path(key) if (disk_enabled() if disk is None else disk) else None
+    place = _disk_path(key) if use_disk else None
     module = _read(*place) if place else None
     if module is None:
         module = compile_source(text, path)

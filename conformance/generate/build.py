@@ -23,7 +23,7 @@ from mind.conformance.suite import required_profiles
 from mind.ir.core import Function
 from mind.ir.parser import parse_module
 from mind.ir.verify import verify_module
-from mind.reference.interpreter import bind_arguments, select_function
+from mind.calling import bind_arguments, select_function
 from mind.reference.ops import OP_FUNCTIONS
 from mind.spec import accuracy
 from mind.reference.accuracy import accumulation

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from mind.diagnostics import error
     from mind.driver_io import atomic_write
     from mind.loader import load_module
-    from mind.reference.interpreter import select_function
+    from mind.calling import select_function
 
     module, _sources = load_module(args.file)
     fn = select_function(module, args.fn)

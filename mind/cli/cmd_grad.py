@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from mind.compiler.autodiff import grad_function
     from mind.ir.core import Module
     from mind.cli.program import load_program
-    from mind.reference.interpreter import select_function
+    from mind.calling import select_function
 
     from mind.diagnostics import Diagnostic, MindError
 

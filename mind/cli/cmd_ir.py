@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from mind.cli.output import emit_json
     from mind.ir.core import Module
     from mind.cli.program import load_program
-    from mind.reference.interpreter import select_function
+    from mind.calling import select_function
 
     module, _ = load_program(args.file)
     if args.fn:

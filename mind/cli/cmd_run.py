@@ -94,13 +94,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, module: Any) -> int:
     from mind.cli.output import emit_json, format_result, json_value
-    from mind.reference.interpreter import select_function
+    from mind.calling import select_function
 
     fn = select_function(module, args.fn)
     backend = args.backend or ("reference" if args.probe else DEFAULT_BACKEND)
     if args.probe and backend != "reference":
         raise error("E7002", "--probe is available with --backend reference",
-                    help="locate a backend mismatch with mind.reference.bisect.first_divergence")
+                    help="locate a backend mismatch with mind.bisect.first_divergence")
     if args.probe and args.out and _same_place(args.probe, args.out):
         raise error("E7002", "--out and --probe name the same folder", help="give each its own folder")
     inputs = load_inputs(args.input)

@@ -131,7 +131,7 @@ def run_equiv(args: argparse.Namespace) -> int:
     from mind.cli.output import emit_json
     from mind.diagnostics import error
     from mind.loader import load_module
-    from mind.reference.interpreter import select_function
+    from mind.calling import select_function
 
     if args.rlimit is not None and args.rlimit < 1:
         raise error("E7002", f"--rlimit {args.rlimit} is not positive")

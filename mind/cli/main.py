@@ -38,7 +38,7 @@ def build_parser() -> Parser:
     parser = Parser(prog="mind", description="MIND: a formally specified tensor language.",
                     epilog="exit status: " + ", ".join(f"{s} {m}" for s, m in MEANING.items())
                            + " (each diagnostic code's: docs/errors.md)")
-    from mind import __version__
+    from mind.version import __version__
 
     parser.add_argument("--version", action="version", version=f"mind {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)

@@ -154,7 +154,8 @@ class Function:
     source position is only needed when something is reported.
     """
 
-    __slots__ = ("name", "params", "ops", "results", "assumptions", "_span", "_span_fn", "result_decls")
+    __slots__ = ("name", "params", "ops", "results", "assumptions", "_span", "_span_fn", "result_decls",
+                 "canonical_text")
     __match_args__ = ("name", "params", "ops", "results", "assumptions", "span")
 
     def __init__(self, name: str, params: list[Value], ops: list[Operation], results: list[Value],
@@ -171,6 +172,11 @@ class Function:
         # (``f32[max(B, 3)]`` for ``f32[B]``), each with its span: the IR text parser sets them,
         # the verifier proves each equal to its value's type under the premises.
         self.result_decls: tuple[tuple[TensorType, Span | None], ...] = ()
+        # The function's canonical text (``mind.ir.printer.print_function``) where whoever made this
+        # object had it already: the frontend's disk cache reads functions back from that text, so a
+        # backend keys its kernels on it without printing again.  None: print it.  A function that
+        # has one is not changed afterwards (cached modules are read-only).
+        self.canonical_text: str | None = None
 
     @property
     def span(self) -> Span | None:

@@ -7,12 +7,19 @@ bit-identical print as ``splat(v)``.  So print → parse → print is byte-ident
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, Sequence
 
-from mind.ir.core import Function, Module, Operation, TensorType
+from mind.reference.program import FunctionLike, OperationLike
 from mind.spec.dims import format_dim
 from mind.spec.dtypes import DType
-from mind.spec.ops import OPS
+from mind.spec.ops import OPS, TensorType
+
+
+class ModuleLike(Protocol):
+    """What the printer reads of a module (``mind.ir.core.Module``, which prints itself through
+    this module: so the printer names no class of ``core``)."""
+
+    functions: Sequence[FunctionLike]
 
 
 def format_type(t: TensorType) -> str:
@@ -86,7 +93,7 @@ def format_attr(kind: str, value: Any, result_type: TensorType) -> str:
     raise ValueError(f"unknown attribute kind {kind!r}")
 
 
-def format_operation(op: Operation) -> str:
+def format_operation(op: OperationLike) -> str:
     opdef = OPS[op.op]
     operands = f"({', '.join(f'%{v.name}' for v in op.operands)})" if op.operands else ""
     attrs = ""
@@ -97,7 +104,7 @@ def format_operation(op: Operation) -> str:
     return f"%{op.result.name} = {op.op}{operands}{attrs} : {format_type(op.result.type)}"
 
 
-def format_signature(fn: Function) -> str:
+def format_signature(fn: FunctionLike) -> str:
     params = ", ".join(f"%{p.name}: {format_type(p.type)}" for p in fn.params)
     results = ", ".join(format_type(v.type) for v in fn.results)
     where = ""
@@ -106,7 +113,7 @@ def format_signature(fn: Function) -> str:
     return f"func @{fn.name}({params}) -> ({results}){where}"
 
 
-def print_function(fn: Function) -> str:
+def print_function(fn: FunctionLike) -> str:
     lines = [format_signature(fn) + " {"]
     lines.extend("  " + format_operation(op) for op in fn.ops)
     ret = ", ".join(f"%{v.name}" for v in fn.results)
@@ -115,5 +122,5 @@ def print_function(fn: Function) -> str:
     return "\n".join(lines)
 
 
-def print_module(module: Module) -> str:
+def print_module(module: ModuleLike) -> str:
     return "\n\n".join(print_function(f) for f in module.functions) + "\n"

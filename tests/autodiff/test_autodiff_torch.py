@@ -123,7 +123,7 @@ def test_mind_mlp_gradients_match_torch(dtype):
     """The .mind program (grad in the language) against torch.autograd; f64 runs the same source
     with f32 → f64, so the comparison is tight (γ for f64)."""
     from mind.compiler.frontend.api import compile_source
-    from mind.reference.interpreter import run_function
+    from mind.calling import run_reference
 
     with open(os.path.join(ROOT, "examples", "train_mlp.mind"), encoding="utf-8") as f:
         text = f.read() + GRADS_FN
@@ -132,7 +132,7 @@ def test_mind_mlp_gradients_match_torch(dtype):
         text, np_dtype = re.sub(r"\bf32\b", "f64", text), np.float64
     fn = compile_source(text, "train_mlp.mind", verify=True).function("loss_and_grads")
     x, y, params = _inputs(np_dtype)
-    ours = run_function(fn, [x, y] + params)
+    ours = run_reference(fn, [x, y] + params)
     print(f"\n.mind loss + grad ({dtype}) vs torch (f64):")
     _compare(ours, x, y, params, dtype)
 
@@ -141,11 +141,11 @@ def test_mir_mlp_gradients_match_torch():
     """The same loss as Core IR (examples/train_mlp.mir, batch 32), via the Python API."""
     from mind.compiler.autodiff import grad_function
     from mind.loader import load_module
-    from mind.reference.interpreter import run_function
+    from mind.calling import run_reference
 
     module, _ = load_module(os.path.join(ROOT, "examples", "train_mlp.mir"))
     g = grad_function(module.function("loss"), wrt=["w1", "b1", "w2", "b2"])
     x, y, params = _inputs(np.float32)
-    ours = run_function(g, [x, y] + params)
+    ours = run_reference(g, [x, y] + params)
     print("\n.mir grad_function (f32) vs torch (f64):")
     _compare(ours, x, y, params, "f32")

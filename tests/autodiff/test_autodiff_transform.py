@@ -18,7 +18,7 @@ from mind.ir.core import Assumption, Module
 from mind.ir.parser import parse_module
 from mind.ir.printer import print_function
 from mind.ir.verify import verify_module
-from mind.reference.interpreter import run_function
+from mind.calling import run_reference
 from mind.spec.dims import sym
 from mind.spec.dtypes import DType
 from mind.spec.ops import TensorType
@@ -44,7 +44,7 @@ def fd_grad(fn, args, i, h=1e-6):
         ap, am = [a.copy() for a in args], [a.copy() for a in args]
         ap[i][j] += h
         am[i][j] -= h
-        out[j] = (run_function(fn, ap)[0] - run_function(fn, am)[0]) / (2 * h)
+        out[j] = (run_reference(fn, ap)[0] - run_reference(fn, am)[0]) / (2 * h)
     return out
 
 
@@ -62,7 +62,7 @@ def test_accumulates_multiple_uses_and_broadcasts():
     g = grad_function(fn)
     rng = np.random.default_rng(0)
     args = [rng.standard_normal((2, 3)), rng.standard_normal(3)]
-    out = run_function(g, args)
+    out = run_reference(g, args)
     for i in range(2):
         np.testing.assert_allclose(out[1 + i], fd_grad(fn, args, i), rtol=1e-6, atol=1e-8)
 
@@ -77,7 +77,7 @@ def test_symbolic_batch_gradient():
     rng = np.random.default_rng(1)
     for batch in (1, 4):
         args = [rng.standard_normal((batch, 3)), rng.standard_normal((3, 2)), rng.standard_normal(2)]
-        out = run_function(g, args)
+        out = run_reference(g, args)
         for i in range(3):
             np.testing.assert_allclose(out[1 + i], fd_grad(fn, args, i), rtol=1e-6, atol=1e-8)
 
@@ -93,7 +93,7 @@ def test_symbolic_reduce_and_unused_parameter_zero_is_nan_free():
     verify_module(Module([g]))
     xv = np.zeros((4, 3))
     uv = np.array([[np.inf, np.nan]] * 4)
-    out = run_function(g, [xv, uv])
+    out = run_reference(g, [xv, uv])
     np.testing.assert_allclose(out[1], np.ones((4, 3)))
     assert np.array_equal(out[2], np.zeros((4, 2)))  # zeros of a symbolic shape, even for inf/NaN inputs
 
@@ -120,7 +120,7 @@ def test_integer_and_bool_inputs():
     fn = parse_module(src).functions[0]
     g = grad_function(fn)  # default wrt: the float parameters only
     assert len(g.results) == 2
-    out = run_function(g, [np.array([1.0, 2.0, 3.0]), np.array([2, 2])])
+    out = run_reference(g, [np.array([1.0, 2.0, 3.0]), np.array([2, 2])])
     np.testing.assert_allclose(out[1], [0, 0, 2])
     with pytest.raises(MindError) as e:
         grad_function(fn, wrt=["i"])
@@ -158,7 +158,7 @@ def test_grad_values_inside_a_builder():
     fn = b.finish([loss, gw])
     verify_module(Module([fn]))
     xv, wv = np.eye(2), np.array([[1.0, 2.0], [3.0, 4.0]])
-    np.testing.assert_allclose(run_function(fn, [wv, xv])[1], 2 * wv)
+    np.testing.assert_allclose(run_reference(fn, [wv, xv])[1], 2 * wv)
 
 
 def _grad_text(hashseed: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mind.compiler.backend.cpu.mathlib import exp_text, log_text
+from mind.compiler.backend.linalg.mathlib import exp_text, log_text
 
 
 def matmul(m: int, k: int, n: int, dtype: str = "f32", name: str = "mm") -> str:

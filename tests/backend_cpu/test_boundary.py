@@ -14,7 +14,7 @@ import mind
 from mind.compiler.backend.cpu.api import MAX_KERNEL_ARGUMENTS, _materializes, emit_stage
 from mind.diagnostics import MindError
 from mind.ir.parser import parse_module
-from mind.reference.interpreter import select_function
+from mind.calling import select_function
 from mind.reference.memory import peak_bytes
 
 BOOLS = """fn main(x: Tensor<bool, [N]>, y: Tensor<bool, [N]>) -> (Tensor<i32, [N]>, Tensor<bool, [N]>, Tensor<bool, [N]>, Tensor<bool, [N]>) {

@@ -27,6 +27,7 @@ from mind.compiler.backend.cpu.abi import mlir_signature
 from mind.compiler.backend.cpu.api import compile_function, kernel_signature
 from mind.compiler.backend.cpu.cache import KernelCache
 from mind.compiler.backend.cpu.engine import compile_kernel, wait_for_cache_writes
+from mind.compiler.backend.cpu.options import CpuOptions
 from mind.diagnostics import MindError
 from mind.ir.parser import parse_module
 
@@ -208,7 +209,7 @@ def test_two_cached_kernels_load_side_by_side_in_one_process(tmp_path):
 
 
 def test_signatures_come_from_the_program():
-    from mind.compiler.backend.cpu.emit import emit_mlir
+    from mind.compiler.backend.linalg.emit import emit_mlir
     text, name = emit_mlir(F, {})
     assert mlir_signature(text, name) == kernel_signature(F, {})
     assert mlir_signature(K.matmul(4, 8, 2), "mm").outputs[0].shape == (4, 2)
@@ -228,7 +229,8 @@ _KILLED_LINK = textwrap.dedent("""
     def killed(*args, **kwargs):  # the process dies while ld runs
         os.kill(os.getpid(), 9)
     subprocess.Popen = killed
-    compile_kernel(K.matmul(8, 16, 4), "mm", threads=1, cache=KernelCache({root!r}), jit={jit})
+    from mind.compiler.backend.cpu.options import CpuOptions
+    compile_kernel(K.matmul(8, 16, 4), "mm", CpuOptions.resolve(threads=1, cache=KernelCache({root!r}), jit={jit}))
 """)
 
 
@@ -248,7 +250,7 @@ def test_debris_of_a_killed_link_is_swept(tmp_path, jit):
     for name in (debris, os.path.join(folder, ".mind-tmp-1-2-3"), os.path.join(folder, ".load-1-2.so"),
                  os.path.join(folder, "keep-me")):
         os.utime(name, (old, old))
-    compile_kernel(K.matmul(8, 16, 2), "mm", threads=1, cache=KernelCache(str(root)), jit=False)  # a miss
+    compile_kernel(K.matmul(8, 16, 2), "mm", CpuOptions.resolve(threads=1, cache=KernelCache(str(root)), jit=False))  # a miss
     left = sorted(os.path.basename(p) for p in glob.glob(os.path.join(folder, "*")) + glob.glob(os.path.join(folder, ".*")))
     assert ".link-young" in left and "keep-me" in left
     assert not [n for n in left if n.startswith((".mind-tmp-", ".load-")) or (n.startswith(".link-") and n != ".link-young")]

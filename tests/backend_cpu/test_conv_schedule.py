@@ -13,7 +13,7 @@ from mind.compiler.backend.cpu.api import compile_function
 from mind.compiler.backend.cpu.conv_schedule import ConvTiles, block_cost, choose_conv_tiles, conv_section
 from mind.ir.parser import parse_module
 from mind.reference.accuracy import check_op
-from mind.reference.interpreter import select_function
+from mind.calling import select_function
 from mind.reference.ops import conv2d as ref_conv2d
 
 _NP = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}
@@ -215,14 +215,14 @@ def test_conv_bias_relu_two_threads(dt, xs, ws, pad):
 def test_schedule_module_tags_the_conv():
     from mlir import ir
 
-    from mind.compiler.backend.cpu.emit import emit_mlir
-    from mind.compiler.backend.cpu.transforms import schedule_module
+    from mind.compiler.backend.linalg.emit import emit_mlir
+    from mind.compiler.backend.cpu.transforms import schedule
 
     fn, _ = _conv_fn((1, 6, 8, 4), (3, 3, 4, 16), "f32", strides=(1, 2))
     text, _name = emit_mlir(fn, {})
     assert "linalg.conv_2d_nhwc_hwcf" in text and "strides = dense<[1, 2]>" in text
     with ir.Context(), ir.Location.unknown():
-        script = schedule_module(ir.Module.parse(text), min_work=0)  # a small shape: no cost model
+        script = schedule(ir.Module.parse(text), min_work=0)  # a small shape: no cost model
     assert script is not None and "linalg.conv_2d_nhwc_hwcf" in script
     assert "tile_sizes [1, 1, 3, 16]" in script
 
@@ -230,9 +230,9 @@ def test_schedule_module_tags_the_conv():
 def test_padding_copy_is_split_over_the_batch():
     from mlir import ir
 
-    from mind.compiler.backend.cpu.emit import emit_mlir
-    from mind.compiler.backend.cpu.pipeline import prefusion
-    from mind.compiler.backend.cpu.transforms import schedule_module
+    from mind.compiler.backend.linalg.emit import emit_mlir
+    from mind.compiler.backend.linalg.pipeline import prefusion
+    from mind.compiler.backend.cpu.transforms import schedule
     from mlir.passmanager import PassManager
 
     for n, hops in ((2, 2), (1, 0)):  # top padding 0 -> extract_slice between the copy and the conv
@@ -241,7 +241,7 @@ def test_padding_copy_is_split_over_the_batch():
         with ir.Context(), ir.Location.unknown():
             m = ir.Module.parse(text)
             PassManager.parse(prefusion().render()).run(m.operation)
-            script = schedule_module(m, min_work=0)  # small shapes: no cost model
+            script = schedule(m, min_work=0)  # small shapes: no cost model
         assert script is not None
         assert ("get_producer_of_operand %cpad0_0[0]" in script) == (hops == 2)
         assert ("tile_sizes [1] :" in script) == (hops > 0)
@@ -288,15 +288,15 @@ def _script(fn):
     from mlir import ir
     from mlir.passmanager import PassManager
 
-    from mind.compiler.backend.cpu.emit import emit_mlir
-    from mind.compiler.backend.cpu.pipeline import prefusion
-    from mind.compiler.backend.cpu.transforms import schedule_module
+    from mind.compiler.backend.linalg.emit import emit_mlir
+    from mind.compiler.backend.linalg.pipeline import prefusion
+    from mind.compiler.backend.cpu.transforms import schedule
 
     text, _name = emit_mlir(fn, {})
     with ir.Context(), ir.Location.unknown():
         m = ir.Module.parse(text)
         PassManager.parse(prefusion().render()).run(m.operation)
-        return schedule_module(m, min_work=0)  # small shapes: no cost model
+        return schedule(m, min_work=0)  # small shapes: no cost model
 
 
 def test_bias_relu_epilogue_is_fused_into_the_conv_tile():
@@ -318,16 +318,18 @@ def _bufferized(fn) -> tuple[str, str]:
     from mlir import ir
     from mlir.passmanager import PassManager
 
-    from mind.compiler.backend.cpu.emit import emit_mlir
-    from mind.compiler.backend.cpu.pipeline import bufferize, prefusion
-    from mind.compiler.backend.cpu.transforms import apply_script, schedule_module, untie_shared_inits
+    from mind.compiler.backend.linalg.emit import emit_mlir
+    from mind.compiler.backend.linalg.pipeline import bufferize, prefusion
+    from mind.compiler.backend.cpu.transforms import schedule
+    from mind.compiler.backend.linalg.payload import untie_shared_inits
+    from mind.compiler.backend.linalg.transform_script import apply_script
 
     text, _name = emit_mlir(fn, {})
     with ir.Context(), ir.Location.unknown():
         m = ir.Module.parse(text)
         PassManager.parse(prefusion().render()).run(m.operation)
         untie_shared_inits(m, tag_empties=True)
-        script = schedule_module(m, min_work=0)
+        script = schedule(m, min_work=0)
         apply_script(m, script)
         untie_shared_inits(m)
         PassManager.parse(bufferize().render()).run(m.operation)

@@ -25,7 +25,7 @@ from hypothesis import assume, given, settings, strategies as st
 from mind.backends import compile_for
 from mind.ir.builder import FunctionBuilder
 from mind.reference.accuracy import accumulation
-from mind.reference.interpreter import run_function
+from mind.calling import run_reference
 from mind.spec.dtypes import DType
 from mind.spec.ops import ConstraintViolation, TensorType
 
@@ -168,7 +168,7 @@ def fusion_programs(draw, dims=st.integers(1, 4), threads=st.just(1)):
 def _exact_in_any_order(fn, inputs) -> bool:
     """Whether every float value and accumulation of the reference run is an integer below 2^p."""
     values: dict[int, np.ndarray] = {}
-    run_function(fn, inputs, probe=lambda value, op, array: values.__setitem__(id(value), np.asarray(array)))
+    run_reference(fn, inputs, probe=lambda value, op, array: values.__setitem__(id(value), np.asarray(array)))
     for op in fn.ops:
         dt = op.result.type.dtype
         if dt not in _PRECISION:
@@ -187,7 +187,7 @@ def _check(prog) -> None:
     fn, inputs, options = prog
     assume(_exact_in_any_order(fn, inputs))
     got = compile_for(fn, "cpu", **options)(inputs)
-    want = run_function(fn, inputs)
+    want = run_reference(fn, inputs)
     for i, (g, w) in enumerate(zip(got, want)):
         assert g.dtype == w.dtype and g.shape == w.shape, (i, g.dtype, g.shape, w.dtype, w.shape, str(fn))
         assert np.array_equal(g, w, equal_nan=g.dtype.kind == "f"), \

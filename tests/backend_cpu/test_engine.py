@@ -14,8 +14,11 @@ import kernels as K
 from mind.compiler.backend.cpu.cache import KernelCache
 from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir
 from mind.compiler.backend.cpu.kernel_library import host_isa
-from mind.compiler.backend.cpu.pipeline import PassSpec, PipelineError, full_pipeline, lower_to_llvm
-from mind.compiler.backend.cpu.transforms import choose_matmul_tiles, largest_divisor_at_most
+from mind.compiler.backend.cpu.options import CpuOptions
+from mind.compiler.backend.cpu.pipeline import full_pipeline, lower_to_llvm
+from mind.compiler.backend.linalg.pipeline import PassSpec, PipelineError
+from mind.compiler.backend.cpu.transforms import choose_matmul_tiles
+from mind.compiler.backend.linalg.transform_script import largest_divisor_at_most
 from mind.diagnostics import MindError
 
 HERE = os.path.dirname(__file__)
@@ -33,7 +36,7 @@ def test_matmul_512x1024x512_f32(threads, matmul):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((512, 1024), dtype=np.float32)
     b = rng.standard_normal((1024, 512), dtype=np.float32)
-    k = compile_kernel(K.matmul(512, 1024, 512), "mm", threads=threads, cache=False, matmul=matmul)
+    k = compile_kernel(K.matmul(512, 1024, 512), "mm", CpuOptions.resolve(threads=threads, cache=False, matmul=matmul))
     if matmul == "schedule" or host_isa() is None:
         assert k.scheduled and k.matmul_library is None
     else:
@@ -48,7 +51,7 @@ def test_matmul_odd_and_small_shapes(m, k, n):
     rng = np.random.default_rng(1)
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
-    kern = compile_kernel(K.matmul(m, k, n), "mm", threads=2, cache=False)
+    kern = compile_kernel(K.matmul(m, k, n), "mm", CpuOptions.resolve(threads=2, cache=False))
     c = kern(a, b)
     assert np.all(np.abs(c - a.astype(np.float64) @ b) <= _matmul_bound(a, b) + 1e-30)
 
@@ -58,7 +61,7 @@ def test_matmul_dtypes(dtype, np_dtype):
     rng = np.random.default_rng(2)
     a = rng.integers(-5, 5, (24, 40)).astype(np_dtype)
     b = rng.integers(-5, 5, (40, 32)).astype(np_dtype)
-    kern = compile_kernel(K.matmul(24, 40, 32, dtype), "mm", threads=1, cache=False)
+    kern = compile_kernel(K.matmul(24, 40, 32, dtype), "mm", CpuOptions.resolve(threads=1, cache=False))
     np.testing.assert_array_equal(kern(a, b), a @ b)
 
 
@@ -66,7 +69,7 @@ def test_batch_matmul():
     rng = np.random.default_rng(3)
     a = rng.standard_normal((3, 16, 64), dtype=np.float32)
     b = rng.standard_normal((3, 64, 32), dtype=np.float32)
-    kern = compile_kernel(K.batch_matmul(3, 16, 64, 32), "bmm", threads=2, cache=False)
+    kern = compile_kernel(K.batch_matmul(3, 16, 64, 32), "bmm", CpuOptions.resolve(threads=2, cache=False))
     c = kern(a, b)
     ref = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64))
     bound = 64 * 2.0**-24 * np.einsum("bmk,bkn->bmn", np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
@@ -76,7 +79,7 @@ def test_batch_matmul():
 @pytest.mark.parametrize("shape", [(256, 512), (7, 33), (1000,), (2, 3, 64)])
 def test_fused_sigmoid_chain(shape):
     x = np.random.default_rng(4).standard_normal(shape, dtype=np.float32) * 4
-    kern = compile_kernel(K.sigmoid_chain(shape), "chain", threads=2, cache=False)
+    kern = compile_kernel(K.sigmoid_chain(shape), "chain", CpuOptions.resolve(threads=2, cache=False))
     assert kern.scheduled
     got = kern(x)
     ref = 1.0 / (1.0 + np.exp(-(np.maximum(x.astype(np.float64), 0) * 2 + 1)))
@@ -85,27 +88,25 @@ def test_fused_sigmoid_chain(shape):
 
 def test_rank0_and_bool_and_int():
     # rank 0 f32 -> f32
-    k0 = compile_kernel(K.unary((), ["%c = arith.constant 3.0 : f32", "%v = arith.mulf %in, %c : f32"], "%v"),
-                        "ew", threads=1, cache=False)
+    k0 = compile_kernel(K.unary((), ["%c = arith.constant 3.0 : f32", "%v = arith.mulf %in, %c : f32"], "%v"), "ew", CpuOptions.resolve(threads=1, cache=False))
     r = k0(np.array(2.5, dtype=np.float32))
     assert r.shape == () and r.dtype == np.float32 and float(r) == 7.5
     # numpy bool crosses the boundary as i8
     kb = compile_kernel(K.unary((130,), ["%z = arith.constant 0.0 : f32", "%c = arith.cmpf ogt, %in, %z : f32",
-                                         "%v = arith.extui %c : i1 to i8"], "%v", out_dtype="i8"),
-                        "ew", threads=1, cache=False)
+                                         "%v = arith.extui %c : i1 to i8"], "%v", out_dtype="i8"), "ew", CpuOptions.resolve(threads=1, cache=False))
     x = np.linspace(-1, 1, 130, dtype=np.float32)
     out = kb(x)
     assert out.dtype == np.bool_
     np.testing.assert_array_equal(out, x > 0)
     for dt, npdt in (("i32", np.int32), ("i64", np.int64)):
         ki = compile_kernel(K.unary((5, 70), [f"%c = arith.constant 3 : {dt}", f"%v = arith.muli %in, %c : {dt}"],
-                                    "%v", dtype=dt), "ew", threads=2, cache=False)
+                                    "%v", dtype=dt), "ew", CpuOptions.resolve(threads=2, cache=False))
         xi = np.arange(350, dtype=npdt).reshape(5, 70)
         np.testing.assert_array_equal(ki(xi), xi * 3)
 
 
 def test_wrong_arguments_raise_mind_error():
-    k0 = compile_kernel(K.unary((4,), ["%v = arith.negf %in : f32"], "%v"), "ew", threads=1, cache=False)
+    k0 = compile_kernel(K.unary((4,), ["%v = arith.negf %in : f32"], "%v"), "ew", CpuOptions.resolve(threads=1, cache=False))
     with pytest.raises(MindError) as e:
         k0(np.zeros(4, dtype=np.float64))
     assert e.value.codes == ["E6012"]
@@ -125,7 +126,7 @@ def test_wrong_arguments_raise_mind_error():
 ])
 def test_malformed_module_is_e6012(text, func, says):
     with pytest.raises(MindError) as e:
-        compile_kernel(text, func, threads=1, cache=False)
+        compile_kernel(text, func, CpuOptions.resolve(threads=1, cache=False))
     assert e.value.codes == ["E6012"]
     rendered = str(e.value)  # MLIR's diagnostics (with their notes and locations) become the error's notes
     for fragment in says:
@@ -140,7 +141,7 @@ def test_pipeline_options_are_validated_before_mlir():
     with pytest.raises(PipelineError):
         lower_to_llvm(-3)
     with pytest.raises(MindError):
-        compile_kernel(K.matmul(4, 4, 4), "mm", threads=0, cache=False)
+        compile_kernel(K.matmul(4, 4, 4), "mm", CpuOptions.resolve(threads=0, cache=False))
     assert full_pipeline(2).render() == full_pipeline(2).render()
     assert "num-threads=2" in full_pipeline(2).render()
 
@@ -167,7 +168,7 @@ def test_matmul_with_narrow_or_odd_vector_rows_is_scheduled_and_right(n):
     rng = np.random.default_rng(2)
     a = rng.standard_normal((64, 128), dtype=np.float32)
     b = rng.standard_normal((128, n), dtype=np.float32)
-    kern = compile_kernel(K.matmul(64, 128, n), "mm", threads=1, schedule="all", cache=False, matmul="schedule")
+    kern = compile_kernel(K.matmul(64, 128, n), "mm", CpuOptions.resolve(threads=1, schedule="all", cache=False, matmul="schedule"))
     assert kern.scheduled
     assert np.all(np.abs(kern(a, b) - a.astype(np.float64) @ b) <= _matmul_bound(a, b))
 
@@ -177,8 +178,9 @@ _DET = textwrap.dedent("""
     sys.path.insert(0, {here!r})
     import kernels as K
     from mind.compiler.backend.cpu.engine import mlir_to_llvm_ir
-    a = mlir_to_llvm_ir(K.matmul(64, 128, 96), "mm", threads=2).llvm_ir
-    b = mlir_to_llvm_ir(K.sigmoid_chain((32, 256)), "chain", threads=1).llvm_ir
+    from mind.compiler.backend.cpu.options import CpuOptions
+    a = mlir_to_llvm_ir(K.matmul(64, 128, 96), "mm", CpuOptions.resolve(threads=2, matmul="schedule")).llvm_ir
+    b = mlir_to_llvm_ir(K.sigmoid_chain((32, 256)), "chain", CpuOptions.resolve(threads=1, matmul="schedule")).llvm_ir
     print(hashlib.sha256((a + b).encode()).hexdigest())
 """)
 
@@ -192,7 +194,7 @@ def test_llvm_ir_is_deterministic_across_processes():
         assert r.returncode == 0, r.stderr
         outs.append(r.stdout.strip())
     assert outs[0] == outs[1] and len(outs[0]) == 64
-    assert mlir_to_llvm_ir(K.matmul(64, 128, 96), "mm", threads=2).llvm_ir.startswith("; ModuleID")
+    assert mlir_to_llvm_ir(K.matmul(64, 128, 96), "mm", CpuOptions.resolve(threads=2, matmul="schedule")).llvm_ir.startswith("; ModuleID")
 
 
 _WARM = textwrap.dedent("""
@@ -200,8 +202,9 @@ _WARM = textwrap.dedent("""
     import numpy as np
     sys.path.insert(0, {here!r})
     from mind.compiler.backend.cpu.engine import compile_kernel
+    from mind.compiler.backend.cpu.options import CpuOptions
     text = open({path!r}).read()
-    k = compile_kernel(text, "mm", threads=2)
+    k = compile_kernel(text, "mm", CpuOptions.resolve(threads=2))
     a = np.ones((64, 32), np.float32); b = np.ones((32, 48), np.float32)
     assert (k(a, b) == 32).all()
     print(k.from_cache, "mlir" in sys.modules)
@@ -236,7 +239,7 @@ def test_importing_mind_does_not_import_mlir():
 _WARM_FN = textwrap.dedent("""
     import sys, numpy as np
     sys.path.insert(0, {here!r})
-    import mind.compiler.backend.cpu.emit as E
+    import mind.compiler.backend.linalg.emit as E
     from mind.compiler.backend.cpu import api
     from mind.ir.parser import parse_module
     fn = parse_module("func @f(%a: f32[B, 3], %b: f32[B, 3]) -> (f32[B, 3]) {{\\n"
@@ -271,10 +274,14 @@ def test_warm_start_by_core_ir_key_skips_mlir_emission(tmp_path):
 def test_cache_keys_change_with_the_backend_sources_and_toolchain(monkeypatch, fingerprint):
     """Both keys cover the backend's own sources: an edited schedule (``conv_schedule.py``, say)
     acts on the same MLIR text, so the MLIR-text key must miss as well as the Core-IR one."""
-    from mind.compiler.backend.cpu import cache
-    kw = dict(threads=1, schedule=True, cpu="host")
-    before = (cache.cache_key("module {}", "f", pipeline="p", **kw), cache.ir_cache_key("func", {}, **kw))
-    getattr(cache, f"{fingerprint}_fingerprint")()  # computed and memoized ...
-    monkeypatch.setitem(cache._FP, fingerprint, "edited")  # ... then as if the files had changed
-    after = (cache.cache_key("module {}", "f", pipeline="p", **kw), cache.ir_cache_key("func", {}, **kw))
+    from mind.compiler.backend.cpu import cache, host
+    options = CpuOptions.resolve(threads=1, cpu="host")
+
+    def keys() -> tuple[str, str]:
+        return (cache.mlir_cache_key("module {}", "f", options.fingerprint()),
+                cache.ir_cache_key("func", {}, options.fingerprint()))
+    before = keys()
+    getattr(host, f"{fingerprint}_fingerprint")()  # computed and memoized ...
+    monkeypatch.setitem(host._FACTS, fingerprint, "edited")  # ... then as if the files had changed
+    after = keys()
     assert before[0] != after[0] and before[1] != after[1]

@@ -17,14 +17,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import kernels as K
+from mind.compiler.backend.cpu import host
 from mind.compiler.backend.cpu import kernel_library as KL
 from mind.compiler.backend.cpu.abi import descriptor_type
-from mind.compiler.backend.cpu.engine import compile_kernel, library_key, matmul_library, mlir_to_llvm_ir
+from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir
 from mind.compiler.backend.cpu.gemm_kernel import VARIANTS, gemm_symbol
+from mind.compiler.backend.cpu.options import CpuOptions
 from mind.diagnostics import MindError
 
 HOST = KL.host_isa()
-RUNNABLE = [isa for isa in KL.ISAS if KL._REQUIRED_FLAGS[isa] <= KL._cpu_flags()]
+RUNNABLE = [isa for isa in KL.ISAS if KL._REQUIRED_FLAGS[isa] <= host.cpu_flags()]
 needs_library = pytest.mark.skipif(HOST is None, reason="this CPU runs none of the prebuilt GEMM's instruction sets")
 EPS = {"f32": 2.0**-24, "f64": 2.0**-53}
 NP = {"f32": np.float32, "f64": np.float64}
@@ -88,9 +90,9 @@ def test_a_damaged_object_is_refused(tmp_path, monkeypatch, restore_library):
     with pytest.raises(KL.LibraryError, match="does not match its SHA-256"):
         KL.object_bytes("gemm-x86-64-v4")
     if HOST == "x86-64-v4":
-        assert matmul_library("host", "library") == HOST  # the manifest is intact: keys work
+        assert CpuOptions.resolve(matmul="library").library == HOST  # the manifest is intact: keys work
         with pytest.raises(MindError, match="E6012") as info:  # the object is not linked
-            compile_kernel(K.matmul(64, 64, 64), "mm", threads=1, cache=False, matmul="library")
+            compile_kernel(K.matmul(64, 64, 64), "mm", CpuOptions.resolve(threads=1, cache=False, matmul="library"))
         assert "MIND_CPU_MATMUL=schedule" in str(info.value)
     (tmp_path / "prebuilt" / "MANIFEST.json").write_text("{}")
     KL._manifest.cache_clear()
@@ -98,26 +100,25 @@ def test_a_damaged_object_is_refused(tmp_path, monkeypatch, restore_library):
         KL.object_digest("gemm-parallel")
     if HOST is not None:
         with pytest.raises(MindError, match="E6012"):
-            matmul_library("host", "library")
+            CpuOptions.resolve(matmul="library")
 
 
 def test_a_damaged_openmp_object_is_refused_with_its_own_way_out(tmp_path, monkeypatch, restore_library):
     from mind.compiler.backend.cpu import openmp
     if openmp.runtime_path("gomp") is None:
         pytest.skip("GCC's libgomp is not installed")
-    monkeypatch.setattr(openmp, "preferred_abi", lambda: "gomp")
     _damaged_copy(tmp_path, monkeypatch, "openmp-gomp")
     with pytest.raises(MindError, match="E6012") as info:
-        compile_kernel(K.sigmoid_chain((64, 256)), "chain", threads=2, cache=False)
+        compile_kernel(K.sigmoid_chain((64, 256)), "chain", CpuOptions.resolve(threads=2, cache=False, openmp="gomp"))
     assert "MIND_OPENMP=kmpc" in str(info.value) and "threads=1" in str(info.value)
-    compile_kernel(K.sigmoid_chain((64, 256)), "chain", threads=1, cache=False)  # no OpenMP: not linked
+    compile_kernel(K.sigmoid_chain((64, 256)), "chain", CpuOptions.resolve(threads=1, cache=False))  # no OpenMP: not linked
 
 
 def test_host_isa_reads_the_cpu_flags(monkeypatch):
     v3 = KL._REQUIRED_FLAGS["x86-64-v3"]
     for flags, want in ((frozenset(), None), (v3, "x86-64-v3"), (v3 - {"fma"}, None),
                         (KL._REQUIRED_FLAGS["x86-64-v4"], "x86-64-v4")):
-        monkeypatch.setattr(KL, "_cpu_flags", lambda flags=flags: flags)
+        monkeypatch.setattr(host, "cpu_flags", lambda flags=flags: flags)
         assert KL.host_isa() == want
 
 
@@ -129,21 +130,23 @@ def test_policy_choices():
         KL.select_isa("host", "blas")
 
 
-def test_unknown_matmul_setting_is_e6012(monkeypatch):
+def test_unknown_matmul_setting_is_a_usage_error(monkeypatch):
     monkeypatch.setenv("MIND_CPU_MATMUL", "blas")
-    with pytest.raises(MindError, match="E6012") as info:
-        compile_kernel(K.matmul(8, 8, 8), "mm", threads=1, cache=False)
+    with pytest.raises(MindError, match="E7002") as info:
+        CpuOptions.resolve(threads=1, cache=False)
     assert "MIND_CPU_MATMUL" in str(info.value)
-    with pytest.raises(MindError, match="E6012"):
-        compile_kernel(K.matmul(8, 8, 8), "mm", threads=1, cache=False, matmul="blas")
+    with pytest.raises(MindError, match="E7002"):
+        CpuOptions.resolve(threads=1, cache=False, matmul="blas")
 
 
 def test_cache_keys_name_what_matmuls_call():
-    assert library_key(None) == library_key(None, 2) == "schedule"
+    def key(threads: int, matmul: str) -> str:
+        return CpuOptions.resolve(matmul=matmul).replace(threads=threads).fingerprint()["matmul"]
+    assert key(1, "schedule") == key(2, "schedule") == "schedule"
     if HOST is not None:
         gemm = KL.object_digest(KL.gemm_object(HOST))
-        assert library_key(HOST) == f"library:{HOST}:{gemm}"
-        assert library_key(HOST, 2) == f"library:{HOST}:{gemm}:{KL.object_digest('gemm-parallel')}"
+        assert key(1, "library") == f"library:{HOST}:{gemm}"
+        assert key(2, "library") == f"library:{HOST}:{gemm}:{KL.object_digest('gemm-parallel')}"
 
 
 # ------------------------------------------------------------------ the kernel, called directly
@@ -228,7 +231,7 @@ def test_gemm_on_strided_views_matches_float64(isa, m, n, k, pads, accumulate, e
 
 @pytest.mark.parametrize("isa", RUNNABLE)
 def test_gemm_propagates_nan_and_inf_like_the_reference(isa):
-    from mind.reference.interpreter import run_function
+    from mind.calling import run_reference
     from mind.ir.parser import parse_module
     m, k, n = 9, 130, 35
     rng = np.random.default_rng(5)
@@ -242,7 +245,7 @@ def test_gemm_propagates_nan_and_inf_like_the_reference(isa):
     _call(isa, "f32", a, a, b, b, c, c, False)
     fn = parse_module(f"func @main(%a: f32[{m}, {k}], %b: f32[{k}, {n}]) -> (f32[{m}, {n}]) {{\n"
                       f"  %0 = matmul(%a, %b) : f32[{m}, {n}]\n  return %0\n}}\n").functions[0]
-    want = run_function(fn, [a, b])[0]
+    want = run_reference(fn, [a, b])[0]
     np.testing.assert_array_equal(np.isnan(c), np.isnan(want))
     np.testing.assert_array_equal(np.isinf(c) & (c > 0), np.isinf(want) & (want > 0))
     np.testing.assert_array_equal(np.isinf(c) & (c < 0), np.isinf(want) & (want < 0))
@@ -328,10 +331,10 @@ def test_programs_call_the_library(m, k, n, threads):
     rng = np.random.default_rng(m)
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
-    kern = compile_kernel(K.matmul(m, k, n), "mm", threads=threads, cache=False, matmul="library")
+    kern = compile_kernel(K.matmul(m, k, n), "mm", CpuOptions.resolve(threads=threads, cache=False, matmul="library"))
     assert kern.matmul_library == HOST
     assert np.all(np.abs(kern(a, b) - a.astype(np.float64) @ b) <= _bound(a, b))
-    llvm_ir = mlir_to_llvm_ir(K.matmul(m, k, n), "mm", threads=threads, library=HOST).llvm_ir
+    llvm_ir = mlir_to_llvm_ir(K.matmul(m, k, n), "mm", CpuOptions.resolve(threads=threads)).llvm_ir
     assert "declare void @mind_gemm_f32(" in llvm_ir
     assert ("call void @mind_gemm_f32_parallel(" in llvm_ir) == (threads > 1)  # the split is prebuilt,
     assert "__kmpc" not in llvm_ir  # so the kernel has no OpenMP region of its own
@@ -342,7 +345,7 @@ def test_programs_call_the_library(m, k, n, threads):
 def test_f64_program_calls_the_library():
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((33, 70)), rng.standard_normal((70, 45))
-    kern = compile_kernel(K.matmul(33, 70, 45, "f64"), "mm", threads=1, cache=False, matmul="library")
+    kern = compile_kernel(K.matmul(33, 70, 45, "f64"), "mm", CpuOptions.resolve(threads=1, cache=False, matmul="library"))
     assert kern.matmul_library == HOST
     assert np.all(np.abs(kern(a, b) - a @ b) <= _bound(a, b, EPS["f64"]))
 
@@ -375,7 +378,7 @@ def test_operands_with_strided_rows_go_through_a_copy(threads, matmul):
     big = rng.standard_normal((m, 2 * k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
     bias = rng.standard_normal((m, n), dtype=np.float32)
-    kern = compile_kernel(text, "mm", threads=threads, cache=False, matmul=matmul, schedule="all")
+    kern = compile_kernel(text, "mm", CpuOptions.resolve(threads=threads, cache=False, matmul=matmul, schedule="all"))
     assert kern.matmul_library == (HOST if matmul == "library" else None)
     inputs = [x.copy() for x in (big, b, bias)]
     out = kern(big, b, bias)
@@ -392,7 +395,7 @@ def test_operands_with_strided_rows_go_through_a_copy(threads, matmul):
 
 @needs_library
 def test_cpu_generic_never_calls_the_library():
-    kern = compile_kernel(K.matmul(64, 64, 64), "mm", threads=1, cache=False, cpu="generic", matmul="library")
+    kern = compile_kernel(K.matmul(64, 64, 64), "mm", CpuOptions.resolve(threads=1, cache=False, cpu="generic", matmul="library"))
     assert kern.matmul_library is None
 
 
@@ -400,11 +403,11 @@ def test_cpu_generic_never_calls_the_library():
 def test_policies_have_their_own_cache_entries(tmp_path):
     from mind.compiler.backend.cpu.cache import KernelCache
     store = KernelCache(str(tmp_path))
-    first = compile_kernel(K.matmul(64, 64, 64), "mm", threads=1, cache=store, matmul="library")
+    first = compile_kernel(K.matmul(64, 64, 64), "mm", CpuOptions.resolve(threads=1, cache=store, matmul="library"))
     assert first.wait_stored(60)
-    other = compile_kernel(K.matmul(64, 64, 64), "mm", threads=1, cache=store, matmul="schedule")
+    other = compile_kernel(K.matmul(64, 64, 64), "mm", CpuOptions.resolve(threads=1, cache=store, matmul="schedule"))
     assert not other.from_cache and other.matmul_library is None
-    again = compile_kernel(K.matmul(64, 64, 64), "mm", threads=1, cache=store, matmul="library")
+    again = compile_kernel(K.matmul(64, 64, 64), "mm", CpuOptions.resolve(threads=1, cache=store, matmul="library"))
     assert again.from_cache and again.matmul_library == HOST  # the .so has the library linked in
     a = np.ones((64, 64), np.float32)
     np.testing.assert_array_equal(again(a, a), np.full((64, 64), 64.0, np.float32))

@@ -16,6 +16,8 @@ import pytest
 
 import kernels as K
 from mind.compiler.backend.cpu import kmpc_gomp, openmp
+from mind.compiler.backend.cpu.options import CpuOptions
+from mind.diagnostics import MindError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOMP = openmp.runtime_path("gomp")
@@ -114,25 +116,28 @@ def test_anything_outside_the_subset_keeps_the_kmpc_calls(change):
 
 def test_bind_runtime_falls_back_to_kmpc_or_fails_with_a_reason(monkeypatch):
     ir = _mlir_like(sched=33)
-    monkeypatch.setattr(openmp, "preferred_abi", lambda: "gomp")
-    monkeypatch.setattr(openmp, "runtime_path", lambda abi: "/x/libiomp5.so" if abi == "kmpc" else "/x/libgomp.so.1")
-    assert openmp.bind_runtime(ir) == (ir, "kmpc")
-    text, abi = openmp.bind_runtime(_mlir_like())
+    monkeypatch.setattr(openmp, "runtime_path", lambda abi, lib=None: "/x/libiomp5.so" if abi == "kmpc" else "/x/libgomp.so.1")
+    assert openmp.bind_runtime(ir, "gomp") == (ir, "kmpc")
+    text, abi = openmp.bind_runtime(_mlir_like(), "gomp")
     assert abi == "gomp" and "@mind_kmpc_fork_call(ptr @1" in text and "@__kmpc_" not in text
-    assert openmp.bind_runtime("define void @g() {\n  ret void\n}\n")[1] is None
-    monkeypatch.setattr(openmp, "runtime_path", lambda abi: None if abi == "kmpc" else "/x/libgomp.so.1")
+    assert openmp.bind_runtime("define void @g() {\n  ret void\n}\n", "gomp")[1] is None
+    monkeypatch.setattr(openmp, "runtime_path", lambda abi, lib=None: None if abi == "kmpc" else "/x/libgomp.so.1")
     with pytest.raises(openmp.OpenMPUnavailable, match="LLVM/Intel OpenMP runtime"):
-        openmp.bind_runtime(ir)
+        openmp.bind_runtime(ir, "gomp")
 
 
-def test_the_abi_choice_follows_the_environment(monkeypatch):
+def test_the_abi_choice_follows_the_option_and_the_environment(monkeypatch):
     monkeypatch.delenv("MIND_OPENMP_LIB", raising=False)
     monkeypatch.setenv("MIND_OPENMP", "kmpc")
-    assert openmp.preferred_abi() == ("kmpc" if openmp.runtime_path("kmpc") else None)
+    assert CpuOptions.resolve().abi == ("kmpc" if openmp.runtime_path("kmpc") else None)
+    assert CpuOptions.resolve(openmp="gomp").abi == ("gomp" if GOMP else None)  # the keyword wins
     monkeypatch.setenv("MIND_OPENMP", "gomp")
-    assert openmp.preferred_abi() == ("gomp" if GOMP else None)
+    assert CpuOptions.resolve().abi == ("gomp" if GOMP else None)
     monkeypatch.delenv("MIND_OPENMP")
-    assert openmp.preferred_abi() == ("gomp" if GOMP else "kmpc" if openmp.runtime_path("kmpc") else None)
+    assert CpuOptions.resolve().abi == ("gomp" if GOMP else "kmpc" if openmp.runtime_path("kmpc") else None)
+    monkeypatch.setenv("MIND_OPENMP", "iomp")
+    with pytest.raises(MindError, match="E7002"):
+        CpuOptions.resolve()
 
 
 # ---------------------------------------------------------------- semantics, run through libgomp
@@ -294,9 +299,9 @@ def test_the_support_functions_stay_inside_each_kernel_library(tmp_path):
     ``mind_kmpc_*`` functions, so two kernels (or a real LLVM/Intel runtime) never bind to each
     other's."""
     from mind.compiler.backend.cpu.engine import compile_kernel
-    if openmp.preferred_abi() != "gomp":
+    if CpuOptions.resolve().abi != "gomp":
         pytest.skip("libgomp is not the preferred runtime here")
-    kern = compile_kernel(K.sigmoid_chain((128, 256)), "chain", threads=2, cache=False, jit=False)
+    kern = compile_kernel(K.sigmoid_chain((128, 256)), "chain", CpuOptions.resolve(threads=2, cache=False, jit=False))
     lib = ctypes.CDLL(kern.library_path)
     assert ctypes.c_int32.in_dll(lib, kmpc_gomp.SERIAL_SWITCH).value == 0
     for name in kmpc_gomp.support_symbols():
@@ -313,12 +318,13 @@ _KERNEL = textwrap.dedent("""
     import kernels as K
     import numpy as np
     from mind.compiler.backend.cpu.engine import compile_kernel
+    from mind.compiler.backend.cpu.options import CpuOptions
     rng = np.random.default_rng(0)
     a = rng.standard_normal((96, 256)).astype(np.float32)
     b = rng.standard_normal((256, 160)).astype(np.float32)
     x = np.linspace(-3, 3, 96 * 512, dtype=np.float32).reshape(96, 512)
-    mm = compile_kernel(K.matmul(96, 256, 160), "mm", threads=3, cache=False)
-    ch = compile_kernel(K.sigmoid_chain((96, 512)), "chain", threads=2, cache=False)
+    mm = compile_kernel(K.matmul(96, 256, 160), "mm", CpuOptions.resolve(threads=3, cache=False))
+    ch = compile_kernel(K.sigmoid_chain((96, 512)), "chain", CpuOptions.resolve(threads=2, cache=False))
     np.save(sys.stdout.buffer, np.concatenate([mm(a, b).ravel(), ch(x).ravel()]))
     maps = open("/proc/self/maps").read()
     sys.stderr.write("RUNTIMES " + " ".join(n for n in ("libgomp", "libiomp5", "libomp.so") if n in maps))
@@ -346,12 +352,12 @@ def test_kernels_compute_the_same_bits_under_both_runtimes():
     np.testing.assert_array_equal(with_gomp, with_kmpc)
 
 
-def test_threaded_cache_keys_name_the_abi(monkeypatch):
+def test_threaded_cache_keys_name_the_abi():
     from mind.compiler.backend.cpu.cache import ir_cache_key
     keys = {}
     for abi in ("gomp", "kmpc"):
-        monkeypatch.setattr(openmp, "preferred_abi", lambda abi=abi: abi)
-        keys[abi] = [ir_cache_key("fn", {}, threads=t, schedule=True, cpu="generic") for t in (1, 2)]
+        options = CpuOptions.resolve(cpu="generic").replace(abi=abi)
+        keys[abi] = [ir_cache_key("fn", {}, options.replace(threads=t).fingerprint()) for t in (1, 2)]
     assert keys["gomp"][0] == keys["kmpc"][0]  # one thread: no OpenMP call, the same object code
     assert keys["gomp"][1] != keys["kmpc"][1]
 
@@ -376,21 +382,22 @@ _FORK = textwrap.dedent("""
     from mind.compiler.backend.cpu.cache import KernelCache
     from mind.compiler.backend.cpu.engine import compile_kernel
     from mind.compiler.backend.cpu import openmp
-    cache = KernelCache({cache!r})
+    from mind.compiler.backend.cpu.options import CpuOptions
+    cached, uncached = CpuOptions.resolve(threads=2, cache=KernelCache({cache!r})), CpuOptions.resolve(threads=2, cache=False)
     x = np.linspace(-3, 3, 128 * 256, dtype=np.float32).reshape(128, 256)
-    jit = compile_kernel(K.sigmoid_chain((128, 256)), "chain", threads=2, cache=cache)  # MCJIT
+    jit = compile_kernel(K.sigmoid_chain((128, 256)), "chain", cached)  # MCJIT
     jit.wait_stored(60)
-    so = compile_kernel(K.sigmoid_chain((128, 256)), "chain", threads=2, cache=cache)  # the cached .so
+    so = compile_kernel(K.sigmoid_chain((128, 256)), "chain", cached)  # the cached .so
     assert so.from_cache and not jit.from_cache
     want = jit(x)  # libgomp's threads exist from here on
     a = x[:, :128].copy()
-    mm = compile_kernel(K.matmul(128, 128, 256), "mm", threads=2, cache=False)  # the threaded GEMM driver
+    mm = compile_kernel(K.matmul(128, 128, 256), "mm", uncached)  # the threaded GEMM driver
     want_mm = mm(a, x)
     pid = os.fork()
     if pid == 0:
-        ok = openmp.serial_after_fork() == (openmp.preferred_abi() == "gomp")
+        ok = openmp.serial_after_fork() == (cached.abi == "gomp")
         ok = ok and np.array_equal(jit(x), want) and np.array_equal(so(x), want)
-        late = compile_kernel(K.sigmoid_chain((64, 256)), "chain", threads=2, cache=False)  # new in the child
+        late = compile_kernel(K.sigmoid_chain((64, 256)), "chain", uncached)  # new in the child
         ok = ok and np.array_equal(late(x[:64]), want[:64]) and np.array_equal(mm(a, x), want_mm)
         os._exit(0 if ok else 3)
     _, status = os.waitpid(pid, 0)

@@ -14,6 +14,7 @@ from mind.compiler.backend.cpu import codegen, llvm_split
 from mind.compiler.backend.cpu.cache import KernelCache
 from mind.compiler.backend.cpu.engine import compile_kernel
 from mind.compiler.backend.cpu.llvm_split import split_module
+from mind.compiler.backend.cpu.options import CpuOptions
 
 
 def _body(n: int) -> str:
@@ -116,7 +117,7 @@ def _run_matmul(tmp_path, split: bool, jit: bool, monkeypatch) -> tuple[np.ndarr
         return objs
     monkeypatch.setattr(codegen, "optimize_and_emit_objects", spy)
     store = KernelCache(str(tmp_path / f"c-{split}-{jit}"))
-    k = compile_kernel(K.matmul(64, 128, 256), "mm", threads=2, schedule=True, cache=store, jit=jit)
+    k = compile_kernel(K.matmul(64, 128, 256), "mm", CpuOptions.resolve(threads=2, schedule=True, cache=store, jit=jit))
     rng = np.random.default_rng(0)
     a = rng.standard_normal((64, 128)).astype(np.float32)
     b = rng.standard_normal((128, 256)).astype(np.float32)
@@ -126,8 +127,7 @@ def _run_matmul(tmp_path, split: bool, jit: bool, monkeypatch) -> tuple[np.ndarr
 
 @pytest.mark.parametrize("jit", [True, False])
 def test_split_kernel_computes_what_the_whole_one_does(tmp_path, monkeypatch, jit):
-    from mind.compiler.backend.cpu.openmp import find_openmp_runtime
-    if find_openmp_runtime() is None:
+    if CpuOptions.resolve().abi is None:
         pytest.skip("no OpenMP runtime: a one-thread kernel is one function, nothing to split")
     whole, n_whole = _run_matmul(tmp_path, False, jit, monkeypatch)
     split, n_split = _run_matmul(tmp_path, True, jit, monkeypatch)

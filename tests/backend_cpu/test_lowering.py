@@ -12,7 +12,7 @@ import pytest
 from mind.backends import compile_for
 from mind.diagnostics import MindError
 from mind.ir.parser import parse_module
-from mind.reference.interpreter import select_function
+from mind.calling import select_function
 from mind.spec import accuracy
 from mind.spec.ops import OPS
 
@@ -120,8 +120,8 @@ def test_argument_errors_are_coded():
 
 
 def test_compile_convenience():
-    from mind.compiler.backend.cpu.api import compile
-    f = compile("func @main(%a: i32[2], %b: i32[2]) -> (i32[2]) {\n  %0 = div(%a, %b) : i32[2]\n  return %0\n}\n")
+    import mind
+    f = mind.compile("func @main(%a: i32[2], %b: i32[2]) -> (i32[2]) {\n  %0 = div(%a, %b) : i32[2]\n  return %0\n}\n")
     r = f(np.array([7, -2147483648], np.int32), np.array([0, -1], np.int32))
     assert r.tolist() == [0, -2147483648]
     r = f(a=np.array([7, -7], np.int32), b=np.array([2, 2], np.int32))

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from mind.compiler.backend.cpu import mlir_capi
+from mind.compiler.backend.linalg import mlir_capi
 
 ir = pytest.importorskip("mlir.ir")
 from mlir.passmanager import PassManager  # noqa: E402
@@ -94,8 +94,8 @@ def test_failing_transform_script_reports_instead_of_aborting():
     # shows as a failed test, not a dead test session.
     code = textwrap.dedent("""
         from mlir import ir
-        from mind.compiler.backend.cpu import mlir_capi
-        from mind.compiler.backend.cpu.transforms import apply_script
+        from mind.compiler.backend.linalg import mlir_capi
+        from mind.compiler.backend.linalg.transform_script import apply_script
         script = '''module attributes {transform.with_named_sequence} {
           transform.named_sequence @__mind_schedule(%root: !transform.any_op {transform.readonly}) {
             %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op

@@ -2,8 +2,9 @@
 
 Every test compiles with the schedule (the default), asserts that the kernel was scheduled, and
 compares with the reference interpreter.  The root causes are described in
-``compiler/backend/cpu/transforms.py`` (module docstring, ``untie_shared_inits``,
-``_vectorizable_reduction``) and ``compiler/backend/cpu/emit.py`` (``_Emitter.generic``).
+``compiler/backend/cpu/transforms.py`` (module docstring), ``compiler/backend/linalg/payload.py`` (``untie_shared_inits``,
+``vectorizable_reduction``), ``compiler/backend/linalg/emitter.py`` (``Emitter.generic``) and
+``compiler/backend/linalg/lowerings.py`` (``slice``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 from mind.compiler.backend.cpu.api import compile_function
 from mind.compiler.backend.cpu.cache import KernelCache
 from mind.ir.parser import parse_module
-from mind.reference.interpreter import run_function, select_function
+from mind.calling import run_reference, select_function
 
 
 def _fn(text: str):
@@ -27,7 +28,7 @@ def _check(text: str, args: list[np.ndarray], rtol: float = 0.0, matmul: str = "
     got = run(args)
     kernel = next(iter(run._kernels.values()))
     assert kernel.scheduled or (matmul == "library" and kernel.matmul_library)
-    want = run_function(fn, args)
+    want = run_reference(fn, args)
     for g, w in zip(got, want):
         if rtol:
             np.testing.assert_allclose(g, w, rtol=rtol)
@@ -141,7 +142,7 @@ def test_results_that_are_strided_views_of_inputs(program, dtype, schedule, jit,
     x = (np.arange(int(np.prod(shape))).reshape(shape) * 3 - 7).astype(np_dtype)
     args = [x] + [np.zeros((), np_dtype)] * (len(fn.params) - 1)
     run = compile_function(fn, threads=1, schedule=schedule, cache=KernelCache(str(tmp_path)))
-    for g, w in zip(run(args), run_function(fn, args)):
+    for g, w in zip(run(args), run_reference(fn, args)):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(g, w)
 
@@ -159,7 +160,7 @@ def test_a_kernel_needing_a_missing_function_is_an_error_not_a_crash():
 # An all-parallel generic whose body reads its init (``reduce_sum`` over no axes: ``init + x``) was
 # fused by ``linalg-fuse-elementwise-ops`` into a consumer that reads it through a map missing one of
 # the consumer's loops; the fused op kept the producer's result as an output indexed by that map and
-# added x again on every iteration of the missing loop (``_Emitter.generic`` now passes such an init
+# added x again on every iteration of the missing loop (``Emitter.generic`` now passes such an init
 # as an input).  Found by the conformance suite (prog/0284): column 1 of the matmul came out doubled.
 _FUSED_INIT_READERS = {
     "batched_matmul": ("func @main(%p0: {t}[4, 1, 2], %p1: {t}[], %p2: {t}[3, 2]) -> ({t}[2, 7, 2], {t}[2, 7, 2]) {{\n"
@@ -205,14 +206,15 @@ _REVERSED_TWICE = ("func @main(%x: f32[64]) -> (f32[1]) {\n"
 
 def _lowering_report(mlir_text: str, name: str) -> dict:
     from mind.compiler.backend.cpu.lowering import lower_to_llvm_dialect
+    from mind.compiler.backend.cpu.options import CpuOptions
 
     report: dict = {}
-    lower_to_llvm_dialect(mlir_text, name, schedule="all", report=report)
+    lower_to_llvm_dialect(mlir_text, name, CpuOptions.resolve(threads=1, schedule="all"), report=report)
     return report
 
 
 def test_fused_reversing_slices_write_only_their_result():
-    from mind.compiler.backend.cpu.emit import emit_mlir
+    from mind.compiler.backend.linalg.emit import emit_mlir
 
     fn = _fn(_REVERSED_TWICE)
     x = np.arange(64, dtype=np.float32) + 1
@@ -229,6 +231,7 @@ def test_an_invalid_module_after_fusion_takes_the_unfused_path():
     # pass manager verifies nothing between passes) and lowers the unfused module when it does not
     # verify, so the loop cannot run past the result whatever the emitter writes
     from mind.compiler.backend.cpu.engine import compile_kernel
+    from mind.compiler.backend.cpu.options import CpuOptions
 
     rev = ('linalg.generic {{indexing_maps = [affine_map<(d0) -> (d0 * -1 + 0)>, affine_map<(d0) -> (d0)>], '
            'iterator_types = ["parallel"]}} ins({src} : tensor<{n}xf32>) outs({init} : tensor<1xf32>) {{\n'
@@ -241,7 +244,7 @@ def test_an_invalid_module_after_fusion_takes_the_unfused_path():
             "  bufferization.materialize_in_destination %r2 in restrict writable %out : "
             "(tensor<1xf32>, memref<1xf32>) -> ()\n  return\n}\n")
     assert _lowering_report(text, "k")["fallback"] == "fusion"
-    kernel = compile_kernel(text, "k", threads=1, schedule="all", cache=False)
+    kernel = compile_kernel(text, "k", CpuOptions.resolve(threads=1, schedule="all", cache=False))
     x = np.arange(64, dtype=np.float32) + 1
     big = np.full(64, -7.0, np.float32)
     kernel(x, out=[big[:1]])

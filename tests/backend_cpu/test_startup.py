@@ -18,6 +18,7 @@ import mind
 from mind.compiler.backend.cpu.api import compile_function
 from mind.compiler.backend.cpu.cache import KernelCache
 from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir, wait_for_cache_writes
+from mind.compiler.backend.cpu.options import CpuOptions
 from mind.diagnostics import MindError
 from mind.ir.parser import parse_module
 
@@ -35,8 +36,8 @@ def test_jit_and_shared_library_give_identical_results(threads):
     b = rng.standard_normal((200, 48), dtype=np.float32)
     x = rng.standard_normal((64, 256), dtype=np.float32) * 4
     for text, name, args in ((K.matmul(96, 200, 48), "mm", (a, b)), (K.sigmoid_chain((64, 256)), "chain", (x,))):
-        kj = compile_kernel(text, name, threads=threads, cache=False, jit=True)
-        ks = compile_kernel(text, name, threads=threads, cache=False, jit=False)
+        kj = compile_kernel(text, name, CpuOptions.resolve(threads=threads, cache=False, jit=True))
+        ks = compile_kernel(text, name, CpuOptions.resolve(threads=threads, cache=False, jit=False))
         assert kj.library_path == "" and ks.library_path.endswith(".so")
         np.testing.assert_array_equal(kj(*args), ks(*args))
 
@@ -44,17 +45,17 @@ def test_jit_and_shared_library_give_identical_results(threads):
 def test_background_store_publishes_the_same_artifacts_as_linking(tmp_path):
     text = K.matmul(32, 64, 16)
     jit_cache, so_cache = KernelCache(str(tmp_path / "jit")), KernelCache(str(tmp_path / "so"))
-    kj = compile_kernel(text, "mm", threads=2, cache=jit_cache, jit=True)
+    kj = compile_kernel(text, "mm", CpuOptions.resolve(threads=2, cache=jit_cache, jit=True))
     assert not kj.from_cache
     assert kj.wait_stored(60)
     assert wait_for_cache_writes(60)
-    ks = compile_kernel(text, "mm", threads=2, cache=so_cache, jit=False)
+    ks = compile_kernel(text, "mm", CpuOptions.resolve(threads=2, cache=so_cache, jit=False))
     assert _entries(jit_cache.root) == _entries(so_cache.root)  # same keys, nothing temporary left
     for rel in _entries(jit_cache.root):
         with open(os.path.join(jit_cache.root, rel), "rb") as f1, open(os.path.join(so_cache.root, rel), "rb") as f2:
             assert f1.read() == f2.read(), rel  # byte-identical .so and sidecar
     assert kj.library_path == ks.library_path.replace(str(tmp_path / "so"), str(tmp_path / "jit"))
-    hit = compile_kernel(text, "mm", threads=2, cache=jit_cache)
+    hit = compile_kernel(text, "mm", CpuOptions.resolve(threads=2, cache=jit_cache))
     assert hit.from_cache
     a = np.ones((32, 64), np.float32)
     b = np.ones((64, 16), np.float32)
@@ -90,21 +91,21 @@ def test_background_links_run_at_the_lowest_priority(monkeypatch):
 
 def test_opt_levels_agree_and_are_validated():
     x = np.random.default_rng(1).standard_normal((7, 33), dtype=np.float32)
-    fast = compile_kernel(K.sigmoid_chain((7, 33)), "chain", threads=1, cache=False, opt="fast")
-    full = compile_kernel(K.sigmoid_chain((7, 33)), "chain", threads=1, cache=False, opt="full")
+    fast = compile_kernel(K.sigmoid_chain((7, 33)), "chain", CpuOptions.resolve(threads=1, cache=False, opt="fast"))
+    full = compile_kernel(K.sigmoid_chain((7, 33)), "chain", CpuOptions.resolve(threads=1, cache=False, opt="full"))
     np.testing.assert_allclose(fast(x), full(x), rtol=4e-7, atol=0)
     with pytest.raises(MindError) as e:
-        compile_kernel(K.sigmoid_chain((7, 33)), "chain", threads=1, cache=False, opt="O7")
-    assert e.value.codes == ["E6012"]
+        compile_kernel(K.sigmoid_chain((7, 33)), "chain", CpuOptions.resolve(threads=1, cache=False, opt="O7"))
+    assert e.value.codes == ["E7002"]  # a bad option is a usage error
 
 
 def test_shared_context_survives_failures_and_is_deterministic():
-    first = mlir_to_llvm_ir(K.matmul(16, 32, 8), "mm", threads=2).llvm_ir
+    first = mlir_to_llvm_ir(K.matmul(16, 32, 8), "mm", CpuOptions.resolve(threads=2, matmul="schedule")).llvm_ir
     with pytest.raises(MindError):
-        compile_kernel("func.func @f(%x: tensor<4xf32>, %o: memref<4xf32>) { nope }", "f", threads=1, cache=False)
+        compile_kernel("func.func @f(%x: tensor<4xf32>, %o: memref<4xf32>) { nope }", "f", CpuOptions.resolve(threads=1, cache=False))
     for _ in range(3):
-        mlir_to_llvm_ir(K.sigmoid_chain((8, 64)), "chain", threads=1)
-    assert mlir_to_llvm_ir(K.matmul(16, 32, 8), "mm", threads=2).llvm_ir == first
+        mlir_to_llvm_ir(K.sigmoid_chain((8, 64)), "chain", CpuOptions.resolve(threads=1, matmul="schedule"))
+    assert mlir_to_llvm_ir(K.matmul(16, 32, 8), "mm", CpuOptions.resolve(threads=2, matmul="schedule")).llvm_ir == first
 
 
 _WARM_API = textwrap.dedent("""
@@ -117,8 +118,10 @@ _WARM_API = textwrap.dedent("""
     assert r is out and (out == 3).all()
     from mind.compiler.backend.cpu.engine import wait_for_cache_writes
     assert wait_for_cache_writes(60)
-    # the prebuilt GEMM's build side (gemm_kernel) is imported only to emit calls, never on a hit
-    print("mlir" in sys.modules, "llvmlite" in sys.modules, "mind.compiler.backend.cpu.gemm_kernel" in sys.modules)
+    # the prebuilt GEMM's build side (gemm_kernel) is imported only to emit calls, never on a hit; the
+    # kernel is keyed on the function's text as the frontend's cache read it (no printing again)
+    print("mlir" in sys.modules, "llvmlite" in sys.modules, "mind.compiler.backend.cpu.gemm_kernel" in sys.modules,
+          "mind.ir.printer" in sys.modules)
 """)
 
 
@@ -131,8 +134,27 @@ def test_warm_start_through_mind_compile_imports_no_mlir_or_llvmlite(tmp_path):
         assert r.returncode == 0, r.stderr
         runs.append(r.stdout.split())
     from mind.compiler.backend.cpu.kernel_library import host_isa
-    assert runs[0] == ["True", "True", str(host_isa() is not None)]  # cold: compiled (calling the GEMM)
-    assert runs[1] == ["False", "False", "False"]  # warm: cache hit without importing MLIR or llvmlite
+    assert runs[0] == ["True", "True", str(host_isa() is not None), "True"]  # cold: compiled (calling the GEMM)
+    assert runs[1] == ["False", "False", "False", "False"]  # warm: a cache hit importing no MLIR, llvmlite, printer
+
+
+def test_the_texts_the_frontend_cache_keeps_are_the_printed_ones(tmp_path, monkeypatch):
+    """A function read back from the frontend's disk cache carries its canonical text (the kernel key's
+    input), exactly ``print_function``'s; a text that is not one piece per function gives none."""
+    from mind.compiler.frontend import cache as fcache
+    from mind.ir.printer import print_function
+    monkeypatch.setenv("MIND_CACHE_DIR", str(tmp_path / "cache"))
+    with open(os.path.join(HERE, "..", "..", "examples", "train_mlp.mind"), encoding="utf-8") as f:
+        src = f.read()
+    fresh = fcache.compile_cached(src, "t.mind")
+    fcache.clear()
+    again = fcache.compile_cached(src, "t.mind")  # from the disk entry
+    assert again is not fresh and len(again.functions) == 3
+    for f in (*fresh.functions, *again.functions):
+        assert f.canonical_text == print_function(f)
+    odd = parse_module(fresh.text().replace("\n  return", "\n\n  return", 1), "<odd>")
+    fcache._keep_function_texts(odd, fresh.text().replace("\n  return", "\n\n  return", 1))
+    assert [f.canonical_text for f in odd.functions] == [None, None, None]
     assert not [e for e in _entries(str(tmp_path / "cache")) if os.path.basename(e).startswith(".")]
 
 
@@ -202,7 +224,8 @@ _BLOCKTIME = textwrap.dedent("""
     import numpy as np
     from mind.compiler.backend.cpu.engine import compile_kernel
     from mind.compiler.backend.cpu.openmp import runtime_path
-    k = compile_kernel(K.sigmoid_chain((64, 256)), "chain", threads=2, cache=False)
+    from mind.compiler.backend.cpu.options import CpuOptions
+    k = compile_kernel(K.sigmoid_chain((64, 256)), "chain", CpuOptions.resolve(threads=2, cache=False))
     k(np.ones((64, 256), np.float32))
     print(ctypes.CDLL(runtime_path("kmpc")).kmp_get_blocktime())
 """)
@@ -235,14 +258,16 @@ _WARM_THREADED = textwrap.dedent("""
     from mind.compiler.backend.cpu.cache import KernelCache
     from mind.compiler.backend.cpu.engine import compile_kernel
     from mind.compiler.backend.cpu import openmp
-    k = compile_kernel(K.sigmoid_chain((64, 256)), "chain", threads=2, cache=KernelCache({cache!r}), jit=False)
+    from mind.compiler.backend.cpu.options import CpuOptions
+    options = CpuOptions.resolve(threads=2, cache=KernelCache({cache!r}), jit=False)
+    k = compile_kernel(K.sigmoid_chain((64, 256)), "chain", options)
     x = np.linspace(-3, 3, 64 * 256, dtype=np.float32).reshape(64, 256)
     y = k(x)
     want = 1 / (1 + np.exp(-(np.maximum(x, 0) * 2 + 1)))
     assert np.allclose(y, want, rtol=1e-5), "wrong result"
     maps = open("/proc/self/maps").read()
     loaded = [n for n in ("libgomp", "libiomp5", "libomp.so") if n in maps]
-    abi = openmp.preferred_abi()
+    abi = options.abi
     lib = ctypes.CDLL(openmp.runtime_path(abi))
     setting = lib.kmp_get_blocktime() if abi == "kmpc" else os.environ.get("GOMP_SPINCOUNT", "unset")
     print(k.from_cache, k.threads, abi, setting, "+".join(loaded), "mlir" in sys.modules)
@@ -276,7 +301,8 @@ def test_warm_start_of_a_threaded_kernel_loads_its_runtime_with_mind_defaults(tm
 
 
 def test_small_functions_default_to_one_thread(monkeypatch):
-    from mind.compiler.backend.cpu.api import AUTO_PARALLEL_MIN_WORK, work_estimate
+    from mind.compiler.backend.cpu.api import work_estimate
+    from mind.compiler.backend.cpu.options import AUTO_PARALLEL_MIN_WORK
     monkeypatch.delenv("MIND_NUM_THREADS", raising=False)
     small = parse_module("func @f(%a: f32[B, 3], %b: f32[3, 4]) -> (f32[B, 4]) {\n"
                          "  %c = matmul(%a, %b) : f32[B, 4]\n  return %c\n}\n", "<t>").functions[0]
@@ -296,16 +322,16 @@ def test_failed_background_store_leaves_no_entry_and_the_kernel_works(tmp_path, 
         raise codegen.CodegenError("linking failed: simulated")
     monkeypatch.setattr(codegen, "link_shared", broken_link)
     store = KernelCache(str(tmp_path / "cache"))
-    k = compile_kernel(K.matmul(8, 16, 4), "mm", threads=1, cache=store, jit=True)
+    k = compile_kernel(K.matmul(8, 16, 4), "mm", CpuOptions.resolve(threads=1, cache=store, jit=True))
     assert not k.wait_stored(60)
     a, b = np.ones((8, 16), np.float32), np.ones((16, 4), np.float32)
     np.testing.assert_array_equal(k(a, b), a @ b)
     root = tmp_path / "cache"
     assert not root.exists() or _entries(str(root)) == []
     monkeypatch.undo()
-    again = compile_kernel(K.matmul(8, 16, 4), "mm", threads=1, cache=store, jit=True)
+    again = compile_kernel(K.matmul(8, 16, 4), "mm", CpuOptions.resolve(threads=1, cache=store, jit=True))
     assert not again.from_cache and again.wait_stored(60)
-    assert compile_kernel(K.matmul(8, 16, 4), "mm", threads=1, cache=store).from_cache
+    assert compile_kernel(K.matmul(8, 16, 4), "mm", CpuOptions.resolve(threads=1, cache=store)).from_cache
 
 
 _LIGHT = textwrap.dedent("""
@@ -315,12 +341,13 @@ _LIGHT = textwrap.dedent("""
         import mlir.dialects.linalg
     import kernels as K
     from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir
-    low = mlir_to_llvm_ir(K.matmul(64, 128, 96), "mm", threads=2)
+    from mind.compiler.backend.cpu.options import CpuOptions
+    low = mlir_to_llvm_ir(K.matmul(64, 128, 96), "mm", CpuOptions.resolve(threads=2, matmul="schedule"))
     assert low.scheduled
     real = "mlir.dialects.linalg" in sys.modules
     from mlir.dialects import linalg  # explicit imports keep working
     assert linalg.MatmulOp.OPERATION_NAME == "linalg.matmul"
-    assert mlir_to_llvm_ir(K.matmul(64, 128, 96), "mm", threads=2).llvm_ir == low.llvm_ir
+    assert mlir_to_llvm_ir(K.matmul(64, 128, 96), "mm", CpuOptions.resolve(threads=2, matmul="schedule")).llvm_ir == low.llvm_ir
     print(real, hashlib.sha256(low.llvm_ir.encode()).hexdigest())
 """)
 
@@ -348,32 +375,32 @@ _STORE = textwrap.dedent("""
     import kernels as K
     from mind.compiler.backend.cpu import codegen
     from mind.compiler.backend.cpu.engine import compile_kernel
+    from mind.compiler.backend.cpu.options import CpuOptions
     n = []
     real = codegen.optimize_and_emit_objects
     codegen.optimize_and_emit_objects = lambda *a, **k: n.append(len(r := real(*a, **k))) or r
-    k = compile_kernel({kernel})
+    k = compile_kernel({kernel}, CpuOptions.resolve({options}))
     print(k.from_cache, k.wait_stored(60), n)
 """)
 
 
-@pytest.mark.parametrize("kernel, parts", [
-    ('K.sigmoid_chain((32, 256)), "chain", threads=1', "[1]"),  # one function
+@pytest.mark.parametrize("kernel, options, parts", [
+    ('K.sigmoid_chain((32, 256)), "chain"', "threads=1", "[1]"),  # one function
     # compiled in two parts on two threads (llvm_split)
-    ('K.matmul(128, 256, 512), "mm", threads=2, matmul="schedule"', "[2]"),
+    ('K.matmul(128, 256, 512), "mm"', 'threads=2, matmul="schedule"', "[2]"),
     # a call of the prebuilt threaded GEMM driver (its object and the GEMM's are linked in)
-    ('K.matmul(128, 256, 512), "mm", threads=2, matmul="library"', "[1]"),
+    ('K.matmul(128, 256, 512), "mm"', 'threads=2, matmul="library"', "[1]"),
     # an OpenMP loop on the prebuilt OpenMP support (linked in where libgomp runs it)
-    ('K.sigmoid_chain((128, 256)), "chain", threads=2', "[1]"),
+    ('K.sigmoid_chain((128, 256)), "chain"', "threads=2", "[1]"),
 ])
-def test_cached_files_are_byte_identical_across_processes(tmp_path, kernel, parts):
-    from mind.compiler.backend.cpu.openmp import find_openmp_runtime
-    if find_openmp_runtime() is None:
+def test_cached_files_are_byte_identical_across_processes(tmp_path, kernel, options, parts):
+    if CpuOptions.resolve().abi is None:
         parts = "[1]"  # one thread: one function, nothing to split
     roots = []
     for i, seed in enumerate(("0", "12345")):
         root = tmp_path / f"cache{i}"
         env = dict(os.environ, MIND_CACHE_DIR=str(root), PYTHONHASHSEED=seed)
-        r = subprocess.run([sys.executable, "-c", _STORE.format(here=HERE, kernel=kernel)], env=env,
+        r = subprocess.run([sys.executable, "-c", _STORE.format(here=HERE, kernel=kernel, options=options)], env=env,
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr
         assert r.stdout.split() == ["False", "True", parts]

@@ -9,7 +9,7 @@ import pytest
 
 from mind.compiler.frontend.api import compile_source
 from mind.diagnostics import MindError
-from mind.reference.interpreter import run_function
+from mind.calling import run_reference
 
 
 def program(src: str, fn: str | None = None):
@@ -18,7 +18,7 @@ def program(src: str, fn: str | None = None):
 
 
 def values(expr: str):
-    out = run_function(program(f"({expr},)"), [])
+    out = run_reference(program(f"({expr},)"), [])
     return out[0]
 
 
@@ -56,12 +56,12 @@ def test_int_min_and_float_extremes_with_special_values():
     x = np.array([[np.nan, 1.0, -np.inf], [0.0, -0.0, 5.0]], np.float32)
     f = program("fn f(x: Tensor<f32, [2, 3]>) -> (Tensor<f32, [2]>, Tensor<i32, [2]>, Tensor<i32, [2]>) { "
                 "(min(x, axes=[1]), argmax(x, axis=1), argmin(x, axis=1)) }")
-    mn, amax, amin = run_function(f, [x])
+    mn, amax, amin = run_reference(f, [x])
     np.testing.assert_array_equal(mn, np.min(x, axis=1))
     np.testing.assert_array_equal(amax, np.argmax(x, axis=1))
     np.testing.assert_array_equal(amin, np.argmin(x, axis=1))
     i = np.array([np.iinfo(np.int32).min, 0, np.iinfo(np.int32).max], np.int32)
-    (got,) = run_function(program("fn f(x: Tensor<i32, [3]>) -> i32 { min(x) }"), [i])
+    (got,) = run_reference(program("fn f(x: Tensor<i32, [3]>) -> i32 { min(x) }"), [i])
     assert got == i.min()
 
 
@@ -74,7 +74,7 @@ def test_gather_per_row_and_take():
 }""")
     t = np.arange(8, dtype=np.float32).reshape(4, 2)
     ids = np.array([3, 0, 3], np.int32)
-    a, b, c, d = run_function(f, [logp, labels, t, ids])
+    a, b, c, d = run_reference(f, [logp, labels, t, ids])
     np.testing.assert_array_equal(a, logp[np.arange(2), labels])
     np.testing.assert_array_equal(b, t[ids])
     np.testing.assert_array_equal(c, np.take_along_axis(logp, labels[:, None], 1))
@@ -88,7 +88,7 @@ def test_gradients_of_prod_gather_and_stack():
     (grad(|a| sum(prod(a, axes=[1])), x), grad(|a| sum(gather(a, y, 1) * 2.0), x),
      grad(|a| sum(stack([a, a * a], axis=0)), x))
 }"""
-    gp, gg, gs = run_function(program(src), [x, np.array([2, 0], np.int32)])
+    gp, gg, gs = run_reference(program(src), [x, np.array([2, 0], np.int32)])
     want = np.array([[np.prod(np.delete(r, j)) for j in range(3)] for r in x])
     np.testing.assert_allclose(gp, want)  # the zero in row 1 is handled exactly
     np.testing.assert_array_equal(gg, [[0, 0, 2], [2, 0, 0]])

@@ -10,7 +10,7 @@ import pytest
 
 from mind.compiler.frontend import builtins_math
 from mind.compiler.frontend.api import compile_source
-from mind.reference.interpreter import run_function
+from mind.calling import run_reference
 
 DTYPES = {"f32": np.float32, "f64": np.float64}
 #: Largest error in ULPs of the correctly rounded result (docs/frontend-builtins.md).
@@ -21,7 +21,7 @@ BOUND = {("sin", "f32"): 1, ("cos", "f32"): 1, ("tan", "f32"): 1, ("log2", "f32"
 def fn1(name: str, dt: str):
     src = f"fn f(x: Tensor<{dt}, [N]>) -> Tensor<{dt}, [N]> {{ {name}(x) }}"
     f = compile_source(src, "t.mind").functions[0]
-    return lambda x: run_function(f, [x])[0]
+    return lambda x: run_reference(f, [x])[0]
 
 
 def edge_values(dt) -> np.ndarray:
@@ -116,7 +116,7 @@ def test_pow_special_values_follow_c99(dt):
     with np.errstate(all="ignore"):
         x, y = _pow_cases(t)
         src = f"fn f(x: Tensor<{dt}, [N]>, y: Tensor<{dt}, [N]>) -> Tensor<{dt}, [N]> {{ pow(x, y) }}"
-        got = run_function(compile_source(src, "t.mind").functions[0], [x, y])[0]
+        got = run_reference(compile_source(src, "t.mind").functions[0], [x, y])[0]
         want = np.power(x, y)
     # zeros, infinities, NaNs and their signs, and the exact cases pow(x, 0), pow(1, y), pow(x, 1)
     special = ~np.isfinite(want) | (want == 0) | (y == 0) | (x == 1) | (y == 1)
@@ -133,7 +133,7 @@ def test_pow_accuracy(dt):
     x = rng.uniform(0.01, 20, 400).astype(t)
     y = rng.uniform(-20, 20, 400).astype(t)
     src = f"fn f(x: Tensor<{dt}, [N]>, y: Tensor<{dt}, [N]>) -> Tensor<{dt}, [N]> {{ pow(x, y) }}"
-    got = run_function(compile_source(src, "t.mind").functions[0], [x, y])[0]
+    got = run_reference(compile_source(src, "t.mind").functions[0], [x, y])[0]
     mpmath.mp.prec = 200
     for g, a, b in zip(got, x, y):
         exact = mpmath.power(mpmath.mpf(float(a)), mpmath.mpf(float(b)))
@@ -150,7 +150,7 @@ def test_integer_literal_powers_multiply():
     src = "fn f(x: Tensor<f32, [4]>) -> (Tensor<f32, [4]>, Tensor<f32, [4]>, Tensor<f32, [4]>) { (pow(x, 2), pow(x, -3), pow(x, 0)) }"
     x = np.array([1.5, -2.0, 0.0, np.nan], np.float32)
     f = compile_source(src, "t.mind").functions[0]
-    a, b, c = run_function(f, [x])
+    a, b, c = run_reference(f, [x])
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(a, x * x)
         np.testing.assert_array_equal(b, np.float32(1) / (x * x * x))
@@ -163,7 +163,7 @@ def test_sign_and_clip():
     (sign(x), clip(x, -1.0, 2.0), sign(cast(x, i32)))
 }"""
     x = np.array([-3.0, -0.0, 0.0, 0.5, 7.0, np.nan], np.float32)
-    s, c, si = run_function(compile_source(src, "t.mind").functions[0], [x])
+    s, c, si = run_reference(compile_source(src, "t.mind").functions[0], [x])
     np.testing.assert_array_equal(s, np.sign(x))
     np.testing.assert_array_equal(np.signbit(s[:3]), np.signbit(np.sign(x[:3])))
     np.testing.assert_array_equal(c, np.clip(x, -1.0, 2.0))
@@ -183,10 +183,10 @@ def test_gradients_against_finite_differences(expr, derivative):
     src = f"fn g(x: Tensor<f64, [5]>) -> Tensor<f64, [5]> {{ grad(|x| sum({expr}), x) }}\n" \
           f"fn f(x: Tensor<f64, [5]>) -> Tensor<f64, [5]> {{ {expr} }}"
     m = compile_source(src, "t.mind")
-    g = run_function(m.functions[0], [x])[0]
+    g = run_reference(m.functions[0], [x])[0]
     h = 1e-6 * np.maximum(1.0, np.abs(x))
     f = m.functions[1]
-    fd = (run_function(f, [x + h])[0] - run_function(f, [x - h])[0]) / (2 * h)  # elementwise
+    fd = (run_reference(f, [x + h])[0] - run_reference(f, [x - h])[0]) / (2 * h)  # elementwise
     np.testing.assert_allclose(g, derivative(x), rtol=1e-9)
     np.testing.assert_allclose(g, fd, rtol=1e-6)
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mind.compiler.frontend.api import compile_source
-from mind.reference.interpreter import run_function
+from mind.calling import run_reference
 
 from .helpers import compile_diagnostics
 
@@ -15,7 +15,7 @@ from .helpers import compile_diagnostics
 def run(src: str, fn: str = "main", *args):
     module = compile_source(src, "t.mind")
     f = next(f for f in module.functions if f.name == fn)
-    return run_function(f, [np.asarray(a) for a in args]), f
+    return run_reference(f, [np.asarray(a) for a in args]), f
 
 
 def value(src: str, fn: str = "main", *args):
@@ -222,7 +222,7 @@ fn step(l: Layer, x: Tensor<f32, [B, N]>) -> Layer {
     step = next(f for f in module.functions if f.name == "step")
     assert [p.name for p in step.params] == ["l_w", "l_b", "x"]
     w, b, x = np.ones((2, 3), np.float32), np.zeros(3, np.float32), np.ones((4, 2), np.float32)
-    nw, nb = run_function(step, [w, b, x])
+    nw, nb = run_reference(step, [w, b, x])
     np.testing.assert_array_equal(nw, w - 0.5 * 4.0)
     np.testing.assert_array_equal(nb, b - 0.5 * 4.0)
 

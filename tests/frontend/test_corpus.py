@@ -16,7 +16,7 @@ import pytest
 
 from mind.compiler.frontend.api import compile_source
 from mind.diagnostics import MindError
-from mind.reference.interpreter import run_function
+from mind.calling import run_reference
 
 CORPUS = Path(__file__).parent / "corpus"
 RNG = np.random.default_rng(2021)
@@ -187,7 +187,7 @@ def _function(name: str, fn: str):
 
 @pytest.mark.parametrize("name, fn, inputs, want", CASES, ids=[f"{c[0]}.{c[1]}" for c in CASES])
 def test_accepted_programs_compute_the_numpy_values(name, fn, inputs, want):
-    got = run_function(_function(name, fn), [np.asarray(x) for x in inputs])
+    got = run_reference(_function(name, fn), [np.asarray(x) for x in inputs])
     assert len(got) == len(want)
     for g, w in zip(got, want):
         w = np.asarray(w)

@@ -8,7 +8,7 @@ import pytest
 
 from mind.compiler.frontend.api import compile_source
 from mind.diagnostics import MindError
-from mind.reference.interpreter import run_function
+from mind.calling import run_reference
 
 X = np.array([0.5, -1.25, 2.0], np.float64)
 
@@ -16,7 +16,7 @@ X = np.array([0.5, -1.25, 2.0], np.float64)
 def run(src: str, *args):
     """Run the last function of ``src``."""
     f = compile_source(src, "t.mind").functions[-1]
-    return run_function(f, [np.asarray(a) for a in args])
+    return run_reference(f, [np.asarray(a) for a in args])
 
 
 def fd_jacobian(f, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
@@ -45,7 +45,7 @@ def test_jacobian_and_jvp_and_vjp_agree_with_finite_differences():
     v = np.array([1.0, -2.0, 0.5])
     m = compile_source(src, "t.mind")
     main = next(f for f in m.functions if f.name == "main")
-    J, vj, jv, row = run_function(main, [X, v])
+    J, vj, jv, row = run_reference(main, [X, v])
     fd = fd_jacobian(g, X)
     np.testing.assert_allclose(J, fd, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(vj, v @ fd, rtol=1e-7)

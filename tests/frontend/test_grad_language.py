@@ -14,7 +14,7 @@ import pytest
 from mind.compiler.frontend.api import compile_source
 from mind.diagnostics import MindError
 from mind.ir.printer import print_function
-from mind.reference.interpreter import run_function
+from mind.calling import run_reference
 
 from .helpers import EXAMPLES, ROOT
 
@@ -71,7 +71,7 @@ def test_three_forms_agree():
     x = rng.standard_normal((3, 4)).astype(np.float32)
     y = rng.standard_normal((2, 3)).astype(np.float32)
     names = ["by_value", "by_value_tuple", "by_function", "by_closure"]
-    results = {n: run_function(module.function(n), [x, y])[0] for n in names}
+    results = {n: run_reference(module.function(n), [x, y])[0] for n in names}
     for n in names[1:]:
         np.testing.assert_array_equal(results[n], results["by_value"], err_msg=n)
     assert np.max(np.abs(results["by_value"])) > 1e-3
@@ -89,13 +89,13 @@ def test_grad_against_finite_differences():
     x, y = rng.standard_normal((3, 4)), rng.standard_normal((2, 3))
     z = y @ x
     assert np.min(np.abs(z)) > 1e-3  # away from relu's kink
-    g = run_function(fn, [x, y])[0]
+    g = run_reference(fn, [x, y])[0]
     h = 1e-6
     for j in np.ndindex(x.shape):
         xp, xm = x.copy(), x.copy()
         xp[j] += h
         xm[j] -= h
-        d = (run_function(ffn, [xp, y])[0] - run_function(ffn, [xm, y])[0]) / (2 * h)
+        d = (run_reference(ffn, [xp, y])[0] - run_reference(ffn, [xm, y])[0]) / (2 * h)
         assert abs(float(g[j]) - float(d)) <= 1e-6 * max(1.0, abs(float(d)))
 
 
@@ -108,7 +108,7 @@ fn f(w: Tensor<f32, [3]>, b: Tensor<f32, [3]>) -> (Tensor<f32, [3]>, Tensor<f32,
 """
     w = np.array([1.0, -2.0, 3.0], np.float32)
     b = np.array([0.5, 1.0, 2.0], np.float32)
-    gw, gb = run_function(_compile(src).function("f"), [w, b])
+    gw, gb = run_reference(_compile(src).function("f"), [w, b])
     np.testing.assert_array_equal(gw, 2 * w * b)
     np.testing.assert_array_equal(gb, w * w)
 
@@ -127,7 +127,7 @@ fn outer(x: Tensor<f32, [2, 3]>, w: Tensor<f32, [3]>) -> Tensor<f32, [3]> {
     rng = np.random.default_rng(2)
     x = rng.standard_normal((2, 3)).astype(np.float32)
     w = rng.standard_normal(3).astype(np.float32)
-    (got,) = run_function(_compile(src).function("outer"), [x, w])
+    (got,) = run_reference(_compile(src).function("outer"), [x, w])
     want = 2 * w * x.sum(0) + 3 * w * w + 3 * (2 * w) ** 2 * 2
     np.testing.assert_allclose(got, want, rtol=1e-5)
 
@@ -144,7 +144,7 @@ fn step(x: Tensor<f32, [B, 4]>, w: Tensor<f32, [4, 2]>) -> Tensor<f32, [4, 2]> {
     w = np.zeros((4, 2), np.float32)
     for batch in (1, 5):
         x = np.ones((batch, 4), np.float32)
-        (got,) = run_function(fn, [x, w])
+        (got,) = run_reference(fn, [x, w])
         np.testing.assert_allclose(got, np.full((4, 2), -0.5 / 2, np.float32), rtol=1e-6)
 
 
@@ -217,7 +217,7 @@ def test_closures_are_values_outside_grad_too():
     let c = |a| sum(a * 2.0);
     c(x) + grad(c)(x)[0]
 }"""
-    (got,) = run_function(_compile(src).function("f"), [np.arange(3, dtype=np.float32)])
+    (got,) = run_reference(_compile(src).function("f"), [np.arange(3, dtype=np.float32)])
     assert got == np.float32(6.0 + 2.0)
 
 

@@ -9,12 +9,12 @@ from hypothesis import strategies as st
 
 from mind.compiler.frontend.api import compile_source
 from mind.diagnostics import MindError
-from mind.reference.interpreter import run_function
+from mind.calling import run_reference
 
 
 def _run(src: str, *args):
     f = compile_source(src, "t.mind").functions[0]
-    return run_function(f, [np.asarray(a) for a in args])[0]
+    return run_reference(f, [np.asarray(a) for a in args])[0]
 
 
 def _ty(shape) -> str:
@@ -79,7 +79,7 @@ def test_ranges_and_tensor_indices():
 }"""
     f = compile_source(src, "t.mind").functions[0]
     for i in (2, -1):
-        a, b, c, d = run_function(f, [x, np.int32(i), np.array([4, 0, -2])])
+        a, b, c, d = run_reference(f, [x, np.int32(i), np.array([4, 0, -2])])
         np.testing.assert_array_equal(a, x[1, 1:4])
         np.testing.assert_array_equal(b, x[:, 2])
         np.testing.assert_array_equal(c, x[i])

@@ -10,12 +10,12 @@ from mind.compiler.frontend.api import compile_source
 from mind.ir.parser import parse_module
 from mind.ir.printer import print_module
 from mind.ir.verify import check_module
-from mind.reference.interpreter import run_function
+from mind.calling import run_reference
 
 
 def test_a_flat_sum_of_800_literal_terms_is_one_constant():
     m = compile_source("let x = 1.0" + " + 1.0" * 800 + "\nx", "t.mind")
-    (got,) = run_function(m.functions[0], [])
+    (got,) = run_reference(m.functions[0], [])
     assert got == 801.0 and len(m.functions[0].ops) == 1
 
 
@@ -32,10 +32,10 @@ def test_long_chains_of_every_kind():
     assert len(f.ops) > n
     x = np.ones(4, np.float32)
     want = np.float32(sum((i % 7) + 0.5 for i in range(n)))
-    np.testing.assert_allclose(run_function(f, [x])[0], want * x, rtol=1e-5)
-    np.testing.assert_allclose(run_function(g, [x[:3]])[0], want, rtol=1e-5)
-    assert run_function(h, [np.float64(3.0)])[0] == 3.0 - 798 * 3.0 - 3.0 * 2.0 / 3.0 + 3.0
-    np.testing.assert_array_equal(run_function(k, [np.ones(2, np.float32)])[0], [2001.0, 2001.0])
+    np.testing.assert_allclose(run_reference(f, [x])[0], want * x, rtol=1e-5)
+    np.testing.assert_allclose(run_reference(g, [x[:3]])[0], want, rtol=1e-5)
+    assert run_reference(h, [np.float64(3.0)])[0] == 3.0 - 798 * 3.0 - 3.0 * 2.0 / 3.0 + 3.0
+    np.testing.assert_array_equal(run_reference(k, [np.ones(2, np.float32)])[0], [2001.0, 2001.0])
     text = print_module(m)
     again = parse_module(text)
     assert print_module(again) == text and check_module(again) == []

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from mind.compiler.frontend.api import compile_source
 from mind.diagnostics import MindError, render_all
 from mind.ir.verify import check_module
-from mind.reference.interpreter import run_function
+from mind.calling import run_reference
 
 from .helpers import BENCH, EXAMPLES, ROOT
 
@@ -37,12 +37,12 @@ def diags(src: str):
 @pytest.mark.parametrize("name", BENCH_NAMES)
 def test_benchmark_compiles_verifies_runs(name):
     m = compile_ok((BENCH / f"{name}.mind").read_text(), name)
-    (res,) = run_function(m.function("main"), [])
+    (res,) = run_reference(m.function("main"), [])
     assert np.all(np.isfinite(res))
 
 
 def test_values():
-    run = lambda n: run_function(compile_ok((BENCH / f"{n}.mind").read_text()).function("main"), [])[0]
+    run = lambda n: run_reference(compile_ok((BENCH / f"{n}.mind").read_text()).function("main"), [])[0]
     assert run("scalar_math").dtype == np.int32 and int(run("scalar_math")) == 5
     assert np.all(run("small_matmul") == 20.0) and run("small_matmul").shape == (10, 30)
     assert np.all(run("tensor_ops") == 3.0)
@@ -59,7 +59,7 @@ def test_spec_style_ops_and_mlp():
     loss = m.function("loss")
     rng = np.random.default_rng(0)
     args = [rng.standard_normal(s).astype(np.float32) for s in [(3, 784), (3, 10), (784, 128), (128,), (128, 10), (10,)]]
-    (l,) = run_function(loss, args)
+    (l,) = run_reference(loss, args)
     h = np.maximum(args[0].astype(np.float64) @ args[2] + args[3], 0)
     out = h @ args[4] + args[5]
     ref = np.mean((out - args[1]) ** 2) + 1e-3 * np.sum(args[2].astype(np.float64) ** 2)
@@ -90,12 +90,12 @@ def test_builtin_values():
     }"""
     f = compile_ok(src).functions[0]
     x = np.array([-2.0, -0.0, 0.01, 0.5, 3.0, 40.0], np.float32)
-    r, a, t, s, mx = run_function(f, [x])
+    r, a, t, s, mx = run_reference(f, [x])
     assert np.array_equal(r, np.maximum(x, 0)) and np.array_equal(a, np.abs(x)) and not np.signbit(a[1])
     assert np.allclose(t, np.tanh(x.astype(np.float64)), rtol=1e-6, atol=0)
     assert np.array_equal(s, np.sqrt(np.abs(x)))
     assert np.array_equal(mx, np.maximum(x, 0.5))
-    nan = run_function(f, [np.full(6, np.nan, np.float32)])
+    nan = run_reference(f, [np.full(6, np.nan, np.float32)])
     assert all(np.all(np.isnan(v)) for v in nan)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from mind.ir.parser import parse_module
-from mind.reference.bisect import first_divergence, probe_function
-from mind.reference.interpreter import run_function
+from mind.bisect import first_divergence, probe_function
+from mind.calling import run_reference
 
 SRC = """func @main(%x: f32[4], %y: f32[4]) -> (f32[]) {
   %0 = mul(%x, %y) : f32[4]
@@ -24,13 +24,13 @@ def _fn():
 
 
 def _reference_runner(fn):
-    return lambda args: run_function(fn, args)
+    return lambda args: run_reference(fn, args)
 
 
 def test_probe_function_returns_every_intermediate():
     probe = probe_function(_fn())
     assert [v.name for v in probe.results] == ["0", "1", "2", "3"]
-    assert len(run_function(probe, ARGS)) == 4
+    assert len(run_reference(probe, ARGS)) == 4
 
 
 def test_reference_against_itself_has_no_divergence():

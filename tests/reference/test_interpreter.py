@@ -9,7 +9,7 @@ import pytest
 
 from mind.diagnostics import MindError
 from mind.ir.parser import parse_module
-from mind.reference.interpreter import run_function, select_function
+from mind.calling import run_reference, select_function
 from mind.spec.dims import evaluate
 
 AFFINE = open(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "affine.mir")).read()
@@ -24,7 +24,7 @@ def test_symbolic_batch_binds_from_arguments():
     x = np.ones((5, 3), np.float32)
     w = np.ones((3, 2), np.float32)
     b = np.array([-4.0, 1.0], np.float32)
-    (out,) = run_function(fn, {"x": x, "w": w, "b": b})
+    (out,) = run_reference(fn, {"x": x, "w": w, "b": b})
     assert out.shape == (5, 2) and out.dtype == np.float32
     assert out.tolist() == [[0.0, 4.0]] * 5
 
@@ -40,20 +40,20 @@ def test_symbolic_batch_binds_from_arguments():
 ])
 def test_bad_arguments_are_coded(args, code):
     with pytest.raises(MindError) as info:
-        run_function(_fn(AFFINE), args)
+        run_reference(_fn(AFFINE), args)
     assert info.value.codes[0] == code
 
 
 def test_positional_argument_count():
     with pytest.raises(MindError) as info:
-        run_function(_fn(AFFINE), [np.ones((1, 3), np.float32)])
+        run_reference(_fn(AFFINE), [np.ones((1, 3), np.float32)])
     assert info.value.codes == ["E6010"]
 
 
 def test_repeated_symbol_must_agree():
     fn = _fn("func @main(%a: f32[N], %b: f32[N]) -> (f32[N]) {\n  %0 = add(%a, %b) : f32[N]\n  return %0\n}\n")
     with pytest.raises(MindError) as info:
-        run_function(fn, [np.ones(2, np.float32), np.ones(3, np.float32)])
+        run_reference(fn, [np.ones(2, np.float32), np.ones(3, np.float32)])
     assert info.value.codes == ["E6009"]
 
 
@@ -70,7 +70,7 @@ def test_select_function():
 
 def test_rank0_argument_keeps_rank0():
     fn = _fn("func @main(%a: f32[]) -> (f32[]) {\n  %0 = exp(%a) : f32[]\n  return %0\n}\n")
-    (out,) = run_function(fn, [np.float32(0.0)])
+    (out,) = run_reference(fn, [np.float32(0.0)])
     assert out.shape == ()
 
 
@@ -78,7 +78,7 @@ def test_probe_sees_every_value_in_program_order():
     fn = _fn(AFFINE)
     args = {"x": np.ones((2, 3), np.float32), "w": np.ones((3, 2), np.float32), "b": np.ones(2, np.float32)}
     seen = []
-    (out,) = run_function(fn, args, probe=lambda value, op, arr: seen.append((value, op, arr)))
+    (out,) = run_reference(fn, args, probe=lambda value, op, arr: seen.append((value, op, arr)))
     assert [v for v, _, _ in seen] == list(fn.params) + [op.result for op in fn.ops]
     assert [op for _, op, _ in seen] == ["param"] * len(fn.params) + [op.op for op in fn.ops]
     for value, _, arr in seen:

@@ -10,7 +10,7 @@ from mind.cli.main import main
 from mind.diagnostics import MindError
 from mind.ir.parser import parse_module
 from mind.reference import interpreter, memory
-from mind.reference.interpreter import run_function, select_function
+from mind.calling import run_reference, select_function
 
 CHAIN = """func @main(%x: f32[N]) -> (f32[]) {
   %0 = exp(%x) : f32[N]
@@ -84,7 +84,7 @@ def test_a_failed_allocation_in_an_op_is_e6004(monkeypatch):
         raise MemoryError()
     monkeypatch.setitem(interpreter.OP_FUNCTIONS, "mul", no_memory)
     with pytest.raises(MindError) as info:
-        run_function(_fn(CHAIN), [np.ones(3, np.float32)])
+        run_reference(_fn(CHAIN), [np.ones(3, np.float32)])
     assert info.value.codes == ["E6004"] and "allocating it failed" in str(info.value)
     assert "%1 = mul" in str(info.value)
 

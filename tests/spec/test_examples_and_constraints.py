@@ -12,7 +12,7 @@ from mind.diagnostics import MindError
 from mind.ir.parser import parse_module
 from mind.ir.verify import check_module
 from mind.reference.accuracy import accumulation
-from mind.reference.interpreter import run_function, select_function
+from mind.calling import run_reference, select_function
 from mind.spec import accuracy
 from mind.spec.errors import CODES
 from mind.spec.ops import OPS
@@ -42,7 +42,7 @@ def test_spec_example(name, k, ex):
         if arr.size == 0 and all(isinstance(d, int) for d in shape):
             arr = arr.reshape(shape)
         args[pname] = arr
-    got = run_function(fn, args)
+    got = run_reference(fn, args)
     assert len(got) == len(ex.expected)
     producers = {id(op.result): op for op in fn.ops}
     for i, (res, lit, t) in enumerate(zip(got, ex.expected, fn.result_types)):

@@ -13,7 +13,7 @@ z3 = pytest.importorskip("z3")
 from mind.cli.main import main  # noqa: E402
 from mind.diagnostics import MindError  # noqa: E402
 from mind.ir.parser import parse_module  # noqa: E402
-from mind.reference.interpreter import run_function  # noqa: E402
+from mind.calling import run_reference  # noqa: E402
 from mind.verify.equiv import check_equiv, parse_shapes  # noqa: E402
 
 
@@ -89,7 +89,7 @@ def test_different_writes_inputs_that_reproduce_on_the_reference(tmp_path):
     assert c["a"] == {"value": "0.0", "bits": "0x00000000"} and c["b"] == {"value": "-0.0", "bits": "0x80000000"}
     assert rep.files == [str(out / "x.npy")]
     x = np.load(out / "x.npy")
-    ra, rb = run_function(a, [x])[0], run_function(b, [x])[0]
+    ra, rb = run_reference(a, [x])[0], run_reference(b, [x])[0]
     idx = tuple(c["index"])
     assert ra[idx].tobytes() != rb[idx].tobytes()
     assert ra[idx].tobytes() == np.float32(0.0).tobytes() and rb[idx].tobytes() == np.float32(-0.0).tobytes()

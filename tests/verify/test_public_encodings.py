@@ -12,7 +12,7 @@ import pytest
 
 from mind.cli.main import main
 from mind.compiler.frontend.api import compile_source
-from mind.reference.interpreter import run_function
+from mind.calling import run_reference
 from mind.verify.dump import detect_format, verify_text
 from mind.verify.legalize_encodings import detect, legalize
 
@@ -54,12 +54,12 @@ def test_each_encoding_is_detected_and_legalized(text, encoding):
     assert rep.ok and rep.notes == notes
     fn = module.functions[0]
     if encoding == "compiler":
-        a, s, m = run_function(fn, [])
+        a, s, m = run_reference(fn, [])
         np.testing.assert_array_equal(a, np.full((2, 3), 1.5, np.float32))
         np.testing.assert_array_equal(s, [9.0, 9.0])
         assert m == 3.0
     else:
-        (out,) = run_function(fn, [X, Y])
+        (out,) = run_reference(fn, [X, Y])
         np.testing.assert_array_equal(out, (X + Y) @ X)
 
 
@@ -86,9 +86,9 @@ def test_mind_run_ir_and_verify_read_every_encoding(tmp_path, capsys):
 def test_public_relu_and_neg_agree_with_the_frontend():
     x = np.array([np.nan, -0.0, 0.0, -2.0, 3.0], np.float32)
     src = "fn f(x: Tensor<f32, [5]>) -> (Tensor<f32, [5]>, Tensor<f32, [5]>) { (relu(x), -x) }"
-    fr, fn_ = run_function(compile_source(src, "t.mind").functions[0], [x])
+    fr, fn_ = run_reference(compile_source(src, "t.mind").functions[0], [x])
     ir = ('%0 = Input() {name: "x"} : Tensor<f32, [5]>\n%1 = Relu(%0)\n%2 = Neg(%0)\noutputs: %1, %2\n')
-    pr, pn = run_function(legalize(ir, "p.ir")[0].functions[0], [x])
+    pr, pn = run_reference(legalize(ir, "p.ir")[0].functions[0], [x])
     for a, b in ((fr, pr), (fn_, pn)):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(np.signbit(a), np.signbit(b))

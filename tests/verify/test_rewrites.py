@@ -18,7 +18,7 @@ from mind.ir import rewrite_rules as R  # noqa: E402
 from mind.ir.parser import parse_module  # noqa: E402
 from mind.ir.rewrite_rules import (BY_NAME, COMMUTE, RULES, AttrFn, Build, Cond, Lit, Op, Rule, Var,  # noqa: E402
                                    all_equal, same_type)
-from mind.reference.interpreter import run_function  # noqa: E402
+from mind.calling import run_reference  # noqa: E402
 from mind.spec.dtypes import ALL_DTYPES, FLOAT_DTYPES, NUMERIC_DTYPES  # noqa: E402
 from mind.verify.equiv import check_equiv  # noqa: E402
 from mind.verify.rewrites import Prover, prove_rules  # noqa: E402
@@ -68,7 +68,7 @@ def test_planted_float_add_zero_is_refuted_and_fails_on_the_reference():
         xval = arr.view(np.float32 if dtype == "f32" else np.float64).reshape(())
         fn = parse_module(f"func @main(%x: {dtype}[]) -> ({dtype}[]) {{\n  %z = const {{value = 0.0}} : {dtype}[]\n"
                           f"  %0 = add(%x, %z) : {dtype}[]\n  return %0\n}}\n").functions[0]
-        got = run_function(fn, [xval])[0]
+        got = run_reference(fn, [xval])[0]
         assert got.tobytes() != xval.tobytes()  # source and target differ on the reference
         assert got.tobytes() == np.asarray(float(cex["source"]["value"]), dtype=got.dtype).tobytes()
 
@@ -219,7 +219,7 @@ def test_rule_fires_in_the_canonicalizer(name):
     rng = np.random.default_rng(7)
     for _ in range(5):
         args = _random_inputs(fn, rng)
-        for a, b in zip(run_function(fn, args), run_function(out, args)):
+        for a, b in zip(run_reference(fn, args), run_reference(out, args)):
             assert a.tobytes() == b.tobytes() or (a.dtype.kind == "f" and np.array_equal(a, b, equal_nan=True))
 
 

@@ -13,7 +13,7 @@ The rebuild runs ``python -m mind.verify.audit.compiled BACKEND IR FN SIZES`` in
 (``PYTHONHASHSEED`` randomised) and compares each artifact's SHA-256 with the first build's.
 
 The differential run calls the compiled function's *probe* (the function with every op's value
-returned, ``reference.bisect.probe_function``) on seeded random inputs and on edge values (±0,
+returned, ``mind.bisect.probe_function``) on seeded random inputs and on edge values (±0,
 ±1, ±inf, NaN, the subnormal minimum, the integer range ends), and checks every op against the
 reference applied to the compiled operands (``reference.accuracy.check_op``), so errors never
 accumulate: an op outside its accuracy bound is a finding at that op.  Per result it records the
@@ -188,12 +188,13 @@ def _op_error(op: Any, operands: list[np.ndarray], attrs: dict[str, Any], got: n
 
 def differential_run(backend: str, fn: Function, env: dict[str, int], kind: str, seed: int) -> dict[str, Any]:
     from mind.backends import compile_for
-    from mind.reference.bisect import probe_function, reference_result
-    from mind.reference.interpreter import run_function
+    from mind.bisect import probe_function
+    from mind.calling import run_reference
+    from mind.reference.bisect import reference_result
 
     args = _inputs(fn, env, kind, seed)
     with np.errstate(all="ignore"):
-        reference = [np.asarray(r) for r in run_function(fn, args)]
+        reference = [np.asarray(r) for r in run_reference(fn, args)]
     probing = 0 < len(fn.ops) <= MAX_PROBE_VALUES
     target = probe_function(fn) if probing else fn
     got = [np.asarray(v) for v in compile_for(target, backend, threads=1)(list(args))]

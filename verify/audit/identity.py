@@ -111,7 +111,7 @@ def host() -> dict[str, Any]:
 
 
 def tool_identity(command: list[str], options: dict[str, Any]) -> dict[str, Any]:
-    from mind import __version__
+    from mind.version import __version__
     from mind.spec.version import SPEC_VERSION
     from mind.verify.audit.solvers import solver_versions
 

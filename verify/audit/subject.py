@@ -54,7 +54,7 @@ class Subject:
 def _select(module: Module, fn: str | None) -> Module:
     if fn is None:
         return module
-    from mind.reference.interpreter import select_function
+    from mind.calling import select_function
 
     return Module([select_function(module, fn)])
 

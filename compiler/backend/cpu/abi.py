@@ -103,6 +103,7 @@ def mlir_signature(mlir_text: str, func_name: str) -> Signature | None:
 
 
 _DESCRIPTORS: dict[int, type[ctypes.Structure]] = {}
+"""The ctypes struct of each rank's memref descriptor, made once per process (a C layout: a fact)."""
 
 
 def descriptor_type(rank: int) -> type[ctypes.Structure]:
@@ -137,8 +138,8 @@ _BYTE = ctypes.c_char
 def data_pointer(a: np.ndarray) -> int:
     """The address of ``a``'s first element.
 
-    Why not always ``a.ctypes.data``: it builds a helper object (~0.8-1.4 µs per array, most of a
-    scalar kernel's call overhead); a ctypes view of a writeable, non-empty buffer is ~2x cheaper."""
+    Why not always ``a.ctypes.data``: it builds a helper object per array, most of a scalar kernel's
+    call overhead; a ctypes view of a writeable, non-empty buffer costs half as much."""
     if a.flags.writeable and a.nbytes:
         return ctypes.addressof(_BYTE.from_buffer(a))
     return a.ctypes.data

@@ -1,8 +1,9 @@
 """The ``cpu`` backend: Core IR functions compiled to native code through MLIR and LLVM.
 
-``compile_function(fn, **options)`` returns a runner ``runner(args) -> list[np.ndarray]`` (args: a
+``compile_function(fn, **options)`` resolves the options once (``options.CpuOptions``: keywords, then
+the environment, then the defaults) and returns a runner ``runner(args) -> list[np.ndarray]`` (args: a
 sequence in parameter order or a mapping by parameter name).  Each call binds the arguments with
-the reference interpreter's ``bind_arguments`` (same checks and diagnostics: E6009/E6010), so
+``mind.calling.bind_arguments`` (the checks and diagnostics of every backend: E6009/E6010), so
 symbolic dims get their values from the arrays; the function is specialized to those values the
 first time they are seen, and the compiled kernel is kept in memory keyed by the symbol values
 (the engine also caches the shared library on disk, keyed by a SHA-256 of the MLIR text, the
@@ -11,40 +12,36 @@ canonical Core IR text (``mind.ir.printer``), the symbol values, the options, th
 toolchain and the backend sources, aliases that entry: a warm start looks it up before emitting any
 MLIR, so it costs printing + hashing the Core IR, a JSON read and a ``dlopen``.
 
-``emit_stage(module, "mlir" | "llvm")`` prints a stage for ``mind ir --emit``.  Only functions
+``emit_stage(module, "mlir" | "llvm", **options)`` prints a stage for ``mind ir --emit`` (one thread
+unless ``threads`` says otherwise).  Only functions
 whose parameter types are concrete can be printed: a function with symbolic dims raises E6003
 asking for concrete shapes (the text depends on them).
 
-``compile(source_or_module, backend="cpu", fn=None)`` is the ``mind.compile`` convenience: MIND
-source text, Core IR text, a ``Module`` or a ``Function`` -> a callable taking NumPy arrays
-(positionally or by name) and returning one array, or a tuple when the function has several results.
 """
 
 from __future__ import annotations
 
-import os
 import threading
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from mind.backends import call_runner, check_out
+from mind.backends import check_out
 from mind.diagnostics import error
 from mind.ir.core import Function, Module
-from mind.reference.interpreter import bind_arguments, canonical_bools
+from mind.calling import bind_arguments, canonical_bools
 from mind.reference.memory import CHECK_FROM, check_memory
 
 from .abi import ELEMENT_TYPES, ArgSpec, Signature
 from .cache import ir_cache_key
-from .emit import ELEM, emit_mlir, kernel_name, specialize_type
+from ..linalg.emit import ELEM, emit_mlir, kernel_name, specialize_type
 # the engine imports neither MLIR nor llvmlite; importing it here keeps module loading out of the
 # first call (the warm-start path is then printing + hashing the Core IR, a JSON read and a dlopen)
-from .engine import compile_kernel, library_key, load_cached, matmul_library, resolve_options, schedule_policy
+from .engine import compile_kernel, load_cached
+from .options import AUTO_PARALLEL_MIN_WORK, CpuOptions
 from .outputs import new_output
 
-__all__ = ["compile_function", "emit_stage", "compile", "CpuFunction", "kernel_signature"]
-
-_KNOWN_OPTIONS = ("threads", "schedule", "cpu", "cache", "opt", "matmul")
+__all__ = ["compile_function", "emit_stage", "CpuFunction", "kernel_signature", "work_estimate"]
 
 MAX_KERNEL_ARGUMENTS = 1024
 """A kernel takes one pointer per parameter and one per result, and it is called through ctypes,
@@ -57,22 +54,6 @@ def _materializes(op: Any) -> bool:
     buffers, the results of contractions, which it always writes whole; elementwise ops, movements
     and reductions may be fused into their consumers and never stored."""
     return op.op in ("matmul", "conv2d")
-
-
-AUTO_PARALLEL_MIN_WORK = 1 << 25
-"""Below this ``work_estimate`` a default-threaded function runs on one thread.
-
-On an idle machine a second thread already pays from ~1 M element operations (matmuls on the 2-core
-test machine, median per call at 1 / 2 threads: 32x256x256 22.5 / 16.0 µs, 32x784x256 61 / 43 µs,
-128x256x512 153 / 87 µs; train_step at B=32 216 / 165 µs), but it has two costs that a per-call
-median does not show: starting the OpenMP runtime in every process (~0.5 ms with libgomp, 2.5-6 ms
-with Intel OpenMP, see ``openmp``); and when another process holds a core the workers' barrier
-waits for it (128x256x512: 297 µs at 2 threads vs 160 µs at 1 on a busy machine; a 32x784x256
-layer once 265 vs 60 µs).  Cold compiles gain little: a threaded module compiles on two cores
-but its OpenMP lowering adds MLIR work (train_step, 4 interleaved pairs: 320-334 ms at 2 threads
-vs 341-361 ms at 1, within this machine's noise).  Up to here one thread is already faster than NumPy's multi-threaded BLAS on these
-shapes; above it the second core's gain dominates.  ``threads=`` or ``$MIND_NUM_THREADS`` overrides
-the choice (a long training loop wants ``threads=2``)."""
 
 
 def work_estimate(fn: Function, env: Mapping[str, int]) -> int:
@@ -116,10 +97,6 @@ def kernel_signature(fn: Function, env: Mapping[str, int]) -> Signature:
     return Signature(kernel_name(fn), tuple(spec(p.type) for p in fn.params), tuple(spec(r.type) for r in fn.results))
 
 
-def _numel(t: Any, env: Mapping[str, int]) -> int:
-    return _prod(_shape(t, env))
-
-
 def _prod(shape: Sequence[int]) -> int:
     n = 1
     for d in shape:
@@ -128,24 +105,10 @@ def _prod(shape: Sequence[int]) -> int:
 
 
 class CpuFunction:
-    """A Core IR function with its compiled specializations (one per symbol environment).
+    """A Core IR function with its compiled specializations (one per symbol environment), compiled
+    with the resolved ``options`` (see ``options.KNOBS`` for what each does)."""
 
-    ``threads`` (default: ``$MIND_NUM_THREADS`` or the CPU count, but 1 for functions whose
-    ``work_estimate`` is below ``AUTO_PARALLEL_MIN_WORK`` when neither is given explicitly).
-
-    ``schedule`` (default True) tiles and vectorizes the ops that have a validated schedule (2-D
-    matmul, fills, elementwise chains and reductions; see ``transforms.schedule_module``) and enough
-    work to pay for their compile time (``transforms.MIN_SCHEDULE_WORK``); every other op is lowered
-    to scalar loops.  ``"all"`` schedules every op that has a schedule, however small.
-    ``$MIND_CPU_SCHEDULE`` (``0``, ``1`` or ``all``) sets the default for a process.
-
-    ``matmul`` (default ``$MIND_CPU_MATMUL`` or ``"library"``): f32/f64 matmuls with as much work call
-    the prebuilt GEMM of ``kernel_library`` where the host runs one of its variants; ``"schedule"``
-    compiles them per program with the transform schedule instead.
-    """
-
-    def __init__(self, fn: Function, *, threads: int | None = None, schedule: bool | str | None = None, cpu: str = "host",
-                 cache: Any = True, opt: str = "fast", matmul: str | None = None) -> None:
+    def __init__(self, fn: Function, options: CpuOptions) -> None:
         self.fn = fn
         n_args = len(fn.params) + len(fn.results)
         if n_args > MAX_KERNEL_ARGUMENTS:
@@ -154,15 +117,10 @@ class CpuFunction:
                                  "pointer each, passed through ctypes, which limits a call to "
                                  f"{MAX_KERNEL_ARGUMENTS} arguments)", fn.span,
                         help="pack parameters into fewer, larger tensors, or use --backend reference")
-        schedule = schedule_policy(schedule)
-        # E6012 on a bad choice (or a damaged library), before any call; resolved once
-        self._library = matmul_library(cpu, matmul)
-        self.options = {"threads": threads, "schedule": schedule, "cpu": cpu, "cache": cache, "opt": opt,
-                        "matmul": matmul}
+        self.options = options
         self._kernels: dict[tuple[tuple[str, int], ...], Any] = {}
         self._needs: dict[tuple[tuple[str, int], ...], int] = {}  # memory estimate per environment
         self._lock = threading.Lock()
-        self._out_specs = None
         self._ir_text: str | None = None
         self._input_specs: list[tuple[np.dtype, tuple[int, ...]]] | None = None
 
@@ -183,25 +141,21 @@ class CpuFunction:
 
     def _compile(self, env: Mapping[str, int]) -> Any:
         """Disk-cache hit by the Core-IR key first (no MLIR emission), else emit and compile."""
-        opts = dict(self.options)
-        threads = opts["threads"]
-        if threads is None and not os.environ.get("MIND_NUM_THREADS") and \
-                work_estimate(self.fn, env) < AUTO_PARALLEL_MIN_WORK:
-            threads = 1  # too little work to pay for waking and joining OpenMP workers
-        opts["threads"] = resolve_options(threads, opts["cpu"])
+        options = self.options.for_kernel(work_estimate(self.fn, env) if self.options.threads is None else None)
         alias = None
         signature = kernel_signature(self.fn, env)
-        if opts["cache"] is not False and opts["cache"] is not None:
+        if options.cache is not None:
+            if self._ir_text is None:
+                self._ir_text = self.fn.canonical_text
             if self._ir_text is None:
                 from mind.ir.printer import print_function
                 self._ir_text = print_function(self.fn)
-            alias = ir_cache_key(self._ir_text, dict(env), threads=opts["threads"], schedule=opts["schedule"],
-                                 cpu=opts["cpu"], opt=str(opts["opt"]), matmul=library_key(self._library, opts["threads"]))
-            k = load_cached(alias, opts["threads"], opts["cache"], signature=signature, library=self._library)
+            alias = ir_cache_key(self._ir_text, dict(env), options.fingerprint())
+            k = load_cached(alias, options, signature=signature)
             if k is not None:
                 return k
         text, name = emit_mlir(self.fn, env)
-        return compile_kernel(text, name, alias=alias, signature=signature, **opts)
+        return compile_kernel(text, name, options, alias=alias, signature=signature)
 
     supports_out = True
 
@@ -262,11 +216,8 @@ class CpuFunction:
 
 
 def compile_function(fn: Function, **options: Any) -> CpuFunction:
-    unknown = sorted(set(options) - set(_KNOWN_OPTIONS))
-    if unknown:
-        raise error("E6002", f"unknown cpu backend option(s): {', '.join(unknown)}",
-                    help="options: " + ", ".join(_KNOWN_OPTIONS))
-    return CpuFunction(fn, **options)
+    """The ``cpu`` backend's runner of ``fn``: ``options`` (``options.KNOBS``) resolved once, here."""
+    return CpuFunction(fn, CpuOptions.resolve(options))
 
 
 def _concrete_env(fn: Function) -> dict[str, int]:
@@ -278,10 +229,12 @@ def _concrete_env(fn: Function) -> dict[str, int]:
     return {}
 
 
-def emit_stage(module: Module | Function, stage: str, fn: str | None = None) -> str:
-    """The MLIR text (``"mlir"``) or LLVM IR (``"llvm"``) of every function of ``module``."""
+def emit_stage(module: Module | Function, stage: str, fn: str | None = None, **options: Any) -> str:
+    """The MLIR text (``"mlir"``) or LLVM IR (``"llvm"``) of every function of ``module`` (or of
+    ``fn``), compiled with ``options`` (one thread unless they say otherwise)."""
     if stage not in ("mlir", "llvm"):
         raise error("E6002", f"unknown stage `{stage}`", help="stages: mlir, llvm")
+    resolved = CpuOptions.resolve({"threads": 1, **options}) if stage == "llvm" else None
     fns = [module] if isinstance(module, Function) else list(module.functions)
     if fn is not None:
         fns = [f for f in fns if f.name == fn]
@@ -291,63 +244,6 @@ def emit_stage(module: Module | Function, stage: str, fn: str | None = None) -> 
         if stage == "mlir":
             parts.append(text)
         else:
-            from .engine import matmul_library, mlir_to_llvm_ir
-            parts.append(mlir_to_llvm_ir(text, name, threads=1, library=matmul_library("host")).llvm_ir)
+            from .engine import mlir_to_llvm_ir
+            parts.append(mlir_to_llvm_ir(text, name, resolved).llvm_ir)  # type: ignore[arg-type]
     return "\n".join(parts)
-
-
-def _to_function(source_or_module: Any, fn: str | None) -> Function:
-    from mind.reference.interpreter import select_function
-
-    if isinstance(source_or_module, Function):
-        return source_or_module
-    if isinstance(source_or_module, Module):
-        return select_function(source_or_module, fn)
-    if isinstance(source_or_module, str):
-        text = source_or_module
-        if text.lstrip().startswith("func "):
-            from mind.ir.parser import parse_module
-            from mind.ir.verify import verify_module
-            module = parse_module(text, "<ir>")
-            verify_module(module)
-        else:
-            from mind.compiler.frontend.cache import compile_cached
-            module = compile_cached(text)
-            if not isinstance(module, Module) and hasattr(module, "module"):
-                module = module.module
-        return select_function(module, fn)
-    raise TypeError(f"cannot compile a {type(source_or_module).__name__}")
-
-
-def compile(source_or_module: Any, backend: str = "cpu", fn: str | None = None, **options: Any) -> Callable[..., Any]:
-    """A callable running the chosen function on ``backend``: ``f(*arrays)`` or ``f(**arrays)``."""
-    from mind.backends import compile_for
-
-    function = _to_function(source_or_module, fn)
-    runner = compile_for(function, backend, **options)
-    single = len(function.results) == 1
-
-    out_is_param = any(p.name == "out" for p in function.params)
-
-    def call(*args: Any, out: Any = None, **kwargs: Any) -> Any:
-        if out_is_param and out is not None:  # a parameter named `out` keeps its keyword
-            kwargs["out"], out = out, None
-        if kwargs and args:
-            raise TypeError("pass arguments either positionally or by name")
-        res = call_runner(runner, function, kwargs if kwargs else [_from_dlpack(a) for a in args], out)
-        return res[0] if single else tuple(res)
-
-    call.function = function  # type: ignore[attr-defined]
-    call.__name__ = function.name
-    return call
-
-
-def _from_dlpack(a: Any) -> Any:
-    if not isinstance(a, np.ndarray) and hasattr(a, "__dlpack__"):
-        try:
-            return np.from_dlpack(a)
-        except Exception:  # noqa: BLE001 - fall back to the array protocol
-            return np.asarray(a)
-    return a
-
-

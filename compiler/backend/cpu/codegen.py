@@ -2,8 +2,8 @@
 
 Why a shared library: loading one with ``ctypes.CDLL`` costs well under a millisecond and needs
 neither MLIR nor LLVM in the process, so a cache hit starts warm (see ``cache``).  Why MCJIT too: a
-freshly compiled object is callable 2-3 ms after code generation in-process, where ``ld`` (a
-subprocess) + ``dlopen`` cost 7-20 ms on the cold path; the engine links the .so in the background.
+freshly compiled object is callable sooner in-process than through ``ld`` (a subprocess) and
+``dlopen``; the engine links the .so in the background.
 MLIR's IR carries no triple or data layout: both are set here, and an LLVM pipeline ("fast": a short
 function pipeline for scheduled code, "loops": O2 for scalar loop nests, "full": O3; see
 ``_optimize``) runs before code generation.
@@ -20,8 +20,8 @@ import tempfile
 import threading
 from typing import Any, Sequence
 
-__all__ = ["CodegenError", "target_description", "optimize_and_emit_object", "optimize_and_emit_objects", "link_shared",
-           "linker_available", "emit_assembly", "JitObject", "OPT_LEVELS"]
+__all__ = ["CodegenError", "optimize_and_emit_object", "optimize_and_emit_objects", "Objects", "link_shared",
+           "linker_available", "JitObject", "OPT_LEVELS"]
 
 
 class CodegenError(Exception):
@@ -29,6 +29,7 @@ class CodegenError(Exception):
 
 
 _INIT = False
+"""Whether LLVM's native target and assembly printer are initialized in this process."""
 
 
 def _llvm() -> Any:
@@ -52,7 +53,7 @@ class _Unlocked:
     and never shared.  The raw ctypes functions are new objects for the same symbols, with the
     argument and result types llvmlite declares for them (llvmlite is pinned)."""
 
-    _fns: dict[str, Any] = {}
+    _fns: dict[str, Any] = {}  # llvmlite's C functions as fresh ctypes objects, once per process
 
     @classmethod
     def fn(cls, name: str) -> Any:
@@ -104,9 +105,7 @@ FIXED_TARGETS = ("x86-64-v4", "x86-64-v3", "x86-64")
 plain x86-64 = the baseline every x86-64 CPU runs."""
 
 _HOST: dict[str, tuple[str, str]] = {}
-_SPARE_TM: dict[str, Any] = {}
-"""A target machine that emitted an object and is not used any more, by cpu option: the next
-``JitObject`` for that cpu takes it (MCJIT takes ownership) instead of creating another."""
+"""The host CPU's name and features as LLVM sees them: a fact of the process, queried once."""
 
 
 def _target_machine(cpu: str) -> Any:
@@ -115,7 +114,7 @@ def _target_machine(cpu: str) -> Any:
     target = llvm.Target.from_triple(triple)
     if cpu == "host":
         host = _HOST.get("host")
-        if host is None:  # ~0.3 ms per query, constant for the process
+        if host is None:  # a query costs time and its answer is constant for the process
             host = _HOST["host"] = (llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
         name, features = host
     elif cpu == "generic":
@@ -130,14 +129,6 @@ def _target_machine(cpu: str) -> Any:
         raise CodegenError(f"unknown cpu option {cpu!r} (use 'host', 'generic' or one of {FIXED_TARGETS})")
     return target.create_target_machine(cpu=name, features=features, opt=3, reloc="pic",
                                         codemodel="default")
-
-
-def target_description(cpu: str = "host") -> str:
-    """Triple, CPU name and feature string: part of the cache key (object code depends on them)."""
-    tm = _target_machine(cpu)
-    llvm = _llvm()
-    feats = llvm.get_host_cpu_features().flatten() if cpu == "host" else ""
-    return f"{tm.triple}|{llvm.get_host_cpu_name() if cpu == 'host' else 'generic'}|{feats}"
 
 
 OPT_LEVELS = ("fast", "full")
@@ -162,9 +153,8 @@ def _optimize(ir_text: str, cpu: str, level: str = "full") -> tuple[Any, Any]:
         pto.slp_vectorization = True
     elif level == "loops":
         # O2 without LLVM's unroller and vectorizers: its loop passes (LICM, rotation, induction
-        # variables) matter for scalar loop nests, which an unscheduled kernel is made of (small_matmul
-        # as scalar loops: 17.9 us per call, 21.6 us with the "fast" pipeline below), and its
-        # unroller and vectorizers cost compile time (5x on unscheduled loop nests: conv2d 220 -> 30 ms).
+        # variables) matter for scalar loop nests, which an unscheduled kernel is made of, and its
+        # unroller and vectorizers multiply the compile time of such nests.
         pto = llvm.create_pipeline_tuning_options(speed_level=2)
         pto.loop_unrolling = False
         pto.loop_vectorization = False
@@ -173,7 +163,7 @@ def _optimize(ir_text: str, cpu: str, level: str = "full") -> tuple[Any, Any]:
         # MLIR's schedules already tiled, vectorized and hoisted the hot loops, and its IR is in SSA
         # form with no allocas in loops: a short function pipeline (SROA, instcombine, GVN, DCE,
         # CFG cleanup) gives the same run times as O2 (within noise on the benchmark programs) at
-        # a third of its cost (train_step: 33 vs 109 ms); LLVM's codegen still runs its own loop
+        # a third of its cost; LLVM's codegen still runs its own loop
         # strength reduction and machine LICM.
         pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=0))
         pm = llvm.create_new_module_pass_manager()
@@ -209,7 +199,21 @@ def _compile_part(ir_text: str, cpu: str, level: str) -> tuple[bytes, Any]:
         raise CodegenError(f"LLVM code generation failed: {e}") from None
 
 
-def optimize_and_emit_objects(ir_text: str, cpu: str = "host", level: str = "full") -> list[bytes]:
+class Objects(list):
+    """The object files compiled from one module (link them together), and the target machine that
+    emitted a whole one: the ``JitObject`` that loads them takes it (MCJIT owns it from then on)
+    instead of creating another."""
+
+    def __init__(self, parts: Sequence[bytes], target_machine: Any = None) -> None:
+        super().__init__(parts)
+        self._target_machine = target_machine
+
+    def take_target_machine(self) -> Any:
+        tm, self._target_machine = self._target_machine, None
+        return tm
+
+
+def optimize_and_emit_objects(ir_text: str, cpu: str = "host", level: str = "full") -> Objects:
     """``optimize_and_emit_object`` on the parts of ``llvm_split.split_module``, the second part on
     another thread (the two compile on two cores: llvmlite's calls release the GIL and ``_Unlocked``
     skips its lock); one object when the module is not worth splitting.  Link the objects together
@@ -218,8 +222,7 @@ def optimize_and_emit_objects(ir_text: str, cpu: str = "host", level: str = "ful
     parts = split_module(ir_text)
     if parts is None:
         obj, tm = _compile_part(ir_text, cpu, level)
-        _SPARE_TM[cpu] = tm  # for the JitObject that usually follows (creating one costs ~1.5 ms)
-        return [obj]
+        return Objects([obj], tm)
     _llvm()
     _target_machine(cpu)  # the host query and the first-use set-up, once, before the threads
     results: list[Any] = [None] * len(parts)
@@ -239,13 +242,7 @@ def optimize_and_emit_objects(ir_text: str, cpu: str = "host", level: str = "ful
     for r in results:
         if isinstance(r, BaseException):
             raise r
-    return list(results)
-
-
-def emit_assembly(ir_text: str, cpu: str = "host", level: str = "full") -> str:
-    """Optimized assembly text (for inspecting the inner loops)."""
-    mod, tm = _optimize(ir_text, cpu, level)
-    return str(tm.emit_assembly(mod))
+    return Objects(results)
 
 
 class JitObject:
@@ -260,7 +257,8 @@ class JitObject:
         for lib in libs or []:
             _load_permanently(lib)
         try:
-            tm = _SPARE_TM.pop(cpu, None) or _target_machine(cpu)
+            spare = objs.take_target_machine() if isinstance(objs, Objects) else None
+            tm = spare or _target_machine(cpu)
             self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
             # (creating the engine makes the process's own symbols searchable: libc's malloc, ...)
             missing = [name for name in externals if not llvm.address_of_symbol(name)]
@@ -282,6 +280,7 @@ class JitObject:
 
 
 _PERMANENT: set[str] = set()
+"""The libraries loaded into the process for MCJIT (the OpenMP runtime): loaded once, for good."""
 
 
 def _load_permanently(lib: str) -> None:
@@ -307,8 +306,7 @@ def link_shared(objs: bytes | Sequence[bytes], out_path: str, libs: list[str] | 
 
     ``background``: nobody waits for this link (the engine's cache write after an in-process load),
     so ``ld`` runs at the lowest priority: on a 2-core machine it otherwise takes a core from the kernel's
-    first call, and a threaded kernel then waits at every barrier for its descheduled worker
-    (train_step at 2 threads: a 1-3 ms first call took 9-50 ms)."""
+    first call, and a threaded kernel then waits at every barrier for its descheduled worker."""
     import hashlib
     ld = linker_available()
     if ld is None:
@@ -339,7 +337,7 @@ def link_shared(objs: bytes | Sequence[bytes], out_path: str, libs: list[str] | 
 
 
 def _lowest_priority(pid: int) -> None:
-    """Give ``pid`` the lowest priority (nice 19: about 1.5 % of a core that a busy thread also
+    """Give ``pid`` the lowest priority (nice 19: a small share of a core that a busy thread also
     wants, yet never starved, unlike ``SCHED_IDLE``, which a loaded machine could stall until the
     process exits).  Lowering one's own child needs no privilege; if it is already gone, nothing is
     lost."""

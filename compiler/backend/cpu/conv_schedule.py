@@ -10,7 +10,7 @@ The recipe (the one IREE uses for CPU convolutions):
    one tap at a time, ``c`` input channels per step.
 3. ``decompose``: a conv_2d whose KH tile and OH tile are 1 becomes ``linalg.conv_1d_nwc_wcf``, which
    the linalg vectorizer turns into a ``vector.contract`` ``[ow x c] * [c x f] -> [ow x f]``.
-4. ``vectorize``; the shared vector lowering of ``transforms`` then hoists the accumulator out of the
+4. ``vectorize``; the vector lowering of ``transforms`` then hoists the accumulator out of the
    reduction loops (``hoist_loop_invariant_subsets``) and lowers the contraction to outer products:
    each step is ``ow`` broadcasts of input values, ``f / lanes`` filter loads and ``ow * f / lanes``
    FMAs on accumulators that stay in zmm registers.
@@ -32,22 +32,9 @@ row and a broadcast); a row of 1, 2 or 4 whole vectors, or one narrow vector whe
 multiple (other row lengths are scalarized by LLVM); among those, the block of least estimated
 cycles per FMA (``block_cost``: FMA throughput, FMA latency, loads, filter stream from L2), then the
 most accumulators.  Every other case (dynamic shapes, other element types) returns None: the conv
-then becomes scalar loops, as before.
-
-Measured (2-core AMD Zen 5 VM, AVX-512; an FMA loop peaks at about 245 GFLOP/s per core, 237 with
-both cores busy) on the benchmark ``relu(conv2d(x, w) + b)``, x f32[8,56,56,64], w f32[3,3,64,64]
-(1.72 GFLOP), block 6 x 64, c = 1: 1 thread 7.0-7.2 ms (about 240 GFLOP/s; 7.8-8.0 ms with the
-per-tile buffer); 2 threads 3.7-4.0 ms per call (median of one fresh process; 3.78-3.83 over 6-10
-processes, best call 3.52) against 4.0-4.3 ms for PyTorch eager (oneDNN; 4.05-4.25, best 3.72)
-interleaved with them: 6-11 % faster (the previous schedule: 4.1 ms, best 3.75).  Other blocks on
-that shape, 1 thread, relative to 6 x 64: 9 x 32 +1-2 %, 3 x 64 +2-3 %, 6 x 32 +10 %, 18 x 16 +15 %,
-2 x 64 +35 %; c = 2 +10 %, c = 4 or 8 +0-1 %.  Other shapes, 1 thread, against the previous rule
-(most accumulators, rows of up to 4 vectors of any count, at most 12 pixels, per-tile buffer):
-F = 48 or 24 (rows of 3 or 1.5 vectors) 18-31x faster, OW = 13 or 26 (13 x 16 instead of 1 or
-2 x 64) 4.5x and 2x, F = 128 at OW = 28 (7 x 32 instead of 4 x 64) 14-17 %, a 1x1 conv 64 -> 256
-(8 x 32 instead of 4 x 64) 25 %.  Without an epilogue the fill writes the output tile itself (no
-buffer) and its zero stores are kept: they touch the output lines early (that 1x1 conv was 1-3 %
-slower with them folded away).
+then becomes scalar loops.  Without an epilogue the fill writes the output tile itself (no buffer)
+and its zero stores are kept: they touch the output lines early.  ``docs/backend-cpu.md``,
+Measurements, has the timings of the blocks, the cost model's fit and the comparison with PyTorch.
 
 MLIR is imported inside functions only; ``choose_conv_tiles`` and ``conv_section`` are pure.
 """
@@ -58,11 +45,12 @@ from typing import Any
 
 from mind.spec.record import FrozenRecord
 
+from ..linalg.payload import static_shape
+from ..linalg.transform_script import SCHED_ATTR, largest_divisor_at_most, sizes
+
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
-from .transforms import SCHED_ATTR, largest_divisor_at_most
-
-__all__ = ["ConvTiles", "block_cost", "choose_conv_tiles", "conv_section", "plan_conv", "CONV_OP"]
+__all__ = ["ConvTiles", "block_cost", "choose_conv_tiles", "conv_section", "plan_conv", "feeds_conv", "CONV_OP"]
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
 
@@ -72,8 +60,7 @@ _F_VECS = (1, 2, 4)  # filter-row vectors per register block: power-of-two vecto
 # cycles x pixels per FMA of streaming the filter from L2 (each filter vector serves ``ow`` FMAs;
 # the filter of a block is kh x kw x C x f, larger than L1 on the shapes that matter): rows of F
 # read whole (f == F) or strided (f < F: a part of each row, which the prefetchers serve worse).
-# Fitted on 1-thread timings: 4 x 64 of F = 128 is 8-17 % slower than 7 x 32 (3.5 / 4 > 0.5),
-# 4 x 64 of F = 64 is as fast as 7 x 32 or 8 x 32 (1.5 / 4 < 0.5), 3 x 64 of F = 64 2-3 % slower.
+# Fitted on 1-thread timings of the blocks of F = 64 and F = 128 (docs/backend-cpu.md, Measurements).
 _STREAM_WHOLE_ROWS = 1.5
 _STREAM_STRIDED_ROWS = 3.5
 
@@ -111,12 +98,12 @@ def choose_conv_tiles(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int
     Candidates: ``f`` of 1, 2 or 4 whole vectors when F is a multiple of the vector width, else the
     largest divisor of F that fits one vector (a narrow register).  A row of 3 or 5 vectors, or one
     wider than a vector but not a multiple of it (F = 48, 80, 20, 24 as one row), is a vector length
-    LLVM's AVX-512 lowering scalarizes (inserts and shuffles around every FMA): 6 to 8 GFLOP/s
-    instead of 130 to 200.  ``ow``: any divisor of OW within the accumulator budget (24 vectors, so up
+    LLVM's AVX-512 lowering scalarizes (inserts and shuffles around every FMA), an order of magnitude
+    slower.  ``ow``: any divisor of OW within the accumulator budget (24 vectors, so up
     to 24 pixels of one vector).  The block of least ``block_cost`` wins; ties go to more
     accumulators, then to the wider ``f``.
-    ``c`` is 1: one outer product per step, as in the matmul recipe (the input values are broadcast
-    from memory; 2 channels per step measured 10 % slower, 4 or 8 the same).
+    ``c`` is 1: one outer product per step, as in the matmul schedule (the input values are broadcast
+    from memory; more channels per step measured no faster).
     """
     if min(n, oh, ow, f, kh, kw, c) < 1:
         return None
@@ -137,10 +124,6 @@ def choose_conv_tiles(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int
                 best = (score, ConvTiles(owt, ft, 1))
     assert best is not None
     return best[1]
-
-
-def _sizes(ts: list[int]) -> str:
-    return "[" + ", ".join(str(t) for t in ts) + "]"
 
 
 def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, pad_hops: int = 0,
@@ -170,16 +153,16 @@ def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, pad_hops: int =
     if fuse_epilogue:
         s += f"    %ce{tag} = transform.get_consumers_of_result {cv}[0] : ({a}) -> {a}\n"
         s += (f"    %cet{tag}, {cpf} = transform.structured.tile_using_forall %ce{tag} tile_sizes "
-              f"{_sizes([1, 1, t.ow, t.f])} : ({a}) -> ({a}, {a})\n")
+              f"{sizes([1, 1, t.ow, t.f])} : ({a}) -> ({a}, {a})\n")
         s += (f"    {cp}, %cpl{tag} = transform.structured.fuse_into_containing_op {cv} into {cpf}"
               f" : ({a}, {a}) -> ({a}, {a})\n")
     else:
-        s += (f"    {cp}, {cpf} = transform.structured.tile_using_forall {cv} tile_sizes {_sizes([1, 1, t.ow, t.f])}"
+        s += (f"    {cp}, {cpf} = transform.structured.tile_using_forall {cv} tile_sizes {sizes([1, 1, t.ow, t.f])}"
               f" : ({a}) -> ({a}, {a})\n")
     if fuse_fill:
         s += (f"    {ff}, {ffl} = transform.structured.fuse_into_containing_op {fl} into {cpf}"
               f" : ({a}, {a}) -> ({a}, {a})\n")
-    s += (f"    {cr}, {crl}:3 = transform.structured.tile_using_for {cp} tile_sizes {_sizes([0, 0, 0, 0, 1, 1, t.c])}"
+    s += (f"    {cr}, {crl}:3 = transform.structured.tile_using_for {cp} tile_sizes {sizes([0, 0, 0, 0, 1, 1, t.c])}"
           f" : ({a}) -> ({a}, {a}, {a}, {a})\n")
     s += f"    {cd} = transform.structured.decompose {cr} : ({a}) -> {a}\n"
     if pad_hops:
@@ -202,8 +185,8 @@ def _fold_fill_section(tag: int, forall: str) -> str:
     epilogue's result).  The vectorized fill writes a ``1 x 1 x ow x f`` zero vector into its tile and
     the conv reads it back as ``1 x ow x f`` (rank-reduced by ``decompose``), so the read does not
     fold into the write and the tile stays a buffer: a ``malloc``, ``ow * f / lanes`` zero stores and
-    a ``free`` per register block (the benchmark conv: 7.8-8.0 instead of 7.0-7.2 ms on 1 thread).
-    Hoisting the accumulator out of the reduction loops here (what the shared vector lowering does
+    a ``free`` per register block.  Hoisting the accumulator out of the reduction loops here (what the
+    vector lowering does
     later), then dropping the leading unit dims of the transfers, makes the read and the write the
     same shape: the read folds to the zero constant and the write and its buffer die.
     """
@@ -225,15 +208,6 @@ def _fold_fill_section(tag: int, forall: str) -> str:
 
 # ---------------------------------------------------------------- payload inspection (needs MLIR)
 
-def _static_shape(t: Any) -> list[int] | None:
-    from mlir import ir
-    if not isinstance(t, ir.ShapedType):
-        return None
-    if not t.has_static_shape:
-        return None
-    return [int(s) for s in t.shape]
-
-
 def _ints(attr: Any) -> list[int]:
     from mlir import ir
     return [int(v) for v in ir.DenseIntElementsAttr(attr)]
@@ -244,7 +218,7 @@ def plan_conv(op: Any, tag: int) -> str | None:
     from mlir import ir
     if op.name != CONV_OP or len(list(op.operands)) != 3 or len(op.results) != 1:
         return None
-    xs, ws, os_ = (_static_shape(v.type) for v in op.operands)
+    xs, ws, os_ = (static_shape(v.type) for v in op.operands)
     if xs is None or ws is None or os_ is None or len(xs) != 4 or len(ws) != 4 or len(os_) != 4:
         return None
     if 0 in xs or 0 in ws or 0 in os_:
@@ -271,8 +245,29 @@ def plan_conv(op: Any, tag: int) -> str | None:
     init = op.operands[2]
     fuse_fill = isinstance(init, ir.OpResult) and init.owner.name == "linalg.fill"
     # (one image: nothing to split, and a one-iteration forall folds into an extract/insert_slice
-    # pair on the zeros, whose later untying by transforms.untie_shared_inits needs a memref.copy)
+    # pair on the zeros, whose later untying by payload.untie_shared_inits needs a memref.copy)
     return conv_section(tag, t, fuse_fill, _pad_hops(op) if n > 1 else 0, fuse_fill and _fusable_epilogue(op))
+
+
+def feeds_conv(op: Any) -> bool:
+    """Whether a fill initializes a conv or the padding generic in front of one (whose section then
+    fuses the fill itself)."""
+    for use in op.results[0].uses:
+        user = use.owner
+        if user.name == CONV_OP:
+            return True
+        if user.name == "linalg.generic":
+            frontier = [r for r in user.results]
+            for _ in range(2):
+                nxt = []
+                for v in frontier:
+                    for u in v.uses:
+                        if u.owner.name == CONV_OP:
+                            return True
+                        if u.owner.name == "tensor.extract_slice":
+                            nxt.extend(u.owner.results)
+                frontier = nxt
+    return False
 
 
 _EPILOGUE_BODY_OPS = ("tensor.extract", "linalg.index")
@@ -296,7 +291,7 @@ def _fusable_epilogue(op: Any) -> bool:
     kinds = [str(k) for k in g.attributes["iterator_types"]]
     if len(kinds) != 4 or any("parallel" not in k for k in kinds):
         return False
-    if _static_shape(g.results[0].type) != _static_shape(op.results[0].type):
+    if static_shape(g.results[0].type) != static_shape(op.results[0].type):
         return False
     maps = [ir.AffineMapAttr(m).value for m in g.attributes["indexing_maps"]]
     for i, amap in enumerate(maps):
@@ -312,7 +307,7 @@ def _fusable_epilogue(op: Any) -> bool:
         if (i == len(maps) - 1 or i == uses[0].operand_number) and not full:
             return False
     for i, v in enumerate(g.operands):
-        if _static_shape(v.type) is None and isinstance(v.type, ir.ShapedType):
+        if static_shape(v.type) is None and isinstance(v.type, ir.ShapedType):
             return False
         if i != uses[0].operand_number and isinstance(v, ir.OpResult) and v.owner.name == CONV_OP:
             return False  # conv + conv: each section would fuse into the same generic
@@ -340,7 +335,7 @@ def _pad_hops(op: Any) -> int:
         init = owner.operands[len(owner.operands) - 1]
         if not isinstance(init, ir.OpResult) or init.owner.name != "linalg.fill":
             return 0
-        if any(_static_shape(o.type) is None for o in owner.operands) or len(owner.attributes["iterator_types"]) != 4:
+        if any(static_shape(o.type) is None for o in owner.operands) or len(owner.attributes["iterator_types"]) != 4:
             return 0
         return hops
     return 0

@@ -4,8 +4,8 @@ Flow: key -> on-disk cache hit (``ctypes.CDLL`` of a cached .so through the desc
 checked on, no MLIR or llvmlite import; a damaged entry is evicted with a warning and rebuilt) or
 miss (MLIR schedule + lowering -> LLVM IR -> llvmlite object (``opt``: "fast" O2 by default) ->
 loaded in-process by MCJIT for the first call, while a background thread links the same object
-with ``ld -shared`` into the cache and publishes it atomically; ``$MIND_CPU_JIT=0`` links first and
-loads the .so instead).  Any failure on the way (MLIR parse/verify/pass errors with MLIR's
+with ``ld -shared`` into the cache and publishes it atomically; the option ``jit=False`` links first
+and loads the .so instead).  Every function here takes the resolved ``CpuOptions``.  Any failure on the way (MLIR parse/verify/pass errors with MLIR's
 diagnostics, invalid options, llvmlite, linking, loading) is raised as ``MindError`` E6012; nothing
 here crashes the caller (a failed background cache write only means the next process misses).  The
 call itself goes through ctypes, which releases the GIL, with zero-copy descriptors over the numpy
@@ -25,45 +25,18 @@ import numpy as np
 
 from mind.diagnostics import MindError, error
 
-from mind.cache_store import EntryProblem, caching_enabled, evict, sweep_debris
+from mind.cache_store import EntryProblem, evict, sweep_debris
 
 from .abi import AbiError, ArgBinder, Signature, mlir_signature
-from .cache import MAX_LIBRARY_BYTES, Expected, KernelCache, cache_key
+from .cache import MAX_LIBRARY_BYTES, Expected, KernelCache, mlir_cache_key
 from .kmpc_gomp import SERIAL_SWITCH
-from .openmp import (ABIS, OpenMPUnavailable, bind_runtime, find_openmp_runtime, load_openmp_runtime,
-                     register_serial_switch, runtime_path)
+from .openmp import OpenMPUnavailable, bind_runtime, load_openmp_runtime, register_serial_switch, runtime_path
+from .options import CpuOptions
 from .outputs import new_output
-from .pipeline import MAX_THREADS, PipelineError, full_pipeline
 
-__all__ = ["Kernel", "compile_kernel", "matmul_library", "library_key", "load_cached", "resolve_options", "translate_to_llvm_ir", "mlir_to_llvm_ir", "allowed_openmp",
-           "default_threads", "wait_for_cache_writes", "jit_enabled", "OPT_LEVELS", "schedule_policy"]
+__all__ = ["Kernel", "compile_kernel", "load_cached", "mlir_to_llvm_ir", "wait_for_cache_writes"]
 
 E_BACKEND = "E6012"
-
-
-def env_setting(name: str, choices: Sequence[str], default: str) -> str:
-    """The value of ``$name``, which must be one of ``choices`` (E6012 otherwise).
-
-    Why strict: a misspelt setting that silently falls back to the default (``MIND_CPU_SCHEDULE=al``)
-    gives a user a different build than the one they asked for, with nothing to tell them."""
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    if value not in choices:
-        raise error(E_BACKEND, f"environment variable {name}={value!r} is not a valid setting",
-                    help=f"use one of: {', '.join(choices)} (or unset it; default {default})")
-    return value
-
-
-def default_threads() -> int:
-    """``$MIND_NUM_THREADS`` (a positive integer, E6012 otherwise) or the number of CPUs."""
-    env = os.environ.get("MIND_NUM_THREADS")
-    if not env:
-        return os.cpu_count() or 1
-    if not (env.isdigit() and 1 <= int(env) <= MAX_THREADS):
-        raise error(E_BACKEND, f"environment variable MIND_NUM_THREADS={env!r} is not a thread count",
-                    help=f"use an integer from 1 to {MAX_THREADS}, or unset it (default: the CPU count)")
-    return int(env)
 
 
 def _fail(message: str, notes: Sequence[str] = ()) -> MindError:
@@ -112,11 +85,11 @@ class Kernel:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _load(path: str, sig: Signature, threads: int, from_cache: bool, scheduled: bool | None,
+def _load(path: str, sig: Signature, options: CpuOptions, from_cache: bool, scheduled: bool | None,
           openmp: str | None, library: str | None = None, *, library_path: str | None = None) -> Kernel:
     """Load the shared library at ``path`` (for a checked cache entry, ``_dlopen_checked``'s name;
-    ``library_path``: where it lives, for ``Kernel.library_path``)."""
-    if openmp is not None and load_openmp_runtime(openmp) is None:
+    ``library_path``: where it lives, for ``Kernel.library_path``), built for the OpenMP ABI ``openmp``."""
+    if openmp is not None and load_openmp_runtime(openmp, options.openmp_lib) is None:
         raise _fail(f"could not load compiled kernel '{sig.name}': it needs an OpenMP runtime with the "
                     f"'{openmp}' ABI, and none was found")
     try:
@@ -131,11 +104,12 @@ def _load(path: str, sig: Signature, threads: int, from_cache: bool, scheduled: 
             pass  # no parallel region: nothing to switch
     fn.restype = None
     fn.argtypes = [ctypes.c_void_p] * (len(sig.inputs) + len(sig.outputs))
-    return Kernel(sig, threads, library_path or path, from_cache, scheduled, library, lib, fn)
+    return Kernel(sig, options.threads, library_path or path, from_cache, scheduled, library, lib, fn)
 
 
 _PROC_FD = os.path.isdir("/proc/self/fd")
 _LOADS = itertools.count()
+"""Numbers the ``.load-*`` names this process gives checked libraries (``_dlopen_checked``)."""
 
 
 def _dlopen_checked(fd: int, path: str) -> str:
@@ -173,7 +147,7 @@ def _unlink_name(name: str, path: str) -> None:
 
 
 def _load_entry(store: KernelCache, key: str, expected: Expected,
-                threads: int) -> tuple[Kernel, dict[str, Any]] | None:
+                options: CpuOptions) -> tuple[Kernel, dict[str, Any]] | None:
     """The kernel of ``key``'s checked entry (``KernelCache.lookup``) and its sidecar, or None; an
     entry whose library does not load (or lacks the kernel) is evicted with a warning, so the caller
     rebuilds it."""
@@ -184,7 +158,7 @@ def _load_entry(store: KernelCache, key: str, expected: Expected,
     name = entry.library_path
     try:
         name = _dlopen_checked(entry.fd, entry.library_path)
-        return _load(name, expected.signature, threads, True, meta.get("scheduled"), meta.get("openmp"),
+        return _load(name, expected.signature, options, True, meta.get("scheduled"), meta.get("openmp"),
                      meta.get("matmul_library"), library_path=entry.library_path), meta
     except MindError as e:
         evict(entry.files, f"it does not load ({e.diagnostics[0].message})")
@@ -194,162 +168,74 @@ def _load_entry(store: KernelCache, key: str, expected: Expected,
         entry.close()
 
 
-def _store_of(cache: "KernelCache | bool | None") -> KernelCache | None:
-    """The cache a call uses: True is the default folder unless ``$MIND_CACHE=off``; a
-    ``KernelCache`` is used as given; False or None: no cache."""
-    if cache is True:
-        return KernelCache.default() if caching_enabled() else None
-    return cache or None
+def _expected(signature: Signature, options: CpuOptions) -> Expected:
+    """What a load of a kernel compiled with ``options`` may accept (``cache.Expected``)."""
+    return Expected(signature, options.openmp_abis(), options.library)
 
 
-def allowed_openmp(threads: int) -> tuple[str | None, ...]:
-    """The OpenMP ABIs a kernel built for ``threads`` may need: none on one thread; with more, the
-    LLVM/Intel ABI, and libgomp's where it is the preferred runtime (it is part of the key)."""
-    if threads <= 1:
-        return (None,)
-    from .openmp import preferred_abi
-    return (None, "kmpc") + (("gomp",) if preferred_abi() == "gomp" else ())
-
-
-def resolve_options(threads: int | None, cpu: str) -> int:
-    """The effective thread count (validated; 1 without an OpenMP runtime); E6012 on bad options."""
-    if threads is None:
-        threads = default_threads()
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-        raise _fail(f"thread count must be a positive integer, got {threads!r}")
-    env_setting("MIND_OPENMP", ABIS, "gomp where libgomp is installed, else kmpc")  # a misspelt choice is E6012
-    if threads > 1 and find_openmp_runtime() is None:
-        threads = 1
-    if cpu not in ("host", "generic"):
-        raise _fail(f"unknown cpu option {cpu!r} (use 'host' or 'generic')")
-    return threads
-
-
-def load_cached(key: str, threads: int, cache: KernelCache | bool = True, *, signature: Signature,
-                library: str | None) -> Kernel | None:
-    """The kernel stored under ``key`` (an MLIR-text key or an alias such as ``cache.ir_cache_key``),
-    or None: a hit is a JSON read, a SHA-256 and a ``dlopen``, no MLIR emission or import.
-    ``signature``: the kernel's, recomputed from its program (``api.kernel_signature``); ``library``:
-    the matmul library the options resolve to (``matmul_library``).  E7010 when the cache folder is
-    not safe to use."""
-    store = _store_of(cache)
-    if store is None:
+def load_cached(key: str, options: CpuOptions, *, signature: Signature) -> Kernel | None:
+    """The kernel stored under ``key`` (an MLIR-text key or an alias such as ``cache.ir_cache_key``)
+    in the options' cache, or None: a hit is a JSON read, a SHA-256 and a ``dlopen``, no MLIR
+    emission or import.  ``options``: decided for this kernel (``CpuOptions.for_kernel``);
+    ``signature``: the kernel's, recomputed from its program (``api.kernel_signature``).  E7010 when
+    the cache folder is not safe to use."""
+    if options.cache is None:
         return None
-    hit = _load_entry(store, key, Expected(signature, allowed_openmp(threads), library), threads)
+    hit = _load_entry(options.cache, key, _expected(signature, options), options)
     return hit[0] if hit is not None else None
 
 
-def jit_enabled() -> bool:
-    """In-process loading of new kernels (``$MIND_CPU_JIT=0`` links and loads a .so instead)."""
-    return env_setting("MIND_CPU_JIT", ("0", "1"), "1") == "1"
-
-
-OPT_LEVELS = ("fast", "full")
-
-
-def schedule_policy(schedule: bool | str | None = None) -> bool | str:
-    """True (schedule the ops that pay for their compile time), False or "all" (every op that has a
-    schedule); None reads ``$MIND_CPU_SCHEDULE`` (``0``, ``1``, ``all``; default ``1``).  E6012 on
-    anything else."""
-    if schedule is None:
-        env = env_setting("MIND_CPU_SCHEDULE", ("0", "1", "all"), "1")
-        schedule = "all" if env == "all" else env == "1"
-    if not (schedule is True or schedule is False or schedule == "all"):
-        raise _fail(f"unknown schedule option {schedule!r} (use True, False or 'all')")
-    return schedule
-
-
-def matmul_library(cpu: str, matmul: str | None = None) -> str | None:
-    """The ``kernel_library`` instruction set whose GEMM the matmuls of a ``cpu`` kernel call, or None
-    (per-program schedules).  ``matmul``: "library" (default where the host runs a variant) or
-    "schedule"; None reads ``$MIND_CPU_MATMUL``.  E6012 on anything else, or when a shipped object
-    does not match its manifest."""
-    from .kernel_library import MATMUL_POLICIES, LibraryError, gemm_object, object_digest, select_isa
-    if matmul is None:
-        matmul = env_setting("MIND_CPU_MATMUL", MATMUL_POLICIES, "library")
-    if matmul not in MATMUL_POLICIES:
-        raise _fail(f"unknown matmul option {matmul!r} (use one of {', '.join(MATMUL_POLICIES)})")
-    isa = select_isa(cpu, matmul)
-    if isa is not None:
-        try:
-            object_digest(gemm_object(isa))
-        except LibraryError as e:
-            raise _damaged(e, gemm_object(isa)) from None
-    return isa
-
-
-def _damaged(e: Exception, name: str) -> MindError:
-    """E6012 for a damaged object ``name`` of the kernel library, with what avoids it."""
-    avoid = ("set MIND_OPENMP=kmpc (an LLVM/Intel OpenMP runtime) or compile with threads=1"
-             if name == "openmp-gomp" else "set MIND_CPU_MATMUL=schedule to compile matmuls per program")
-    return error(E_BACKEND, f"the prebuilt kernel library is damaged: {e}", help=f"reinstall MIND, or {avoid}")
-
-
-def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None, schedule: bool | str | None = None,
-                   cpu: str = "host", cache: KernelCache | bool = True, alias: str | None = None,
-                   opt: str = "fast", jit: bool | None = None, matmul: str | None = None,
+def compile_kernel(mlir_text: str, func_name: str, options: CpuOptions, *, alias: str | None = None,
                    signature: Signature | None = None) -> Kernel:
-    """Compile ``func_name`` of ``mlir_text`` and return a callable kernel.
+    """Compile ``func_name`` of ``mlir_text`` with ``options`` and return a callable kernel.
 
     The function takes its inputs as ranked tensors and writes its results into memref
-    out-parameters (see ``abi``).  ``threads`` (default ``default_threads()``) > 1 parallelizes the
-    ``scf.forall`` loops of the schedule with OpenMP; without an OpenMP runtime it falls back to 1.
-    ``schedule`` applies the tiling/vectorization scripts of ``transforms`` to the ops large enough to
-    pay for their compile time (``transforms.MIN_SCHEDULE_WORK``); "all" to every op that has one;
-    None: ``schedule_policy()`` (``$MIND_CPU_SCHEDULE``).  ``cache``: True for the
-    default folder (none with ``$MIND_CACHE=off``), a ``KernelCache``, or False for none.  ``alias``: a
-    second key (the Core-IR key of ``api``) recorded as pointing at this entry.  ``signature``: the
-    kernel's signature as its program gives it (``api.kernel_signature``); by default it is read from
-    the function's header in ``mlir_text`` (``abi.mlir_signature``; a kernel whose header is not in
-    the plain form is not cached).  ``opt``: LLVM optimization, "fast" (a short
-    function pipeline for scheduled kernels, O2 without LLVM's unroller and vectorizers for kernels
-    with large scalar loops; see ``codegen._optimize``) or "full" (O3 with them).
-    ``jit`` (default ``jit_enabled()``): load the new object in-process with MCJIT and link the
-    cache's .so in a background thread (published atomically when done; ``Kernel.wait_stored``),
-    instead of linking with ``ld`` before the first call.  The object code is the same either way.
-    ``matmul``: see ``matmul_library`` (the prebuilt GEMM's object is linked into the kernel).
-    Raises ``MindError`` E6012 on any failure, E7010 when the cache folder is not safe to use.
+    out-parameters (see ``abi``).  The options' thread count, if not decided, is
+    (``CpuOptions.for_kernel``) the CPU count; more than one thread parallelizes the ``scf.forall``
+    loops of the schedule with OpenMP.  ``options.schedule`` applies the tiling/vectorization scripts
+    of ``transforms`` to the ops large enough to pay for their compile time; "all" to every op that
+    has one.  ``options.cache``: the kernel cache, or None.  ``alias``: a second key (the Core-IR key
+    of ``api``) recorded as pointing at this entry.  ``signature``: the kernel's signature as its
+    program gives it (``api.kernel_signature``); by default it is read from the function's header in
+    ``mlir_text`` (``abi.mlir_signature``; a kernel whose header is not in the plain form is not
+    cached).  ``options.opt``: LLVM optimization, "fast" (a short function pipeline for scheduled
+    kernels, O2 without LLVM's unroller and vectorizers for kernels with large scalar loops; see
+    ``codegen._optimize``) or "full" (O3 with them).  ``options.jit``: load the new object
+    in-process with MCJIT and link the cache's .so in a background thread (published atomically when
+    done; ``Kernel.wait_stored``), instead of linking with ``ld`` before the first call.  The object
+    code is the same either way.  ``options.library``: the prebuilt GEMM the matmuls call (its object
+    is linked into the kernel).  Raises ``MindError`` E6012 on any failure, E7010 when the cache
+    folder is not safe to use.
     """
-    threads = resolve_options(threads, cpu)
-    if opt not in OPT_LEVELS:
-        raise _fail(f"unknown opt level {opt!r} (use one of {', '.join(OPT_LEVELS)})")
-    schedule = schedule_policy(schedule)
-    if jit is None:
-        jit = jit_enabled()
-    library = matmul_library(cpu, matmul)
-    from .transforms import MIN_SCHEDULE_WORK  # pure Python: the cost model's threshold is part of the key
-    try:
-        pipeline_text = full_pipeline(threads).render()
-    except PipelineError as e:
-        raise _fail(str(e)) from None
-    store = _store_of(cache)
+    options = options.for_kernel()
+    threads, cpu, opt = options.threads, options.cpu, options.opt
+    store = options.cache
     expected_sig = signature if signature is not None else mlir_signature(mlir_text, func_name)
     if expected_sig is None:
         store = None  # nothing to check a hit against: compile every time
-    key = cache_key(mlir_text, func_name, pipeline=pipeline_text, threads=threads, schedule=schedule, cpu=cpu,
-                    extra=f"llvm-opt={opt}|min-work={MIN_SCHEDULE_WORK}|matmul={library_key(library, threads)}")
+    key = mlir_cache_key(mlir_text, func_name, options.fingerprint())
     if store is not None:
-        expected = Expected(expected_sig, allowed_openmp(threads), library)  # type: ignore[arg-type]
-        hit = _load_entry(store, key, expected, threads)
+        hit = _load_entry(store, key, _expected(expected_sig, options), options)  # type: ignore[arg-type]
         if hit is not None:
             if alias is not None:
                 _store_alias(store, alias, key, hit[1])
             return hit[0]
 
-    lowered = mlir_to_llvm_ir(mlir_text, func_name, threads=threads, schedule=schedule, library=library)
+    lowered = mlir_to_llvm_ir(mlir_text, func_name, options)
     if expected_sig is not None and lowered.signature != expected_sig:
         raise _fail(f"internal error: the signature of '{func_name}' its program gives, {expected_sig}, "
                     f"differs from the compiled one, {lowered.signature}")
     from .codegen import CodegenError, JitObject, link_shared, optimize_and_emit_objects
-    from .kernel_library import LibraryError, calls_driver, object_bytes, objects_for
+    from .kernel_library import LibraryError, calls_driver, damaged, object_bytes, objects_for
     from .kernel_library import OBJECTS as LIBRARY_OBJECTS
     from .runtime import external_functions
+    from .transforms import MIN_SCHEDULE_WORK
     try:
-        llvm_ir, openmp = bind_runtime(lowered.llvm_ir, teams=lowered.library is not None and
-                                       calls_driver(lowered.llvm_ir))
+        llvm_ir, openmp = bind_runtime(lowered.llvm_ir, options.abi, options.openmp_lib,
+                                       teams=lowered.library is not None and calls_driver(lowered.llvm_ir))
     except OpenMPUnavailable as e:
         raise _fail(f"native code generation failed for '{func_name}': {e}") from None
-    libs = [p] if openmp and (p := runtime_path(openmp)) else []
+    libs = [p] if openmp and (p := runtime_path(openmp, options.openmp_lib)) else []
     try:
         # large scalar loop nests (unscheduled ops) need LLVM's loop passes; see codegen._optimize
         loops = (not lowered.scheduled and lowered.library is None) or lowered.scalar_work >= MIN_SCHEDULE_WORK
@@ -363,7 +249,7 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         try:
             objs.append(object_bytes(name))  # checked against the manifest's SHA-256
         except LibraryError as e:
-            raise _damaged(e, name) from None
+            raise damaged(e, name) from None
     provided = set().union(*(LIBRARY_OBJECTS[name].defines() for name in linked))
     needed = [n for name in linked for n in LIBRARY_OBJECTS[name].needs()]
     externals = sorted({name for name in externals if name not in provided} | set(needed))
@@ -375,9 +261,9 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         else:
             sweep_debris(store.root)  # what killed processes left (once per process)
             store.folder(key, create=True)
-    if jit:
+    if options.jit:
         if openmp is not None:
-            load_openmp_runtime(openmp)
+            load_openmp_runtime(openmp, options.openmp_lib)
         try:
             jobj = JitObject(objs, cpu, libs, externals)
         except CodegenError as e:
@@ -398,7 +284,7 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
             name = so
             try:
                 name = _dlopen_checked(fd, so)
-                return _load(name, lowered.signature, threads, False, lowered.scheduled, openmp, lowered.library,
+                return _load(name, lowered.signature, options, False, lowered.scheduled, openmp, lowered.library,
                              library_path=so)
             finally:
                 _unlink_name(name, so)
@@ -409,7 +295,7 @@ def compile_kernel(mlir_text: str, func_name: str, *, threads: int | None = None
         try:
             so = os.path.join(tmp, f"{key}.so")
             link_shared(objs, so, libs)
-            return _load(so, lowered.signature, threads, False, lowered.scheduled, openmp, lowered.library)
+            return _load(so, lowered.signature, options, False, lowered.scheduled, openmp, lowered.library)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)  # a loaded library needs no file
     except CodegenError as e:
@@ -426,7 +312,7 @@ def _from_address(jobj: Any, sig: Signature, threads: int, so: str | None, sched
         register_serial_switch(jobj, jobj.data_address(SERIAL_SWITCH))
     symbol = f"_mlir_ciface_{sig.name}"
     addr = jobj.address(symbol)
-    if not addr:  # raw lookups return 0 for a missing symbol (pitfall 6)
+    if not addr:  # a lookup returns 0 for a missing symbol, where it should raise
         raise _fail(f"could not load compiled kernel '{sig.name}': no symbol {symbol}")
     proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * (len(sig.inputs) + len(sig.outputs))))
     return Kernel(sig, threads, so or "", False, scheduled, library, jobj, proto(addr))
@@ -468,6 +354,7 @@ class _StoreJob:
 
 _PENDING: set[_StoreJob] = set()
 _PENDING_LOCK = threading.Lock()
+"""The background cache writes of this process still running (``wait_for_cache_writes``)."""
 
 
 def _store_in_background(store: KernelCache, key: str, alias: str | None, objs: list[bytes], libs: list[str],
@@ -499,30 +386,12 @@ def _store_alias(store: KernelCache, alias: str, key: str, meta: dict[str, Any])
         pass  # an alias is an optimization only
 
 
-def library_key(isa: str | None, threads: int = 1) -> str:
-    """What a kernel's matmuls call, for its cache keys: the GEMM's level and the digests of the
-    objects they may link (the threaded driver too when ``threads`` > 1)."""
-    if isa is None:
-        return "schedule"
-    from .kernel_library import LibraryError, gemm_object, object_digest
-    names = [gemm_object(isa)] + (["gemm-parallel"] if threads > 1 else [])
-    digests = []
-    for name in names:
-        try:
-            digests.append(object_digest(name))
-        except LibraryError as e:
-            raise _damaged(e, name) from None
-    return ":".join(["library", isa, *digests])
-
-
-def mlir_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedule: bool | str | None = None,
-                    library: str | None = None) -> Any:
-    """MLIR text -> ``lowering.Lowered`` (LLVM IR text + signature); failures become E6012.
-    ``library``: the ``kernel_library`` instruction set matmuls call (``matmul_library``), or None."""
+def mlir_to_llvm_ir(mlir_text: str, func_name: str, options: CpuOptions) -> Any:
+    """MLIR text -> ``lowering.Lowered`` (LLVM IR text + signature) with ``options`` (its thread
+    count decided as ``compile_kernel`` decides it); failures become E6012."""
     from .lowering import LoweringError, lower_to_llvm_ir
-    schedule = schedule_policy(schedule)
     try:
-        return lower_to_llvm_ir(mlir_text, func_name, threads=threads, schedule=schedule, library=library)
+        return lower_to_llvm_ir(mlir_text, func_name, options.for_kernel())
     except LoweringError as e:
         raise _fail(f"MLIR compilation of '{func_name}' failed at stage '{e.stage}'",
                     notes=[str(e).split("\n", 1)[0]] + e.diagnostics) from None
@@ -530,13 +399,3 @@ def mlir_to_llvm_ir(mlir_text: str, func_name: str, *, threads: int = 1, schedul
         raise
     except Exception as e:  # noqa: BLE001 - anything from the bindings must not escape as a crash
         raise _fail(f"MLIR compilation of '{func_name}' failed: {type(e).__name__}: {e}") from None
-
-
-def translate_to_llvm_ir(module: Any) -> str:
-    """LLVM IR text of an LLVM-dialect ``mlir.ir.Module`` (mlirTranslateModuleToLLVMIRToString)."""
-    from .lowering import LoweringError
-    from .lowering import translate_to_llvm_ir as _translate
-    try:
-        return _translate(module)
-    except LoweringError as e:
-        raise _fail(str(e)) from None

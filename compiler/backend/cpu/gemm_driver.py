@@ -1,8 +1,8 @@
 """LLVM IR of the threaded GEMM driver: one matmul split into blocks, one per thread of a libgomp team.
 
 Why prebuilt: a kernel that split its matmul with ``scf.forall`` carried an OpenMP region of its own
-(the outlined task, the fork, the work-sharing calls): at two threads, LLVM's code generation of a
-512 x 1024 x 512 matmul kernel took 10-17 ms instead of 6, most of its cold compile.  The driver
+(the outlined task, the fork, the work-sharing calls), whose code generation was most of its cold
+compile at two threads.  The driver
 does the same split with a thread count given at run time, so it is compiled once (the object
 ``gemm-parallel`` of ``kernel_library``, for baseline x86-64: it only moves descriptors and calls) and
 a kernel calls it as it calls the serial GEMM (``library_calls``).

@@ -1,8 +1,8 @@
 """MLIR text of the prebuilt GEMM: ``C[m, n] (+)= sum_k A[m, k] * B[k, n]`` for any shapes and strides.
 
-Why a kernel with dynamic shapes: a matmul scheduled per program (``transforms``) costs 30-50 ms of
-MLIR and LLVM work on a cold compile (transform interpreter, vector lowering, code generation of a
-large unrolled body), more than ``jax.jit`` takes for the whole program.  This kernel is compiled once,
+Why a kernel with dynamic shapes: a matmul scheduled per program (``transforms``) costs most of a
+cold compile in MLIR and LLVM work (transform interpreter, vector lowering, code generation of a large
+unrolled body; ``docs/backend-cpu.md`` has the figures).  This kernel is compiled once,
 ahead of time, for a fixed instruction set (``kernel_library``); a program only emits a call to it
 (``library_calls``), which costs what any small function costs.
 

@@ -32,11 +32,13 @@ import sys
 from functools import lru_cache
 from typing import Any, Callable
 
-__all__ = ["ISAS", "OBJECTS", "LibraryObject", "gemm_object", "object_source", "build_object", "host_isa",
-           "select_isa", "object_bytes", "object_digest", "library_fingerprint", "objects_for", "calls_driver",
-           "LibraryError", "MATMUL_POLICIES", "PREBUILT_DIR", "main"]
+from . import host
 
-# A warm start (cache hit) runs ``select_isa`` and ``library_fingerprint`` for its cache key: they
+__all__ = ["ISAS", "OBJECTS", "LibraryObject", "gemm_object", "object_source", "build_object", "host_isa",
+           "select_isa", "object_bytes", "object_digest", "objects_for", "calls_driver",
+           "LibraryError", "damaged", "MATMUL_POLICIES", "PREBUILT_DIR", "main"]
+
+# A warm start (cache hit) runs ``select_isa`` and ``object_digest`` for its cache key: they
 # read the CPU flags and the manifest and import nothing more (the sources, ``hashlib``,
 # ``argparse`` are imported by the functions that build or check objects).
 
@@ -60,6 +62,14 @@ MATMUL_POLICIES = ("library", "schedule")
 
 class LibraryError(Exception):
     """A shipped object is missing or does not match its manifest."""
+
+
+def damaged(e: LibraryError, name: str) -> Any:
+    """The ``MindError`` (E6012) for the damaged object ``name``, with what avoids it."""
+    from mind.diagnostics import error
+    avoid = ("set MIND_OPENMP=kmpc (an LLVM/Intel OpenMP runtime) or compile with threads=1"
+             if name == "openmp-gomp" else "set MIND_CPU_MATMUL=schedule to compile matmuls per program")
+    return error("E6012", f"the prebuilt kernel library is damaged: {e}", help=f"reinstall MIND, or {avoid}")
 
 
 class LibraryObject:
@@ -227,12 +237,6 @@ def object_digest(name: str) -> str:
     return _entry(name)["sha256"]
 
 
-def library_fingerprint() -> str:
-    """Every object's name and manifest SHA-256: part of every cache key, since a kernel may link
-    any of them (``objects_for``)."""
-    return "|".join(f"{name}:{object_digest(name)}" for name in OBJECTS)
-
-
 def calls_driver(llvm_ir: str) -> bool:
     """Whether a kernel's LLVM IR calls the threaded GEMM driver (it then starts OpenMP teams)."""
     from .gemm_driver import DRIVER_ELEMENTS, driver_symbol
@@ -253,23 +257,9 @@ def objects_for(llvm_ir: str, isa: str | None, abi: str | None) -> list[str]:
     return names
 
 
-@lru_cache(maxsize=1)
-def _cpu_flags() -> frozenset[str]:
-    if sys.platform != "linux" or os.uname().machine != "x86_64":
-        return frozenset()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return frozenset(line.partition(":")[2].split())
-    except OSError:
-        pass
-    return frozenset()
-
-
 def host_isa() -> str | None:
     """The best level of ``ISAS`` this machine runs (the kernel's flags, as the OS enables them)."""
-    flags = _cpu_flags()
+    flags = host.cpu_flags()
     for isa in ISAS:
         if _REQUIRED_FLAGS[isa] <= flags:
             return isa

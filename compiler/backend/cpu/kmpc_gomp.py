@@ -1,17 +1,17 @@
 """The part of the ``__kmpc_*`` OpenMP ABI that MLIR emits, defined on top of GCC's libgomp.
 
 Why: ``convert-openmp-to-llvm`` calls the LLVM/Intel ABI (``__kmpc_fork_call``, ...), whose runtimes
-cost a new process 2.5-6 ms before the first parallel loop runs (Intel OpenMP: a 2.8 MB library to
-relocate, then a timestamp-counter calibration when it initializes), a cost every warm start of a
-threaded kernel paid.  libgomp, present wherever GCC's runtime is, loads in about 0.2 ms and starts
-its threads in about 0.3 ms.  Its ABI differs (``GOMP_parallel(fn, data, nthreads, flags)``), so this
+cost a new process milliseconds before the first parallel loop runs (Intel OpenMP: a large library
+to relocate, then a timestamp-counter calibration when it initializes), a cost every warm start of a
+threaded kernel paid.  libgomp, present wherever GCC's runtime is, loads and starts its threads
+several times faster (``docs/backend-cpu.md``, Threads).  Its ABI differs (``GOMP_parallel(fn, data, nthreads, flags)``), so this
 module defines the seven ``__kmpc_*`` functions our kernels use on top of libgomp: the kernel then
 needs only ``GOMP_parallel``, ``GOMP_barrier``, ``omp_get_thread_num`` and ``omp_get_num_threads``
 from outside.
 
 How: the definitions (``support_module``) are compiled once, ahead of time, into the prebuilt object
-``openmp-gomp`` of ``kernel_library`` (code generation of these eight small functions cost every
-threaded kernel 4-10 ms of its cold compile when they were part of its module).  An adapted kernel
+``openmp-gomp`` of ``kernel_library`` (code generation of these eight small functions was a large
+part of every threaded kernel's cold compile when they were part of its module).  An adapted kernel
 (``link_kmpc_on_gomp``) calls them under the names ``mind_kmpc_*`` (``__kmpc_fork_call`` ->
 ``mind_kmpc_fork_call``): hidden in the object, they are bound inside the kernel's shared library
 and never confused with a real LLVM/Intel runtime loaded in the same process.  Every kernel library

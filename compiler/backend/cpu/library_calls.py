@@ -2,11 +2,10 @@
 
 Two steps, both on a parsed module:
 
-* before scheduling (tensors), ``eligible_matmul`` tells ``transforms.schedule_module`` which
-  ``linalg.matmul`` ops to leave alone: 2-D, f32 or f64, static non-empty shapes, the default
+* before scheduling (tensors), ``handled_by_library`` tells the schedule (``linalg.schedule``) which
+  ``linalg.matmul`` ops (and the zero fills of their inits) to leave alone: 2-D, f32 or f64, static non-empty shapes, the default
   indexing maps, whatever their size (a call costs no compile time, so the schedule's cost model
-  does not apply: a 10 x 20 x 30 matmul takes 8.5 µs per call as a call against 12.4 µs as scalar
-  loops, argument binding included);
+  does not apply, and even a small matmul runs faster as a call than as scalar loops);
 * after bufferization (memrefs), ``insert_library_calls`` replaces each of them by a call of a small
   private helper written for its operand types.  The helper casts the operands to the library's
   ``memref<?x?xT, strided<[?, 1], offset: ?>>`` (copying an operand whose elements are not contiguous
@@ -25,15 +24,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..linalg.payload import DEFAULT_MAPS
 from .gemm_driver import driver_symbol
 from .gemm_kernel import VARIANTS, gemm_symbol, operand_type
-from .transforms import DEFAULT_MAPS
 
-__all__ = ["eligible_matmul", "insert_library_calls", "PARALLEL_MIN_WORK", "HELPER_PREFIX"]
+__all__ = ["eligible_matmul", "handled_by_library", "insert_library_calls", "PARALLEL_MIN_WORK", "HELPER_PREFIX"]
 
 PARALLEL_MIN_WORK = 1 << 20
-"""Multiply-adds below which a matmul runs on one thread even in a threaded kernel: ~12 µs of work
-(at ~170 GFLOP/s) does not pay for waking the OpenMP workers and joining them."""
+"""Multiply-adds below which a matmul runs on one thread even in a threaded kernel: so little work
+(microseconds) does not pay for waking the OpenMP workers and joining them."""
 
 HELPER_PREFIX = "__mind_matmul_"
 
@@ -56,6 +55,16 @@ def eligible_matmul(op: Any) -> str | None:
     if elem not in ("f32", "f64"):
         return None
     return elem
+
+
+def handled_by_library(op: Any) -> bool:
+    """A matmul that ``insert_library_calls`` hands to the prebuilt GEMM, or the zero fill of its init
+    (which it drops: the GEMM then overwrites its output): what the schedule leaves alone."""
+    if op.name == "linalg.fill":
+        uses = [u for r in op.results for u in r.uses]
+        return bool(uses) and all(u.owner.name == "linalg.matmul" and u.operand_number == 2 and
+                                  eligible_matmul(u.owner) is not None for u in uses)
+    return eligible_matmul(op) is not None
 
 
 def _zero_fills_in_front(module: Any) -> list[tuple[Any, Any]]:

@@ -1,7 +1,7 @@
 """Split an LLVM IR module (text) into parts that LLVM can optimize and compile independently.
 
-Why: LLVM's code generation is most of a large kernel's compile time (train_step: ~120 of ~235 ms)
-and runs on one core.  A kernel with OpenMP regions is several functions (the entry, its C-interface
+Why: LLVM's code generation is about half of a large kernel's compile time (train_step) and runs on
+one core.  A kernel with OpenMP regions is several functions (the entry, its C-interface
 wrapper and one outlined function per parallel region), so its module can be cut between functions,
 each part compiled on its own core, and the objects linked together (``codegen``).
 
@@ -26,9 +26,7 @@ __all__ = ["split_module", "SPLIT_MIN_LINES", "SPLIT_PARTS"]
 
 SPLIT_MIN_LINES = 400
 """Below this many lines of function bodies, one part: the split and the second thread cost more
-than they save.  Measured (LLVM optimize + emit, whole vs two parts, best of 5): medium_matmul with
-2 OpenMP threads (615 lines) 20.7 -> 16.4 ms, large_matmul 20.7 -> 13.6, conv2d (582) 22.2 -> 18.0,
-simple_mlp (1,154) 31.2 -> 20.8, train_step with 2 threads (5,681) 129 -> 71 ms."""
+than they save (``docs/backend-cpu.md``, Measurements, has the gains above it)."""
 
 SPLIT_PARTS = 2
 """Fixed, not the machine's core count, so that every machine compiles the same objects."""
@@ -36,7 +34,7 @@ SPLIT_PARTS = 2
 _MIN_SHARE = 0.2  # the smaller part must carry at least this share of the lines to be worth a thread
 
 class _Patterns:
-    """The regular expressions, compiled on first use (~1 ms; most modules are one function and
+    """The regular expressions, compiled on first use (most modules are one function and
     never get this far)."""
 
     _compiled: "_Patterns | None" = None

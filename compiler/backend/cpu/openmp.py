@@ -1,15 +1,17 @@
 """Find and load the OpenMP runtime that runs the kernels' parallel loops.
 
 Two ABIs (see ``kmpc_gomp``):
-* ``"gomp"``: GCC's libgomp.  MLIR's ``__kmpc_*`` calls are defined inside the kernel on top of it
-  (``kmpc_gomp.link_kmpc_on_gomp``).  Preferred: it loads in ~0.2 ms and starts its threads in
-  ~0.3 ms, where Intel OpenMP costs every new process 2.5-6 ms before its first parallel loop.
+* ``"gomp"``: GCC's libgomp.  MLIR's ``__kmpc_*`` calls are defined on top of it (``kmpc_gomp``).
+  Preferred: it loads and starts its threads several times faster than Intel OpenMP initializes,
+  which every new process pays before its first parallel loop (``docs/backend-cpu.md``, Threads).
 * ``"kmpc"``: the LLVM/Intel runtime that implements ``__kmpc_*`` itself: pip ``intel-openmp``
   (``libiomp5.so`` in ``<venv>/lib``, a pinned dependency) or Debian ``libomp5-*`` (``libomp.so.5``);
   used when libgomp is absent, when a module needs more of the ABI than the adapter covers, or when
-  chosen (``$MIND_OPENMP=kmpc``, or ``$MIND_OPENMP_LIB``: the path of such a runtime).
+  chosen (the ``openmp`` option, ``kmpc``, or ``openmp_lib``: the path of such a runtime).
 Runtimes are loaded with RTLD_GLOBAL so kernel libraries resolve against them.  The ABI choice
-changes the object code, so it is part of every cache key (``preferred_abi``).
+changes the object code, so it is part of every cache key (``CpuOptions.abi``).  The options come
+from the caller (``cpu.options``); what this module remembers are facts of the process: where the
+runtimes are on this machine, which it loaded, and the fork handler's list of serial switches.
 """
 
 from __future__ import annotations
@@ -22,42 +24,36 @@ import threading
 import weakref
 from typing import Any
 
-__all__ = ["find_openmp_runtime", "load_openmp_runtime", "preferred_abi", "runtime_path", "bind_runtime",
+__all__ = ["load_openmp_runtime", "preferred_abi", "runtime_path", "bind_runtime",
            "register_serial_switch", "serial_after_fork", "ABIS", "OpenMPUnavailable"]
 
 ABIS = ("gomp", "kmpc")
 _LOADED: dict[str, ctypes.CDLL] = {}
+"""The OpenMP runtimes loaded into the process (a runtime is never unloaded)."""
 _FOUND: dict[str, str | None] = {}
+"""Where each ABI's runtime is on this machine (searched once per process)."""
 
 
-def runtime_path(abi: str) -> str | None:
-    """Absolute path of a runtime with ``abi`` (``"gomp"`` or ``"kmpc"``), or None if there is none."""
-    if abi == "kmpc":
-        env = os.environ.get("MIND_OPENMP_LIB")
-        if env:
-            return env if os.path.exists(env) else None
+def runtime_path(abi: str, lib: str | None = None) -> str | None:
+    """Absolute path of a runtime with ``abi`` (``"gomp"`` or ``"kmpc"``), or None if there is none;
+    ``lib`` (the ``openmp_lib`` option) is the LLVM/Intel runtime to use if it exists."""
+    if abi == "kmpc" and lib:
+        return lib if os.path.exists(lib) else None
     if abi not in _FOUND:  # each search runs once per process
         _FOUND[abi] = _search_gomp() if abi == "gomp" else _search_kmpc()
     return _FOUND[abi]
 
 
-def preferred_abi() -> str | None:
-    """The ABI new threaded kernels are built for: ``$MIND_OPENMP`` if set (``gomp`` or ``kmpc``),
-    ``kmpc`` when ``$MIND_OPENMP_LIB`` names a runtime, else libgomp when present; None: no runtime."""
-    choice = os.environ.get("MIND_OPENMP", "")
+def preferred_abi(choice: str | None = None, lib: str | None = None) -> str | None:
+    """The ABI new threaded kernels are built for: ``choice`` (the ``openmp`` option) if given and
+    its runtime exists, ``kmpc`` when ``lib`` (``openmp_lib``) names a runtime, else libgomp when
+    present; None: no runtime."""
     if choice in ABIS:
-        return choice if runtime_path(choice) else None
-    order = ("kmpc", "gomp") if os.environ.get("MIND_OPENMP_LIB") else ABIS
-    for abi in order:
-        if runtime_path(abi):
+        return choice if runtime_path(choice, lib) else None
+    for abi in ("kmpc", "gomp") if lib else ABIS:
+        if runtime_path(abi, lib):
             return abi
     return None
-
-
-def find_openmp_runtime() -> str | None:
-    """Absolute path of the preferred runtime (``preferred_abi``), or None if there is none."""
-    abi = preferred_abi()
-    return runtime_path(abi) if abi else None
 
 
 def _search_gomp() -> str | None:
@@ -71,7 +67,7 @@ def _search_gomp() -> str | None:
 
 def _search_kmpc() -> str | None:
     for c in (os.path.join(sys.prefix, "lib", "libiomp5.so"), os.path.join(sys.base_prefix, "lib", "libiomp5.so")):
-        if os.path.exists(c):  # the pip runtime: found without the glob over /usr/lib (~0.4 ms)
+        if os.path.exists(c):  # the pip runtime: found without the glob over /usr/lib
             return c
     candidates = sorted(glob.glob("/usr/lib/llvm-*/lib/libomp.so*"), reverse=True)
     candidates += ["/usr/lib/x86_64-linux-gnu/libomp.so.5", "/usr/lib/x86_64-linux-gnu/libiomp5.so"]
@@ -85,19 +81,20 @@ class OpenMPUnavailable(Exception):
     """A module needs an OpenMP runtime that this machine does not have."""
 
 
-def bind_runtime(llvm_ir: str, teams: bool = False) -> tuple[str, str | None]:
+def bind_runtime(llvm_ir: str, abi: str | None, lib: str | None = None, teams: bool = False) -> tuple[str, str | None]:
     """The module's text for the runtime it will run on, and that runtime's ABI (None: the module
-    starts no OpenMP team).  libgomp when it is preferred and the module's ``__kmpc_*`` calls are
-    within what ``kmpc_gomp`` defines; else an LLVM/Intel runtime.  ``teams``: the module also calls
-    prebuilt code that starts teams through ``GOMP_parallel`` (the threaded GEMM driver), which both
-    runtimes export; the module then defines the serial switch that code reads."""
+    starts no OpenMP team).  libgomp when ``abi`` (the preferred one) is ``gomp`` and the module's
+    ``__kmpc_*`` calls are within what ``kmpc_gomp`` defines; else an LLVM/Intel runtime (``lib``, or
+    one found).  ``teams``: the module also calls prebuilt code that starts teams through
+    ``GOMP_parallel`` (the threaded GEMM driver), which both runtimes export; the module then
+    defines the serial switch that code reads."""
     if "@__kmpc_" not in llvm_ir and not teams:
         return llvm_ir, None
     from .kmpc_gomp import adaptable, define_serial_switch, link_kmpc_on_gomp
-    if preferred_abi() == "gomp" and adaptable(llvm_ir):
+    if abi == "gomp" and adaptable(llvm_ir):
         linked = link_kmpc_on_gomp(llvm_ir)
         return (define_serial_switch(linked) if teams else linked), "gomp"
-    if runtime_path("kmpc") is None:
+    if runtime_path("kmpc", lib) is None:
         raise OpenMPUnavailable("the kernel's parallel loops need an LLVM/Intel OpenMP runtime (libiomp5 or "
                                 "libomp): none was found; install intel-openmp or compile with threads=1")
     return (define_serial_switch(llvm_ir) if teams else llvm_ir), "kmpc"
@@ -106,11 +103,10 @@ def bind_runtime(llvm_ir: str, teams: bool = False) -> tuple[str, str | None]:
 _LOAD_LOCK = threading.Lock()
 
 
-def load_openmp_runtime(abi: str | None = None) -> str | None:
-    """Load the runtime of ``abi`` (default: the preferred one) globally (idempotent, thread-safe);
-    returns its path or None if there is none."""
-    abi = abi or preferred_abi()
-    path = runtime_path(abi) if abi else None
+def load_openmp_runtime(abi: str, lib: str | None = None) -> str | None:
+    """Load the runtime of ``abi`` (``lib``: see ``runtime_path``) globally (idempotent,
+    thread-safe); returns its path or None if there is none."""
+    path = runtime_path(abi, lib)
     if path is None:
         return None
     if path not in _LOADED:
@@ -125,17 +121,24 @@ def load_openmp_runtime(abi: str | None = None) -> str | None:
     return path
 
 
-# libgomp reads its settings from the environment once, when it is loaded.  Idle workers spin
-# GOMP_SPINCOUNT iterations before sleeping: libgomp's default (300000) is ~9 ms of a core after every
-# parallel region on this machine, 30000 is ~1 ms, MIND's blocktime for Intel OpenMP below.
 GOMP_SPIN_VARS = ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")
+"""libgomp's idle-wait settings, which the user's environment may decide."""
 DEFAULT_GOMP_SPINCOUNT = 30000
+"""Idle workers spin this many iterations (about 1 ms here) before sleeping; libgomp's own default
+(300000, about 9 ms of a core after every parallel region) halves a threaded kernel's throughput
+when another process wants the cores (``docs/backend-cpu.md``, Threads)."""
 
 
 def _load_gomp(path: str) -> ctypes.CDLL:
-    """Load libgomp with ``GOMP_SPINCOUNT`` at MIND's default unless the environment decides it; the
-    variable is set only for the ``dlopen`` (libgomp's constructor reads it) and then removed, so
-    child processes see the user's environment.  Registers the fork handler (``serial_after_fork``)."""
+    """Load libgomp with ``GOMP_SPINCOUNT`` at MIND's default unless the environment decides it;
+    registers the fork handler (``serial_after_fork``).
+
+    Why through the environment: libgomp reads its spin count in its load-time constructor, from the
+    environment only, and exports no call that sets it (unlike Intel OpenMP's ``kmp_set_defaults``,
+    which ``_set_runtime_defaults`` uses).  So the variable is set for the ``dlopen`` alone, under
+    ``_LOAD_LOCK``, and removed at once: child processes see the user's environment.  This is the one
+    write of the environment in the backend; the settings of MIND itself are never read from it below
+    the front door (``options``)."""
     os.register_at_fork(after_in_child=_after_fork_in_child)
     if any(v in os.environ for v in GOMP_SPIN_VARS):
         return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
@@ -151,7 +154,7 @@ def _load_gomp(path: str) -> ctypes.CDLL:
 # or a JitObject), so that a switch is never written after its code is gone.
 _SWITCHES: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
 _SWITCH_LOCK = threading.Lock()
-_FORKED_CHILD: list[bool] = [False]
+_FORKED_CHILD: list[bool] = [False]  # whether this process was forked after libgomp was loaded
 
 
 def register_serial_switch(owner: Any, address: int) -> None:
@@ -189,15 +192,15 @@ def runtime_defaults() -> str:
     parts = []
     if not any(v in os.environ for v in _AFFINITY_VARS):
         # No thread binding, said explicitly: "none" keeps the placement and the start-up cost of the
-        # default (init ~1.7 ms, first region ~0.5 ms here).  "disabled" saved ~0.3 ms, but a child
-        # forked after the first parallel region then aborts on an assertion in the runtime's
-        # affinity code at its own first region; with "none" the child runs (tested).
+        # default.  "disabled" started a little faster, but a child forked after the first parallel
+        # region then aborts on an assertion in the runtime's affinity code at its own first region;
+        # with "none" the child runs (tested).
         parts.append("KMP_AFFINITY=none")
     if not any(v in os.environ for v in _BLOCKTIME_VARS):
-        # Idle workers spin this long before sleeping.  The default (200 ms) starves other threads
-        # of the process (numpy's OpenBLAS, torch) and of other processes after every kernel; 0
-        # makes every parallel region pay a futex wake-up of the workers (a scheduled matmul enters
-        # one region per K tile).  1 ms covers back-to-back regions and calls.
+        # Idle workers spin this long before sleeping.  The runtime's default (200 ms) starves other
+        # threads of the process (numpy's OpenBLAS, torch) and other processes after every kernel;
+        # 0 makes every parallel region pay a futex wake-up of the workers (a scheduled matmul enters
+        # one region per K tile); 1 ms covers back-to-back regions and calls.
         parts.append(f"KMP_BLOCKTIME={DEFAULT_BLOCKTIME_MS}")
     return "|".join(parts)
 

@@ -2,8 +2,8 @@
 gave back when they died.
 
 Why: a fresh multi-megabyte array is fresh pages, and the kernel then pays the operating system's
-page faults and zeroing on its first write: for the 4096x4096 f32 output of the fused chain about
-2 ms of a 4 ms kernel, on every call.  An array returned to the caller is theirs; once it (and every
+page faults and zeroing on its first write, on every call (half of the fused chain's kernel time,
+``docs/backend-cpu.md``).  An array returned to the caller is theirs; once it (and every
 view of it) is gone, its buffer goes back to the pool and the next call of the same size writes into
 memory that is already mapped.
 

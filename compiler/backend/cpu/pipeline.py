@@ -1,147 +1,13 @@
-"""MLIR pass pipelines of the CPU backend, kept as plain data.
-
-Why data and not strings: MLIR 22 aborts the whole Python process (a libstdc++ assertion) when a
-pass option has an invalid *value* (toolchain.md, pitfall 9).  Every pass and option that can reach
-MLIR is therefore declared here with a validator, and ``Pipeline.render`` refuses anything not
-declared.  Rendering is deterministic (options keep their declared order), so the rendered text can
-be part of a cache key.  This module imports nothing from MLIR.
+"""The CPU's pass pipelines after the schedule: bufferize, then lower memrefs, vectors and loops to the
+LLVM dialect (``scf.forall`` to OpenMP on more than one thread).  Built from the validated passes of
+``linalg.pipeline``; MLIR is not imported.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Mapping
+from ..linalg.pipeline import MAX_THREADS, PassSpec, Pipeline, PipelineError, bufferize, pass_spec as _p
 
-__all__ = [
-    "PassSpec", "Pipeline", "PipelineError", "bufferize", "lower_to_llvm", "prefusion",
-    "full_pipeline", "MAX_THREADS",
-]
-
-MAX_THREADS = 1024
-
-
-class PipelineError(ValueError):
-    """A pass or option that our own table does not allow; raised before anything reaches MLIR."""
-
-
-def _is_bool(v: object) -> bool:
-    return isinstance(v, bool)
-
-
-def _pos_int(limit: int) -> Callable[[object], bool]:
-    def check(v: object) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= limit
-    return check
-
-
-def _one_of(*choices: str) -> Callable[[object], bool]:
-    return lambda v: isinstance(v, str) and v in choices
-
-
-# pass name -> {option name -> validator}.  Only what the backend uses is listed.
-_KNOWN: dict[str, dict[str, Callable[[object], bool]]] = {
-    "eliminate-empty-tensors": {},
-    "one-shot-bufferize": {
-        "bufferize-function-boundaries": _is_bool,
-        "function-boundary-type-conversion": _one_of("identity-layout-map", "fully-dynamic-layout-map",
-                                                     "infer-layout-map"),
-    },
-    "drop-equivalent-buffer-results": {},
-    "cse": {},
-    "canonicalize": {},
-    "buffer-deallocation-pipeline": {},
-    "convert-bufferization-to-memref": {},
-    "linalg-fuse-elementwise-ops": {},
-    "scf-forall-to-parallel": {},
-    "convert-scf-to-openmp": {"num-threads": _pos_int(MAX_THREADS)},
-    "convert-vector-to-scf": {"full-unroll": _is_bool},
-    "convert-linalg-to-loops": {},
-    "lower-affine": {},
-    "convert-scf-to-cf": {},
-    "convert-vector-to-llvm": {},
-    "expand-strided-metadata": {},
-    "convert-arith-to-llvm": {},
-    "convert-math-to-llvm": {},
-    "finalize-memref-to-llvm": {},
-    "convert-func-to-llvm": {},
-    "convert-cf-to-llvm": {},
-    "convert-index-to-llvm": {},
-    "convert-ub-to-llvm": {},
-    "convert-openmp-to-llvm": {},
-    "reconcile-unrealized-casts": {},
-}
-
-
-@dataclass(frozen=True)
-class PassSpec:
-    """One pass with its options, e.g. ``PassSpec("convert-scf-to-openmp", (("num-threads", 2),))``."""
-
-    name: str
-    options: tuple[tuple[str, object], ...] = ()
-
-    def validate(self) -> None:
-        allowed = _KNOWN.get(self.name)
-        if allowed is None:
-            raise PipelineError(f"pass '{self.name}' is not in the CPU backend's pass table")
-        seen: set[str] = set()
-        for key, value in self.options:
-            check = allowed.get(key)
-            if check is None:
-                raise PipelineError(f"pass '{self.name}' has no option '{key}' in the pass table")
-            if key in seen:
-                raise PipelineError(f"pass '{self.name}': option '{key}' given twice")
-            seen.add(key)
-            if not check(value):
-                raise PipelineError(f"pass '{self.name}': invalid value {value!r} for option '{key}'")
-
-    def render(self) -> str:
-        self.validate()
-        if not self.options:
-            return self.name
-        parts = []
-        for key, value in self.options:
-            if isinstance(value, bool):
-                parts.append(f"{key}={'true' if value else 'false'}")
-            else:
-                parts.append(f"{key}={value}")
-        return f"{self.name}{{{' '.join(parts)}}}"
-
-
-def _p(name: str, **options: object) -> PassSpec:
-    return PassSpec(name, tuple((k.replace("_", "-"), v) for k, v in options.items()))
-
-
-@dataclass(frozen=True)
-class Pipeline:
-    """An ordered tuple of passes nested under ``builtin.module``."""
-
-    passes: tuple[PassSpec, ...]
-
-    def __add__(self, other: "Pipeline") -> "Pipeline":
-        return Pipeline(self.passes + other.passes)
-
-    def render(self) -> str:
-        """The textual pipeline for ``PassManager.parse``; validates every pass first."""
-        return "builtin.module(" + ",".join(p.render() for p in self.passes) + ")"
-
-
-def prefusion() -> Pipeline:
-    """Fuse chains of elementwise ``linalg.generic`` ops into one before tiling."""
-    return Pipeline((_p("linalg-fuse-elementwise-ops"), _p("canonicalize"), _p("cse")))
-
-
-def bufferize() -> Pipeline:
-    """Tensors to memrefs with identity layouts at function boundaries (the ABI the engine calls)."""
-    return Pipeline((
-        _p("eliminate-empty-tensors"),
-        _p("one-shot-bufferize", bufferize_function_boundaries=True,
-           function_boundary_type_conversion="identity-layout-map"),
-        _p("drop-equivalent-buffer-results"),
-        _p("cse"),  # before canonicalize, or a strided memref.copy survives (pitfall 3)
-        _p("canonicalize"),
-        _p("buffer-deallocation-pipeline"),
-        _p("convert-bufferization-to-memref"),
-    ))
+__all__ = ["lower_to_llvm", "full_pipeline", "MAX_THREADS"]
 
 
 def lower_to_llvm(threads: int = 1) -> Pipeline:
@@ -150,18 +16,18 @@ def lower_to_llvm(threads: int = 1) -> Pipeline:
         raise PipelineError(f"thread count must be an integer in [1, {MAX_THREADS}], got {threads!r}")
     head: tuple[PassSpec, ...]
     if threads > 1:
-        head = (_p("scf-forall-to-parallel"), _p("convert-scf-to-openmp", num_threads=threads),
-                _p("canonicalize"))  # pitfall 7
+        # convert-scf-to-openmp needs a canonicalize right after it
+        head = (_p("scf-forall-to-parallel"), _p("convert-scf-to-openmp", num_threads=threads), _p("canonicalize"))
     else:
         head = (_p("scf-forall-to-parallel"),)
     body = (
-        _p("convert-vector-to-scf", full_unroll=True),  # pitfall 4
+        _p("convert-vector-to-scf", full_unroll=True),  # without the full unroll, allocas stay inside loops
         _p("convert-linalg-to-loops"), _p("lower-affine"), _p("convert-scf-to-cf"),
         _p("canonicalize"), _p("cse"),
         _p("convert-vector-to-llvm"), _p("expand-strided-metadata"), _p("lower-affine"),
         _p("convert-arith-to-llvm"), _p("convert-math-to-llvm"), _p("finalize-memref-to-llvm"),
         _p("convert-func-to-llvm"), _p("convert-cf-to-llvm"), _p("convert-index-to-llvm"),
-        _p("convert-ub-to-llvm"),  # pitfall 5
+        _p("convert-ub-to-llvm"),  # ub.poison (from vector lowering) has no other lowering
     )
     tail = (_p("convert-openmp-to-llvm"),) if threads > 1 else ()
     return Pipeline(head + body + tail + (_p("reconcile-unrealized-casts"),))
@@ -170,8 +36,3 @@ def lower_to_llvm(threads: int = 1) -> Pipeline:
 def full_pipeline(threads: int = 1) -> Pipeline:
     """Bufferize then lower; what runs after the transform scripts."""
     return bufferize() + lower_to_llvm(threads)
-
-
-def known_passes() -> Mapping[str, tuple[str, ...]]:
-    """The pass table (for documentation and tests)."""
-    return {k: tuple(v) for k, v in _KNOWN.items()}

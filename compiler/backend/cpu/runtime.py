@@ -3,7 +3,7 @@
 Why: ``finalize-memref-to-llvm`` lowers a ``memref.copy`` between memrefs that are not both
 contiguous (a function result that is a strided view of an input: ``slice`` returned as it is) to a
 call of ``memrefCopy``, which lives in MLIR's C runner-utils library.  That library is not part of
-the pinned wheels (toolchain.md), and a kernel must not depend on a shared library beside the
+the pinned MLIR wheels, and a kernel must not depend on a shared library beside the
 OpenMP runtime anyway.  Each function here is the C library's semantics written in LLVM IR, added to
 a module that declares it (``link_runtime``), so the kernel is self-contained.
 ``external_functions`` lists what a module still needs from outside (libc, the OpenMP runtime): the

@@ -2,10 +2,9 @@
 transform interpreter and translation to LLVM IR.
 
 Why not the Python bindings for these: a bindings call holds the GIL for its whole duration (a
-lowering pipeline 8-13 ms, the transform interpreter 3-6 ms, a parse 1-4 ms on a cold compile), and
-every other Python thread of the process stands still meanwhile: a thread that runs Python code
-while another compiles a 128x256 @ 256x512 matmul was stalled for up to 13-15 ms at a time, and
-for at most 2-2.5 ms through ctypes, which releases the GIL around every foreign call.  The
+pipeline or the transform interpreter runs for milliseconds), and every other Python thread of the
+process stands still meanwhile; ctypes releases the GIL around every foreign call
+(``docs/backend-cpu.md`` has the stalls measured both ways).  The
 bindings' own objects (context, module, operation, pass manager) are passed by the C pointers their
 ``_CAPIPtr`` capsules hold: nothing is copied, and the Python objects stay the owners.
 
@@ -69,6 +68,7 @@ _SIGNATURES: dict[str, tuple[list[Any], Any]] = {
 _SEVERITY = ("error", "warning", "note", "remark")  # MlirDiagnosticSeverity, in order
 _MODULE_CAPSULE = b"mlir.ir.Module._CAPIPtr"  # kept alive: a capsule keeps a pointer to its name
 _LIBS: dict[str, Any] = {}
+"""The MLIR C API library the bindings loaded, and libc, typed once per process."""
 
 
 def _lib() -> Any:

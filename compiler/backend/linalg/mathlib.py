@@ -1,10 +1,9 @@
 """Vectorizable exp and log (f32, f64) written in arith/math ops that LLVM lowers to SIMD code.
 
-Why: ``math.exp``/``math.log`` on vectors become scalar libm calls on the CPU (6.5x slower), and the
-MLIR 22 wheels expose no polynomial-approximation pass.  The algorithms are written once against a
-tiny ``Emitter`` interface and emitted either as MLIR text (``exp_text``/``log_text``: SSA lines to
-paste into a ``linalg.generic`` body) or through the Python bindings (``emit_exp``/``emit_log``: ops
-created at the current ``InsertionPoint``).  Operands may be scalars or vectors.
+Why: ``math.exp``/``math.log`` on vectors become scalar libm calls on the CPU (several times slower),
+and the MLIR 22 wheels expose no polynomial-approximation pass.  The algorithms are written against a
+tiny ``Emitter`` interface and emitted as MLIR text (``exp_text``/``log_text``: SSA lines to paste
+into a ``linalg.generic`` body).  Operands may be scalars or vectors.
 
 exp: Cody-Waite reduction x = n ln2 + r (|r| <= ln2/2), a minimax polynomial (Cephes, degree 5 for
 f32; Taylor to degree 13 for f64), scaling by 2^n in two halves so that subnormal results and
@@ -21,8 +20,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["Emitter", "TextEmitter", "BuilderEmitter", "exp_text", "log_text", "emit_exp", "emit_log",
-           "build_exp", "build_log", "FloatFormat", "F32", "F64"]
+__all__ = ["Emitter", "TextEmitter", "exp_text", "log_text", "build_exp", "build_log", "FloatFormat", "F32", "F64"]
 
 
 @dataclass(frozen=True)
@@ -264,96 +262,3 @@ def exp_text(x: str, ty: str = "f32", prefix: str = "exp") -> tuple[list[str], s
 def log_text(x: str, ty: str = "f32", prefix: str = "log") -> tuple[list[str], str]:
     """SSA lines computing log(``x``) and the name of the result (see ``exp_text``)."""
     return _text(build_log, x, ty, prefix)
-
-
-# --------------------------------------------------------------------------------- builder emission
-
-class BuilderEmitter(Emitter):
-    """Creates ops with the MLIR Python bindings at the current InsertionPoint and Location."""
-
-    def __init__(self, ty: Any) -> None:
-        from mlir import ir
-        self.ir = ir
-        self.ty = ty
-        elem = ty.element_type if isinstance(ty, ir.VectorType) else ty
-        if isinstance(elem, ir.F32Type):
-            self.fmt = F32
-        elif isinstance(elem, ir.F64Type):
-            self.fmt = F64
-        else:
-            raise ValueError(f"exp/log support f32 and f64, not {elem}")
-        ielem = ir.IntegerType.get_signless(self.fmt.bits)
-        self.ielem, self.elem = ielem, elem
-        self.ity = ir.VectorType.get(ty.shape, ielem) if isinstance(ty, ir.VectorType) else ielem
-
-    def _splat(self, ty: Any, elem_attr: Any) -> Any:
-        from mlir.dialects import arith
-        ir = self.ir
-        if isinstance(ty, ir.VectorType):
-            return arith.ConstantOp(ty, ir.DenseElementsAttr.get_splat(ty, elem_attr)).result
-        return arith.ConstantOp(ty, elem_attr).result
-
-    def fconst(self, v: float) -> Any:
-        return self._splat(self.ty, self.ir.FloatAttr.get(self.elem, self.fmt.round(v)))
-
-    def iconst(self, v: int) -> Any:
-        width = self.fmt.bits
-        v &= (1 << width) - 1
-        if v >= 1 << (width - 1):
-            v -= 1 << width
-        return self._splat(self.ity, self.ir.IntegerAttr.get(self.ielem, v))
-
-    def fbin(self, op: str, a: Any, b: Any) -> Any:
-        from mlir.dialects import arith
-        cls = {"addf": arith.AddFOp, "subf": arith.SubFOp, "mulf": arith.MulFOp, "divf": arith.DivFOp,
-               "maximumf": arith.MaximumFOp, "minimumf": arith.MinimumFOp}[op]
-        return cls(a, b).result
-
-    def ibin(self, op: str, a: Any, b: Any) -> Any:
-        from mlir.dialects import arith
-        cls = {"addi": arith.AddIOp, "subi": arith.SubIOp, "andi": arith.AndIOp, "shli": arith.ShLIOp,
-               "shrsi": arith.ShRSIOp}[op]
-        return cls(a, b).result
-
-    def fma(self, a: Any, b: Any, c: Any) -> Any:
-        from mlir.dialects import math as mmath
-        return mmath.FmaOp(a, b, c).result
-
-    def floor(self, a: Any) -> Any:
-        from mlir.dialects import math as mmath
-        return mmath.FloorOp(a).result
-
-    def cmpf(self, pred: str, a: Any, b: Any) -> Any:
-        from mlir.dialects import arith
-        codes = {"oeq": 1, "olt": 4, "uno": 14}
-        return arith.CmpFOp(codes[pred], a, b).result
-
-    def select(self, c: Any, a: Any, b: Any) -> Any:
-        from mlir.dialects import arith
-        return arith.SelectOp(c, a, b).result
-
-    def to_int_bits(self, a: Any) -> Any:
-        from mlir.dialects import arith
-        return arith.BitcastOp(self.ity, a).result
-
-    def from_int_bits(self, a: Any) -> Any:
-        from mlir.dialects import arith
-        return arith.BitcastOp(self.ty, a).result
-
-    def fptosi(self, a: Any) -> Any:
-        from mlir.dialects import arith
-        return arith.FPToSIOp(self.ity, a).result
-
-    def sitofp(self, a: Any) -> Any:
-        from mlir.dialects import arith
-        return arith.SIToFPOp(self.ty, a).result
-
-
-def emit_exp(value: Any) -> Any:
-    """Create exp(``value``) (f32/f64 scalar or vector ``mlir.ir.Value``) at the insertion point."""
-    return build_exp(BuilderEmitter(value.type), value)
-
-
-def emit_log(value: Any) -> Any:
-    """Create log(``value``) at the current insertion point (see ``emit_exp``)."""
-    return build_log(BuilderEmitter(value.type), value)

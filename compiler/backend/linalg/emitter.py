@@ -1,0 +1,263 @@
+"""The builder the op lowerings write MLIR with: tensor values, named tensor ops, and scalar bodies.
+
+``Emitter`` hands out fresh SSA names and collects the function's lines; its methods write the
+tensor-level pieces every lowering needs (an empty or filled tensor, a ``linalg.generic`` with its
+body, an elementwise op with NumPy broadcasting, a reshape, a slice).  ``Body`` collects the scalar
+lines of a ``linalg.generic`` region through named arith/tensor operations.  The order in which
+names are handed out is part of the text, so the text is a function of the program alone.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Sequence
+
+from mind.spec.dtypes import DType
+
+from .mlir_text import broadcast_map, identity_map, tensor_type
+
+__all__ = ["TensorValue", "Emitter", "Body", "GenericBody"]
+
+
+def _reads(name: str, lines: Sequence[str], result: str) -> bool:
+    """Whether the body ``lines`` (or its yielded ``result``) use the SSA value ``name``."""
+    use = re.compile(re.escape(name) + r"(?![0-9A-Za-z_$.])")
+    return result == name or any(use.search(ln) for ln in lines)
+
+
+class TensorValue:
+    """A tensor SSA value during emission: its name, static shape, element type and dtype."""
+
+    __slots__ = ("name", "shape", "elem", "dtype")
+
+    def __init__(self, name: str, shape: tuple[int, ...], elem: str, dtype: DType):
+        self.name, self.shape, self.elem, self.dtype = name, shape, elem, dtype
+
+    @property
+    def ty(self) -> str:
+        return tensor_type(self.shape, self.elem)
+
+
+class Body:
+    """The scalar lines of one ``linalg.generic`` region, with names from the emitter."""
+
+    def __init__(self, em: "Emitter"):
+        self.em = em
+        self.lines: list[str] = []
+
+    def op(self, rhs: str, hint: str = "s") -> str:
+        """A line ``%name = rhs``; returns the name."""
+        v = self.em.fresh(hint)
+        self.lines.append(f"{v} = {rhs}")
+        return v
+
+    def const(self, lit: str, elem: str) -> str:
+        return self.op(f"arith.constant {lit} : {elem}", "k")
+
+    def binary(self, name: str, x: str, y: str, elem: str) -> str:
+        """``arith.<name> x, y : elem`` (``addf``, ``divsi``, ``andi``, ``maxsi``, ...)."""
+        return self.op(f"arith.{name} {x}, {y} : {elem}")
+
+    def cmpi(self, predicate: str, x: str, y: str, elem: str) -> str:
+        return self.op(f"arith.cmpi {predicate}, {x}, {y} : {elem}")
+
+    def cmpf(self, predicate: str, x: str, y: str, elem: str) -> str:
+        return self.op(f"arith.cmpf {predicate}, {x}, {y} : {elem}")
+
+    def select(self, cond: str, if_true: str, if_false: str, elem: str) -> str:
+        return self.op(f"arith.select {cond}, {if_true}, {if_false} : {elem}")
+
+    def cast(self, name: str, x: str, src: str, dst: str) -> str:
+        """``arith.<name> x : src to dst`` (``extui``, ``sitofp``, ``index_cast``, ...)."""
+        return self.op(f"arith.{name} {x} : {src} to {dst}")
+
+    def index(self, dim: int) -> str:
+        """The loop index of ``dim`` (``linalg.index``)."""
+        return self.op(f"linalg.index {dim} : index")
+
+    def extract(self, tensor: TensorValue, indices: Sequence[str]) -> str:
+        """One element of ``tensor`` at computed ``indices``."""
+        return self.op(f"tensor.extract {tensor.name}[{', '.join(indices)}] : {tensor.ty}")
+
+    def paste(self, lines: Sequence[str], result: str) -> str:
+        """Lines written elsewhere (``mathlib``'s), ending in ``result``."""
+        self.lines.extend(lines)
+        return result
+
+
+#: ``body(b, args, out) -> yielded``: a generic's region from its block arguments.
+GenericBody = Callable[[Body, list[str], str], str]
+
+
+class Emitter:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.n = 0
+
+    def fresh(self, hint: str = "v") -> str:
+        self.n += 1
+        return f"%{hint}{self.n}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " + line)
+
+    def empty(self, shape: tuple[int, ...], elem: str) -> str:
+        e = self.fresh("e")
+        self.emit(f"{e} = tensor.empty() : {tensor_type(shape, elem)}")
+        return e
+
+    def filled(self, shape: tuple[int, ...], elem: str, lit: str | None = None, scalar: str | None = None) -> str:
+        """A tensor of ``shape`` holding the literal ``lit`` (or the scalar SSA value ``scalar``)."""
+        e = self.empty(shape, elem)
+        if scalar is None:
+            scalar = self.fresh("c")
+            self.emit(f"{scalar} = arith.constant {lit} : {elem}")
+        f = self.fresh("f")
+        t = tensor_type(shape, elem)
+        self.emit(f"{f} = linalg.fill ins({scalar} : {elem}) outs({e} : {t}) -> {t}")
+        return f
+
+    def generic(self, out_shape: tuple[int, ...], out_elem: str, ins: Sequence[TensorValue], maps: Sequence[str],
+                iterators: Sequence[str], body: GenericBody, init: str | None = None, out_map: str | None = None) -> str:
+        """One ``linalg.generic`` writing a tensor of ``out_shape`` (into ``init``, else a new empty one).
+
+        A generic without reduction loops whose body reads its init (``out_arg``) through the
+        identity map gets that init as one more *input* and a fresh ``tensor.empty`` as its init
+        (what MLIR's own ``MoveInitOperandsToInput`` pattern does).  Why: MLIR's elementwise
+        fusion (``linalg-fuse-elementwise-ops``, MLIR 22) keeps the result of a producer whose
+        body reads its init as an extra output of the fused op, indexed by the consumer's map of
+        that operand; when that map leaves out a loop of the consumer (a broadcast, a matmul's
+        column loop), the fused body reads back what its previous iteration wrote and adds again,
+        so the value is counted once per iteration of that loop (``reduce_sum`` over no axes,
+        ``init + x``, feeding a batched matmul doubled column 1: conformance case prog/0284).
+        A generic that reads its init to update only part of it (a non-identity out map) keeps
+        its init: fusion never takes such a producer (its result map is not a permutation).
+        """
+        rank = len(iterators)
+        t = tensor_type(out_shape, out_elem)
+        identity_out = identity_map(rank)
+        if out_map is None:
+            out_map = identity_out
+        if init is None:
+            init = self.empty(out_shape, out_elem)
+        args = [self.fresh("a") for _ in ins]
+        oarg = self.fresh("o")
+        b = Body(self)
+        res = body(b, args, oarg)
+        ins_names = [x.name for x in ins]
+        ins_types = [x.ty for x in ins]
+        bb_args = [f"{a}: {x.elem}" for a, x in zip(args, ins)]
+        maps = list(maps)
+        if out_map == identity_out and all(i == "parallel" for i in iterators) and _reads(oarg, b.lines, res):
+            ins_names.append(init)
+            ins_types.append(t)
+            bb_args.append(f"{oarg}: {out_elem}")
+            maps.append(out_map)
+            init, oarg = self.empty(out_shape, out_elem), self.fresh("o")
+        r = self.fresh("g")
+        its = ", ".join(f'"{i}"' for i in iterators)
+        ins_txt = ""
+        if ins_names:
+            ins_txt = f"ins({', '.join(ins_names)} : {', '.join(ins_types)}) "
+        self.emit(f"{r} = linalg.generic {{indexing_maps = [{', '.join(maps + [out_map])}], "
+                  f"iterator_types = [{its}]}} {ins_txt}outs({init} : {t}) {{")
+        bb = ", ".join(bb_args + [f"{oarg}: {out_elem}"])
+        self.emit(f"^bb0({bb}):")
+        for ln in b.lines:
+            self.emit("  " + ln)
+        self.emit(f"  linalg.yield {res} : {out_elem}")
+        self.emit(f"}} -> {t}")
+        return r
+
+    def elementwise(self, out_shape: tuple[int, ...], out_elem: str, ins: Sequence[TensorValue],
+                    body: Callable[..., str]) -> str:
+        """``body(b, *elements)`` on every element, the operands broadcast to ``out_shape``."""
+        maps = [broadcast_map(x.shape, out_shape) for x in ins]
+        return self.generic(out_shape, out_elem, ins, maps, ["parallel"] * len(out_shape),
+                            lambda b, args, o: body(b, *args))
+
+    def copy(self, x: TensorValue, shape: tuple[int, ...], in_map: str) -> str:
+        """A tensor of ``shape`` whose element at each index is ``x`` read through ``in_map``."""
+        return self.generic(shape, x.elem, [x], [in_map], ["parallel"] * len(shape), lambda b, args, o: args[0])
+
+    def extract_slice(self, x: TensorValue, offsets: Sequence[int], sizes: Sequence[int]) -> TensorValue:
+        """The unit-step window of ``x`` at ``offsets`` of ``sizes`` (a view, no copy)."""
+        cut = self.fresh("x")
+        sub = tensor_type(tuple(sizes), x.elem)
+        self.emit(f"{cut} = tensor.extract_slice {x.name}[{', '.join(map(str, offsets))}] "
+                  f"[{', '.join(map(str, sizes))}] [{', '.join('1' for _ in sizes)}] : {x.ty} to {sub}")
+        return TensorValue(cut, tuple(sizes), x.elem, x.dtype)
+
+    def pad(self, x: TensorValue, value: str, lo: Sequence[int], interior: Sequence[int], shape: tuple[int, ...]) -> str:
+        """``x`` placed at ``lo + i * (interior + 1)`` in a tensor of ``shape`` filled with ``value``.
+
+        A generic that reads ``x`` at clamped indices and selects ``value`` outside (no strided
+        ``insert_slice``: its copies need a runtime library and mis-lower under the schedule).
+        """
+        rank = len(shape)
+
+        def body(b: Body, args: list[str], o: str) -> str:
+            ids: list[str] = []
+            conds: list[str] = []
+            for k in range(rank):
+                i = b.index(k)
+                n, l, s = x.shape[k], lo[k], interior[k] + 1
+                if l == 0 and s == 1 and n == shape[k]:
+                    ids.append(i)
+                    continue
+                q = i
+                if l:
+                    q = b.binary("subi", i, b.const(str(l), "index"), "index")
+                z = b.const("0", "index")
+                j = q
+                if s != 1:
+                    sc = b.const(str(s), "index")
+                    rem = b.binary("remsi", q, sc, "index")
+                    conds.append(b.cmpi("eq", rem, z, "index"))
+                    j = b.binary("divsi", q, sc, "index")
+                conds.append(b.cmpi("sge", q, z, "index"))
+                conds.append(b.cmpi("slt", j, b.const(str(n), "index"), "index"))
+                j = b.binary("maxsi", j, z, "index")
+                j = b.binary("minsi", j, b.const(str(n - 1), "index"), "index")
+                ids.append(j)
+            val = b.extract(x, ids)
+            if not conds:
+                return val
+            c = conds[0]
+            for c2 in conds[1:]:
+                c = b.binary("andi", c, c2, "i1")
+            return b.select(c, val, value, x.elem)
+        return self.generic(shape, x.elem, [], [], ["parallel"] * rank, body)
+
+    def reshape(self, x: TensorValue, shape: tuple[int, ...]) -> TensorValue:
+        """``x`` with ``shape`` (same elements in row-major order): collapsed to rank 1, then expanded."""
+        if x.shape == shape:
+            return x
+        cur, cur_shape = x.name, x.shape
+        n = 1
+        for d in x.shape:
+            n *= d
+        if len(cur_shape) == 0:
+            r = self.fresh("r")
+            self.emit(f"{r} = tensor.expand_shape {cur} [] output_shape [1] : {tensor_type((), x.elem)} into "
+                      f"{tensor_type((1,), x.elem)}")
+            cur, cur_shape = r, (1,)
+        elif len(cur_shape) > 1:
+            r = self.fresh("r")
+            grp = "[" + ", ".join(str(i) for i in range(len(cur_shape))) + "]"
+            self.emit(f"{r} = tensor.collapse_shape {cur} [{grp}] : {tensor_type(cur_shape, x.elem)} into "
+                      f"{tensor_type((n,), x.elem)}")
+            cur, cur_shape = r, (n,)
+        if len(shape) == 0:
+            r = self.fresh("r")
+            self.emit(f"{r} = tensor.collapse_shape {cur} [] : {tensor_type(cur_shape, x.elem)} into "
+                      f"{tensor_type((), x.elem)}")
+            cur = r
+        elif len(shape) > 1:
+            r = self.fresh("r")
+            grp = "[" + ", ".join(str(i) for i in range(len(shape))) + "]"
+            self.emit(f"{r} = tensor.expand_shape {cur} [{grp}] output_shape [{', '.join(map(str, shape))}] : "
+                      f"{tensor_type(cur_shape, x.elem)} into {tensor_type(shape, x.elem)}")
+            cur = r
+        return TensorValue(cur, shape, x.elem, x.dtype)
+

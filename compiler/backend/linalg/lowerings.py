@@ -1,0 +1,318 @@
+"""One lowering per op of the spec, keyed by the op's name (``LOWERINGS``; a test checks its keys are
+the spec's op list, as ``reference/ops.py``'s are).
+
+Each lowering writes one op application (``OpApplication``) with an ``Emitter`` and returns the name
+of its result, keeping the spec's total semantics (``scalar``; ``docs/backend-cpu.md``, Emission):
+an empty sum is +0 (else a sum starts at -0, so ``-0 + -0`` stays -0), an empty max -inf, INT_MIN or
+false; constants are exact (floats as bit patterns, dense data as the hex of its bytes).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from mind.spec.dtypes import DType
+
+from . import scalar
+from .emitter import Body, Emitter, TensorValue
+from .mathlib import exp_text, log_text
+from .mlir_text import ELEM, affine_map, float_bits, identity_map, is_float, tensor_type, zero
+
+__all__ = ["OpApplication", "LOWERINGS", "Lowering"]
+
+
+class OpApplication:
+    """One op as a lowering sees it: ``name``, operand ``xs``, ``attrs`` (concrete), result ``dtype``
+    and ``shape``, and ``elem``, the result's element type."""
+
+    __slots__ = ("name", "xs", "attrs", "dtype", "shape", "elem")
+
+    def __init__(self, name: str, xs: list[TensorValue], attrs: Mapping[str, Any], dtype: DType,
+                 shape: tuple[int, ...]) -> None:
+        self.name, self.xs, self.attrs, self.dtype, self.shape = name, xs, attrs, dtype, shape
+        self.elem = ELEM[dtype]
+
+
+Lowering = Callable[[Emitter, OpApplication], str]
+
+
+# ---------------------------------------------------------------------------------- constants
+
+def const(em: Emitter, op: OpApplication) -> str:
+    dtype, shape, elem = op.dtype, op.shape, op.elem
+    arr = np.asarray(op.attrs["value"], dtype=dtype.numpy).reshape(shape)
+    if arr.size == 0:
+        return em.empty(shape, elem)
+    flat = arr.reshape(-1)
+    raw = flat.astype(np.uint8) if dtype is DType.BOOL else flat
+    raw_bytes = np.ascontiguousarray(raw).astype(raw.dtype.newbyteorder("<")).tobytes()
+    first = raw_bytes[:raw.dtype.itemsize]
+    r = em.fresh("k")
+    if raw_bytes == first * flat.size:  # a splat
+        lit = float_bits(float(flat[0]), elem) if dtype.is_float else str(int(flat[0]))
+        em.emit(f"{r} = arith.constant dense<{lit}> : {tensor_type(shape, elem)}")
+    elif dtype is DType.BOOL:
+        em.emit(f"{r} = arith.constant dense<[{', '.join(str(int(v)) for v in flat)}]> : "
+                f"{tensor_type((flat.size,), elem)}")
+        return em.reshape(TensorValue(r, (flat.size,), elem, dtype), shape).name
+    else:
+        em.emit(f'{r} = arith.constant dense<"0x{raw_bytes.hex().upper()}"> : {tensor_type(shape, elem)}')
+    return r
+
+
+# ---------------------------------------------------------------------------------- elementwise
+
+def _arith(em: Emitter, op: OpApplication, name: str) -> str:
+    e = op.xs[0].elem
+    suffix = "f" if is_float(e) else "i"
+    return em.elementwise(op.shape, op.elem, op.xs, lambda b, x, y: b.binary(name + suffix, x, y, e))
+
+
+def add(em: Emitter, op: OpApplication) -> str:
+    return _arith(em, op, "add")
+
+
+def sub(em: Emitter, op: OpApplication) -> str:
+    return _arith(em, op, "sub")
+
+
+def mul(em: Emitter, op: OpApplication) -> str:
+    return _arith(em, op, "mul")
+
+
+def div(em: Emitter, op: OpApplication) -> str:
+    e = op.xs[0].elem
+    if is_float(e):
+        return _arith(em, op, "div")
+    return em.elementwise(op.shape, op.elem, op.xs, lambda b, x, y: scalar.int_div(b, x, y, e))
+
+
+def exp(em: Emitter, op: OpApplication) -> str:
+    return em.elementwise(op.shape, op.elem, op.xs, lambda b, x: b.paste(*exp_text(x, op.elem, em.fresh("m")[1:])))
+
+
+def log(em: Emitter, op: OpApplication) -> str:
+    return em.elementwise(op.shape, op.elem, op.xs, lambda b, x: b.paste(*log_text(x, op.elem, em.fresh("m")[1:])))
+
+
+def compare(em: Emitter, op: OpApplication) -> str:
+    src, direction = op.xs[0].dtype, op.attrs["direction"]
+    return em.elementwise(op.shape, op.elem, op.xs, lambda b, x, y: scalar.compare(b, direction, x, y, src))
+
+
+def select(em: Emitter, op: OpApplication) -> str:
+    def choose(b: Body, p: str, if_true: str, if_false: str) -> str:
+        return b.select(b.cmpi("ne", p, b.const("0", "i8"), "i8"), if_true, if_false, op.elem)
+    return em.elementwise(op.shape, op.elem, op.xs, choose)
+
+
+def convert(em: Emitter, op: OpApplication) -> str:
+    src = op.xs[0].dtype
+    if src is op.dtype:
+        return op.xs[0].name
+    return em.elementwise(op.shape, op.elem, op.xs, lambda b, x: scalar.convert(b, x, src, op.dtype))
+
+
+# ---------------------------------------------------------------------------------- reductions
+
+def _reduce(em: Emitter, op: OpApplication, init_lit: str, combine: Callable[[Body, str, str], str]) -> str:
+    """``combine(b, acc, x)`` over ``axes`` from ``init_lit``, then reshaped to the result's shape
+    (``keepdims``)."""
+    x = op.xs[0]
+    axes = tuple(op.attrs["axes"])
+    rank = len(x.shape)
+    kept = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    init = em.filled(kept, op.elem, init_lit)
+    if not axes and op.name == "reduce_max":
+        red = x.name  # the max of one element is itself (the sum still adds it to -0)
+    else:
+        iterators = ["reduction" if i in axes else "parallel" for i in range(rank)]
+        out_map = affine_map(rank, [f"d{i}" for i in range(rank) if i not in axes])
+        red = em.generic(kept, op.elem, [x], [identity_map(rank)], iterators,
+                         lambda b, args, acc: combine(b, acc, args[0]), init=init, out_map=out_map)
+    return em.reshape(TensorValue(red, kept, op.elem, op.dtype), op.shape).name
+
+
+def reduce_sum(em: Emitter, op: OpApplication) -> str:
+    elem = op.elem
+    count = 1
+    for a in op.attrs["axes"]:
+        count *= op.xs[0].shape[a]
+    init = float_bits(-0.0 if count > 0 else 0.0, elem) if is_float(elem) else "0"
+    add_ = "addf" if is_float(elem) else "addi"
+    return _reduce(em, op, init, lambda b, acc, x: b.binary(add_, acc, x, elem))
+
+
+def reduce_max(em: Emitter, op: OpApplication) -> str:
+    elem = op.elem
+    if is_float(elem):
+        init, max_ = float_bits(float("-inf"), elem), "maximumf"
+    elif op.dtype is DType.BOOL:
+        init, max_ = "0", "maxui"
+    else:
+        init, max_ = str(op.dtype.int_min), "maxsi"
+    return _reduce(em, op, init, lambda b, acc, x: b.binary(max_, acc, x, elem))
+
+
+# ---------------------------------------------------------------------------------- movement
+
+def reshape(em: Emitter, op: OpApplication) -> str:
+    return em.reshape(op.xs[0], op.shape).name
+
+
+def transpose(em: Emitter, op: OpApplication) -> str:
+    perm = tuple(op.attrs["permutation"])
+    inverse = [0] * len(perm)
+    for k, p in enumerate(perm):
+        inverse[p] = k
+    return em.copy(op.xs[0], op.shape, affine_map(len(perm), [f"d{inverse[a]}" for a in range(len(perm))]))
+
+
+def slice(em: Emitter, op: OpApplication) -> str:  # noqa: A001 - the op's name
+    x, shape = op.xs[0], op.shape
+    if not shape:
+        return x.name
+    if 0 in shape:
+        return em.empty(shape, op.elem)
+    # Every dim is first cut (extract_slice) to the window of indices it reads, so the generic's
+    # input extent is exactly what its map touches.  Why: a map ``d_i + 0`` simplifies to
+    # ``d_i``, and so does the composition of two reversals (``(m - 1) - ((m - 1) - d_i)``)
+    # when elementwise fusion merges two step -1 slices; linalg then takes that loop's range
+    # from the input's extent, and a larger one made the fused loop write past the result
+    # (heap corruption; found by tests/backend_cpu/test_differential_fusion.py).
+    starts = [int(b0) for b0 in op.attrs["start"]]
+    steps = [int(s) for s in op.attrs["step"]]
+    lows = [b0 if s > 0 else b0 + (m - 1) * s for b0, s, m in zip(starts, steps, shape)]
+    sizes = [(m - 1) * abs(s) + 1 for s, m in zip(steps, shape)]
+    if lows != [0] * len(shape) or tuple(sizes) != x.shape:
+        x = em.extract_slice(x, lows, sizes)
+    exprs = [f"d{i}" if s == 1 else f"d{i} * {s} + {0 if s > 0 else size - 1}"
+             for i, (s, size) in enumerate(zip(steps, sizes))]
+    return em.copy(x, shape, affine_map(len(shape), exprs))
+
+
+def pad(em: Emitter, op: OpApplication) -> str:
+    x, v = op.xs
+    if not op.shape:
+        return x.name
+    value = em.fresh("p")
+    em.emit(f"{value} = tensor.extract {v.name}[] : {v.ty}")
+    if x.shape and 0 in x.shape:
+        return em.filled(op.shape, op.elem, scalar=value)
+    return em.pad(x, value, [int(lo) for lo in op.attrs["lo"]], [int(i) for i in op.attrs["interior"]], op.shape)
+
+
+def gather(em: Emitter, op: OpApplication) -> str:
+    x, idx = op.xs
+    shape, axis = op.shape, int(op.attrs["axis"])
+    n = x.shape[axis]
+    if n == 0 or 0 in shape:
+        return em.filled(shape, op.elem, zero(op.elem))
+    rank, ri = len(shape), len(idx.shape)
+
+    def body(b: Body, args: list[str], out: str) -> str:
+        ie = idx.elem
+        lo, hi = b.const("0", ie), b.const(str(n - 1), ie)
+        clamped = b.binary("minsi", b.binary("maxsi", args[0], lo, ie), hi, ie)
+        i = b.cast("index_cast", clamped, ie, "index")
+        ids = [b.index(k) for k in range(rank) if not axis <= k < axis + ri]
+        return b.extract(x, ids[:axis] + [i] + ids[axis:])
+    return em.generic(shape, op.elem, [idx], [affine_map(rank, [f"d{axis + j}" for j in range(ri)])],
+                      ["parallel"] * rank, body)
+
+
+# ---------------------------------------------------------------------------------- contractions
+
+def matmul(em: Emitter, op: OpApplication) -> str:
+    a, b_ = op.xs
+    shape, elem = op.shape, op.elem
+    init = em.filled(shape, elem, zero(elem))
+    if a.shape[-1] == 0 or 0 in shape:
+        return init
+    if len(a.shape) == 2 and len(b_.shape) == 2:
+        r = em.fresh("mm")
+        t = tensor_type(shape, elem)
+        em.emit(f"{r} = linalg.matmul ins({a.name}, {b_.name} : {a.ty}, {b_.ty}) outs({init} : {t}) -> {t}")
+        return r
+    rank = len(shape)  # loops: batch..., m, n, k
+    nb = rank - 2
+
+    def operand_map(src: tuple[int, ...], last2: list[str]) -> str:
+        batch = src[:-2]
+        exprs = ["0" if (s == 1 and shape[nb - len(batch) + j] != 1) else f"d{nb - len(batch) + j}"
+                 for j, s in enumerate(batch)]
+        return affine_map(rank + 1, exprs + last2)
+    suffix = "f" if is_float(elem) else "i"
+
+    def body(b: Body, args: list[str], acc: str) -> str:
+        return b.binary("add" + suffix, acc, b.binary("mul" + suffix, args[0], args[1], elem), elem)
+    return em.generic(shape, elem, [a, b_], [operand_map(a.shape, [f"d{nb}", f"d{nb + 2}"]),
+                                            operand_map(b_.shape, [f"d{nb + 2}", f"d{nb + 1}"])],
+                      ["parallel"] * rank + ["reduction"], body, init=init,
+                      out_map=affine_map(rank + 1, [f"d{i}" for i in range(rank)]))
+
+
+def conv2d(em: Emitter, op: OpApplication) -> str:
+    x, w = op.xs
+    shape, elem = op.shape, op.elem
+    init = em.filled(shape, elem, zero(elem))
+    if 0 in shape or 0 in x.shape or 0 in w.shape:
+        return init
+    (pt, pb), (pl, pr) = [tuple(int(v) for v in p) for p in op.attrs["padding"]]
+    dh, dw = (int(v) for v in op.attrs["lhs_dilation"])
+    sh, sw = (int(v) for v in op.attrs["strides"])
+    rh, rw = (int(v) for v in op.attrs["rhs_dilation"])
+    src = x
+    if (pt, pb, pl, pr, dh, dw) != (0, 0, 0, 0, 1, 1):
+        src = _padded_input(em, x, (pt, pb, pl, pr), (dh, dw))
+    # The named op (same loops n, y, x, o, i, j, c and body as a generic; integers wrap, as the named
+    # op's muli/addi do) is what a target's conv schedule tiles, decomposes and vectorizes.
+    r = em.fresh("cv")
+    t = tensor_type(shape, elem)
+    em.emit(f"{r} = linalg.conv_2d_nhwc_hwcf {{dilations = dense<[{rh}, {rw}]> : tensor<2xi64>, "
+            f"strides = dense<[{sh}, {sw}]> : tensor<2xi64>}} ins({src.name}, {w.name} : {src.ty}, {w.ty}) "
+            f"outs({init} : {t}) -> {t}")
+    return r
+
+
+def _padded_input(em: Emitter, x: TensorValue, padding: tuple[int, int, int, int],
+                  dilation: tuple[int, int]) -> TensorValue:
+    """``x`` with its padding and input dilation: zeros, then ``x`` written into its (strided) window
+    by one generic over ``x`` whose output map is the window.
+
+    The body is ``0 + x`` (it reads its init, or elementwise fusion would drop the zeros as unread;
+    -0 becoming +0 cannot change a conv, whose sums start at +0): one in-place fill and one
+    contiguous copy, where a gathering ``Emitter.pad`` (clamped ``tensor.extract``) stays scalar, and
+    no insert_slice (its strided memref.copy needs a runtime library).  A window offset of 0 with
+    unit step would print as a pure ``d1`` whose extent then has to equal the padded one (the
+    verifier's rule): such a dim gets one extra leading row that the conv skips through an
+    extract_slice (a view, no copy)."""
+    (pt, pb, pl, pr), (dh, dw) = padding, dilation
+    n, h, w, c = x.shape
+    hp, wp = (h - 1) * dh + 1 + pt + pb, (w - 1) * dw + 1 + pl + pr
+    eh = 1 if (pt, dh) == (0, 1) and pb else 0
+    ew = 1 if (pl, dw) == (0, 1) and pr else 0
+    full = (n, hp + eh, wp + ew, c)
+    padded = em.filled(full, x.elem, zero(x.elem))
+
+    def at(d: str, step: int, off: int) -> str:
+        return (f"{d} * {step}" if step != 1 else d) + (f" + {off}" if off else "")
+    window = affine_map(4, ["d0", at("d1", dh, pt + eh), at("d2", dw, pl + ew), "d3"])
+    add_ = "addf" if is_float(x.elem) else "addi"
+    r = em.generic(full, x.elem, [x], [identity_map(4)], ["parallel"] * 4,
+                   lambda b, args, acc: b.binary(add_, acc, args[0], x.elem), init=padded, out_map=window)
+    placed = TensorValue(r, full, x.elem, x.dtype)
+    if eh or ew:
+        return em.extract_slice(placed, [0, eh, ew, 0], [n, hp, wp, c])
+    return placed
+
+
+LOWERINGS: dict[str, Lowering] = {
+    "const": const, "add": add, "sub": sub, "mul": mul, "div": div, "exp": exp, "log": log,
+    "compare": compare, "select": select, "convert": convert,
+    "reduce_sum": reduce_sum, "reduce_max": reduce_max,
+    "reshape": reshape, "transpose": transpose, "slice": slice, "pad": pad, "gather": gather,
+    "matmul": matmul, "conv2d": conv2d,
+}

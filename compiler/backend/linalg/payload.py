@@ -1,0 +1,240 @@
+"""Reading a parsed payload module: static shapes, loop ranges, indexing maps, reductions the linalg
+vectorizer gets right, and the work of an op; and giving shared tensor inits one user each.
+
+What a target's schedule planners ask of the payload, the same for every target.  MLIR is imported
+inside the functions only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+__all__ = ["DEFAULT_MAPS", "INIT_ATTR", "static_shape", "element_bits", "generic_loops", "map_kind",
+           "vectorizable_reduction", "op_work", "untie_shared_inits", "product"]
+
+DEFAULT_MAPS = {
+    "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
+                     "affine_map<(d0, d1, d2) -> (d0, d1)>]",
+    "linalg.batch_matmul": "[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, "
+                           "affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]",
+}
+"""The indexing maps of the plain named contractions, as MLIR prints them."""
+
+INIT_ATTR = "mind.init"
+"""The unique attribute ``untie_shared_inits`` puts on every ``tensor.empty``."""
+
+
+def product(xs: Iterable[int]) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def static_shape(t: Any) -> list[int] | None:
+    """The static shape of a shaped type (``[]`` for a scalar type), or None when it is dynamic."""
+    from mlir import ir
+    if not isinstance(t, ir.ShapedType):
+        return [] if t is not None else None
+    if not t.has_static_shape:
+        return None
+    return list(t.shape)
+
+
+def element_bits(t: Any) -> int:
+    """The bit width of a (shaped) type's element type, at least 8 (32 when it has none)."""
+    from mlir import ir
+    et = t.element_type if isinstance(t, ir.ShapedType) else t
+    try:
+        return max(8, int(et.width))
+    except AttributeError:
+        return 32
+
+
+def generic_loops(op: Any) -> tuple[list[int], list[str]] | None:
+    """Static loop ranges and iterator kinds of a linalg.generic, read from its indexing maps."""
+    from mlir import ir
+    maps = [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
+    kinds_attr = op.attributes["iterator_types"]
+    kinds = ["parallel" if "parallel" in str(k) else "reduction" for k in kinds_attr]
+    ranges: list[int | None] = [None] * len(kinds)
+    for operand, amap in zip(op.operands, maps):
+        shape = static_shape(operand.type)
+        if shape is None:
+            return None
+        for pos, expr in enumerate(amap.results):
+            if isinstance(expr, ir.AffineDimExpr):
+                ranges[expr.position] = shape[pos]
+    if any(r is None for r in ranges):
+        return None
+    return [int(r) for r in ranges], kinds  # type: ignore[misc]
+
+
+def map_kind(amap: Any) -> str | None:
+    """'identity', 'permutation', 'projection' (dims dropped or broadcast as 0) or None (other)."""
+    from mlir import ir
+    dims: list[int] = []
+    const = False
+    for e in amap.results:
+        if isinstance(e, ir.AffineDimExpr):
+            dims.append(e.position)
+        elif isinstance(e, ir.AffineConstantExpr) and e.value == 0:
+            const = True
+        else:
+            return None
+    if len(set(dims)) != len(dims):
+        return None
+    if dims != sorted(dims):
+        return "permutation"
+    if not const and dims == list(range(amap.n_dims)):
+        return "identity"
+    return "projection"
+
+
+# Combiners that ``vector.multi_reduction`` knows (what the linalg vectorizer matches).
+_COMBINERS = ("arith.addf", "arith.addi", "arith.mulf", "arith.muli", "arith.maximumf", "arith.minimumf",
+              "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui", "arith.andi", "arith.ori",
+              "arith.xori", "arith.maxnumf", "arith.minnumf")
+
+
+def vectorizable_reduction(op: Any) -> bool:
+    """Whether the linalg vectorizer turns this reduction generic into a correct multi_reduction.
+
+    Each yielded value must be ``combiner(%out, x)`` (``%out`` used nowhere else) where ``x``
+    depends on an input element or ``linalg.index``.  The vectorizer only emits a reduction when
+    ``x`` is a vector of the iteration shape; a loop-invariant ``x`` (a constant after fusion and
+    folding, e.g. the element count ``reduce_sum(select(p, 1, 1))`` that autodiff emits for
+    ``mean``) stays a scalar and is combined with the init *once* instead of once per reduced
+    element: a wrong result, not a failure (MLIR 22's ``reduceIfNeeded``).
+    """
+    from mlir import ir
+    block = op.regions[0].blocks[0]
+    args = list(block.arguments)
+    n_out = len(op.results)
+    n_in = len(args) - n_out
+    inputs = {hash(a) for a in args[:n_in]}
+    outs = args[n_in:]
+    ops = list(block.operations)
+    yield_op = ops[-1]
+    if yield_op.operation.name != "linalg.yield" or len(yield_op.operands) != n_out:
+        return False
+    varying: set[int] = set()
+    for bop in ops[:-1]:
+        o = bop.operation
+        if o.name == "linalg.index" or any(hash(v) in inputs or hash(v) in varying for v in o.operands):
+            for r in o.results:
+                varying.add(hash(r))
+    for out_arg, y in zip(outs, yield_op.operands):
+        uses = list(out_arg.uses)
+        if not uses:
+            return False  # last-write-wins over a reduction loop: not what the vectorizer assumes
+        owner = y.owner
+        if isinstance(owner, ir.Block) or owner.name not in _COMBINERS or len(uses) != 1:
+            return False
+        if uses[0].owner.operation != owner.operation:
+            return False
+        other = [v for v in owner.operands if v != out_arg]
+        if len(other) != 1 or (hash(other[0]) not in varying and hash(other[0]) not in inputs):
+            return False
+    return True
+
+
+def op_work(op: Any) -> int | None:
+    """Iterations of a linalg op: m*n*k for a matmul, output size times window*channels for a conv,
+    the loop space of a generic, the size of a fill; None when a shape is not static."""
+    name = op.name
+    try:
+        if name in ("linalg.matmul", "linalg.batch_matmul"):
+            a, b = (static_shape(v.type) for v in list(op.operands)[:2])
+            return None if not a or not b else product(a) * b[-1]
+        if name == "linalg.conv_2d_nhwc_hwcf":
+            w, out = (static_shape(v.type) for v in list(op.operands)[1:3])
+            return None if not w or not out else product(out) * w[0] * w[1] * w[2]
+        if name == "linalg.generic":
+            loops = generic_loops(op)
+            return None if loops is None else product(loops[0])
+        if name == "linalg.fill":
+            shape = static_shape(op.results[0].type) if len(op.results) else static_shape(op.operands[1].type)
+            return None if shape is None else product(shape)
+    except (KeyError, ValueError, TypeError, AttributeError, IndexError):
+        return None
+    return None
+
+
+# Ops that only produce a fresh value from constants (an init): cloning one is free of side effects.
+_INIT_OPS = ("tensor.empty", "linalg.fill", "vector.transfer_write")
+
+
+def untie_shared_inits(module: Any, tag_empties: bool = False) -> int:
+    """Give every user of a shared init value (``tensor.empty``, a fill of it, ...) its own copy.
+
+    Why: ``cse`` (prefusion, ``apply_cse`` in a schedule) merges identical ``tensor.empty`` +
+    ``linalg.fill`` inits, so two destination-passing ops end up writing into the same init tensor.
+    ``eliminate-empty-tensors`` then rewrites that ``tensor.empty`` into a ``to_tensor %outN restrict
+    writable`` of one result's out-parameter; ``restrict`` hides the later ``materialize_in_destination``
+    into ``%outN`` from the one-shot analysis, so the other op computes in place in ``%outN`` and its
+    value is overwritten before it is copied out (a wrong result in a function with several results).
+    Unshared inits keep that rewrite sound.  Run it after prefusion with ``tag_empties``: every
+    ``tensor.empty`` then carries a unique ``mind.init`` attribute, so a schedule's ``apply_cse``
+    cannot merge them (nor the tiled fill loops built on them) again; run it once more after the
+    schedule for the inits that CSE or canonicalization created.  Returns the number of clones made.
+    """
+    from mlir import ir
+
+    made = 0
+    while True:
+        shared: list[tuple[Any, list[Any]]] = []
+
+        def find(op: Any) -> ir.WalkResult:
+            if op.name in _INIT_OPS and len(op.results) == 1 and _init_chain(op):
+                users: dict[Any, Any] = {}
+                for use in op.results[0].uses:
+                    users.setdefault(use.owner.operation, use.owner)
+                if len(users) > 1:
+                    shared.append((op, list(users.values())))
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(find)
+        if not shared:
+            break
+        for op, users in shared:
+            v = op.results[0]
+            for user in users[1:]:
+                clone = op.operation.clone(ip=ir.InsertionPoint(user))
+                user.operation.replace_uses_of_with(v, clone.results[0])
+                made += 1
+    if tag_empties:
+        empties: list[Any] = []
+
+        def collect(op: Any) -> ir.WalkResult:
+            if op.name == "tensor.empty":
+                empties.append(op)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(collect)
+        i64 = ir.IntegerType.get_signless(64)
+        for i, op in enumerate(empties):
+            op.attributes[INIT_ATTR] = ir.IntegerAttr.get(i64, i)
+    return made
+
+
+def _init_chain(op: Any) -> bool:
+    """Whether ``op`` computes a tensor init from constants only (empty -> fill/transfer_write ...)."""
+    from mlir import ir
+    name = op.name
+    if name == "tensor.empty":
+        return len(op.operands) == 0
+    if name not in ("linalg.fill", "vector.transfer_write"):
+        return False
+    if not isinstance(op.results[0].type, ir.RankedTensorType):
+        return False
+    for v in op.operands:
+        owner = v.owner
+        if not isinstance(owner, ir.Operation) and not isinstance(owner, ir.OpView):
+            return False  # a block argument
+        if isinstance(v.type, ir.RankedTensorType):
+            if not _init_chain(owner):
+                return False
+        elif owner.name not in ("arith.constant",):
+            return False
+    return True

@@ -1,0 +1,153 @@
+"""The CPU backend's options: one table of knobs, resolved once (keyword, then environment, then
+default), bad values a usage error (E7002) everywhere, and nothing below the front door reading the
+environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import mind
+from mind.compiler.backend.cpu.api import compile_function
+from mind.compiler.backend.cpu.cache import KernelCache
+from mind.compiler.backend.cpu.options import AUTO_PARALLEL_MIN_WORK, KNOBS, CpuOptions
+from mind.compiler.backend.options import markdown_table
+from mind.diagnostics import MindError
+from mind.ir.parser import parse_module
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ENV_VARS = sorted(k.env for k in KNOBS if k.env)
+SRC = "fn main(x: Tensor<f32, [4, 8]>) -> Tensor<f32, [4, 8]> { relu(x) * 2.0 }"
+IR = "func @main(%x: f32[3]) -> (f32[3]) {\n  %0 = add(%x, %x) : f32[3]\n  return %0\n}\n"
+
+#: A valid setting of each environment variable other than the default, and the value it gives.
+SETTINGS = {"MIND_NUM_THREADS": ("3", 3), "MIND_CPU_SCHEDULE": ("all", "all"), "MIND_CPU_MATMUL": ("schedule", "schedule"),
+            "MIND_CACHE": ("off", None), "MIND_CPU_JIT": ("0", False), "MIND_OPENMP": ("kmpc", "kmpc"),
+            "MIND_OPENMP_LIB": ("/nowhere/libomp.so", "/nowhere/libomp.so")}
+#: A bad keyword value of each knob.
+BAD = {"threads": 0, "schedule": "some", "matmul": "blas", "cpu": "znver9", "opt": "O7", "cache": "yes",
+       "jit": 1, "openmp": "iomp", "openmp_lib": ""}
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for var in ENV_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return monkeypatch
+
+
+def test_the_tables_cover_every_knob():
+    assert sorted(SETTINGS) == ENV_VARS and sorted(BAD) == sorted(k.name for k in KNOBS)
+
+
+@pytest.mark.parametrize("var", sorted(SETTINGS))
+def test_keyword_then_environment_then_default(clean_env, var):
+    knob = next(k for k in KNOBS if k.env == var)
+    field = knob.name
+    default = getattr(CpuOptions.resolve(), field)
+    text, value = SETTINGS[var]
+    clean_env.setenv(var, text)
+    assert getattr(CpuOptions.resolve(), field) == value != default
+    clean_env.setenv(var, "not a setting")  # the keyword wins: the environment is not read
+    given = {"threads": 2, "schedule": False, "matmul": "library", "cache": False, "jit": True, "openmp": "gomp",
+             "openmp_lib": "/elsewhere/libiomp5.so"}[field]
+    assert getattr(CpuOptions.resolve({field: given}), field) == (None if field == "cache" else given)
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_a_bad_keyword_is_a_usage_error(clean_env, name):
+    with pytest.raises(MindError) as info:
+        compile_function(parse_module(IR).functions[0], **{name: BAD[name]})
+    d = info.value.diagnostics[0]
+    assert d.code == "E7002" and f"`{name}`" in d.message and d.help
+
+
+def test_an_unknown_option_is_a_usage_error(clean_env):
+    with pytest.raises(MindError) as info:
+        mind.compile(IR, threds=2)
+    d = info.value.diagnostics[0]
+    assert d.code == "E7002" and "threds" in d.message and "threads" in d.help
+
+
+@pytest.mark.parametrize("var, value", [("MIND_CPU_SCHEDULE", "al"), ("MIND_CACHE", "of"),
+                                        ("MIND_FRONTEND_CACHE", "no"), ("MIND_NUM_THREADS", "two")])
+def test_a_bad_setting_is_the_same_usage_error_in_python_and_on_the_command_line(clean_env, tmp_path, var, value):
+    """The backend's settings and the caches' shared ones follow one rule: E7002, exit status 2."""
+    clean_env.setenv("MIND_CACHE_DIR", str(tmp_path))
+    clean_env.setenv(var, value)
+    with pytest.raises(MindError) as info:
+        mind.compile(SRC)
+    assert info.value.codes == ["E7002"] and var in info.value.diagnostics[0].message
+    r = subprocess.run([sys.executable, "-m", "mind.cli.main", "run", os.path.join(ROOT, "examples", "quickstart.mind")],
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert r.returncode == 2 and "error[E7002]" in r.stderr and var in r.stderr, r.stderr
+
+
+class _Guard(dict):
+    """An environment that fails the test when anything reads one of the backend's settings."""
+
+    def _check(self, key: object) -> None:
+        assert key not in ENV_VARS, f"{key} read below the front door"
+
+    def __getitem__(self, key):
+        self._check(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self._check(key)
+        return super().get(key, default)
+
+    def __contains__(self, key):
+        self._check(key)
+        return super().__contains__(key)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_no_stage_reads_the_environment_after_the_front_door(clean_env, tmp_path, jit):
+    fn = mind.compile(SRC, backend="reference").function
+    # resolving the options reads the environment: that is the front door
+    cold, warm = (compile_function(fn, threads=2, cache=KernelCache(str(tmp_path / "cache")), jit=jit)
+                  for _ in range(2))
+    clean_env.setattr(os, "environ", _Guard(os.environ))
+    x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
+    np.testing.assert_array_equal(cold([x])[0], np.maximum(x, 0) * 2)  # emit, lower, codegen, load, store
+    assert cold.kernel({}).wait_stored(60)
+    np.testing.assert_array_equal(warm([x])[0], np.maximum(x, 0) * 2)  # the cached kernel
+    assert warm.kernel({}).from_cache
+
+
+def test_the_options_are_resolved_once(clean_env):
+    run = compile_function(parse_module(IR).functions[0], cache=False)
+    clean_env.setenv("MIND_NUM_THREADS", "not a number")  # too late: the record is made
+    clean_env.setenv("MIND_CPU_SCHEDULE", "0")
+    np.testing.assert_array_equal(run([np.ones(3, np.float32)])[0], [2, 2, 2])
+    assert run.options.schedule is True and run.options.threads is None
+
+
+def test_the_thread_count_of_a_kernel_is_a_function_of_the_options_and_its_work(clean_env):
+    auto = CpuOptions.resolve().replace(cpus=4, abi="gomp")
+    assert auto.for_kernel(AUTO_PARALLEL_MIN_WORK - 1).threads == 1
+    assert auto.for_kernel(AUTO_PARALLEL_MIN_WORK).threads == 4 == auto.for_kernel(None).threads
+    assert auto.replace(threads=3).for_kernel(10).threads == 3  # asked for: honored
+    assert auto.replace(threads=3, abi=None).for_kernel(10).threads == 1  # no OpenMP runtime
+    assert auto.for_kernel(AUTO_PARALLEL_MIN_WORK) == auto.for_kernel(AUTO_PARALLEL_MIN_WORK)
+
+
+def test_each_option_that_changes_the_code_changes_the_fingerprint(clean_env):
+    base = CpuOptions.resolve(threads=1, matmul="schedule")
+    fingerprints = [base.replace(**change).fingerprint() for change in (
+        {}, {"threads": 2}, {"schedule": False}, {"schedule": "all"}, {"opt": "full"}, {"cpu": "generic"},
+        {"library": "x86-64-v3"}, {"threads": 2, "abi": "kmpc"})]
+    assert len({repr(sorted(f.items())) for f in fingerprints}) == len(fingerprints)
+    assert base.replace(jit=False).fingerprint() == base.fingerprint()  # the same object code either way
+    assert base.replace(abi="kmpc").fingerprint() == base.fingerprint()  # one thread: no OpenMP call
+
+
+def test_the_doc_prints_the_knob_table():
+    with open(os.path.join(ROOT, "docs", "backend-cpu.md"), encoding="utf-8") as fh:
+        doc = fh.read()
+    assert markdown_table(KNOBS) in doc, "docs/backend-cpu.md must print:\n" + markdown_table(KNOBS)
