@@ -180,7 +180,6 @@ def splats_as_fills(module: Any, min_elements: int = MIN_FILL_ELEMENTS) -> int:
     which folds splats read by elementwise ops into their bodies as scalars, so only the splats that
     other ops read (a matmul's operand, a reduction's input) become fills.  Returns how many."""
     from mlir import ir
-    from mlir.dialects import arith, linalg, tensor
 
     splats: list[Any] = []
 
@@ -193,13 +192,19 @@ def splats_as_fills(module: Any, min_elements: int = MIN_FILL_ELEMENTS) -> int:
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(find)
-    for op in splats:
-        t = ir.RankedTensorType(op.results[0].type)
-        with ir.InsertionPoint(op), op.location:
-            scalar = arith.ConstantOp(t.element_type, ir.DenseElementsAttr(op.attributes["value"]).get_splat_value())
-            empty = tensor.EmptyOp(list(t.shape), t.element_type)
-            filled = linalg.fill(scalar.result, outs=[empty.result])
-        op.results[0].replace_all_uses_with(filled)
+    for op in splats:  # generic op creation: the linalg dialect's Python module (OpDSL) is slow to import
+        t = op.results[0].type
+        elem = ir.RankedTensorType(t).element_type
+        with op.location:
+            ip = ir.InsertionPoint(op)
+            scalar = ir.Operation.create("arith.constant", results=[elem], ip=ip, attributes={
+                "value": ir.DenseElementsAttr(op.attributes["value"]).get_splat_value()}).results[0]
+            empty = ir.Operation.create("tensor.empty", results=[t], ip=ip).results[0]
+            fill = ir.Operation.create("linalg.fill", results=[t], operands=[scalar, empty], regions=1, ip=ip,
+                                       attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])})
+            body = fill.regions[0].blocks.append(elem, elem)
+            ir.Operation.create("linalg.yield", operands=[body.arguments[0]], ip=ir.InsertionPoint(body))
+        op.results[0].replace_all_uses_with(fill.results[0])
         op.erase()
     return len(splats)
 
