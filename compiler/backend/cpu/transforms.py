@@ -230,15 +230,15 @@ def _plan_generic(op: Any, tag: int) -> str | None:
 
 
 def _plan_matmul(op: Any, tag: int) -> str | None:
-    name = "linalg.matmul"
-    if len(list(op.operands)) != 3 or str(op.attributes["indexing_maps"]) != DEFAULT_MAPS[name]:
+    """``linalg.matmul`` and ``linalg.batch_matmul`` (one matrix of the batch per forall block row)."""
+    if len(list(op.operands)) != 3 or str(op.attributes["indexing_maps"]) != DEFAULT_MAPS[op.name]:
         return None
     a, b = (static_shape(v.type) for v in list(op.operands)[:2])
     if a is None or b is None or 0 in a or 0 in b:
         return None
     m, k = a[-2], a[-1]
     n = b[-1]
-    t = choose_matmul_tiles(m, n, k, element_bits(op.operands[0].type), False)
+    t = choose_matmul_tiles(m, n, k, element_bits(op.operands[0].type), op.name == "linalg.batch_matmul")
     if t.reg_m < 4 or t.reg_n < 8 or t.k < 8:
         return None  # odd shapes: scalar loops (a register tile this small gains little)
     return matmul_section(tag, t)
@@ -263,10 +263,10 @@ def _plan_fill(op: Any, tag: int) -> str | None:
     return fill_section(tag, shape)
 
 
-PLANNERS = {"linalg.matmul": _plan_matmul, "linalg.fill": _plan_fill, "linalg.generic": _plan_generic,
+PLANNERS = {"linalg.matmul": _plan_matmul, "linalg.batch_matmul": _plan_matmul, "linalg.fill": _plan_fill, "linalg.generic": _plan_generic,
             CONV_OP: plan_conv}
 """The CPU's planner of each linalg op it schedules (``linalg.schedule.schedule_module``):
-2-D ``linalg.matmul`` with tiles that divide its shape, ``linalg.fill``, ``linalg.generic`` ops whose
+``linalg.matmul`` and ``linalg.batch_matmul`` with tiles that divide its shape, ``linalg.fill``, ``linalg.generic`` ops whose
 indexing maps are identities, permutations (transposes) or projections/broadcasts and whose body
 reads no computed indices (elementwise chains, multi-result fused generics, reductions over any axes
 that ``vectorizable_reduction`` accepts, batched-matmul generics), and convolutions

@@ -228,15 +228,13 @@ def gather(em: Emitter, op: OpApplication) -> str:
 def matmul(em: Emitter, op: OpApplication) -> str:
     a, b_ = op.xs
     shape, elem = op.shape, op.elem
-    init = em.filled(shape, elem, zero(elem))
     if a.shape[-1] == 0 or 0 in shape:
-        return init
-    if len(a.shape) == 2 and len(b_.shape) == 2:
-        r = em.fresh("mm")
-        t = tensor_type(shape, elem)
-        em.emit(f"{r} = linalg.matmul ins({a.name}, {b_.name} : {a.ty}, {b_.ty}) outs({init} : {t}) -> {t}")
-        return r
-    rank = len(shape)  # loops: batch..., m, n, k
+        return em.filled(shape, elem, zero(elem))
+    if len(shape) == 2 or (len(a.shape) == len(b_.shape) == 3 and a.shape[0] == b_.shape[0]):
+        # one batch dim on both sides (or none): the named op, which elementwise fusion leaves whole
+        return _named_matmul(em, "linalg.matmul" if len(shape) == 2 else "linalg.batch_matmul", a, b_, shape, elem)
+    rank = len(shape)  # broadcast batch dims: a generic whose loops are batch..., m, n, k
+    init = em.filled(shape, elem, zero(elem))
     nb = rank - 2
 
     def operand_map(src: tuple[int, ...], last2: list[str]) -> str:
@@ -252,6 +250,22 @@ def matmul(em: Emitter, op: OpApplication) -> str:
                                             operand_map(b_.shape, [f"d{nb + 2}", f"d{nb + 1}"])],
                       ["parallel"] * rank + ["reduction"], body, init=init,
                       out_map=affine_map(rank + 1, [f"d{i}" for i in range(rank)]))
+
+
+def _named_matmul(em: Emitter, name: str, a: TensorValue, b: TensorValue, shape: tuple[int, ...], elem: str) -> str:
+    """``name`` (``linalg.matmul`` / ``linalg.batch_matmul``) of ``a`` and ``b`` into a zero-filled
+    tensor of ``shape``.
+
+    Why named ops: elementwise fusion takes only generics, so a contraction stays one op that a
+    target hands whole to its GEMM (a producer fused into a contraction generic is recomputed once
+    per output column: softmax's division inside attention's second matmul).  Not through reshapes
+    (more batch dims collapsed into one, a batch folded into the rows): fusion pushes a reshape of
+    the result into the op, which makes it a generic again."""
+    init = em.filled(shape, elem, zero(elem))
+    r = em.fresh("mm")
+    t = tensor_type(shape, elem)
+    em.emit(f"{r} = {name} ins({a.name}, {b.name} : {a.ty}, {b.ty}) outs({init} : {t}) -> {t}")
+    return r
 
 
 def conv2d(em: Emitter, op: OpApplication) -> str:
