@@ -15,8 +15,10 @@ Everything runs in this one process, at the same thread count (the CPU count: nu
 torch's intra-op pool and XLA use every core by default; MIND chooses its own threads, at most the CPU
 count).  Per workload: MIND's cold compile (an empty ``MIND_CACHE_DIR``, MLIR and LLVM already
 imported, source -> first result) and ``jax.jit``'s cold first call (tracing + XLA compile + run, jax
-already imported); then the median per-call time of each implementation (outputs allocated by the
-call, as a user calls them).  Each result is checked against numpy's (or torch's, for the train steps).
+already imported), both in this process (``cold``, ``jax cold``: each after the previous workloads'
+compiles, so both compilers are warmed up) and in fresh processes (``cold new``, ``jax new``: a
+user's first run of a new program, imports excluded, as ``benchmarks/cpu.py``'s *cold*); then the
+median per-call time of each implementation (outputs allocated by the call, as a user calls them).  Each result is checked against numpy's (or torch's, for the train steps).
 
 The machine's limits are measured in the same run: the streaming copy bandwidth (the best of numpy's
 and torch's copy of 64 MiB: read + write bytes per second) and the GEMM peak (the best of numpy, torch
@@ -477,6 +479,41 @@ def machine_limits(budget: float, peers: dict[str, Any]) -> dict[str, float]:
             "gemm_gflops": max(gemm.values()), "gemm_by": max(gemm, key=gemm.get)}
 
 
+def child_cold(name: str, impl: str) -> dict[str, float]:
+    """In a fresh process: the first call of workload ``name`` through ``impl`` ("mind": an empty
+    ``MIND_CACHE_DIR``, MLIR and LLVM imported first; "jax": ``jax`` imported first), compile included:
+    what a user's first run of a new program costs after the imports (``benchmarks/cpu.py``'s *cold*
+    and *jax cold*)."""
+    w = next(w for w in workloads() if w.name == name)
+    arrays = w.inputs(np.random.default_rng(0))
+    if impl == "mind":
+        import llvmlite.binding  # noqa: F401
+        import mlir.ir  # noqa: F401
+        import mlir.passmanager  # noqa: F401
+
+        import mind
+        from mind.compiler.backend.cpu.api import compile_function  # noqa: F401 - imports, as cpu.py's
+        from mind.compiler.frontend.cache import compile_cached  # noqa: F401
+        t0 = time.perf_counter()
+        mind.compile(w.source, fn=w.fn)(*arrays)
+        return {"cold_s": time.perf_counter() - t0}
+    o = JaxOps()
+    o.jax.config.update("jax_enable_x64", True)
+    t0 = time.perf_counter()  # numpy arguments: the first call starts XLA's CPU client, as cpu.py's
+    o.jax.block_until_ready(o.jax.jit(lambda *a: w.peer(o, *a))(*arrays))
+    return {"cold_s": time.perf_counter() - t0}
+
+
+def fresh_cold(name: str, impl: str, cache: str) -> float | None:
+    import subprocess
+    env = dict(os.environ, MIND_CACHE_DIR=tempfile.mkdtemp(prefix="cold-", dir=cache),
+               PYTHONPYCACHEPREFIX=os.path.join(cache, "pycache"))  # bytecode, as an install has
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child-cold", name, impl], capture_output=True,
+                       text=True, env=env, cwd=ROOT, timeout=600)
+    return json.loads(r.stdout.strip().splitlines()[-1])["cold_s"] if r.returncode == 0 else None
+
+
 def measure(w: Workload, peers: dict[str, Any], budget: float) -> dict[str, Any]:
     import mind
     rng = np.random.default_rng(0)
@@ -522,6 +559,10 @@ def measure(w: Workload, peers: dict[str, Any], budget: float) -> dict[str, Any]
         o.jax.block_until_ready(jf(*jargs))
         row["jax_cold_s"] = time.perf_counter() - t0
         row["jax_s"] = sample_median(lambda: o.jax.block_until_ready(jf(*jargs)), budget)
+    cache = os.environ["MIND_CACHE_DIR"]
+    row["mind_cold_fresh_s"] = fresh_cold(w.name, "mind", cache)
+    if "jax" in peers:
+        row["jax_cold_fresh_s"] = fresh_cold(w.name, "jax", cache)
     row["flops"] = w.flops
     return row
 
@@ -557,6 +598,8 @@ def run(only: str | None, budget: float) -> dict[str, Any]:
     for name, o in peers.items():
         result["machine"][name] = getattr(o, "t", getattr(o, "jax", None)).__version__
     result["limits"] = machine_limits(budget, peers)
+    fresh_cold("ew_chain_f32_256x512", "mind", os.environ["MIND_CACHE_DIR"])  # writes the bytecode
+    fresh_cold("ew_chain_f32_256x512", "jax", os.environ["MIND_CACHE_DIR"])
     rows = []
     for w in workloads():
         if only and only not in w.name:
@@ -583,7 +626,7 @@ def _ms(v: float | None) -> str:
 def render(result: dict[str, Any]) -> str:
     lim = result["limits"]
     cols = ["workload", "fits L2", "MIND", *[p for p, _ in PEERS], *[f"x{p}" for p, _ in PEERS],
-            "achieved", "% limit", "cold", "jax cold", "rel err"]
+            "achieved", "% limit", "cold", "jax cold", "cold new", "jax new", "rel err"]
     lines, ratios = [], {p: [] for p, _ in PEERS}
     for r in result["rows"]:
         if "error" in r:
@@ -604,7 +647,8 @@ def render(result: dict[str, Any]) -> str:
             achieved = f"{rate:.1f} GB/s"
         lines.append([r["name"], "yes" if r["bytes"] <= L2_BYTES else "no", _ms(r["mind_s"]),
                       *[_ms(r.get(k)) for _, k in PEERS], *speed, achieved, f"{100 * share:.0f}%",
-                      _ms(r["mind_cold_s"]), _ms(r.get("jax_cold_s")),
+                      _ms(r["mind_cold_s"]), _ms(r.get("jax_cold_s")), _ms(r.get("mind_cold_fresh_s")),
+                      _ms(r.get("jax_cold_fresh_s")),
                       f"{r['rel_err']:.1e}" if "rel_err" in r else "-"])
     widths = [max(len(x) for x in col) for col in zip(cols, *lines)]
     fmt = "  ".join("{:<%d}" % w for w in widths)
@@ -616,6 +660,12 @@ def render(result: dict[str, Any]) -> str:
             slower = sum(x < 1 for x in rs)
             out.append(f"geometric mean vs {p}: {math.exp(statistics.fmean(map(math.log, rs))):.2f}x over {len(rs)} "
                        f"workloads ({slower} slower than {p})")
+    for a, b, what in (("mind_cold_s", "jax_cold_s", "in this process"), ("mind_cold_fresh_s", "jax_cold_fresh_s",
+                                                                         "in fresh processes")):
+        pairs = [(r[a], r[b]) for r in result["rows"] if r.get(a) and r.get(b)]
+        if pairs:
+            out.append(f"cold first call {what}: MIND below jax.jit's on {sum(x < y for x, y in pairs)} of "
+                       f"{len(pairs)} workloads")
     m = result["machine"]
     out.append(f"limits: copy {lim['copy_gbs']:.1f} GB/s ({lim['copy_by']}), GEMM {lim['gemm_gflops']:.0f} GFLOP/s "
                f"({lim['gemm_by']}); ISA {m['isa']}; {m['cpus']} CPUs; load average before/after "
@@ -642,4 +692,7 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1:2] == ["--child-cold"]:
+        print(json.dumps(child_cold(sys.argv[2], sys.argv[3])))
+    else:
+        main(sys.argv[1:])

@@ -226,7 +226,29 @@ def _plan_generic(op: Any, tag: int) -> str | None:
     # the widest element type sets the lane count: with the narrowest (an i8 mask), f32 operands of
     # the same op got 256-element tiles, 16 registers per row, and 4x the IR of a register-sized tile
     bits = max(element_bits(v.type) for v in op.operands)
-    return elementwise_section(tag, "linalg.generic", choose_elementwise_tiles(ranges, kinds, bits))
+    tiles = choose_elementwise_tiles(ranges, kinds, bits)
+    if all(k == "parallel" for k in kinds) and len(ranges) >= 2 and any(
+            _moves_inner_dim(ir.AffineMapAttr(a).value) for a in op.attributes["indexing_maps"]):
+        tiles = _transpose_tiles(ranges, bits)
+    return elementwise_section(tag, "linalg.generic", tiles)
+
+
+def _moves_inner_dim(amap: Any) -> bool:
+    """Whether an operand's contiguous (last) axis is not indexed by the innermost loop: a transpose."""
+    from mlir import ir
+    results = list(amap.results)
+    return bool(results) and isinstance(results[-1], ir.AffineDimExpr) and \
+        results[-1].position != amap.n_dims - 1 and map_kind(amap) == "permutation"
+
+
+def _transpose_tiles(ranges: Sequence[int], bits: int) -> ElementwiseTiles:
+    """Square tiles of one vector by one vector on the last two loops of a transposing copy: each
+    tile reads whole vector rows of the input and writes whole vector rows of the output, transposed
+    in registers (the elementwise tiles, 2 rows of 4 vectors, read one element per input row: a
+    gather; 2048x2048 f32: 27.7 ms with them, 6.9 / 5.2 / 2.6 ms with 4 / 8 / 16-element squares)."""
+    side = max(1, REGISTER_BITS // bits)
+    par = [1] * (len(ranges) - 2) + [largest_divisor_at_most(n, side) for n in ranges[-2:]]
+    return ElementwiseTiles(tuple(par), (0,) * len(ranges))
 
 
 def _plan_matmul(op: Any, tag: int) -> str | None:
