@@ -139,8 +139,6 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
     lines += ["%c0 = arith.constant 0 : index", "%c1 = arith.constant 1 : index",
               f"%cb = arith.constant {bsz} : index",
               f"%acc = arith.constant {'true' if accumulate else 'false'}"]
-    call_ty = f"({dyn}, {dyn}, {dyn}, i1) -> ()"
-    axis, parts, block = _split(isa, elem, m, n, k, threads)
     by_batch = threads > 1 and bsz >= threads
     inner = []
     for i, (r, c) in enumerate(dims):
@@ -148,14 +146,7 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
         view = f"memref<{r}x{c}x{elem}, strided<[{c}, 1], offset: ?>>"
         inner += [f"%s{i} = memref.subview {args[i]}[%i, 0, 0] [1, {r}, {c}] [1, 1, 1] : {full} to {view}",
                   f"%d{i} = memref.cast %s{i} : {view} to {dyn}"]
-    if by_batch or not axis:
-        inner.append(f"func.call @{gemm_symbol(elem)}(%d0, %d1, %d2, %acc) : {call_ty}")
-    else:
-        inner += [f"%parts = arith.constant {parts} : i32",
-                  f"%axis = arith.constant {0 if axis == 'm' else 1} : i32",
-                  f"%block = arith.constant {block} : index",
-                  f"func.call @{driver_symbol(elem)}(%d0, %d1, %d2, %acc, %parts, %axis, %block) : "
-                  f"({dyn}, {dyn}, {dyn}, i1, i32, i32, index) -> ()"]
+    inner += _gemm_call(isa, elem, (m, n, k), 1 if by_batch else threads)
     if by_batch:
         lines.append(f"scf.forall (%i) in ({bsz}) {{")
     else:
@@ -167,10 +158,7 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
             if i == 2:
                 lines.append(f"memref.copy %t2, %c : {full} to {types[2]}")
             lines.append(f"memref.dealloc %t{i} : {full}")
-    lines.append("return")
-    params = ", ".join(f"{a}: {t}" for a, t in zip(("%a", "%b", "%c"), types))
-    body = "\n".join("  " + ln for ln in lines)
-    return f"func.func private @{name}({params}) {{\n{body}\n}}\n"
+    return _function(name, types, lines)
 
 
 def _split(isa: str, elem: str, m: int, n: int, k: int, threads: int) -> tuple[str, int, int]:
@@ -210,25 +198,32 @@ def _helper(name: str, isa: str, elem: str, types: list[str], contiguous: list[b
         args[i], current[i] = tmp, dense
     for i in range(3):
         lines.append(f"%d{i} = memref.cast {args[i]} : {current[i]} to {dyn}")
-    sym = gemm_symbol(elem)
-    call_ty = f"({dyn}, {dyn}, {dyn}, i1) -> ()"
     lines.append(f"%acc = arith.constant {'true' if accumulate else 'false'}")
-    axis, parts, block = _split(isa, elem, m, n, k, threads)
-    if not axis:
-        lines.append(f"func.call @{sym}(%d0, %d1, %d2, %acc) : {call_ty}")
-    else:
-        lines += [f"%parts = arith.constant {parts} : i32",
-                  f"%axis = arith.constant {0 if axis == 'm' else 1} : i32",
-                  f"%block = arith.constant {block} : index",
-                  f"func.call @{driver_symbol(elem)}(%d0, %d1, %d2, %acc, %parts, %axis, %block) : "
-                  f"({dyn}, {dyn}, {dyn}, i1, i32, i32, index) -> ()"]
+    lines += _gemm_call(isa, elem, (m, n, k), threads)
     for i, dense in copies:
         if i == 2:
             lines.append(f"memref.copy %t2, %c : {dense} to {types[2]}")
         lines.append(f"memref.dealloc %t{i} : {dense}")
-    lines.append("return")
+    return _function(name, types, lines)
+
+
+def _gemm_call(isa: str, elem: str, shape: tuple[int, int, int], threads: int) -> list[str]:
+    """The call of the GEMM on ``%d0 @ %d1 -> %d2`` (``%acc``): the serial one, or the threaded driver
+    with one block of rows or columns per thread (``_split``)."""
+    dyn = operand_type(elem)
+    axis, parts, block = _split(isa, elem, *shape, threads)
+    if not axis:
+        return [f"func.call @{gemm_symbol(elem)}(%d0, %d1, %d2, %acc) : ({dyn}, {dyn}, {dyn}, i1) -> ()"]
+    return [f"%parts = arith.constant {parts} : i32", f"%axis = arith.constant {0 if axis == 'm' else 1} : i32",
+            f"%block = arith.constant {block} : index",
+            f"func.call @{driver_symbol(elem)}(%d0, %d1, %d2, %acc, %parts, %axis, %block) : "
+            f"({dyn}, {dyn}, {dyn}, i1, i32, i32, index) -> ()"]
+
+
+def _function(name: str, types: list[str], lines: list[str]) -> str:
+    """The private function ``name(%a, %b, %c)`` of operand ``types`` with the body ``lines``."""
     params = ", ".join(f"{a}: {t}" for a, t in zip(("%a", "%b", "%c"), types))
-    body = "\n".join("  " + s for s in lines)
+    body = "\n".join("  " + s for s in lines + ["return"])
     return f"func.func private @{name}({params}) {{\n{body}\n}}\n"
 
 
