@@ -60,3 +60,21 @@ def test_broadcast_batches_stay_generic(xs, ys):
     out = np.matmul(x, y).shape
     src = f"fn f(a: {T('f32', *xs)}, b: {T('f32', *ys)}) -> {T('f32', *out)} {{ matmul(a, b) }}"
     np.testing.assert_allclose(mind.compile(src)(x, y), np.matmul(x, y), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64", "i32"])
+@pytest.mark.parametrize("xs,ys", [((6, 17, 9), (9, 20)), ((3, 64, 32), (32, 48))])
+def test_batch_times_one_matrix(dt, xs, ys):
+    """[B, M, K] @ [K, N]: one batch_matmul whose rhs is shared by the batch (a linear layer)."""
+    npdt = {"f32": np.float32, "f64": np.float64, "i32": np.int32}[dt]
+    rng = np.random.default_rng(3)
+    x, y = ((rng.standard_normal(s) * 3).astype(npdt) for s in (xs, ys))
+    out = np.matmul(x, y).shape
+    src = f"fn f(a: {T(dt, *xs)}, b: {T(dt, *ys)}) -> {T(dt, *out)} {{ matmul(a, b) }}"
+    for opts in OPTIONS:
+        got = mind.compile(src, **opts)(x, y)
+        if dt == "i32":
+            assert np.array_equal(got, np.matmul(x, y)), opts
+        else:
+            np.testing.assert_allclose(got, np.matmul(x.astype(np.float64), y.astype(np.float64)),
+                                       rtol=1e-4 if dt == "f32" else 1e-12, atol=1e-3, err_msg=str(opts))

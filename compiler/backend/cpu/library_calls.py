@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..linalg.payload import DEFAULT_MAPS
+from ..linalg.payload import DEFAULT_MAPS, SHARED_RHS_MAPS
 from .gemm_driver import driver_symbol
 from .gemm_kernel import VARIANTS, gemm_symbol, operand_type
 
@@ -49,11 +49,16 @@ def eligible_matmul(op: Any) -> str | None:
     if rank is None:
         return None
     operands = list(op.operands)
-    if len(operands) != 3 or str(op.attributes["indexing_maps"]) != DEFAULT_MAPS[op.name]:
+    maps = str(op.attributes["indexing_maps"]) if len(operands) == 3 else None
+    if maps == DEFAULT_MAPS[op.name]:
+        ranks = [rank] * 3
+    elif op.name == "linalg.batch_matmul" and maps == SHARED_RHS_MAPS:
+        ranks = [3, 2, 3]
+    else:
         return None
-    for v in operands:
+    for v, want in zip(operands, ranks):
         t = v.type
-        if not isinstance(t, ir.ShapedType) or not t.has_static_shape or t.rank != rank or 0 in t.shape:
+        if not isinstance(t, ir.ShapedType) or not t.has_static_shape or t.rank != want or 0 in t.shape:
             return None
     elems = {str(ir.ShapedType(v.type).element_type) for v in operands}
     if len(elems) != 1:
@@ -117,24 +122,26 @@ def _dense(t: Any) -> bool:
     return offset == 0 and list(strides) == want
 
 
-def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: list[bool],
+def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: list[bool], batched: list[bool],
                     shape: tuple[int, int, int, int], threads: int, accumulate: bool) -> str:
-    """A private function ``name(A, B, C)``: C[i] (+)= A[i] @ B[i] for each i of the batch, one call of
-    the serial GEMM per matrix, the batch split across threads (``scf.forall``, OpenMP) when it has
-    at least as many matrices as threads; else the matrices in turn, each split by the threaded
-    driver (``_split``).  Operands that are not dense row-major go through a dense copy."""
+    """A private function ``name(A, B, C)``: C[i] (+)= A[i] @ B[i] (or @ B, when ``batched[1]`` is
+    False: one rhs shared by the batch) for each i of the batch, one call of the serial GEMM per
+    matrix, the batch split across threads (``scf.forall``, OpenMP) when it has at least as many
+    matrices as threads; else the matrices in turn, each split by the threaded driver (``_split``).
+    Operands that are not dense row-major go through a dense copy."""
     bsz, m, n, k = shape
     dyn = operand_type(elem)
     lines: list[str] = []
     args = ["%a", "%b", "%c"]
     dims = ((m, k), (k, n), (m, n))
+    full = [f"memref<{bsz}x{r}x{c}x{elem}>" if batched[i] else f"memref<{r}x{c}x{elem}>"
+            for i, (r, c) in enumerate(dims)]
     for i in range(3):
         if dense[i]:
             continue
-        full = f"memref<{bsz}x{dims[i][0]}x{dims[i][1]}x{elem}>"
-        lines.append(f"%t{i} = memref.alloc() {{alignment = 64 : i64}} : {full}")
+        lines.append(f"%t{i} = memref.alloc() {{alignment = 64 : i64}} : {full[i]}")
         if i < 2 or accumulate:
-            lines.append(f"memref.copy {args[i]}, %t{i} : {types[i]} to {full}")
+            lines.append(f"memref.copy {args[i]}, %t{i} : {types[i]} to {full[i]}")
         args[i] = f"%t{i}"
     lines += ["%c0 = arith.constant 0 : index", "%c1 = arith.constant 1 : index",
               f"%cb = arith.constant {bsz} : index",
@@ -142,9 +149,11 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
     by_batch = threads > 1 and bsz >= threads
     inner = []
     for i, (r, c) in enumerate(dims):
-        full = f"memref<{bsz}x{r}x{c}x{elem}>"
+        if not batched[i]:
+            lines.append(f"%d{i} = memref.cast {args[i]} : {full[i]} to {dyn}")
+            continue
         view = f"memref<{r}x{c}x{elem}, strided<[{c}, 1], offset: ?>>"
-        inner += [f"%s{i} = memref.subview {args[i]}[%i, 0, 0] [1, {r}, {c}] [1, 1, 1] : {full} to {view}",
+        inner += [f"%s{i} = memref.subview {args[i]}[%i, 0, 0] [1, {r}, {c}] [1, 1, 1] : {full[i]} to {view}",
                   f"%d{i} = memref.cast %s{i} : {view} to {dyn}"]
     inner += _gemm_call(isa, elem, (m, n, k), 1 if by_batch else threads)
     if by_batch:
@@ -154,10 +163,9 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
     lines += ["  " + ln for ln in inner] + ["}"]
     for i in range(3):
         if not dense[i]:
-            full = f"memref<{bsz}x{dims[i][0]}x{dims[i][1]}x{elem}>"
             if i == 2:
-                lines.append(f"memref.copy %t2, %c : {full} to {types[2]}")
-            lines.append(f"memref.dealloc %t{i} : {full}")
+                lines.append(f"memref.copy %t2, %c : {full[i]} to {types[2]}")
+            lines.append(f"memref.dealloc %t{i} : {full[i]}")
     return _function(name, types, lines)
 
 
@@ -253,7 +261,8 @@ def insert_library_calls(module: Any, isa: str, threads: int) -> int:
         types = [str(v.type) for v in operands]
         if op.name == "linalg.batch_matmul":
             helpers.append(_batched_helper(name, isa, elem, types, [_dense(v.type) for v in operands],
-                                           (a[0], a[1], b[2], a[2]), threads, accumulate=fill is None))
+                                           [len(a) == 3, len(b) == 3, True], (a[0], a[1], b[-1], a[2]), threads,
+                                           accumulate=fill is None))
         else:
             helpers.append(_helper(name, isa, elem, types, [_contiguous_rows(v.type) for v in operands],
                                    (a[0], b[1], a[1]), threads, accumulate=fill is None))

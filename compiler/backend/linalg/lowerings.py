@@ -19,6 +19,7 @@ from . import scalar
 from .emitter import Body, Emitter, TensorValue
 from .mathlib import exp_text, log_text
 from .transform_script import largest_divisor_at_most
+from .payload import SHARED_RHS_MAPS
 from .mlir_text import ELEM, affine_map, float_bits, identity_map, is_float, tensor_type, zero
 
 __all__ = ["OpApplication", "LOWERINGS", "Lowering"]
@@ -270,6 +271,9 @@ def matmul(em: Emitter, op: OpApplication) -> str:
     if len(shape) == 2 or (len(a.shape) == len(b_.shape) == 3 and a.shape[0] == b_.shape[0]):
         # one batch dim on both sides (or none): the named op, which elementwise fusion leaves whole
         return _named_matmul(em, "linalg.matmul" if len(shape) == 2 else "linalg.batch_matmul", a, b_, shape, elem)
+    if len(a.shape) == 3 and len(b_.shape) == 2:
+        # a batch of matrices times one (a linear layer): the named op with the rhs shared
+        return _named_matmul(em, f"linalg.batch_matmul indexing_maps = {SHARED_RHS_MAPS}", a, b_, shape, elem)
     rank = len(shape)  # broadcast batch dims: a generic whose loops are batch..., m, n, k
     init = em.filled(shape, elem, zero(elem))
     nb = rank - 2

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-__all__ = ["DEFAULT_MAPS", "INIT_ATTR", "static_shape", "element_bits", "generic_loops", "map_kind",
+__all__ = ["DEFAULT_MAPS", "SHARED_RHS_MAPS", "INIT_ATTR", "static_shape", "element_bits", "generic_loops", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "product", "splats_as_fills",
            "MIN_FILL_ELEMENTS"]
 
@@ -20,6 +20,10 @@ DEFAULT_MAPS = {
                            "affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]",
 }
 """The indexing maps of the plain named contractions, as MLIR prints them."""
+
+SHARED_RHS_MAPS = ("[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, "
+                   "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]")
+"""A ``linalg.batch_matmul`` whose rhs is one matrix shared by the whole batch (``[B, M, K] @ [K, N]``)."""
 
 INIT_ATTR = "mind.init"
 """The unique attribute ``untie_shared_inits`` puts on every ``tensor.empty``."""
