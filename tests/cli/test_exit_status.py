@@ -119,9 +119,21 @@ def _allocation_failure(d: Path, monkeypatch: Any) -> list[str]:
     return ["run", str(d / "p.mind"), "--backend", "reference", "--input", f"x={d / 'x.npy'}"]
 
 
-def _bad_backend_setting(d: Path, monkeypatch: Any) -> list[str]:
-    monkeypatch.setenv("MIND_CPU_SCHEDULE", "bogus")
+def _no_linker(d: Path, monkeypatch: Any) -> list[str]:
+    """A kernel that cannot be linked (no system linker): the backend's compilation fails.  (A bad
+    setting such as ``MIND_CPU_SCHEDULE=bogus`` is a usage error, E7002, since the options table.)"""
+    from mind.compiler.backend.cpu import codegen
+
+    monkeypatch.setattr(codegen, "linker_available", lambda: None)
+    monkeypatch.setenv("MIND_CPU_JIT", "0")
     return ["run", QUICK, "--backend", "cpu"]
+
+
+def _tampered_artifact(d: Path, monkeypatch: Any) -> list[str]:
+    assert main(["build", QUICK, "--out", str(d / "artifact")]) == 0
+    with open(d / "artifact" / "plan.json", "a", encoding="utf-8") as fh:
+        fh.write(" ")
+    return ["run", str(d / "artifact")]
 
 
 def _internal_error(d: Path, monkeypatch: Any) -> list[str]:
@@ -157,11 +169,12 @@ def _tampered_bundle(d: Path, monkeypatch: Any) -> list[str]:
 #: Codes whose trigger needs more than a file: a function (test folder, monkeypatch) -> argv.
 SPECIAL_TRIGGERS: dict[str, Callable[[Path, Any], list[str]]] = {
     "E6004": _allocation_failure,
-    "E6012": _bad_backend_setting,
+    "E6012": _no_linker,
     "E7009": _internal_error,
     "E7010": _unsafe_cache,
     "E7012": _tampered_bundle,
     "E7013": _audit_finding,
+    "E7014": _tampered_artifact,
 }
 
 #: Warnings: reported, and the command still succeeds.
