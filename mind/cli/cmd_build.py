@@ -12,7 +12,7 @@ import sys
 
 NAME = "build"
 HELP = "compile a function into a portable artifact (kernels, launch plan, manifest)"
-TARGET_CHOICES = ("cpu",)
+TARGET_CHOICES = ("cpu", "cuda")
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -45,11 +45,12 @@ def run(args: argparse.Namespace) -> int:
         if args.shapes:
             fn = specialize(Module([fn]), args.shapes).functions[0]
         names = artifact_names(args.target)
-        out = OutputFolder(args.out, names)  # checked before anything is compiled
+        OutputFolder(args.out, names)  # checked before anything is compiled
         files = build_artifact(fn, args.target)
     except MindError as exc:
         exc.sources.update(sources)
         raise
+    out = OutputFolder(args.out, files)  # and with every file's name before the first write
     for name in sorted(files, key=lambda n: (n == MANIFEST, n)):  # the manifest last
         out.write(name, lambda fh, data=files[name]: fh.write(data))
     out.finish()

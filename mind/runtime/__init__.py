@@ -16,7 +16,7 @@ from .artifact import read_checked
 
 __all__ = ["load", "TARGETS"]
 
-TARGETS: dict[str, str] = {"cpu": "mind.runtime.cpu:CpuArtifact"}
+TARGETS: dict[str, str] = {"cpu": "mind.runtime.cpu:CpuArtifact", "cuda": "mind.runtime.cuda:CudaArtifact"}
 """Each target's loader, by the name the manifest records (imported on request)."""
 
 

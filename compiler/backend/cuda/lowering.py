@@ -1,0 +1,209 @@
+"""MLIR text of a function -> its kernels as PTX and a launch plan for ``mind.runtime.cuda``.
+
+The middle's MLIR (``linalg.emit``) is fused, bufferized, mapped to the GPU and outlined
+(``pipeline.gpu_mapping``); what stays in the host function is then a straight list of steps the
+runtime can follow without MLIR: buffers (``memref.alloc``; ``memref.get_global`` for constants, their
+bytes in the plan), kernel launches with constant grids and blocks (``gpu.launch_func``), copies
+(``memref.copy``) and frees.  Any other host op means some part of the function did not map to the
+GPU: E6003 names it.  Each ``gpu.module`` becomes PTX (``pipeline.to_ptx``).
+
+The plan (JSON): ``signature``, ``modules`` (the kernel modules, in order, each one PTX text),
+``temps`` (dtype, shape and, for a constant, its bytes in hex), ``steps``: ``{"launch": [module,
+kernel], "grid": [x, y, z], "block": [x, y, z], "args": [[kind, n], ...]}`` with kind ``input``,
+``output``, ``temp`` (a buffer, passed as a bare pointer) or ``index`` (a 64-bit integer), and
+``{"copy": [kind, n], "to": [kind, n], "bytes": n}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mind.runtime.memref import Signature
+
+from ..linalg.context import Diagnostics, LoweringError, find_func, new_context, parse, run_pipeline
+from ..linalg.pipeline import PipelineError, bufferize, prefusion
+from .options import CudaOptions
+from .pipeline import gpu_mapping, to_ptx
+
+__all__ = ["GpuProgram", "lower_to_ptx", "LoweringError"]
+
+_ELEMENTS = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "i8": "bool", "i1": "bool"}
+"""Buffer element types of a host function (an ``i1`` buffer holds one byte per element)."""
+
+
+class GpuProgram:
+    """The PTX of each kernel module (``ptx``: module name -> text) and the launch ``plan``."""
+
+    def __init__(self, ptx: dict[str, str], plan: dict[str, Any]) -> None:
+        self.ptx, self.plan = ptx, plan
+
+
+def _read_only_inputs(func_op: Any) -> None:
+    """Mark tensor arguments read-only for bufferization: they are the caller's buffers."""
+    from mlir import ir
+    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    attrs = [ir.DictAttr.get({"bufferization.writable": ir.BoolAttr.get(False)}
+                             if isinstance(t, ir.RankedTensorType) else {}) for t in ftype.inputs]
+    func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
+def _identity(mt: Any) -> bool:
+    """An identity layout (MLIR elides it when it prints the type)."""
+    text = str(mt)
+    return "affine_map" not in text and "strided" not in text
+
+
+def _buffer_spec(t: Any) -> dict[str, Any]:
+    from mlir import ir
+    mt = ir.MemRefType(t)
+    elem = str(mt.element_type)
+    if elem not in _ELEMENTS or not mt.has_static_shape or not _identity(mt):
+        raise LoweringError("plan", f"a host buffer of type {t} (not a static, identity-layout buffer of "
+                                    "f32, f64, i32, i64 or bool)")
+    return {"dtype": _ELEMENTS[elem], "shape": list(mt.shape)}
+
+
+def _constant_bytes(module: Any, name: str, spec: dict[str, Any]) -> str:
+    """The bytes (hex) of the ``memref.global`` ``name``'s initial value, in the buffer's layout."""
+    import numpy as np
+    from mlir import ir
+    for op in module.body.operations:
+        if op.operation.name == "memref.global" and ir.StringAttr(op.attributes["sym_name"]).value == name:
+            attr = ir.DenseElementsAttr(op.attributes["initial_value"])
+            dtype = np.dtype(spec["dtype"])
+            n = int(np.prod(spec["shape"], dtype=np.int64))
+            if attr.is_splat:
+                value = np.array(attr.get_splat_value().value if hasattr(attr.get_splat_value(), "value")
+                                 else attr.get_splat_value(), dtype=dtype)
+                return np.full(n, value, dtype=dtype).tobytes().hex()
+            return np.asarray(np.array(attr), dtype=dtype).reshape(-1).tobytes().hex()
+    raise LoweringError("plan", f"no memref.global @{name} for a constant")
+
+
+def _host_plan(module: Any, func_op: Any, sig: Signature) -> dict[str, Any]:
+    """The steps of the host function (see the module's text)."""
+    from mlir import ir
+    from mlir.dialects import gpu
+
+    block = func_op.regions[0].blocks[0]
+    n_in = len(sig.inputs)
+    where: dict[Any, list[Any]] = {}
+    for i, arg in enumerate(block.arguments):
+        where[arg] = ["input", i] if i < n_in else ["output", i - n_in]
+    constants: dict[Any, int] = {}
+    temps: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+    modules: list[str] = []
+
+    def const(v: Any) -> int:
+        if v not in constants:
+            raise LoweringError("plan", "a launch whose grid or block is not a constant")
+        return constants[v]
+
+    for op in block.operations:
+        name = op.operation.name
+        if name == "arith.constant":
+            if str(op.result.type) == "index":  # grid and block extents, tile sizes passed to kernels
+                constants[op.result] = ir.IntegerAttr(op.attributes["value"]).value
+        elif name in ("memref.alloc", "memref.alloca"):
+            where[op.result] = ["temp", len(temps)]
+            temps.append(_buffer_spec(op.result.type))
+        elif name == "memref.get_global":
+            spec = _buffer_spec(op.result.type)
+            spec["init"] = _constant_bytes(module, ir.FlatSymbolRefAttr(op.attributes["name"]).value, spec)
+            where[op.result] = ["temp", len(temps)]
+            temps.append(spec)
+        elif name == "gpu.launch_func":
+            launch = gpu.LaunchFuncOp(op.operation) if not isinstance(op, gpu.LaunchFuncOp) else op
+            if list(launch.asyncDependencies) or launch.dynamicSharedMemorySize is not None:
+                raise LoweringError("plan", "an asynchronous launch or one with dynamic shared memory")
+            mod, fn = ir.SymbolRefAttr(launch.kernel).value
+            if mod not in modules:
+                modules.append(mod)
+            args = []
+            for v in launch.kernelOperands:
+                if v in where:
+                    args.append(where[v])
+                elif v in constants:
+                    args.append(["index", constants[v]])
+                else:
+                    raise LoweringError("plan", f"a kernel argument the plan cannot give: {v}")
+            steps.append({"launch": [mod, fn],
+                          "grid": [const(launch.gridSizeX), const(launch.gridSizeY), const(launch.gridSizeZ)],
+                          "block": [const(launch.blockSizeX), const(launch.blockSizeY), const(launch.blockSizeZ)],
+                          "args": args})
+        elif name == "memref.copy":
+            src, dst = op.operands[0], op.operands[1]
+            if src not in where or dst not in where:
+                raise LoweringError("plan", "a copy between buffers the plan does not know")
+            spec = _buffer_spec(src.type)
+            import numpy as np
+            nbytes = int(np.prod(spec["shape"], dtype=np.int64)) * np.dtype(spec["dtype"]).itemsize
+            steps.append({"copy": where[src], "to": where[dst], "bytes": nbytes})
+        elif name in ("memref.collapse_shape", "memref.expand_shape") and op.operands[0] in where:
+            where[op.result] = where[op.operands[0]]  # a reshape of a contiguous buffer: the same bytes
+        elif name in ("memref.dealloc", "func.return"):
+            continue
+        else:
+            raise LoweringError("unsupported", f"`{name}` stays on the host: this part of the function does not "
+                                               "map to the GPU yet")
+    return {"signature": sig.to_json(), "modules": modules, "temps": temps, "steps": steps}
+
+
+def _ptx_of(module: Any) -> dict[str, str]:
+    from mlir import ir
+    from mlir.dialects import gpu
+    out = {}
+    for op in module.body.operations:
+        if op.operation.name == "gpu.binary":
+            obj = gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0])
+            out[ir.StringAttr(op.attributes["sym_name"]).value] = obj.object.decode("utf-8")
+    return out
+
+
+def lower_to_ptx(mlir_text: str, func_name: str, sig: Signature, options: CudaOptions) -> GpuProgram:
+    """Compile ``func_name`` of ``mlir_text`` (the middle's output, signature ``sig``) for the GPU;
+    every MLIR failure is a ``LoweringError`` (``api`` reports it as E6012, an unmapped part as E6003)."""
+    from mlir import ir
+
+    try:
+        pipelines = [prefusion().render(), bufferize().render(), gpu_mapping(options.tile).render(), to_ptx().render()]
+    except PipelineError as e:
+        raise LoweringError("pipeline", str(e)) from None
+    ctx = new_context()
+    diags = Diagnostics(ctx)
+    stage = "parse"
+    try:
+        with ctx, ir.Location.unknown():
+            try:
+                module = parse(ctx, mlir_text, stage, diags)
+                if not module.operation.verify():
+                    raise LoweringError("verify", "the module does not verify", diags.messages)
+                _read_only_inputs(find_func(module, func_name))
+                try:
+                    stage = "fusion"
+                    run_pipeline(ctx, pipelines[0], module, stage, diags)
+                    if not module.operation.verify():
+                        raise LoweringError(stage, "elementwise fusion made an invalid module")
+                except LoweringError:  # as on the cpu: the unfused module instead
+                    diags.messages.clear()
+                    stage = "parse"
+                    module = parse(ctx, mlir_text, stage, diags)
+                    _read_only_inputs(find_func(module, func_name))
+                for stage, text in (("bufferize", pipelines[1]), ("gpu mapping", pipelines[2])):
+                    run_pipeline(ctx, text, module, stage, diags)
+                stage = "plan"
+                plan = _host_plan(module, find_func(module, func_name), sig)
+                stage = "ptx"
+                run_pipeline(ctx, pipelines[3], module, stage, diags)
+                ptx = _ptx_of(module)
+            except LoweringError:
+                raise
+            except Exception as e:  # noqa: BLE001 - anything from the bindings is a lowering failure
+                raise LoweringError(stage, f"{type(e).__name__}: {str(e).strip()}", diags.messages) from None
+    finally:
+        diags.detach()
+    missing = [m for m in plan["modules"] if m not in ptx]
+    if missing:
+        raise LoweringError("ptx", f"no PTX for the kernel module(s) {', '.join(missing)}")
+    return GpuProgram({m: ptx[m] for m in plan["modules"]}, plan)
