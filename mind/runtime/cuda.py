@@ -32,7 +32,7 @@ from mind.diagnostics import MindError, error
 
 from .artifact import PLAN, Checked
 
-__all__ = ["device", "Device", "Program", "DeviceArray", "CudaArtifact", "bind_device_arguments",
+__all__ = ["device", "unavailable", "Device", "Program", "DeviceArray", "CudaArtifact", "bind_device_arguments",
            "cap_ptx_version", "ptx_version_for_driver"]
 
 _DRIVER: Any = None
@@ -145,6 +145,15 @@ class Device:
 
     def synchronize(self) -> None:
         _check(self.cu, self.cu.cuStreamSynchronize(self.stream), "running the kernels")
+
+
+def unavailable(ordinal: int = 0) -> str | None:
+    """Why GPU ``ordinal`` cannot run kernels here (no cuda-bindings, no driver, no such GPU), or None."""
+    try:
+        device(ordinal)
+    except MindError as e:
+        return e.diagnostics[0].message
+    return None
 
 
 def device(ordinal: int = 0) -> Device:

@@ -1,25 +1,14 @@
-"""Shared by the cuda backend's tests: whether a GPU can run them, and the reason when not."""
+"""Shared by the cuda backend's tests: the ``gpu`` fixture skips, with the reason, where no GPU can run them."""
 
 from __future__ import annotations
 
 import pytest
 
 
-def gpu_unavailable() -> str | None:
-    """Why the GPU tests cannot run here (no cuda-bindings, no driver, no GPU), or None."""
-    from mind.diagnostics import MindError
-
-    try:
-        from mind.runtime.cuda import device
-
-        device(0)
-    except MindError as e:
-        return e.diagnostics[0].message
-    return None
-
-
 @pytest.fixture(scope="session")
 def gpu():
-    reason = gpu_unavailable()
+    from mind.runtime.cuda import unavailable
+
+    reason = unavailable()
     if reason is not None:
         pytest.skip(f"needs an NVIDIA GPU: {reason}")
