@@ -12,7 +12,8 @@ gets E6002, never a traceback.
   (``cuDriverGetVersion``: CUDA 12.x reads PTX 8.x, 13.x reads 9.x).
 * **Memory.** Buffers come from the device's stream-ordered memory pool (``cuMemAllocAsync``), its
   release threshold raised so that freed memory stays in the pool for the next call.
-* **Streams.** One stream per device: copies in, launches, copies out, then one synchronize.
+* **Streams.** One stream per device (blocking: it waits for the legacy default stream): copies in,
+  launches, copies out, then one synchronize; device results name the stream in their interface.
 * **Arguments.** NumPy arrays are copied to the device; objects with ``__cuda_array_interface__``
   (CuPy, PyTorch, Numba) or a CUDA DLPack capsule are used where they are, without a copy.
   ``device_results=True`` leaves the results on the device as ``DeviceArray`` (with
@@ -122,14 +123,16 @@ class Device:
         self.ptx_limit = ptx_version_for_driver(_check(cu, cu.cuDriverGetVersion(), "reading the driver version"))
         self.context = _check(cu, cu.cuDevicePrimaryCtxRetain(self.handle), "creating the GPU context")
         self.activate()
-        self.stream = _check(cu, cu.cuStreamCreate(1), "creating a stream")  # 1: CU_STREAM_NON_BLOCKING
+        # a blocking stream: it waits for the legacy default stream, where other libraries (PyTorch's
+        # default) may still be writing an argument that comes without a stream of its own
+        self.stream = _check(cu, cu.cuStreamCreate(0), "creating a stream")
         pool = _check(cu, cu.cuDeviceGetDefaultMemPool(self.handle), "opening the memory pool")
         try:  # keep freed memory in the pool (the default threshold 0 returns it at every synchronize)
             _check(cu, cu.cuMemPoolSetAttribute(pool, cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
                                                 cu.cuuint64_t(2**64 - 1)), "configuring the memory pool")
-        except MindError:
+        except (MindError, TypeError, ValueError, AttributeError):
             pass  # a pool that keeps its default still works
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # a DeviceArray freed by the collector inside a run takes it too
 
     def activate(self) -> None:
         _check(self.cu, self.cu.cuCtxSetCurrent(self.context), "making the GPU context current")
@@ -175,7 +178,7 @@ class DeviceArray:
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False), "strides": None,
-                "version": 3}
+                "version": 3, "stream": int(self.device.stream)}  # a consumer waits for the stream that writes it
 
     def numpy(self) -> np.ndarray:
         out = np.empty(self.shape, self.dtype)
@@ -260,25 +263,47 @@ def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
 
 
 def bind_device_arguments(fn: Any, args: Sequence[Any] | Mapping[str, Any]) -> tuple[list[Any], dict[str, int]]:
-    """``mind.calling.bind_arguments`` for arguments that may live on the GPU: each device argument
-    is checked through a zero-stride stand-in of its dtype and shape (no copy), then put back."""
+    """``mind.calling.bind_arguments`` for arguments that may live on the GPU.  Device arguments of a
+    function without symbolic dims are checked against the parameter types directly (no host memory
+    is touched); with symbolic dims, through zero-stride host stand-ins of their dtype and shape
+    (which the binding copies: a cost of that case only)."""
     from mind.calling import bind_arguments
 
     items = list(args.items()) if isinstance(args, Mapping) else list(enumerate(args))
-    refs: dict[Any, _DeviceRef] = {}
-    stand_ins = []
-    for key, a in items:
-        ref = _device_ref(a)
-        if ref is not None:
-            refs[key] = ref
-            a = np.lib.stride_tricks.as_strided(np.zeros(1, ref.dtype), ref.shape, (0,) * len(ref.shape))
-        stand_ins.append((key, a))
-    bound_args: Any = dict(stand_ins) if isinstance(args, Mapping) else [a for _, a in stand_ins]
-    arrays, env = bind_arguments(fn, bound_args)
-    if refs:
-        order = [p.name for p in fn.params] if isinstance(args, Mapping) else list(range(len(arrays)))
-        arrays = [refs.get(k, a) for k, a in zip(order, arrays)]
-    return arrays, env
+    refs = {key: ref for key, a in items if (ref := _device_ref(a)) is not None}
+    if not refs:
+        return bind_arguments(fn, args)
+    if not fn.symbols():
+        return _bind_concrete(fn, args, refs)
+    stand_ins = [(k, np.lib.stride_tricks.as_strided(np.zeros(1, refs[k].dtype), refs[k].shape, (0,) * len(refs[k].shape))
+                  if k in refs else a) for k, a in items]
+    arrays, env = bind_arguments(fn, dict(stand_ins) if isinstance(args, Mapping) else [a for _, a in stand_ins])
+    order = [p.name for p in fn.params] if isinstance(args, Mapping) else list(range(len(arrays)))
+    return [refs.get(k, a) for k, a in zip(order, arrays)], env
+
+
+def _bind_concrete(fn: Any, args: Sequence[Any] | Mapping[str, Any],
+                   refs: Mapping[Any, _DeviceRef]) -> tuple[list[Any], dict[str, int]]:
+    """Arguments of a function whose parameter types are concrete: each checked against its type."""
+    from mind.calling import bind_arguments, canonical_bools
+    from mind.spec.dtypes import from_numpy
+
+    if isinstance(args, Mapping):
+        if set(args) != {p.name for p in fn.params}:
+            return bind_arguments(fn, {k: v for k, v in args.items() if k not in refs})  # E6009/E6010
+        keyed = [(p.name, args[p.name]) for p in fn.params]
+    else:
+        if len(args) != len(fn.params):
+            raise error("E6010", f"@{fn.name} takes {len(fn.params)} arguments, got {len(args)}")
+        keyed = list(enumerate(args))
+    out: list[Any] = []
+    for (key, a), p in zip(keyed, fn.params):
+        ref = refs.get(key)
+        dtype, shape = (ref.dtype, ref.shape) if ref is not None else (np.asarray(a).dtype, np.shape(a))
+        if from_numpy(np.dtype(dtype)) is not p.type.dtype or tuple(shape) != tuple(p.type.shape):
+            raise error("E6009", f"argument %{p.name} is {np.dtype(dtype)}{list(shape)}, expected {p.type}")
+        out.append(ref if ref is not None else canonical_bools(np.ascontiguousarray(a)))
+    return out, {}
 
 
 class Program:
@@ -311,7 +336,8 @@ class Program:
         dev, cu, sig = self.device, self.device.cu, self.signature
         with dev.lock:
             dev.activate()
-            owned: list[int] = []
+            owned: list[Any] = []
+            outputs: list[int] = []
             try:
                 inputs = []
                 for a, spec in zip(arrays, sig.inputs):
@@ -344,17 +370,18 @@ class Program:
                 for step in self.plan["steps"]:
                     self._step(step, where)
                 if device_results:
-                    return [DeviceArray(dev, p, o.shape, np.dtype(o.dtype)) for p, o in zip(outputs, sig.outputs)]
+                    kept = [DeviceArray(dev, p, o.shape, np.dtype(o.dtype)) for p, o in zip(outputs, sig.outputs)]
+                    outputs = []  # the DeviceArrays own them now
+                    return kept
                 results = [np.empty(o.shape, o.dtype) for o in sig.outputs]
                 for r, p in zip(results, outputs):
                     if r.nbytes:
                         _check(cu, cu.cuMemcpyDtoHAsync(r.ctypes.data, p, r.nbytes, dev.stream),
                                "copying a result to the host")
-                owned.extend(outputs)
                 dev.synchronize()
                 return results
             finally:
-                for ptr in owned:
+                for ptr in owned + outputs:
                     if isinstance(ptr, int):
                         try:
                             dev.free(ptr)

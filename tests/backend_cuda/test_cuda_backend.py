@@ -234,3 +234,14 @@ def test_docs_print_the_options_table():
 
     with open(os.path.join(ROOT, "docs", "backend-cuda.md"), encoding="utf-8") as fh:
         assert markdown_table(KNOBS) in fh.read()
+
+
+@needs_ptxas
+def test_a_part_that_does_not_map_to_the_gpu_is_named(tmp_path):
+    """A rank-0 computation stays on the host (not mapped yet): E6003 naming the host op, exit 1."""
+    src = tmp_path / "s.mir"
+    src.write_text("func @main(%a: f32[], %b: f32[]) -> (f32[]) {\n  %0 = mul(%a, %b) : f32[]\n  return %0\n}\n")
+    r = subprocess.run([sys.executable, "-m", "mind.cli.main", "build", str(src), "--target", "cuda", "--out",
+                        str(tmp_path / "a")], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 1 and "E6003" in r.stderr and "stays on the host" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "a" / "manifest.json").exists()
