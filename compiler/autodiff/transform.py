@@ -91,23 +91,28 @@ def grad_values(b: FunctionBuilder, loss: Value, wrt: Sequence[Value], *,
     used = _RULES_USED.get()
     if id(loss) in active:
         ct[id(loss)] = seed if seed is not None else scalar(b, 1, loss.type.dtype)
-    for op in relevant:  # already in reverse program order
-        g = ct.get(id(op.result))
-        if g is None:
-            continue
-        wants = tuple(id(v) in active and id(v) in needed for v in op.operands)
-        if not any(wants):
-            continue
-        contributions = OPS[op.op].vjp(b, op, g, wants)
-        if used is not None:
-            used.add(op.op)
-        for v, c, want in zip(op.operands, contributions, wants):
-            if c is None or not want:
+    outer_span = b.default_span
+    try:
+        for op in relevant:  # already in reverse program order
+            g = ct.get(id(op.result))
+            if g is None:
                 continue
-            if not same_shape(b.arith, c.type.shape, v.type.shape) or c.type.dtype is not v.type.dtype:
-                raise AssertionError(f"VJP of {op.op} gave {c.type} for operand {v.type}")  # a rule bug
-            prev = ct.get(id(v))
-            ct[id(v)] = c if prev is None else b.emit("add", prev, c)
+            wants = tuple(id(v) in active and id(v) in needed for v in op.operands)
+            if not any(wants):
+                continue
+            b.default_span = op.span or outer_span  # the ops of a VJP point at the op's source
+            contributions = OPS[op.op].vjp(b, op, g, wants)
+            if used is not None:
+                used.add(op.op)
+            for v, c, want in zip(op.operands, contributions, wants):
+                if c is None or not want:
+                    continue
+                if not same_shape(b.arith, c.type.shape, v.type.shape) or c.type.dtype is not v.type.dtype:
+                    raise AssertionError(f"VJP of {op.op} gave {c.type} for operand {v.type}")  # a rule bug
+                prev = ct.get(id(v))
+                ct[id(v)] = c if prev is None else b.emit("add", prev, c)
+    finally:
+        b.default_span = outer_span
     out = []
     for w in wrt:
         g = ct.get(id(w))

@@ -30,6 +30,7 @@ from .builtins import BUILTINS, call_builtin
 from .consteval import StaticValues
 from .indexing import index_expr
 from .litexpr import LITERALS, LitExpr
+from .lexer import SourceSpan
 from .structs import check_struct, get_field, named_type, struct_lit, struct_params
 from .values import (MAX_CONST_ELEMENTS, NAMED_RESULTS, POISON, RESULT_NAMES, ConstantTooLarge, ArrLit, FnRef,
                      Callback, Closure, ConstRef, LeanBuilder, Lit, Scope, StructInfo, StructType, StructVal,
@@ -180,6 +181,18 @@ class Elaborator:
         return Reported()
 
     # -- emission ---------------------------------------------------------------------------------
+    _span_off: tuple[int, int] | None = None
+    _span: SourceSpan | None = None
+
+    def op_span(self, off: tuple[int, int] | None) -> SourceSpan | None:
+        """The span of an op emitted for the expression at ``off``: one object for the ops of one
+        expression (a builtin's decomposition emits several in a row)."""
+        if off is self._span_off:
+            return self._span
+        span = self._span = SourceSpan.at(self.src, off) if off is not None else None
+        self._span_off = off
+        return span
+
     def emit(self, op: str, operands: tuple, off: tuple[int, int], surface: str | None = None,
              **attrs: Any) -> Value:
         """Emit ``op``; a failing spec constraint becomes a diagnostic at ``off`` (raises Reported)."""
@@ -197,11 +210,12 @@ class Elaborator:
             else:
                 t = fast(list(map(_TYPE_OF, operands)))  # (no comprehension: no frame)
             if t is not None:
-                result = Value(RESULT_NAMES[n] if n < NAMED_RESULTS else str(n), t, None)
-                ops.append(Operation(op, operands, attrs, result, None))
+                span = self.op_span(off)
+                result = Value(RESULT_NAMES[n] if n < NAMED_RESULTS else str(n), t, span)
+                ops.append(Operation(op, operands, attrs, result, span))
                 return result
         try:
-            return self.b.emit_fast(op, operands, None, attrs)
+            return self.b.emit_fast(op, operands, self.op_span(off), attrs)
         except ConstraintViolation as exc:
             c = OPS[op].constraint(exc.label)
             what = f"`{surface}`: " if surface and surface != op else ""

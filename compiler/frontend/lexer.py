@@ -235,6 +235,63 @@ class SourceMap:
         return f"SourceMap({self.file!r}, {len(self.text)} chars)"
 
 
+class SourceSpan(Span):
+    """The ``Span`` of an op the frontend emitted, resolved to lines and columns on first read.
+
+    Why lazy: every op of a program carries its source range (so a runtime error, an audit finding
+    or a bisection names the source line of the op, not only its function), but turning an offset
+    into a line and column for every op would cost the frontend more than the rest of its work on
+    a small program; almost no span is ever read.  It equals, hashes and pickles as the plain
+    ``Span`` it resolves to."""
+
+    __slots__ = ("_map", "_off", "_resolved")
+    _fields = Span._fields
+
+    def __init__(self, source: SourceMap, off: tuple[int, int]) -> None:
+        _SET_MAP(self, source)
+        _SET_OFF(self, off)
+
+    @classmethod
+    def at(cls, source: SourceMap, off: tuple[int, int]) -> "SourceSpan":
+        """``SourceSpan(source, off)`` without a Python ``__init__`` frame (the elaborator makes one
+        per op)."""
+        span = _NEW(cls)
+        _SET_MAP(span, source)
+        _SET_OFF(span, off)
+        return span
+
+    def resolved(self) -> Span:
+        """The plain ``Span`` this stands for."""
+        try:
+            return self._resolved
+        except AttributeError:
+            span = self._map.span(self._off)
+            object.__setattr__(self, "_resolved", span)
+            return span
+
+    file = property(lambda self: self.resolved().file)
+    line = property(lambda self: self.resolved().line)
+    col = property(lambda self: self.resolved().col)
+    end_line = property(lambda self: self.resolved().end_line)
+    end_col = property(lambda self: self.resolved().end_col)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Span):
+            return self._values() == other._values()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __reduce__(self) -> tuple:
+        return (Span, self._values())
+
+
+_NEW = object.__new__
+_SET_MAP = SourceSpan._map.__set__  # type: ignore[attr-defined]
+_SET_OFF = SourceSpan._off.__set__  # type: ignore[attr-defined]
+
+
 class Tokens:
     """The token stream of one source: parallel lists plus the source map, and the bulk-read
     array literals of its ``DENSE`` tokens by end offset."""

@@ -59,8 +59,14 @@ class FunctionBuilder:
         self.assumptions.append(assumption)
         self._arith = None
 
+    #: The span of an op emitted without one: a transform sets it to the op it is expanding (the
+    #: autodiff's VJP of one op), so every op it emits points at the source of that op.
+    default_span: Span | None = None
+
     def emit(self, op: str, *operands: Value, span: Span | None = None, name: str | None = None,
              **attrs: Any) -> Value:
+        if span is None:
+            span = self.default_span
         opdef = OPS[op]
         ordered = {a.name: attrs[a.name] for a in opdef.attrs if a.name in attrs}
         result_type = infer_type(opdef, [v.type for v in operands], ordered, self.arith)

@@ -119,13 +119,18 @@ def _allocation_failure(d: Path, monkeypatch: Any) -> list[str]:
     return ["run", str(d / "p.mind"), "--backend", "reference", "--input", f"x={d / 'x.npy'}"]
 
 
-def _no_linker(d: Path, monkeypatch: Any) -> list[str]:
-    """A kernel that cannot be linked (no system linker): the backend's compilation fails.  (A bad
-    setting such as ``MIND_CPU_SCHEDULE=bogus`` is a usage error, E7002, since the options table.)"""
-    from mind.compiler.backend.cpu import codegen
+def _damaged_kernel_library(d: Path, monkeypatch: Any) -> list[str]:
+    """The prebuilt kernel library's manifest replaced by one in no known format (a bad setting is
+    a usage error, E7002, like every other)."""
+    import shutil
 
-    monkeypatch.setattr(codegen, "linker_available", lambda: None)
-    monkeypatch.setenv("MIND_CPU_JIT", "0")
+    from mind.compiler.backend.cpu import kernel_library as KL
+
+    shutil.copytree(KL.PREBUILT_DIR, d / "prebuilt")
+    (d / "prebuilt" / "MANIFEST.json").write_text("{}")
+    monkeypatch.setattr(KL, "PREBUILT_DIR", str(d / "prebuilt"))
+    monkeypatch.setattr(KL, "MANIFEST", str(d / "prebuilt" / "MANIFEST.json"))
+    KL._manifest.cache_clear()  # reading it fails, so nothing of the damaged folder stays cached
     return ["run", QUICK, "--backend", "cpu"]
 
 
@@ -187,7 +192,7 @@ def _tampered_bundle(d: Path, monkeypatch: Any) -> list[str]:
 SPECIAL_TRIGGERS: dict[str, Callable[[Path, Any], list[str]]] = {
     "E6004": _allocation_failure,
     "E6008": _device_error,
-    "E6012": _no_linker,
+    "E6012": _damaged_kernel_library,
     "E7009": _internal_error,
     "E7010": _unsafe_cache,
     "E7012": _tampered_bundle,

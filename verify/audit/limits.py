@@ -39,8 +39,9 @@ ASSUMPTIONS: dict[str, Any] = {
         "errors, they do not exclude them.",
         "Total-semantics sites are decided statically only where an operand is a constant of the program; "
         "elsewhere the outcome depends on the inputs and is listed as a note.",
-        "For MIND source, the frontend records each function's location, not each op's: an obligation "
-        "points at its function.",
+        "For MIND source, an obligation points at the expression its op comes from (a gradient's ops at "
+        "the op they differentiate); constants that canonicalization made, and checks of a whole "
+        "function, point at the function.",
         "The VJP rules listed under Gradients are those of every gradient in the source file, also when "
         "`--fn` selects one function.",
         "The repository's own test suite is not part of an installed MIND and is not re-run by an audit.",
