@@ -92,6 +92,19 @@ def test_plan_and_kernels():
 
 
 @needs_ptxas
+def test_rank0_ops_and_scalar_reductions_run_in_one_thread():
+    """Ops without a parallel dimension run on the GPU in a kernel of one working thread, and a
+    scalar input read by a loop (pad's value) is read there."""
+    fn = parse_module("func @main(%a: f32[], %b: f32[], %x: f32[4, 3]) -> (f32[], f32[], f32[6, 3]) {\n"
+                      "  %0 = mul(%a, %b) : f32[]\n  %1 = reduce_sum(%x) {axes = [0, 1], keepdims = false} : f32[]\n"
+                      "  %2 = pad(%x, %a) {lo = [1, 0], hi = [1, 0], interior = [0, 0]} : f32[6, 3]\n"
+                      "  return %0, %1, %2\n}\n").functions[0]
+    plan = compile_program(fn, {}, CudaOptions.resolve({}, environ={})).plan
+    assert [s["grid"] for s in plan["steps"] if "launch" in s][0] == [1, 1, 1]
+    assert all("launch" in s or "copy" in s for s in plan["steps"])
+
+
+@needs_ptxas
 def test_no_fma_contraction_across_ops():
     """One rounding per op: the products and sums of a matmul stay separate, round-to-nearest
     instructions (``.rn``, which ptxas never contracts) and no FMA appears."""
@@ -238,9 +251,10 @@ def test_docs_print_the_options_table():
 
 @needs_ptxas
 def test_a_part_that_does_not_map_to_the_gpu_is_named(tmp_path):
-    """A rank-0 computation stays on the host (not mapped yet): E6003 naming the host op, exit 1."""
+    """A strided view (a slice with steps) stays on the host (not mapped yet): E6003 naming it, exit 1."""
     src = tmp_path / "s.mir"
-    src.write_text("func @main(%a: f32[], %b: f32[]) -> (f32[]) {\n  %0 = mul(%a, %b) : f32[]\n  return %0\n}\n")
+    src.write_text("func @main(%x: f32[4, 4]) -> (f32[2, 2]) {\n  %0 = slice(%x) {start = [0, 0], stop = [4, 4], "
+                   "step = [2, 2]} : f32[2, 2]\n  %1 = exp(%0) : f32[2, 2]\n  return %1\n}\n")
     r = subprocess.run([sys.executable, "-m", "mind.cli.main", "build", str(src), "--target", "cuda", "--out",
                         str(tmp_path / "a")], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 1 and "E6003" in r.stderr and "stays on the host" in r.stderr, r.stderr

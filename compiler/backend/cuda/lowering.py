@@ -23,7 +23,7 @@ from mind.runtime.memref import Signature
 from ..linalg.context import Diagnostics, LoweringError, find_func, new_context, parse, run_pipeline
 from ..linalg.pipeline import PipelineError, bufferize, prefusion
 from .options import CudaOptions
-from .pipeline import gpu_mapping, to_ptx
+from .pipeline import gpu_mapping, to_parallel_loops, to_ptx
 
 __all__ = ["GpuProgram", "lower_to_ptx", "LoweringError"]
 
@@ -150,6 +150,82 @@ def _host_plan(module: Any, func_op: Any, sig: Signature) -> dict[str, Any]:
     return {"signature": sig.to_json(), "modules": modules, "temps": temps, "steps": steps}
 
 
+_HOST_OPS = frozenset({"arith.constant", "memref.alloc", "memref.alloca", "memref.get_global", "memref.dealloc",
+                       "memref.copy", "memref.collapse_shape", "memref.expand_shape", "scf.parallel", "func.return"})
+"""Ops that stay in the host function: buffers, views, copies, the parallel loops that become kernels."""
+
+
+def _wrap_serial_runs(func_op: Any) -> None:
+    """Put each run of other ops of the host function (a rank-0 op's loads, arithmetic and store, a
+    reduction to a scalar's sequential loops) into a parallel loop of one iteration, which the GPU
+    mapping turns into a kernel of one thread: every op of the function then runs on the GPU.  A run
+    whose values are used after it is left as it is (the plan then names its first op)."""
+    from mlir import ir
+
+    block = func_op.regions[0].blocks[0]
+    runs: list[list[Any]] = [[]]
+    for op in block.operations:
+        if op.operation.name in _HOST_OPS:
+            if runs[-1]:
+                runs.append([])
+        else:
+            runs[-1].append(op.operation)
+    runs = [r for r in runs if r]
+    if not runs:
+        return
+    index = ir.IndexType.get()
+    first = block.operations[0]
+    with ir.InsertionPoint(first):
+        zero = ir.Operation.create("arith.constant", results=[index],
+                                   attributes={"value": ir.IntegerAttr.get(index, 0)}).result
+        one = ir.Operation.create("arith.constant", results=[index],
+                                  attributes={"value": ir.IntegerAttr.get(index, 1)}).result
+    for run in runs:
+        if any(not _within(use.owner, run) for o in run for r in o.results for use in r.uses):
+            continue
+        with ir.InsertionPoint(run[0]):
+            loop = ir.Operation.create("scf.parallel", results=[], operands=[zero, one, one],
+                                       attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 1, 0])},
+                                       regions=1)
+        body = loop.regions[0].blocks.append(index)
+        with ir.InsertionPoint(body):
+            terminator = ir.Operation.create("scf.reduce", operands=[])
+        for o in run:
+            o.move_before(terminator)
+
+
+def _sink_input_loads(func_op: Any, n_inputs: int) -> None:
+    """Move a host load of an input (a scalar such as ``pad``'s value) into the one parallel loop that
+    uses it: inputs are never written, so the loop reads the same value, on the GPU."""
+    block = func_op.regions[0].blocks[0]
+    inputs = list(block.arguments)[:n_inputs]
+    for op in list(block.operations):
+        o = op.operation
+        if o.name != "memref.load" or not any(o.operands[0] == a for a in inputs):
+            continue
+        users = [use.owner.operation for use in o.results[0].uses]
+        loops = []
+        for u in users:
+            while u is not None and u.parent is not None and u.parent.name != "func.func":
+                u = u.parent.operation
+            loops.append(u)
+        if loops and all(u is not None and u.name == "scf.parallel" and u == loops[0] for u in loops):
+            body = loops[0].regions[0].blocks[0]
+            o.move_before(body.operations[0])  # its indices are constants, defined above the loop
+
+
+def _within(op: Any, run: list[Any]) -> bool:
+    """Whether ``op`` is one of the ops of ``run`` or lies in one's regions (binding objects compare
+    by the operation they wrap, never by Python identity)."""
+    op = op.operation
+    while op is not None:
+        if any(op == o for o in run):
+            return True
+        parent = op.parent
+        op = parent.operation if parent is not None and parent.name != "func.func" else None
+    return False
+
+
 def _ptx_of(module: Any) -> dict[str, str]:
     from mlir import ir
     from mlir.dialects import gpu
@@ -167,7 +243,8 @@ def lower_to_ptx(mlir_text: str, func_name: str, sig: Signature, options: CudaOp
     from mlir import ir
 
     try:
-        pipelines = [prefusion().render(), bufferize().render(), gpu_mapping(options.tile).render(), to_ptx().render()]
+        pipelines = [prefusion().render(), bufferize().render(), to_parallel_loops().render(),
+                     gpu_mapping(options.tile).render(), to_ptx().render()]
     except PipelineError as e:
         raise LoweringError("pipeline", str(e)) from None
     ctx = new_context()
@@ -190,12 +267,17 @@ def lower_to_ptx(mlir_text: str, func_name: str, sig: Signature, options: CudaOp
                     stage = "parse"
                     module = parse(ctx, mlir_text, stage, diags)
                     _read_only_inputs(find_func(module, func_name))
-                for stage, text in (("bufferize", pipelines[1]), ("gpu mapping", pipelines[2])):
+                for stage, text in (("bufferize", pipelines[1]), ("parallel loops", pipelines[2])):
                     run_pipeline(ctx, text, module, stage, diags)
+                stage = "serial parts"
+                _sink_input_loads(find_func(module, func_name), len(sig.inputs))
+                _wrap_serial_runs(find_func(module, func_name))
+                stage = "gpu mapping"
+                run_pipeline(ctx, pipelines[3], module, stage, diags)
                 stage = "plan"
                 plan = _host_plan(module, find_func(module, func_name), sig)
                 stage = "ptx"
-                run_pipeline(ctx, pipelines[3], module, stage, diags)
+                run_pipeline(ctx, pipelines[4], module, stage, diags)
                 ptx = _ptx_of(module)
             except LoweringError:
                 raise

@@ -12,18 +12,24 @@ from __future__ import annotations
 
 from ..linalg.pipeline import Nest, Pipeline, pass_spec as _p
 
-__all__ = ["gpu_mapping", "to_ptx", "PTX_TARGET"]
+__all__ = ["to_parallel_loops", "gpu_mapping", "to_ptx", "PTX_TARGET"]
 
 PTX_TARGET = "sm_80"
 """The architecture the PTX is generated for: the oldest one MIND builds cubins for, so ptxas
 assembles the same PTX for every newer one and the driver can compile it for GPUs after them."""
 
 
+def to_parallel_loops() -> Pipeline:
+    """Every linalg op as a parallel loop nest (an op without a parallel dimension, such as a rank-0
+    op or a reduction to a scalar, as straight-line code or sequential loops: ``lowering`` wraps
+    those in a one-iteration parallel loop, so they run on the GPU too)."""
+    return Pipeline((Nest("func.func", (_p("convert-linalg-to-parallel-loops"),)),))
+
+
 def gpu_mapping(tile: tuple[int, ...]) -> Pipeline:
     """Parallel loops, tiled into blocks of ``tile`` threads, as outlined GPU kernels."""
     return Pipeline((
-        Nest("func.func", (_p("convert-linalg-to-parallel-loops"),
-                           _p("scf-parallel-loop-tiling", parallel_loop_tile_sizes=tuple(tile), no_min_max_bounds=True),
+        Nest("func.func", (_p("scf-parallel-loop-tiling", parallel_loop_tile_sizes=tuple(tile), no_min_max_bounds=True),
                            _p("gpu-map-parallel-loops"), _p("convert-parallel-loops-to-gpu"))),
         _p("gpu-launch-sink-index-computations"),  # before outlining, so constants move into kernels
         _p("gpu-kernel-outlining"), _p("canonicalize"), _p("cse"),
