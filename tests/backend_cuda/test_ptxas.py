@@ -24,8 +24,8 @@ OPTIONS = CudaOptions.resolve({}, environ={})
 pytestmark = pytest.mark.skipif(find_ptxas() is None, reason="no ptxas (install the pinned nvidia-cuda-nvcc wheel)")
 
 
-def _suite_programs() -> list[tuple[str, str]]:
-    """(case id, Core IR) of the suite's programs that run: all (thorough) or one per op set and dtype
+def _suite_programs() -> list[tuple[str, str, list]]:
+    """(case id, Core IR, inputs) of the suite's programs that run: all (thorough) or one per op set and dtype
     set, and the first composition of each depth."""
     suite = load_suite()
     chosen, seen = [], set()
@@ -35,24 +35,28 @@ def _suite_programs() -> list[tuple[str, str]]:
         key = (e.ops, e.dtypes) if len(e.ops) == 1 else ("depth", e.depth)
         if THOROUGH or key not in seen:
             seen.add(key)
-            chosen.append((e.id, suite.case(e)["ir"]))
+            case = suite.case(e)
+            chosen.append((e.id, case["ir"], case["inputs"]))
     return chosen
 
 
 PROGRAMS = _suite_programs()
 
 
-def _assemble(ir_text: str):
+def _assemble(ir_text: str, inputs: list):
+    """The program compiled for the sizes its inputs give its symbolic dims."""
+    from mind.calling import bind_arguments
+    from mind.conformance.encoding import decode
+
     fn = parse_module(ir_text).functions[0]
-    if fn.symbols():
-        pytest.skip("symbolic dims: the suite gives their values with the inputs")
-    return compile_program(fn, {}, OPTIONS)
+    env = bind_arguments(fn, [decode(x) for x in inputs])[1] if fn.symbols() else {}
+    return compile_program(fn, env, OPTIONS)
 
 
-@pytest.mark.parametrize("case_id,ir_text", PROGRAMS, ids=[c for c, _ in PROGRAMS])
-def test_suite_program_kernels_assemble(case_id, ir_text):
+@pytest.mark.parametrize("case_id,ir_text,inputs", PROGRAMS, ids=[c for c, _, _ in PROGRAMS])
+def test_suite_program_kernels_assemble(case_id, ir_text, inputs):
     try:
-        compiled = _assemble(ir_text)
+        compiled = _assemble(ir_text, inputs)
     except MindError as e:
         if e.diagnostics[0].code == "E6003":  # a part that does not map to the GPU yet: named, listed
             pytest.xfail(f"{case_id}: {e.diagnostics[0].message}")
@@ -66,7 +70,7 @@ def test_suite_program_kernels_assemble(case_id, ir_text):
 def test_the_subset_covers_every_op():
     from mind.spec.ops import OPS
 
-    ops = {op for cid, ir_text in PROGRAMS for op in OPS if f"= {op}(" in ir_text}
+    ops = {op for _, ir_text, _ in PROGRAMS for op in OPS if f"= {op}(" in ir_text}
     assert ops == set(OPS) - {"const"} or ops == set(OPS)
 
 
