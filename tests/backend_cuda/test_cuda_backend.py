@@ -251,11 +251,24 @@ def test_docs_print_the_options_table():
 
 @needs_ptxas
 def test_a_part_that_does_not_map_to_the_gpu_is_named(tmp_path):
-    """A strided view (a slice with steps) stays on the host (not mapped yet): E6003 naming it, exit 1."""
+    """A part that stays on the host (here a scalar load whose value a later kernel needs, from the
+    conformance program prog/0552): E6003 naming the host op, exit 1, nothing written."""
     src = tmp_path / "s.mir"
-    src.write_text("func @main(%x: f32[4, 4]) -> (f32[2, 2]) {\n  %0 = slice(%x) {start = [0, 0], stop = [4, 4], "
-                   "step = [2, 2]} : f32[2, 2]\n  %1 = exp(%0) : f32[2, 2]\n  return %1\n}\n")
+    src.write_text(open(os.path.join(os.path.dirname(__file__), "data", "host_load.mir")).read())
     r = subprocess.run([sys.executable, "-m", "mind.cli.main", "build", str(src), "--target", "cuda", "--out",
                         str(tmp_path / "a")], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 1 and "E6003" in r.stderr and "stays on the host" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "a" / "manifest.json").exists()
+
+
+@needs_ptxas
+def test_a_strided_view_is_read_in_place():
+    """A slice with steps is a view: the kernel takes the source buffer and applies the view's offset
+    and strides itself (x[1 + 2 i] here), no copy on the host."""
+    fn = parse_module("func @main(%x: i32[7]) -> (i32[3]) {\n  %0 = slice(%x) {start = [1], stop = [7], step = [2]} : "
+                      "i32[3]\n  %1 = add(%0, %0) : i32[3]\n  return %1\n}\n").functions[0]
+    c = compile_program(fn, {}, CudaOptions.resolve({}, environ={}))
+    (launch,) = [s for s in c.plan["steps"] if "launch" in s]
+    assert ["input", 0] in launch["args"] and not c.plan["temps"]
+    ptx = "".join(c.ptx.values())
+    assert "shl.b64" in ptx and "+4]" in ptx  # stride 2 elements (8 bytes), offset 1 element (4 bytes)

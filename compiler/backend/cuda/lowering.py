@@ -58,7 +58,7 @@ def _buffer_spec(t: Any) -> dict[str, Any]:
     mt = ir.MemRefType(t)
     elem = str(mt.element_type)
     if elem not in _ELEMENTS or not mt.has_static_shape or not _identity(mt):
-        raise LoweringError("plan", f"a host buffer of type {t} (not a static, identity-layout buffer of "
+        raise LoweringError("unsupported", f"a host buffer of type {t} (not a static, identity-layout buffer of "
                                     "f32, f64, i32, i64 or bool)")
     return {"dtype": _ELEMENTS[elem], "shape": list(mt.shape)}
 
@@ -140,8 +140,12 @@ def _host_plan(module: Any, func_op: Any, sig: Signature) -> dict[str, Any]:
             import numpy as np
             nbytes = int(np.prod(spec["shape"], dtype=np.int64)) * np.dtype(spec["dtype"]).itemsize
             steps.append({"copy": where[src], "to": where[dst], "bytes": nbytes})
-        elif name in ("memref.collapse_shape", "memref.expand_shape") and op.operands[0] in where:
-            where[op.result] = where[op.operands[0]]  # a reshape of a contiguous buffer: the same bytes
+        elif name in ("memref.collapse_shape", "memref.expand_shape", "memref.subview") and op.operands[0] in where:
+            # a reshape of a contiguous buffer: the same bytes; a strided view with static offsets and
+            # strides: the kernel that takes it as a bare pointer applies the offset and strides of its type
+            if name == "memref.subview" and "?" in str(op.result.type):
+                raise LoweringError("unsupported", f"a view with dynamic offsets or strides ({op.result.type})")
+            where[op.result] = where[op.operands[0]]
         elif name in ("memref.dealloc", "func.return"):
             continue
         else:
@@ -151,7 +155,8 @@ def _host_plan(module: Any, func_op: Any, sig: Signature) -> dict[str, Any]:
 
 
 _HOST_OPS = frozenset({"arith.constant", "memref.alloc", "memref.alloca", "memref.get_global", "memref.dealloc",
-                       "memref.copy", "memref.collapse_shape", "memref.expand_shape", "scf.parallel", "func.return"})
+                       "memref.copy", "memref.collapse_shape", "memref.expand_shape", "memref.subview", "scf.parallel",
+                       "func.return"})
 """Ops that stay in the host function: buffers, views, copies, the parallel loops that become kernels."""
 
 
