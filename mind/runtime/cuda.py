@@ -393,7 +393,8 @@ class Program:
         if "copy" in step:
             (k1, i1), (k2, i2) = step["copy"], step["to"]
             if step["bytes"]:
-                _check(cu, cu.cuMemcpyDtoDAsync(where[k2][i2], where[k1][i1], step["bytes"], dev.stream),
+                source = where[k1][i1] + step.get("offset", 0)  # a view's first element
+                _check(cu, cu.cuMemcpyDtoDAsync(where[k2][i2], source, step["bytes"], dev.stream),
                        "copying on the GPU")
             return
         grid, block = step["grid"], step["block"]

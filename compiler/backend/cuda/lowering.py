@@ -11,7 +11,7 @@ The plan (JSON): ``signature``, ``modules`` (the kernel modules, in order, each 
 ``temps`` (dtype, shape and, for a constant, its bytes in hex), ``steps``: ``{"launch": [module,
 kernel], "grid": [x, y, z], "block": [x, y, z], "args": [[kind, n], ...]}`` with kind ``input``,
 ``output``, ``temp`` (a buffer, passed as a bare pointer) or ``index`` (a 64-bit integer), and
-``{"copy": [kind, n], "to": [kind, n], "bytes": n}``.
+``{"copy": [kind, n], "to": [kind, n], "bytes": n, "offset": n}`` (a contiguous view's first byte).
 """
 
 from __future__ import annotations
@@ -61,6 +61,24 @@ def _buffer_spec(t: Any) -> dict[str, Any]:
         raise LoweringError("unsupported", f"a host buffer of type {t} (not a static, identity-layout buffer of "
                                     "f32, f64, i32, i64 or bool)")
     return {"dtype": _ELEMENTS[elem], "shape": list(mt.shape)}
+
+
+def _contiguous_view(t: Any) -> tuple[dict[str, Any], int]:
+    """The buffer spec of ``t`` and its offset in elements: an identity layout (offset 0), or a view
+    with a static offset whose elements are contiguous (a copy from it is one block of bytes)."""
+    import re
+    text = str(t)
+    m = re.fullmatch(r"memref<([0-9x]*)(f32|f64|i32|i64|i8|i1), strided<\[([0-9, ]*)\], offset: ([0-9]+)>>", text)
+    if m is None:
+        return _buffer_spec(t), 0
+    shape = [int(d) for d in m.group(1).split("x") if d]
+    strides = [int(x) for x in m.group(3).split(",") if x.strip()]
+    step = 1
+    for n, stride in zip(reversed(shape), reversed(strides)):
+        if n > 1 and stride != step:
+            raise LoweringError("unsupported", f"a copy from a strided view ({text}) on the host")
+        step *= n
+    return {"dtype": _ELEMENTS[m.group(2)], "shape": shape}, int(m.group(4))
 
 
 def _constant_bytes(module: Any, name: str, spec: dict[str, Any]) -> str:
@@ -136,10 +154,11 @@ def _host_plan(module: Any, func_op: Any, sig: Signature) -> dict[str, Any]:
             src, dst = op.operands[0], op.operands[1]
             if src not in where or dst not in where:
                 raise LoweringError("plan", "a copy between buffers the plan does not know")
-            spec = _buffer_spec(src.type)
+            spec, offset = _contiguous_view(src.type)
             import numpy as np
-            nbytes = int(np.prod(spec["shape"], dtype=np.int64)) * np.dtype(spec["dtype"]).itemsize
-            steps.append({"copy": where[src], "to": where[dst], "bytes": nbytes})
+            itemsize = np.dtype(spec["dtype"]).itemsize
+            nbytes = int(np.prod(spec["shape"], dtype=np.int64)) * itemsize
+            steps.append({"copy": where[src], "to": where[dst], "bytes": nbytes, "offset": offset * itemsize})
         elif name in ("memref.collapse_shape", "memref.expand_shape", "memref.subview") and op.operands[0] in where:
             # a reshape of a contiguous buffer: the same bytes; a strided view with static offsets and
             # strides: the kernel that takes it as a bare pointer applies the offset and strides of its type
