@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..linalg.payload import DEFAULT_MAPS
+from ..linalg.payload import DEFAULT_MAPS, SHARED_RHS_MAPS
 from .gemm_driver import driver_symbol
 from .gemm_kernel import VARIANTS, gemm_symbol, operand_type
 
-__all__ = ["eligible_matmul", "handled_by_library", "insert_library_calls", "PARALLEL_MIN_WORK", "HELPER_PREFIX"]
+__all__ = ["eligible_matmul", "handled_by_library", "insert_library_calls", "PARALLEL_MIN_WORK", "HELPER_PREFIX",
+           "RANKS"]
 
 PARALLEL_MIN_WORK = 1 << 20
 """Multiply-adds below which a matmul runs on one thread even in a threaded kernel: so little work
@@ -36,17 +37,28 @@ PARALLEL_MIN_WORK = 1 << 20
 
 HELPER_PREFIX = "__mind_matmul_"
 
+RANKS = {"linalg.matmul": 2, "linalg.batch_matmul": 3}
+"""The contractions the library computes, with their operands' rank (a batched one, one GEMM per
+matrix of the batch)."""
+
+
 def eligible_matmul(op: Any) -> str | None:
     """The element type ("f32"/"f64") if the library can compute ``op`` (tensor or memref form)."""
     from mlir import ir
-    if op.name != "linalg.matmul":
+    rank = RANKS.get(op.name)
+    if rank is None:
         return None
     operands = list(op.operands)
-    if len(operands) != 3 or str(op.attributes["indexing_maps"]) != DEFAULT_MAPS["linalg.matmul"]:
+    maps = str(op.attributes["indexing_maps"]) if len(operands) == 3 else None
+    if maps == DEFAULT_MAPS[op.name]:
+        ranks = [rank] * 3
+    elif op.name == "linalg.batch_matmul" and maps == SHARED_RHS_MAPS:
+        ranks = [3, 2, 3]
+    else:
         return None
-    for v in operands:
+    for v, want in zip(operands, ranks):
         t = v.type
-        if not isinstance(t, ir.ShapedType) or not t.has_static_shape or t.rank != 2 or 0 in t.shape:
+        if not isinstance(t, ir.ShapedType) or not t.has_static_shape or t.rank != want or 0 in t.shape:
             return None
     elems = {str(ir.ShapedType(v.type).element_type) for v in operands}
     if len(elems) != 1:
@@ -62,7 +74,7 @@ def handled_by_library(op: Any) -> bool:
     (which it drops: the GEMM then overwrites its output): what the schedule leaves alone."""
     if op.name == "linalg.fill":
         uses = [u for r in op.results for u in r.uses]
-        return bool(uses) and all(u.owner.name == "linalg.matmul" and u.operand_number == 2 and
+        return bool(uses) and all(u.owner.name in RANKS and u.operand_number == 2 and
                                   eligible_matmul(u.owner) is not None for u in uses)
     return eligible_matmul(op) is not None
 
@@ -80,7 +92,7 @@ def _zero_fills_in_front(module: Any) -> list[tuple[Any, Any]]:
             for block in region.blocks:
                 prev = None
                 for op in block.operations:
-                    if op.name == "linalg.matmul" and prev is not None and prev.name == "linalg.fill" and \
+                    if op.name in RANKS and prev is not None and prev.name == "linalg.fill" and \
                             len(prev.operands) == 2 and prev.operands[1] == op.operands[2]:
                         src = prev.operands[0].owner
                         if getattr(src, "name", None) == "arith.constant" and \
@@ -96,6 +108,65 @@ def _contiguous_rows(t: Any) -> bool:
     from mlir import ir
     strides, _ = ir.MemRefType(t).get_strides_and_offset()
     return strides[-1] == 1
+
+
+def _dense(t: Any) -> bool:
+    """Row-major without offset: a matrix of a batch is then a subview of known strides."""
+    from mlir import ir
+    mt = ir.MemRefType(t)
+    strides, offset = mt.get_strides_and_offset()
+    want, step = [], 1
+    for d in reversed(list(mt.shape)):
+        want.insert(0, step)
+        step *= d
+    return offset == 0 and list(strides) == want
+
+
+def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: list[bool], batched: list[bool],
+                    shape: tuple[int, int, int, int], threads: int, accumulate: bool) -> str:
+    """A private function ``name(A, B, C)``: C[i] (+)= A[i] @ B[i] (or @ B, when ``batched[1]`` is
+    False: one rhs shared by the batch) for each i of the batch, one call of the serial GEMM per
+    matrix, the batch split across threads (``scf.forall``, OpenMP) when it has at least as many
+    matrices as threads; else the matrices in turn, each split by the threaded driver (``_split``).
+    Operands that are not dense row-major go through a dense copy."""
+    bsz, m, n, k = shape
+    dyn = operand_type(elem)
+    lines: list[str] = []
+    args = ["%a", "%b", "%c"]
+    dims = ((m, k), (k, n), (m, n))
+    full = [f"memref<{bsz}x{r}x{c}x{elem}>" if batched[i] else f"memref<{r}x{c}x{elem}>"
+            for i, (r, c) in enumerate(dims)]
+    for i in range(3):
+        if dense[i]:
+            continue
+        lines.append(f"%t{i} = memref.alloc() {{alignment = 64 : i64}} : {full[i]}")
+        if i < 2 or accumulate:
+            lines.append(f"memref.copy {args[i]}, %t{i} : {types[i]} to {full[i]}")
+        args[i] = f"%t{i}"
+    lines += ["%c0 = arith.constant 0 : index", "%c1 = arith.constant 1 : index",
+              f"%cb = arith.constant {bsz} : index",
+              f"%acc = arith.constant {'true' if accumulate else 'false'}"]
+    by_batch = threads > 1 and bsz >= threads
+    inner = []
+    for i, (r, c) in enumerate(dims):
+        if not batched[i]:
+            lines.append(f"%d{i} = memref.cast {args[i]} : {full[i]} to {dyn}")
+            continue
+        view = f"memref<{r}x{c}x{elem}, strided<[{c}, 1], offset: ?>>"
+        inner += [f"%s{i} = memref.subview {args[i]}[%i, 0, 0] [1, {r}, {c}] [1, 1, 1] : {full[i]} to {view}",
+                  f"%d{i} = memref.cast %s{i} : {view} to {dyn}"]
+    inner += _gemm_call(isa, elem, (m, n, k), 1 if by_batch else threads)
+    if by_batch:
+        lines.append(f"scf.forall (%i) in ({bsz}) {{")
+    else:
+        lines.append("scf.for %i = %c0 to %cb step %c1 {")
+    lines += ["  " + ln for ln in inner] + ["}"]
+    for i in range(3):
+        if not dense[i]:
+            if i == 2:
+                lines.append(f"memref.copy %t2, %c : {full[i]} to {types[2]}")
+            lines.append(f"memref.dealloc %t{i} : {full[i]}")
+    return _function(name, types, lines)
 
 
 def _split(isa: str, elem: str, m: int, n: int, k: int, threads: int) -> tuple[str, int, int]:
@@ -135,25 +206,32 @@ def _helper(name: str, isa: str, elem: str, types: list[str], contiguous: list[b
         args[i], current[i] = tmp, dense
     for i in range(3):
         lines.append(f"%d{i} = memref.cast {args[i]} : {current[i]} to {dyn}")
-    sym = gemm_symbol(elem)
-    call_ty = f"({dyn}, {dyn}, {dyn}, i1) -> ()"
     lines.append(f"%acc = arith.constant {'true' if accumulate else 'false'}")
-    axis, parts, block = _split(isa, elem, m, n, k, threads)
-    if not axis:
-        lines.append(f"func.call @{sym}(%d0, %d1, %d2, %acc) : {call_ty}")
-    else:
-        lines += [f"%parts = arith.constant {parts} : i32",
-                  f"%axis = arith.constant {0 if axis == 'm' else 1} : i32",
-                  f"%block = arith.constant {block} : index",
-                  f"func.call @{driver_symbol(elem)}(%d0, %d1, %d2, %acc, %parts, %axis, %block) : "
-                  f"({dyn}, {dyn}, {dyn}, i1, i32, i32, index) -> ()"]
+    lines += _gemm_call(isa, elem, (m, n, k), threads)
     for i, dense in copies:
         if i == 2:
             lines.append(f"memref.copy %t2, %c : {dense} to {types[2]}")
         lines.append(f"memref.dealloc %t{i} : {dense}")
-    lines.append("return")
+    return _function(name, types, lines)
+
+
+def _gemm_call(isa: str, elem: str, shape: tuple[int, int, int], threads: int) -> list[str]:
+    """The call of the GEMM on ``%d0 @ %d1 -> %d2`` (``%acc``): the serial one, or the threaded driver
+    with one block of rows or columns per thread (``_split``)."""
+    dyn = operand_type(elem)
+    axis, parts, block = _split(isa, elem, *shape, threads)
+    if not axis:
+        return [f"func.call @{gemm_symbol(elem)}(%d0, %d1, %d2, %acc) : ({dyn}, {dyn}, {dyn}, i1) -> ()"]
+    return [f"%parts = arith.constant {parts} : i32", f"%axis = arith.constant {0 if axis == 'm' else 1} : i32",
+            f"%block = arith.constant {block} : index",
+            f"func.call @{driver_symbol(elem)}(%d0, %d1, %d2, %acc, %parts, %axis, %block) : "
+            f"({dyn}, {dyn}, {dyn}, i1, i32, i32, index) -> ()"]
+
+
+def _function(name: str, types: list[str], lines: list[str]) -> str:
+    """The private function ``name(%a, %b, %c)`` of operand ``types`` with the body ``lines``."""
     params = ", ".join(f"{a}: {t}" for a, t in zip(("%a", "%b", "%c"), types))
-    body = "\n".join("  " + s for s in lines)
+    body = "\n".join("  " + s for s in lines + ["return"])
     return f"func.func private @{name}({params}) {{\n{body}\n}}\n"
 
 
@@ -164,7 +242,7 @@ def insert_library_calls(module: Any, isa: str, threads: int) -> int:
     found: list[tuple[Any, str]] = []
 
     def visit(op: Any) -> ir.WalkResult:
-        if op.name == "linalg.matmul":
+        if op.name in RANKS:
             elem = eligible_matmul(op)
             if elem is not None and all(isinstance(v.type, ir.MemRefType) for v in op.operands):
                 found.append((op, elem))
@@ -180,9 +258,14 @@ def insert_library_calls(module: Any, isa: str, threads: int) -> int:
         a, b = (list(ir.ShapedType(v.type).shape) for v in operands[:2])
         name = f"{HELPER_PREFIX}{i}"
         fill = next((f for m, f in fills if m.operation == op.operation), None)
-        helpers.append(_helper(name, isa, elem, [str(v.type) for v in operands],
-                               [_contiguous_rows(v.type) for v in operands], (a[0], b[1], a[1]), threads,
-                               accumulate=fill is None))
+        types = [str(v.type) for v in operands]
+        if op.name == "linalg.batch_matmul":
+            helpers.append(_batched_helper(name, isa, elem, types, [_dense(v.type) for v in operands],
+                                           [len(a) == 3, len(b) == 3, True], (a[0], a[1], b[-1], a[2]), threads,
+                                           accumulate=fill is None))
+        else:
+            helpers.append(_helper(name, isa, elem, types, [_contiguous_rows(v.type) for v in operands],
+                                   (a[0], b[1], a[1]), threads, accumulate=fill is None))
         if fill is not None:
             fill.erase()
         ir.Operation.create("func.call", results=[], operands=operands,

@@ -16,7 +16,7 @@ from mind.spec.record import FrozenRecord
 
 from ..linalg.context import (SHARED, Diagnostics, LoweringError, find_func, new_context, parse, run_pipeline,
                               translate_to_llvm_ir)
-from ..linalg.payload import untie_shared_inits
+from ..linalg.payload import splats_as_fills, untie_shared_inits
 from ..linalg.pipeline import PipelineError, bufferize, prefusion
 from ..linalg.schedule import largest_unscheduled_work
 from ..linalg.transform_script import apply_script
@@ -173,6 +173,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         if not module.operation.verify():
                             raise LoweringError(stage, "elementwise fusion made an invalid module")
                         stage = "schedule"
+                        splats_as_fills(module)  # after fusion folded the splats elementwise ops read
                         # cse merged identical inits: unshare them (see untie_shared_inits)
                         untie_shared_inits(module, tag_empties=True)
                         skip = handled_by_library if library is not None else None
@@ -196,6 +197,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         if report is not None:
                             report.pop("scalar_work", None)
                 stage = "lower"
+                splats_as_fills(module)  # the unfused paths' (none left after the schedule's)
                 run_pipeline(ctx, pipelines[0], module, stage, diags)
                 if library is not None:
                     stage = "library"

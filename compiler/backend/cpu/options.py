@@ -53,7 +53,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("schedule", True, lambda v: v is True or v is False or v == "all", "True, False or 'all'",
          "tile and vectorize the ops that pay for their compile time (`MIN_SCHEDULE_WORK`), every op that "
          "has a schedule (\"all\") or none", env="MIND_CPU_SCHEDULE", from_env={"0": False, "1": True, "all": "all"}),
-    choice("matmul", MATMUL_POLICIES, "library", "f32/f64 2-D matmuls call the prebuilt GEMM where the host runs "
+    choice("matmul", MATMUL_POLICIES, "library", "f32/f64 matmuls (2-D and batched) call the prebuilt GEMM where the host runs "
            "one of its variants, or are compiled per program with the transform schedule", env="MIND_CPU_MATMUL"),
     choice("cpu", ("host", "generic"), "host", "LLVM's target: the host CPU and its features, or portable "
            "x86-64 (which never calls the prebuilt GEMM)"),

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 from mind.spec.dtypes import DType
 
-from .mlir_text import broadcast_map, identity_map, tensor_type
+from .mlir_text import affine_map, identity_map, tensor_type
 
 __all__ = ["TensorValue", "Emitter", "Body", "GenericBody"]
 
@@ -30,7 +30,7 @@ class TensorValue:
 
     __slots__ = ("name", "shape", "elem", "dtype")
 
-    def __init__(self, name: str, shape: tuple[int, ...], elem: str, dtype: DType):
+    def __init__(self, name: str, shape: tuple[int, ...], elem: str, dtype: DType | None):
         self.name, self.shape, self.elem, self.dtype = name, shape, elem, dtype
 
     @property
@@ -93,6 +93,7 @@ class Emitter:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.n = 0
+        self.reshaped_from: dict[str, TensorValue] = {}  # a reshape's result -> the value it reshapes
 
     def fresh(self, hint: str = "v") -> str:
         self.n += 1
@@ -171,10 +172,27 @@ class Emitter:
 
     def elementwise(self, out_shape: tuple[int, ...], out_elem: str, ins: Sequence[TensorValue],
                     body: Callable[..., str]) -> str:
-        """``body(b, *elements)`` on every element, the operands broadcast to ``out_shape``."""
-        maps = [broadcast_map(x.shape, out_shape) for x in ins]
-        return self.generic(out_shape, out_elem, ins, maps, ["parallel"] * len(out_shape),
-                            lambda b, args, o: body(b, *args))
+        """``body(b, *elements)`` on every element, the operands broadcast to ``out_shape``.
+
+        Size-1 axes are not loops: the generic runs over the result's other axes, each operand is
+        reshaped to its axes that are not 1 (those that broadcast are dropped from its map), and the
+        result is reshaped back.  Why: the linalg vectorizer reads an operand through a constant
+        index, ``(d0, d1) -> (d0, 0)``, element by element (a norm's or softmax's ``x - m`` with ``m`` of
+        ``[R, 1]`` ran 20x slower than with ``(d0, d1) -> (d0)``, a vector broadcast); and a ``[R, 1]``
+        result (``mean(x, keepdims)``'s division) would let fusion push its reshape into the
+        reduction before it, a ``[R, 1, C]`` reduction, 6x slower than ``[R, C]``."""
+        loops = [k for k, n in enumerate(out_shape) if n != 1]
+        loop_of = {k: i for i, k in enumerate(loops)}
+        shape = tuple(out_shape[k] for k in loops)
+        operands, maps = [], []
+        for x in ins:
+            lead = len(out_shape) - len(x.shape)
+            axes = [j for j, n in enumerate(x.shape) if n != 1]
+            operands.append(x if len(axes) == len(x.shape) else self.reshape(x, tuple(x.shape[j] for j in axes)))
+            maps.append(affine_map(len(shape), [f"d{loop_of[lead + j]}" for j in axes]))
+        r = self.generic(shape, out_elem, operands, maps, ["parallel"] * len(shape),
+                         lambda b, args, o: body(b, *args))
+        return self.reshape(TensorValue(r, shape, out_elem, None), out_shape).name
 
     def copy(self, x: TensorValue, shape: tuple[int, ...], in_map: str) -> str:
         """A tensor of ``shape`` whose element at each index is ``x`` read through ``in_map``."""
@@ -230,7 +248,12 @@ class Emitter:
         return self.generic(shape, x.elem, [], [], ["parallel"] * rank, body)
 
     def reshape(self, x: TensorValue, shape: tuple[int, ...]) -> TensorValue:
-        """``x`` with ``shape`` (same elements in row-major order): collapsed to rank 1, then expanded."""
+        """``x`` with ``shape`` (same elements in row-major order): collapsed to rank 1, then expanded.
+
+        A reshape of a reshape starts from the first one's operand (and is that operand when the
+        shapes agree): an ``expand_shape`` followed by a ``collapse_shape`` left for canonicalization
+        would first be pushed through the ops around it by elementwise fusion (a ``[R, 1, C]`` op)."""
+        x = self.reshaped_from.get(x.name, x)
         if x.shape == shape:
             return x
         cur, cur_shape = x.name, x.shape
@@ -259,5 +282,6 @@ class Emitter:
             self.emit(f"{r} = tensor.expand_shape {cur} [{grp}] output_shape [{', '.join(map(str, shape))}] : "
                       f"{tensor_type(cur_shape, x.elem)} into {tensor_type(shape, x.elem)}")
             cur = r
+        self.reshaped_from[cur] = x
         return TensorValue(cur, shape, x.elem, x.dtype)
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-__all__ = ["DEFAULT_MAPS", "INIT_ATTR", "static_shape", "element_bits", "generic_loops", "map_kind",
-           "vectorizable_reduction", "op_work", "untie_shared_inits", "product"]
+__all__ = ["DEFAULT_MAPS", "SHARED_RHS_MAPS", "INIT_ATTR", "static_shape", "element_bits", "generic_loops", "map_kind",
+           "vectorizable_reduction", "op_work", "untie_shared_inits", "product", "splats_as_fills",
+           "MIN_FILL_ELEMENTS"]
 
 DEFAULT_MAPS = {
     "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
@@ -19,6 +20,10 @@ DEFAULT_MAPS = {
                            "affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]",
 }
 """The indexing maps of the plain named contractions, as MLIR prints them."""
+
+SHARED_RHS_MAPS = ("[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, "
+                   "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]")
+"""A ``linalg.batch_matmul`` whose rhs is one matrix shared by the whole batch (``[B, M, K] @ [K, N]``)."""
 
 INIT_ATTR = "mind.init"
 """The unique attribute ``untie_shared_inits`` puts on every ``tensor.empty``."""
@@ -163,6 +168,49 @@ def op_work(op: Any) -> int | None:
 
 # Ops that only produce a fresh value from constants (an init): cloning one is free of side effects.
 _INIT_OPS = ("tensor.empty", "linalg.fill", "vector.transfer_write")
+
+
+MIN_FILL_ELEMENTS = 256
+"""A splat constant with at least this many elements is computed by a fill (``splats_as_fills``)."""
+
+
+def splats_as_fills(module: Any, min_elements: int = MIN_FILL_ELEMENTS) -> int:
+    """Replace every tensor constant of one repeated value (a splat: ``ones([784, 512])``) with at
+    least ``min_elements`` elements by ``tensor.empty`` + ``linalg.fill`` of its scalar.
+
+    Why: a splat constant that survives to bufferization becomes a global array whose every element
+    is written out in the LLVM IR (``[784 x [512 x float]]``: 1.6 MB of data, megabytes of text that
+    LLVM parses and the object carries), where a fill is one loop.  Run it after elementwise fusion,
+    which folds splats read by elementwise ops into their bodies as scalars, so only the splats that
+    other ops read (a matmul's operand, a reduction's input) become fills.  Returns how many."""
+    from mlir import ir
+
+    splats: list[Any] = []
+
+    def find(op: Any) -> ir.WalkResult:
+        if op.name == "arith.constant" and isinstance(op.results[0].type, ir.RankedTensorType):
+            value = op.attributes["value"]
+            if isinstance(value, ir.DenseElementsAttr) and value.is_splat and \
+                    product(ir.RankedTensorType(op.results[0].type).shape) >= min_elements:
+                splats.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(find)
+    for op in splats:  # generic op creation: the linalg dialect's Python module (OpDSL) is slow to import
+        t = op.results[0].type
+        elem = ir.RankedTensorType(t).element_type
+        with op.location:
+            ip = ir.InsertionPoint(op)
+            scalar = ir.Operation.create("arith.constant", results=[elem], ip=ip, attributes={
+                "value": ir.DenseElementsAttr(op.attributes["value"]).get_splat_value()}).results[0]
+            empty = ir.Operation.create("tensor.empty", results=[t], ip=ip).results[0]
+            fill = ir.Operation.create("linalg.fill", results=[t], operands=[scalar, empty], regions=1, ip=ip,
+                                       attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])})
+            body = fill.regions[0].blocks.append(elem, elem)
+            ir.Operation.create("linalg.yield", operands=[body.arguments[0]], ip=ir.InsertionPoint(body))
+        op.results[0].replace_all_uses_with(fill.results[0])
+        op.erase()
+    return len(splats)
 
 
 def untie_shared_inits(module: Any, tag_empties: bool = False) -> int:

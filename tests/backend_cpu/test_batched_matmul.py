@@ -1,0 +1,80 @@
+"""Batched matmul as one named op (``linalg.batch_matmul``): through the prebuilt GEMM (one call per
+matrix, the batch split across threads, or each matrix split by the threaded driver), or scheduled
+(``matmul="schedule"``, integers), against NumPy; operands that are views (a transpose's result, a
+slice) and results that feed other ops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mind
+
+
+def T(dt: str, *shape: int) -> str:
+    return f"Tensor<{dt}, [{', '.join(map(str, shape))}]>"
+
+
+OPTIONS = [{"threads": 1}, {"threads": 2}, {"threads": 4}, {"matmul": "schedule"}, {"schedule": "all"},
+           {"cpu": "generic"}]
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64", "i32"])
+@pytest.mark.parametrize("shape", [(3, 5, 7, 9), (2, 64, 48, 33), (5, 32, 16, 64)])
+def test_batched_matmul_matches_numpy(dt, shape):
+    b, m, k, n = shape
+    npdt = {"f32": np.float32, "f64": np.float64, "i32": np.int32}[dt]
+    rng = np.random.default_rng(sum(shape))
+    x, y = ((rng.standard_normal(s) * 3).astype(npdt) for s in ((b, m, k), (b, k, n)))
+    src = f"fn f(a: {T(dt, b, m, k)}, b: {T(dt, b, k, n)}) -> {T(dt, b, m, n)} {{ matmul(a, b) }}"
+    want = np.matmul(x.astype(np.float64), y.astype(np.float64))
+    for opts in OPTIONS:
+        got = mind.compile(src, **opts)(x, y)
+        if dt == "i32":
+            assert np.array_equal(got, np.matmul(x, y)), opts
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-4 if dt == "f32" else 1e-12, atol=1e-3, err_msg=str(opts))
+
+
+@pytest.mark.parametrize("opts", OPTIONS[:3])
+def test_attention_transposed_and_sliced_operands(opts):
+    """softmax(q kᵀ) v with k transposed and v a strided slice: views the GEMM's helper copies."""
+    src = (f"fn f(q: {T('f32', 4, 24, 16)}, k: {T('f32', 4, 24, 16)}, v: {T('f32', 4, 24, 40)}) -> {T('f32', 4, 24, 20)} {{\n"
+           f"  let s = matmul(q, transpose(k, permutation=[0, 2, 1])) * 0.25;\n"
+           f"  matmul(softmax(s, axis=-1), slice_stride(v, 2, 0, 40, 2))\n}}")
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in ((4, 24, 16), (4, 24, 16), (4, 24, 40)))
+    s = q.astype(np.float64) @ k.astype(np.float64).transpose(0, 2, 1) * 0.25
+    e = np.exp(s - s.max(-1, keepdims=True))
+    want = (e / e.sum(-1, keepdims=True)) @ v[:, :, ::2]
+    np.testing.assert_allclose(mind.compile(src, **opts)(q, k, v), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("xs,ys", [((1, 1, 1), (1, 1)), ((3, 4, 5), (5, 2)), ((4, 5), (3, 5, 2)),
+                                   ((1, 4, 5), (3, 5, 2)), ((2, 1, 4, 5), (3, 5, 2))])
+def test_broadcast_batches_stay_generic(xs, ys):
+    """Operands of other ranks or broadcast batches (the random program that once reached the named
+    op with a rank-2 rhs: f32[1, 1, 1] @ f32[1, 1])."""
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ys).astype(np.float32)
+    out = np.matmul(x, y).shape
+    src = f"fn f(a: {T('f32', *xs)}, b: {T('f32', *ys)}) -> {T('f32', *out)} {{ matmul(a, b) }}"
+    np.testing.assert_allclose(mind.compile(src)(x, y), np.matmul(x, y), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64", "i32"])
+@pytest.mark.parametrize("xs,ys", [((6, 17, 9), (9, 20)), ((3, 64, 32), (32, 48))])
+def test_batch_times_one_matrix(dt, xs, ys):
+    """[B, M, K] @ [K, N]: one batch_matmul whose rhs is shared by the batch (a linear layer)."""
+    npdt = {"f32": np.float32, "f64": np.float64, "i32": np.int32}[dt]
+    rng = np.random.default_rng(3)
+    x, y = ((rng.standard_normal(s) * 3).astype(npdt) for s in (xs, ys))
+    out = np.matmul(x, y).shape
+    src = f"fn f(a: {T(dt, *xs)}, b: {T(dt, *ys)}) -> {T(dt, *out)} {{ matmul(a, b) }}"
+    for opts in OPTIONS:
+        got = mind.compile(src, **opts)(x, y)
+        if dt == "i32":
+            assert np.array_equal(got, np.matmul(x, y)), opts
+        else:
+            np.testing.assert_allclose(got, np.matmul(x.astype(np.float64), y.astype(np.float64)),
+                                       rtol=1e-4 if dt == "f32" else 1e-12, atol=1e-3, err_msg=str(opts))
