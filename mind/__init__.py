@@ -78,9 +78,20 @@ def _function_of(source_or_module: Any, fn: str | None) -> Any:
                     "a Module or a Function")
 
 
+def _on_gpu(a: Any) -> bool:
+    if hasattr(a, "__cuda_array_interface__"):
+        return True
+    try:
+        return a.__dlpack_device__()[0] == 2  # kDLCUDA
+    except Exception:  # noqa: BLE001 - no (usable) DLPack device: not a GPU array
+        return False
+
+
 def _from_dlpack(a: Any, np: Any) -> Any:
-    """A NumPy view of a DLPack tensor (torch, jax, cupy on the host); anything else as it is."""
-    if type(a) is not np.ndarray and hasattr(a, "__dlpack__"):
+    """A NumPy view of a DLPack tensor (torch, jax, cupy on the host); anything else as it is, and so
+    is an array on a GPU (``__cuda_array_interface__``, a CUDA DLPack device), which the cuda backend
+    uses where it is."""
+    if type(a) is not np.ndarray and hasattr(a, "__dlpack__") and not _on_gpu(a):
         try:
             return np.from_dlpack(a)
         except Exception:  # noqa: BLE001 - fall back to the array protocol

@@ -26,6 +26,7 @@ Runner = Callable[[Sequence[Any] | Mapping[str, Any]], list[Any]]
 BACKENDS: dict[str, str] = {
     "reference": "mind.backends:reference_runner",
     "cpu": "mind.compiler.backend.cpu.api:compile_function",
+    "cuda": "mind.compiler.backend.cuda.api:compile_function",
 }
 DEFAULT_BACKEND = "cpu"
 

@@ -111,6 +111,7 @@ _TABLE: tuple[tuple[str, str], ...] = (
     ("E7011", "damaged cache entry removed and rebuilt"),
     ("E7012", "audit bundle does not hold what its manifest says"),
     ("E7013", "audit finding"),
+    ("E7014", "build artifact does not hold what its manifest says"),
 )
 
 CODES: dict[str, ErrorCode] = {code: ErrorCode(code, title) for code, title in _TABLE}

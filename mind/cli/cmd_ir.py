@@ -8,7 +8,7 @@ import sys
 NAME = "ir"
 HELP = "parse, verify and print Core IR (canonical text)"
 
-EMIT_STAGES = ("core", "mlir", "llvm")
+EMIT_STAGES = ("core", "mlir", "llvm", "ptx")
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -18,7 +18,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--emit", choices=EMIT_STAGES, default="core", help="the stage to print")
     p.add_argument("--shapes", action="append", default=[], metavar="NAME=DTYPE[d,...]",
                    help="the shape of a parameter, which gives its symbolic dims values (repeatable; "
-                        "--emit mlir/llvm of a function with symbolic dims needs them)")
+                        "--emit mlir/llvm/ptx of a function with symbolic dims needs them)")
     p.add_argument("--hash", action="store_true", help="also print the module's SHA-256 content hash")
     p.add_argument("--json", action="store_true", help="print as JSON")
 
@@ -43,7 +43,12 @@ def run(args: argparse.Namespace) -> int:
         from mind.diagnostics import Diagnostic, MindError
 
         try:
-            text = emit_stage(module, args.emit)
+            if args.emit == "ptx":
+                from mind.compiler.backend.cuda.api import emit_ptx
+
+                text = emit_ptx(module)
+            else:
+                text = emit_stage(module, args.emit)
         except MindError as exc:  # symbolic dims: say how to give them values
             exc.diagnostics = [Diagnostic(d.code, d.message, d.span, d.label,
                                           "give each parameter with symbolic dims a shape: "

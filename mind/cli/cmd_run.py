@@ -22,7 +22,8 @@ _FOLDER_RULES = ("(created if absent; an existing folder must be empty or hold o
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a MIND source (.mind), Core IR (.mir) or public MIND IR (.ir) file")
+    p.add_argument("file", help="a MIND source (.mind), Core IR (.mir) or public MIND IR (.ir) file, or the "
+                                "folder of a `mind build` artifact (run by mind.runtime)")
     p.add_argument("--fn", dest="fn", metavar="NAME", help="function to run (default: main, or the only one)")
     p.add_argument("--input", action="append", default=[], metavar="NAME=PATH.npy",
                    help="an argument from a .npy file (repeatable)")
@@ -84,6 +85,8 @@ def _safe(name: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from mind.cli.program import load_program
 
+    if os.path.isdir(args.file):
+        return _run_artifact(args)
     module, sources = load_program(args.file)
     try:
         return _run(args, module)
@@ -92,8 +95,21 @@ def run(args: argparse.Namespace) -> int:
         raise
 
 
+def _run_artifact(args: argparse.Namespace) -> int:
+    """A ``mind build`` artifact, checked and run by ``mind.runtime`` (its function and sizes are fixed)."""
+    import mind.runtime
+
+    if args.fn or args.backend or args.probe:
+        raise error("E7002", "--fn, --backend and --probe do not apply to an artifact folder",
+                    help="an artifact holds one function, built for one target")
+    artifact = mind.runtime.load(args.file)
+    inputs = load_inputs(args.input)
+    out = OutputFolder(args.out, [f"result{i}.npy" for i in range(len(artifact.function.results))]) \
+        if args.out else None
+    return _report(args, artifact.function, f"artifact ({artifact.manifest['target']})", artifact.run(inputs), out)
+
+
 def _run(args: argparse.Namespace, module: Any) -> int:
-    from mind.cli.output import emit_json, format_result, json_value
     from mind.calling import select_function
 
     fn = select_function(module, args.fn)
@@ -111,6 +127,13 @@ def _run(args: argparse.Namespace, module: Any) -> int:
     results = compile_for(fn, backend, **options)(inputs)
     if probe is not None:
         probe.finish()
+    return _report(args, fn, backend, results, out)
+
+
+def _report(args: argparse.Namespace, fn: Any, backend: str, results: list[Any], out: OutputFolder | None) -> int:
+    """Save (``--out``) and print the results of ``fn`` run on ``backend``."""
+    from mind.cli.output import emit_json, format_result, json_value
+
     if out is not None:
         import numpy as np
 

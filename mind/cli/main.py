@@ -17,7 +17,7 @@ from mind.cli.exit_status import USAGE
 from mind.diagnostics import MindError, error
 
 # Subcommand modules, in help order.  Each defines NAME, HELP, register(parser) and run(args) -> int.
-COMMANDS = ("cmd_run", "cmd_check", "cmd_ir", "cmd_grad", "cmd_verify", "cmd_audit", "cmd_spec", "cmd_conformance",
+COMMANDS = ("cmd_run", "cmd_build", "cmd_check", "cmd_ir", "cmd_grad", "cmd_verify", "cmd_audit", "cmd_spec", "cmd_conformance",
             "cmd_export")
 
 

@@ -24,7 +24,7 @@ QUICK = str(ROOT / "examples" / "quickstart.mind")
 AFFINE = str(ROOT / "examples" / "affine.mir")
 
 #: Codes the catalogue has (for the public catalogue's numbering) but nothing in MIND raises.
-NEVER_RAISED = frozenset({"E5001", "E5002", "E6001", "E6008"})
+NEVER_RAISED = frozenset({"E5001", "E5002", "E6001"})
 
 #: code -> (subcommand, file name, file text, further arguments); ``{dir}`` in an argument is the
 #: test's folder.  A file name of None: no file.
@@ -134,6 +134,30 @@ def _damaged_kernel_library(d: Path, monkeypatch: Any) -> list[str]:
     return ["run", QUICK, "--backend", "cpu"]
 
 
+def _device_error(d: Path, monkeypatch: Any) -> list[str]:
+    """A driver call that fails (here a driver stand-in whose first call reports an error: a machine
+    without a GPU cannot fail otherwise): E6008 names the CUDA error."""
+    from mind.runtime import cuda
+
+    class FailingDriver:
+        def cuDeviceGetCount(self) -> tuple[int, int]:
+            return (999, 0)
+
+        def cuGetErrorName(self, err: int) -> tuple[int, bytes]:
+            return (0, b"CUDA_ERROR_UNKNOWN")
+
+    monkeypatch.setattr(cuda, "_driver", FailingDriver)
+    monkeypatch.setattr(cuda, "_DEVICES", {})
+    return ["run", QUICK, "--backend", "cuda"]
+
+
+def _tampered_artifact(d: Path, monkeypatch: Any) -> list[str]:
+    assert main(["build", QUICK, "--out", str(d / "artifact")]) == 0
+    with open(d / "artifact" / "plan.json", "a", encoding="utf-8") as fh:
+        fh.write(" ")
+    return ["run", str(d / "artifact")]
+
+
 def _internal_error(d: Path, monkeypatch: Any) -> list[str]:
     from mind.spec import table
 
@@ -167,11 +191,13 @@ def _tampered_bundle(d: Path, monkeypatch: Any) -> list[str]:
 #: Codes whose trigger needs more than a file: a function (test folder, monkeypatch) -> argv.
 SPECIAL_TRIGGERS: dict[str, Callable[[Path, Any], list[str]]] = {
     "E6004": _allocation_failure,
+    "E6008": _device_error,
     "E6012": _damaged_kernel_library,
     "E7009": _internal_error,
     "E7010": _unsafe_cache,
     "E7012": _tampered_bundle,
     "E7013": _audit_finding,
+    "E7014": _tampered_artifact,
 }
 
 #: Warnings: reported, and the command still succeeds.

@@ -2,12 +2,10 @@
 in a second process compared byte for byte, and a differential run against the reference.
 
 The backends are one table, ``BUILDS``: a function that builds one Core IR function, specialized
-to concrete sizes, into its artifacts (file name -> bytes) in a private folder.  The ``cpu`` entry
-compiles through the backend's public API (``compile_function``, then the kernel for the sizes)
-into a private kernel cache and takes the entry it writes there (the shared object and its
-sidecar), which the backend makes byte-identical across processes for the same input.  When
-``mind build`` (portable artifacts: a shared object, a C header and a manifest) exists, its entry
-replaces this one and nothing else changes; a ``cuda`` entry is one more row.
+to concrete sizes, into its artifacts (file name -> bytes).  The ``cpu`` entry is ``mind build
+--target cpu`` (``mind.compiler.build``: a portable shared object, its C header, the launch plan,
+the Core IR and the manifest; ``docs/build.md``), byte-identical across processes for the same
+input; a ``cuda`` entry is one more row.
 
 The rebuild runs ``python -m mind.verify.audit.compiled BACKEND IR FN SIZES`` in a fresh process
 (``PYTHONHASHSEED`` randomised) and compares each artifact's SHA-256 with the first build's.
@@ -45,32 +43,11 @@ def _sha(data: bytes) -> str:
 
 
 def _build_cpu(fn: Function, env: dict[str, int]) -> dict[str, bytes]:
-    from mind.compiler.backend.cpu.api import compile_function
-    from mind.compiler.backend.cpu.cache import KernelCache
+    """The portable artifact of ``mind build --target cpu`` (``mind.compiler.build``): the shared
+    object, its C header, the launch plan, the Core IR and the manifest of their SHA-256s."""
+    from mind.compiler.build import build_artifact
 
-    with tempfile.TemporaryDirectory(prefix="mind-audit-build-") as root:
-        cache = KernelCache(root)
-        kernel = compile_function(fn, threads=1, cache=cache).kernel(env)
-        kernel.wait_stored(600)
-        found: dict[str, str] = {}
-        for folder, _dirs, names in os.walk(root):
-            for n in names:
-                if n.endswith((".so", ".json")):
-                    found[n] = os.path.join(folder, n)
-        stems = {n[:-3] for n in found if n.endswith(".so")}
-        out: dict[str, bytes] = {}
-        aliases = 0
-        for n in sorted(found):  # entry files are named by their content keys: a stable order
-            if n.endswith(".so"):
-                name = "kernel.so"  # one kernel per build
-            elif n[:-5] in stems:
-                name = "kernel.json"  # the shared object's sidecar
-            else:
-                aliases += 1
-                name = f"alias-{aliases}.json"  # the Core IR key's entry pointing at it
-            with open(found[n], "rb") as fh:
-                out[name] = fh.read()
-        return out
+    return build_artifact(fn, "cpu", env)
 
 
 #: backend -> build(function, sizes) -> {artifact name: bytes}

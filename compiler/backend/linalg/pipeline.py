@@ -4,8 +4,8 @@ Why data and not strings: MLIR 22 aborts the whole Python process (a libstdc++ a
 pass option has an invalid *value*, where it should raise.  Every pass and option that can reach
 MLIR is therefore declared here (``_KNOWN``) with a validator, and ``Pipeline.render`` refuses
 anything not declared.  Rendering is deterministic (options keep their declared order).  The
-target-neutral pipelines are here (``prefusion``, ``bufferize``); a target's own (``cpu.pipeline``)
-are built from the same passes.  This module imports nothing from MLIR.
+target-neutral pipelines are here (``prefusion``, ``bufferize``); a target's own (``cpu.pipeline``,
+``cuda.pipeline``) are built from the same passes.  This module imports nothing from MLIR.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from mind.spec.record import FrozenRecord
 from typing import Callable, Mapping
 
-__all__ = ["PassSpec", "Pipeline", "PipelineError", "bufferize", "prefusion", "pass_spec", "MAX_THREADS"]
+__all__ = ["PassSpec", "Nest", "Pipeline", "PipelineError", "bufferize", "prefusion", "pass_spec", "MAX_THREADS"]
 
 MAX_THREADS = 1024
 """The largest ``num-threads`` of ``convert-scf-to-openmp``."""
@@ -35,6 +35,21 @@ def _pos_int(limit: int) -> Callable[[object], bool]:
 
 def _one_of(*choices: str) -> Callable[[object], bool]:
     return lambda v: isinstance(v, str) and v in choices
+
+
+def _int_range(low: int, high: int) -> Callable[[object], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
+
+
+def _int_list(limit: int) -> Callable[[object], bool]:
+    """A non-empty tuple of integers in [1, limit] (rendered ``a,b``)."""
+    return lambda v: isinstance(v, tuple) and bool(v) and all(_pos_int(limit)(x) for x in v)
+
+
+def _sm_name(v: object) -> bool:
+    """A CUDA architecture such as ``sm_80`` or ``sm_90a`` (digits, then at most one letter)."""
+    import re
+    return isinstance(v, str) and re.fullmatch(r"sm_[1-9][0-9]{1,2}[a-z]?", v) is not None
 
 
 # pass name -> {option name -> validator}.  Only what the backends use is listed.
@@ -68,7 +83,20 @@ _KNOWN: dict[str, dict[str, Callable[[object], bool]]] = {
     "convert-ub-to-llvm": {},
     "convert-openmp-to-llvm": {},
     "reconcile-unrealized-casts": {},
+    # the GPU path (compiler/backend/cuda)
+    "convert-linalg-to-parallel-loops": {},
+    "scf-parallel-loop-tiling": {"parallel-loop-tile-sizes": _int_list(1024), "no-min-max-bounds": _is_bool},
+    "gpu-map-parallel-loops": {},
+    "convert-parallel-loops-to-gpu": {},
+    "gpu-launch-sink-index-computations": {},
+    "gpu-kernel-outlining": {},
+    "nvvm-attach-target": {"chip": _sm_name, "O": _int_range(0, 3)},
+    "convert-gpu-to-nvvm": {"use-bare-ptr-memref-call-conv": _is_bool},
+    "gpu-module-to-binary": {"format": _one_of("isa")},
 }
+
+_NESTED = ("func.func", "gpu.module")
+"""The operations a pipeline may nest passes under (``Nest``)."""
 
 
 class PassSpec(FrozenRecord):
@@ -86,7 +114,7 @@ class PassSpec(FrozenRecord):
     def validate(self) -> None:
         allowed = _KNOWN.get(self.name)
         if allowed is None:
-            raise PipelineError(f"pass '{self.name}' is not in the CPU backend's pass table")
+            raise PipelineError(f"pass '{self.name}' is not in the backends' pass table")
         seen: set[str] = set()
         for key, value in self.options:
             check = allowed.get(key)
@@ -106,6 +134,8 @@ class PassSpec(FrozenRecord):
         for key, value in self.options:
             if isinstance(value, bool):
                 parts.append(f"{key}={'true' if value else 'false'}")
+            elif isinstance(value, tuple):
+                parts.append(f"{key}={','.join(str(x) for x in value)}")
             else:
                 parts.append(f"{key}={value}")
         return f"{self.name}{{{' '.join(parts)}}}"
@@ -119,14 +149,32 @@ def pass_spec(name: str, **options: object) -> PassSpec:
 _p = pass_spec
 
 
+class Nest(FrozenRecord):
+    """Passes that run on each op named ``anchor`` (``func.func``, ``gpu.module``) of the module."""
+
+    __slots__ = ("anchor", "passes")
+
+    anchor: str
+    passes: tuple[PassSpec, ...]
+
+    def __init__(self, anchor: str, passes: tuple[PassSpec, ...]) -> None:
+        object.__setattr__(self, "anchor", anchor)
+        object.__setattr__(self, "passes", passes)
+
+    def render(self) -> str:
+        if self.anchor not in _NESTED:
+            raise PipelineError(f"passes cannot be nested under '{self.anchor}'")
+        return f"{self.anchor}(" + ",".join(p.render() for p in self.passes) + ")"
+
+
 class Pipeline(FrozenRecord):
-    """An ordered tuple of passes nested under ``builtin.module``."""
+    """An ordered tuple of passes (or ``Nest``s of them) nested under ``builtin.module``."""
 
     __slots__ = ("passes",)
 
-    passes: tuple[PassSpec, ...]
+    passes: tuple[PassSpec | Nest, ...]
 
-    def __init__(self, passes: tuple[PassSpec, ...]) -> None:
+    def __init__(self, passes: tuple[PassSpec | Nest, ...]) -> None:
         object.__setattr__(self, "passes", passes)
 
     def __add__(self, other: "Pipeline") -> "Pipeline":

@@ -1,0 +1,315 @@
+"""MLIR text of a function -> its kernels as PTX and a launch plan for ``mind.runtime.cuda``.
+
+The middle's MLIR (``linalg.emit``) is fused, bufferized, mapped to the GPU and outlined
+(``pipeline.gpu_mapping``); what stays in the host function is then a straight list of steps the
+runtime can follow without MLIR: buffers (``memref.alloc``; ``memref.get_global`` for constants, their
+bytes in the plan), kernel launches with constant grids and blocks (``gpu.launch_func``), copies
+(``memref.copy``) and frees.  Any other host op means some part of the function did not map to the
+GPU: E6003 names it.  Each ``gpu.module`` becomes PTX (``pipeline.to_ptx``).
+
+The plan (JSON): ``signature``, ``modules`` (the kernel modules, in order, each one PTX text),
+``temps`` (dtype, shape and, for a constant, its bytes in hex), ``steps``: ``{"launch": [module,
+kernel], "grid": [x, y, z], "block": [x, y, z], "args": [[kind, n], ...]}`` with kind ``input``,
+``output``, ``temp`` (a buffer, passed as a bare pointer) or ``index`` (a 64-bit integer), and
+``{"copy": [kind, n], "to": [kind, n], "bytes": n, "offset": n}`` (a contiguous view's first byte).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mind.runtime.memref import Signature
+
+from ..linalg.context import Diagnostics, LoweringError, find_func, new_context, parse, run_pipeline
+from ..linalg.pipeline import PipelineError, bufferize, prefusion
+from .options import CudaOptions
+from .pipeline import gpu_mapping, to_parallel_loops, to_ptx
+
+__all__ = ["GpuProgram", "lower_to_ptx", "LoweringError"]
+
+_ELEMENTS = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "i8": "bool", "i1": "bool"}
+"""Buffer element types of a host function (an ``i1`` buffer holds one byte per element)."""
+
+
+class GpuProgram:
+    """The PTX of each kernel module (``ptx``: module name -> text) and the launch ``plan``."""
+
+    def __init__(self, ptx: dict[str, str], plan: dict[str, Any]) -> None:
+        self.ptx, self.plan = ptx, plan
+
+
+def _read_only_inputs(func_op: Any) -> None:
+    """Mark tensor arguments read-only for bufferization: they are the caller's buffers."""
+    from mlir import ir
+    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    attrs = [ir.DictAttr.get({"bufferization.writable": ir.BoolAttr.get(False)}
+                             if isinstance(t, ir.RankedTensorType) else {}) for t in ftype.inputs]
+    func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
+def _identity(mt: Any) -> bool:
+    """An identity layout (MLIR elides it when it prints the type)."""
+    text = str(mt)
+    return "affine_map" not in text and "strided" not in text
+
+
+def _buffer_spec(t: Any) -> dict[str, Any]:
+    from mlir import ir
+    mt = ir.MemRefType(t)
+    elem = str(mt.element_type)
+    if elem not in _ELEMENTS or not mt.has_static_shape or not _identity(mt):
+        raise LoweringError("unsupported", f"a host buffer of type {t} (not a static, identity-layout buffer of "
+                                    "f32, f64, i32, i64 or bool)")
+    return {"dtype": _ELEMENTS[elem], "shape": list(mt.shape)}
+
+
+def _contiguous_view(t: Any) -> tuple[dict[str, Any], int]:
+    """The buffer spec of ``t`` and its offset in elements: an identity layout (offset 0), or a view
+    with a static offset whose elements are contiguous (a copy from it is one block of bytes)."""
+    import re
+    text = str(t)
+    m = re.fullmatch(r"memref<([0-9x]*)(f32|f64|i32|i64|i8|i1), strided<\[([0-9, ]*)\], offset: ([0-9]+)>>", text)
+    if m is None:
+        return _buffer_spec(t), 0
+    shape = [int(d) for d in m.group(1).split("x") if d]
+    strides = [int(x) for x in m.group(3).split(",") if x.strip()]
+    step = 1
+    for n, stride in zip(reversed(shape), reversed(strides)):
+        if n > 1 and stride != step:
+            raise LoweringError("unsupported", f"a copy from a strided view ({text}) on the host")
+        step *= n
+    return {"dtype": _ELEMENTS[m.group(2)], "shape": shape}, int(m.group(4))
+
+
+def _constant_bytes(module: Any, name: str, spec: dict[str, Any]) -> str:
+    """The bytes (hex) of the ``memref.global`` ``name``'s initial value, in the buffer's layout."""
+    import numpy as np
+    from mlir import ir
+    for op in module.body.operations:
+        if op.operation.name == "memref.global" and ir.StringAttr(op.attributes["sym_name"]).value == name:
+            attr = ir.DenseElementsAttr(op.attributes["initial_value"])
+            dtype = np.dtype(spec["dtype"])
+            n = int(np.prod(spec["shape"], dtype=np.int64))
+            if attr.is_splat:
+                value = np.array(attr.get_splat_value().value if hasattr(attr.get_splat_value(), "value")
+                                 else attr.get_splat_value(), dtype=dtype)
+                return np.full(n, value, dtype=dtype).tobytes().hex()
+            return np.asarray(np.array(attr), dtype=dtype).reshape(-1).tobytes().hex()
+    raise LoweringError("plan", f"no memref.global @{name} for a constant")
+
+
+def _host_plan(module: Any, func_op: Any, sig: Signature) -> dict[str, Any]:
+    """The steps of the host function (see the module's text)."""
+    from mlir import ir
+    from mlir.dialects import gpu
+
+    block = func_op.regions[0].blocks[0]
+    n_in = len(sig.inputs)
+    where: dict[Any, list[Any]] = {}
+    for i, arg in enumerate(block.arguments):
+        where[arg] = ["input", i] if i < n_in else ["output", i - n_in]
+    constants: dict[Any, int] = {}
+    temps: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+    modules: list[str] = []
+
+    def const(v: Any) -> int:
+        if v not in constants:
+            raise LoweringError("plan", "a launch whose grid or block is not a constant")
+        return constants[v]
+
+    for op in block.operations:
+        name = op.operation.name
+        if name == "arith.constant":
+            if str(op.result.type) == "index":  # grid and block extents, tile sizes passed to kernels
+                constants[op.result] = ir.IntegerAttr(op.attributes["value"]).value
+        elif name in ("memref.alloc", "memref.alloca"):
+            where[op.result] = ["temp", len(temps)]
+            temps.append(_buffer_spec(op.result.type))
+        elif name == "memref.get_global":
+            spec = _buffer_spec(op.result.type)
+            spec["init"] = _constant_bytes(module, ir.FlatSymbolRefAttr(op.attributes["name"]).value, spec)
+            where[op.result] = ["temp", len(temps)]
+            temps.append(spec)
+        elif name == "gpu.launch_func":
+            launch = gpu.LaunchFuncOp(op.operation) if not isinstance(op, gpu.LaunchFuncOp) else op
+            if list(launch.asyncDependencies) or launch.dynamicSharedMemorySize is not None:
+                raise LoweringError("plan", "an asynchronous launch or one with dynamic shared memory")
+            mod, fn = ir.SymbolRefAttr(launch.kernel).value
+            if mod not in modules:
+                modules.append(mod)
+            args = []
+            for v in launch.kernelOperands:
+                if v in where:
+                    args.append(where[v])
+                elif v in constants:
+                    args.append(["index", constants[v]])
+                else:
+                    raise LoweringError("plan", f"a kernel argument the plan cannot give: {v}")
+            steps.append({"launch": [mod, fn],
+                          "grid": [const(launch.gridSizeX), const(launch.gridSizeY), const(launch.gridSizeZ)],
+                          "block": [const(launch.blockSizeX), const(launch.blockSizeY), const(launch.blockSizeZ)],
+                          "args": args})
+        elif name == "memref.copy":
+            src, dst = op.operands[0], op.operands[1]
+            if src not in where or dst not in where:
+                raise LoweringError("plan", "a copy between buffers the plan does not know")
+            spec, offset = _contiguous_view(src.type)
+            import numpy as np
+            itemsize = np.dtype(spec["dtype"]).itemsize
+            nbytes = int(np.prod(spec["shape"], dtype=np.int64)) * itemsize
+            steps.append({"copy": where[src], "to": where[dst], "bytes": nbytes, "offset": offset * itemsize})
+        elif name in ("memref.collapse_shape", "memref.expand_shape", "memref.subview") and op.operands[0] in where:
+            # a reshape of a contiguous buffer: the same bytes; a strided view with static offsets and
+            # strides: the kernel that takes it as a bare pointer applies the offset and strides of its type
+            if name == "memref.subview" and "?" in str(op.result.type):
+                raise LoweringError("unsupported", f"a view with dynamic offsets or strides ({op.result.type})")
+            where[op.result] = where[op.operands[0]]
+        elif name in ("memref.dealloc", "func.return"):
+            continue
+        else:
+            raise LoweringError("unsupported", f"`{name}` stays on the host: this part of the function does not "
+                                               "map to the GPU yet")
+    return {"signature": sig.to_json(), "modules": modules, "temps": temps, "steps": steps}
+
+
+_HOST_OPS = frozenset({"arith.constant", "memref.alloc", "memref.alloca", "memref.get_global", "memref.dealloc",
+                       "memref.copy", "memref.collapse_shape", "memref.expand_shape", "memref.subview", "scf.parallel",
+                       "func.return"})
+"""Ops that stay in the host function: buffers, views, copies, the parallel loops that become kernels."""
+
+
+def _wrap_serial_runs(func_op: Any) -> None:
+    """Put each run of other ops of the host function (a rank-0 op's loads, arithmetic and store, a
+    reduction to a scalar's sequential loops) into a parallel loop of one iteration, which the GPU
+    mapping turns into a kernel of one thread: every op of the function then runs on the GPU.  A run
+    whose values are used after it is left as it is (the plan then names its first op)."""
+    from mlir import ir
+
+    block = func_op.regions[0].blocks[0]
+    runs: list[list[Any]] = [[]]
+    for op in block.operations:
+        if op.operation.name in _HOST_OPS:
+            if runs[-1]:
+                runs.append([])
+        else:
+            runs[-1].append(op.operation)
+    runs = [r for r in runs if r]
+    if not runs:
+        return
+    index = ir.IndexType.get()
+    first = block.operations[0]
+    with ir.InsertionPoint(first):
+        zero = ir.Operation.create("arith.constant", results=[index],
+                                   attributes={"value": ir.IntegerAttr.get(index, 0)}).result
+        one = ir.Operation.create("arith.constant", results=[index],
+                                  attributes={"value": ir.IntegerAttr.get(index, 1)}).result
+    for run in runs:
+        if any(not _within(use.owner, run) for o in run for r in o.results for use in r.uses):
+            continue
+        with ir.InsertionPoint(run[0]):
+            loop = ir.Operation.create("scf.parallel", results=[], operands=[zero, one, one],
+                                       attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 1, 0])},
+                                       regions=1)
+        body = loop.regions[0].blocks.append(index)
+        with ir.InsertionPoint(body):
+            terminator = ir.Operation.create("scf.reduce", operands=[])
+        for o in run:
+            o.move_before(terminator)
+
+
+def _sink_input_loads(func_op: Any, n_inputs: int) -> None:
+    """Move a host load of an input (a scalar such as ``pad``'s value) into the one parallel loop that
+    uses it: inputs are never written, so the loop reads the same value, on the GPU."""
+    block = func_op.regions[0].blocks[0]
+    inputs = list(block.arguments)[:n_inputs]
+    for op in list(block.operations):
+        o = op.operation
+        if o.name != "memref.load" or not any(o.operands[0] == a for a in inputs):
+            continue
+        users = [use.owner.operation for use in o.results[0].uses]
+        loops = []
+        for u in users:
+            while u is not None and u.parent is not None and u.parent.name != "func.func":
+                u = u.parent.operation
+            loops.append(u)
+        if loops and all(u is not None and u.name == "scf.parallel" and u == loops[0] for u in loops):
+            body = loops[0].regions[0].blocks[0]
+            o.move_before(body.operations[0])  # its indices are constants, defined above the loop
+
+
+def _within(op: Any, run: list[Any]) -> bool:
+    """Whether ``op`` is one of the ops of ``run`` or lies in one's regions (binding objects compare
+    by the operation they wrap, never by Python identity)."""
+    op = op.operation
+    while op is not None:
+        if any(op == o for o in run):
+            return True
+        parent = op.parent
+        op = parent.operation if parent is not None and parent.name != "func.func" else None
+    return False
+
+
+def _ptx_of(module: Any) -> dict[str, str]:
+    from mlir import ir
+    from mlir.dialects import gpu
+    out = {}
+    for op in module.body.operations:
+        if op.operation.name == "gpu.binary":
+            obj = gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0])
+            out[ir.StringAttr(op.attributes["sym_name"]).value] = obj.object.decode("utf-8")
+    return out
+
+
+def lower_to_ptx(mlir_text: str, func_name: str, sig: Signature, options: CudaOptions) -> GpuProgram:
+    """Compile ``func_name`` of ``mlir_text`` (the middle's output, signature ``sig``) for the GPU;
+    every MLIR failure is a ``LoweringError`` (``api`` reports it as E6012, an unmapped part as E6003)."""
+    from mlir import ir
+
+    try:
+        pipelines = [prefusion().render(), bufferize().render(), to_parallel_loops().render(),
+                     gpu_mapping(options.tile).render(), to_ptx().render()]
+    except PipelineError as e:
+        raise LoweringError("pipeline", str(e)) from None
+    ctx = new_context()
+    diags = Diagnostics(ctx)
+    stage = "parse"
+    try:
+        with ctx, ir.Location.unknown():
+            try:
+                module = parse(ctx, mlir_text, stage, diags)
+                if not module.operation.verify():
+                    raise LoweringError("verify", "the module does not verify", diags.messages)
+                _read_only_inputs(find_func(module, func_name))
+                try:
+                    stage = "fusion"
+                    run_pipeline(ctx, pipelines[0], module, stage, diags)
+                    if not module.operation.verify():
+                        raise LoweringError(stage, "elementwise fusion made an invalid module")
+                except LoweringError:  # as on the cpu: the unfused module instead
+                    diags.messages.clear()
+                    stage = "parse"
+                    module = parse(ctx, mlir_text, stage, diags)
+                    _read_only_inputs(find_func(module, func_name))
+                for stage, text in (("bufferize", pipelines[1]), ("parallel loops", pipelines[2])):
+                    run_pipeline(ctx, text, module, stage, diags)
+                stage = "serial parts"
+                _sink_input_loads(find_func(module, func_name), len(sig.inputs))
+                _wrap_serial_runs(find_func(module, func_name))
+                stage = "gpu mapping"
+                run_pipeline(ctx, pipelines[3], module, stage, diags)
+                stage = "plan"
+                plan = _host_plan(module, find_func(module, func_name), sig)
+                stage = "ptx"
+                run_pipeline(ctx, pipelines[4], module, stage, diags)
+                ptx = _ptx_of(module)
+            except LoweringError:
+                raise
+            except Exception as e:  # noqa: BLE001 - anything from the bindings is a lowering failure
+                raise LoweringError(stage, f"{type(e).__name__}: {str(e).strip()}", diags.messages) from None
+    finally:
+        diags.detach()
+    missing = [m for m in plan["modules"] if m not in ptx]
+    if missing:
+        raise LoweringError("ptx", f"no PTX for the kernel module(s) {', '.join(missing)}")
+    return GpuProgram({m: ptx[m] for m in plan["modules"]}, plan)

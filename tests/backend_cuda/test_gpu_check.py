@@ -1,0 +1,65 @@
+"""``tools/gpu_check.py``: prepare here, run on a GPU machine, compare here.  Without a GPU the run
+step reports the diagnostic per case; the comparison is checked on results the reference stands in
+for (the GPU's own are what a GPU session brings back)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+
+import numpy as np
+import pytest
+
+from mind.bisect import probe_function
+from mind.calling import run_reference
+from mind.compiler.backend.cuda.ptxas import find_ptxas
+from mind.ir.parser import parse_module
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+pytestmark = pytest.mark.skipif(find_ptxas() is None, reason="no ptxas")
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("gpu_check", os.path.join(ROOT, "tools", "gpu_check.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _stand_in_run(folder, out, tamper=None):
+    """What ``run`` writes, with the reference's values in place of the GPU's."""
+    from mind.conformance.suite import load_suite
+
+    suite = load_suite()
+    index = json.loads((folder / "index.json").read_text())
+    status = {}
+    for c in index["cases"]:
+        fn = parse_module(suite.case(suite.entry(c["id"]))["ir"]).functions[0]
+        inputs = [np.load(folder / c["dir"] / f"in{i}.npy") for i in range(c["inputs"])]
+        values = run_reference(probe_function(fn), inputs)
+        (out / c["dir"]).mkdir(parents=True)
+        for i, v in enumerate(values):
+            if tamper == c["id"] and i == 0:
+                v = np.asarray(v) + np.asarray(1, v.dtype)
+            np.save(out / c["dir"] / f"r{i}.npy", v)
+        status[c["id"]] = {"status": "ok", "values": len(values)}
+    (out / "status.json").write_text(json.dumps(status))
+    return index
+
+
+def test_prepare_run_compare(tmp_path, capsys):
+    tool = _tool()
+    folder = tmp_path / "prep"
+    assert tool.main(["prepare", str(folder), "--select", "gen/add/*", "--limit", "3"]) == 0
+    assert tool.main(["run", str(folder), "--out", str(tmp_path / "gpu")]) == 0  # E6002 per case without a GPU
+    index = _stand_in_run(folder, tmp_path / "ok")
+    assert len(index["cases"]) == 3
+    assert tool.main(["compare", str(folder), str(tmp_path / "ok")]) == 0
+    assert "passed 3" in capsys.readouterr().out
+    bad = index["cases"][1]["id"]
+    _stand_in_run(folder, tmp_path / "bad", tamper=bad)
+    assert tool.main(["compare", str(folder), str(tmp_path / "bad"), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"]["failed"] == 1 and report["failures"][0]["id"] == bad
+    assert "add" in report["failures"][0]["first_divergence"]
