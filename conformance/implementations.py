@@ -36,7 +36,7 @@ class Launch:
 
 def resolve(impl: str) -> Launch:
     """The launch of ``--impl IMPL`` (E7002 for a malformed one, E6002 for an unknown backend)."""
-    from mind.backends import BACKENDS
+    from mind.backends import BACKENDS, require
 
     host = (sys.executable, "-m", "mind.conformance.host")
     if impl.startswith("exec:"):
@@ -52,6 +52,7 @@ def resolve(impl: str) -> Launch:
             raise error("E7002", f"--impl `{impl}` is not of the form python:package.module:factory")
         return Launch(impl, host + (impl,))
     if impl in BACKENDS:
+        require(impl)  # a backend without its device here: E6002 before any case runs
         return Launch(impl, host + (impl,))
     raise error("E6002", f"unknown implementation `{impl}`",
                 help="--impl is a built-in backend (" + ", ".join(sorted(BACKENDS)) +

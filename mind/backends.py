@@ -30,6 +30,12 @@ BACKENDS: dict[str, str] = {
 }
 DEFAULT_BACKEND = "cpu"
 
+# name -> "module:function" that raises E6002 when this machine cannot run the backend (it has no
+# device for it); a backend without an entry runs wherever MIND does
+DEVICE_CHECKS: dict[str, str] = {
+    "cuda": "mind.runtime.cuda:device",
+}
+
 # name -> "module:function" of a transform of Core IR functions (Function -> Function)
 TRANSFORMS: dict[str, str] = {
     "grad": "mind.compiler.autodiff:grad_function",
@@ -53,6 +59,16 @@ def compile_for(fn: Function, backend: str = DEFAULT_BACKEND, **options: Any) ->
     if target is None:
         raise error("E6002", f"unknown backend `{backend}`", help="backends: " + ", ".join(BACKENDS))
     return _load("backend", backend, target)(fn, **options)
+
+
+def require(backend: str) -> None:
+    """E6002, saying why, when ``backend`` is not registered or this machine cannot run it: a caller
+    about to run many programs (the conformance runner) asks once, before the first."""
+    if backend not in BACKENDS:
+        raise error("E6002", f"unknown backend `{backend}`", help="backends: " + ", ".join(BACKENDS))
+    check = DEVICE_CHECKS.get(backend)
+    if check is not None:
+        _load("backend", backend, check)()
 
 
 def transform(name: str) -> Callable[..., Function]:

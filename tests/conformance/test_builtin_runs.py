@@ -58,3 +58,26 @@ def test_cpu_backend_departs_only_where_its_expectations_say():
     assert result.verdict == ("pass-with-expectations" if result.expectations.entries else "pass")
     doc = results_json(result)
     assert doc["summary"]["xfail"] == len(result.expectations.entries)
+
+
+def test_a_backend_without_its_device_is_e6002_before_any_case(tmp_path, capsys, monkeypatch):
+    """Regression: `--impl cuda` on a machine without a GPU ran all 2,528 cases, each failing with
+    E6002.  The runner now asks the backend's device check once, first."""
+    import mind.backends as backends
+    from mind.diagnostics import error
+
+    calls = []
+
+    def no_device() -> None:
+        calls.append(1)
+        raise error("E6002", "no such device here")
+
+    monkeypatch.setitem(backends.BACKENDS, "nodevice", "mind.backends:reference_runner")
+    monkeypatch.setitem(backends.DEVICE_CHECKS, "nodevice", "tests_device_check:check")
+    module = type(os)("tests_device_check")
+    module.check = no_device
+    monkeypatch.setitem(__import__("sys").modules, "tests_device_check", module)
+    report = tmp_path / "rep"
+    assert cli(["conformance", "run", "--impl", "nodevice", "--report", str(report)]) == 2
+    assert calls == [1] and "error[E6002]: no such device here" in capsys.readouterr().err
+    assert not report.exists()
