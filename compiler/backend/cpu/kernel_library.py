@@ -267,12 +267,16 @@ def host_isa() -> str | None:
 
 
 def select_isa(cpu: str, policy: str) -> str | None:
-    """The library variant a kernel for ``cpu`` links, or None for per-program matmul schedules."""
+    """The library variant a kernel for ``cpu`` links, or None for per-program matmul schedules: the
+    host's best level for ``"host"``, a named level of ``ISAS`` where the host runs it, none for
+    ``"generic"`` (portable code)."""
     if policy not in MATMUL_POLICIES:
         raise ValueError(f"unknown matmul policy {policy!r} (use one of {', '.join(MATMUL_POLICIES)})")
-    if cpu != "host" or policy != "library":
+    if policy != "library":
         return None
-    return host_isa()
+    if cpu == "host":
+        return host_isa()
+    return cpu if cpu in ISAS and _REQUIRED_FLAGS[cpu] <= host.cpu_flags() else None
 
 
 # ------------------------------------------------------------------ rebuilding (auditors, developers)
