@@ -76,3 +76,16 @@ def test_x86_64_v3_softmax_of_a_matmul_matches_the_reference(matmul):
     z = a.astype(np.float64) @ b
     e = np.exp(z - z.max(axis=1, keepdims=True))
     np.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-6)
+
+
+def test_a_level_the_host_cannot_run_is_a_usage_error(monkeypatch):
+    """A kernel runs in this process: AVX-512 code on an AVX2 host would die of SIGILL, so the option is
+    refused (E7002) where the host lacks the level's flags."""
+    from mind.compiler.backend.cpu import kernel_library, options
+    from mind.diagnostics import MindError
+    monkeypatch.setattr(kernel_library.host, "cpu_flags", lambda: frozenset({"avx", "avx2", "bmi1", "bmi2", "f16c",
+                                                                                "fma", "abm", "movbe", "xsave"}))
+    assert options.CpuOptions.resolve(cpu="x86-64-v3", cache=False).library == "x86-64-v3"
+    with pytest.raises(MindError) as e:
+        options.CpuOptions.resolve(cpu="x86-64-v4", cache=False)
+    assert e.value.codes == ["E7002"]

@@ -35,7 +35,7 @@ from typing import Any, Callable
 from . import host
 
 __all__ = ["ISAS", "OBJECTS", "LibraryObject", "gemm_object", "object_source", "build_object", "host_isa",
-           "select_isa", "object_bytes", "object_digest", "objects_for", "calls_driver",
+           "select_isa", "runs_isa", "object_bytes", "object_digest", "objects_for", "calls_driver",
            "LibraryError", "damaged", "MATMUL_POLICIES", "PREBUILT_DIR", "main"]
 
 # A warm start (cache hit) runs ``select_isa`` and ``object_digest`` for its cache key: they
@@ -257,13 +257,15 @@ def objects_for(llvm_ir: str, isa: str | None, abi: str | None) -> list[str]:
     return names
 
 
+def runs_isa(isa: str) -> bool:
+    """Whether this machine runs code of the level ``isa`` of ``ISAS`` (the kernel's flags, as the
+    OS enables them)."""
+    return _REQUIRED_FLAGS[isa] <= host.cpu_flags()
+
+
 def host_isa() -> str | None:
-    """The best level of ``ISAS`` this machine runs (the kernel's flags, as the OS enables them)."""
-    flags = host.cpu_flags()
-    for isa in ISAS:
-        if _REQUIRED_FLAGS[isa] <= flags:
-            return isa
-    return None
+    """The best level of ``ISAS`` this machine runs."""
+    return next((isa for isa in ISAS if runs_isa(isa)), None)
 
 
 def select_isa(cpu: str, policy: str) -> str | None:
@@ -276,7 +278,7 @@ def select_isa(cpu: str, policy: str) -> str | None:
         return None
     if cpu == "host":
         return host_isa()
-    return cpu if cpu in ISAS and _REQUIRED_FLAGS[cpu] <= host.cpu_flags() else None
+    return cpu if cpu in ISAS and runs_isa(cpu) else None
 
 
 # ------------------------------------------------------------------ rebuilding (auditors, developers)
