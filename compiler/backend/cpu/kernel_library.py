@@ -33,6 +33,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from . import host
+from .vector_unit import LEVEL_FLAGS as _REQUIRED_FLAGS, runs_isa  # noqa: F401 - the flags, for the tests
 
 __all__ = ["ISAS", "OBJECTS", "LibraryObject", "gemm_object", "object_source", "build_object", "host_isa",
            "select_isa", "runs_isa", "object_bytes", "object_digest", "objects_for", "calls_driver",
@@ -49,12 +50,6 @@ MANIFEST_FORMAT = 2
 ISAS = ("x86-64-v4", "x86-64-v3")
 """The instruction sets with a prebuilt GEMM, best first (``gemm_kernel.VARIANTS`` has their tiles)."""
 
-# cpuinfo flags each level needs (LLVM's definitions of x86-64-v3 and -v4; ``abm`` is LZCNT)
-_V3_FLAGS = frozenset({"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"})
-_REQUIRED_FLAGS = {
-    "x86-64-v3": _V3_FLAGS,
-    "x86-64-v4": _V3_FLAGS | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"},
-}
 _TOOLCHAIN = ("llvmlite", "xtc-mlir-python-bindings")
 
 MATMUL_POLICIES = ("library", "schedule")
@@ -255,12 +250,6 @@ def objects_for(llvm_ir: str, isa: str | None, abi: str | None) -> list[str]:
     if abi == "gomp" and f"@{PREFIX}" in llvm_ir:
         names.append("openmp-gomp")
     return names
-
-
-def runs_isa(isa: str) -> bool:
-    """Whether this machine runs code of the level ``isa`` of ``ISAS`` (the kernel's flags, as the
-    OS enables them)."""
-    return _REQUIRED_FLAGS[isa] <= host.cpu_flags()
 
 
 def host_isa() -> str | None:

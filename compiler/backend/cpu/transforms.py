@@ -156,7 +156,7 @@ def fill_section(tag: int, shape: Sequence[int]) -> str:
         vectorize(f"%ft{tag}")
 
 
-def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles, nd_extract: bool = False) -> str:
+def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles) -> str:
     """Forall over parallel loops, then scf.for over reduction loops (if any), then vectorize."""
     s = match(f"%ew{tag}", op_name, tag)
     src = f"%ew{tag}"
@@ -166,7 +166,7 @@ def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles, nd_extract:
     if any(t.reduction):
         s += tile_for(f"er{tag}", src, t.reduction)
         src = f"%er{tag}"
-    s += vectorize(src, nd_extract)
+    s += vectorize(src)
     return s
 
 
@@ -204,12 +204,9 @@ VECTOR_LOWERING = """\
 """
 
 
-# Generic bodies with these ops read computed indices (gathers and pads): their parallel loops are
-# tiled as any elementwise op's and vectorized with ``vectorize_nd_extract``, which makes a row read
-# whole (a gather's rows) one contiguous load and the rest vector gathers (a pad's clamped indices).
-# Scalar loops were 2-3x slower on both (docs/backend-cpu.md, Measurements); with a reduction loop
-# they stay loops (not validated).
-_INDEX_READING_BODY_OPS = ("tensor.extract", "linalg.index")
+# Generic bodies with these ops are left unscheduled: gathers and pads (tensor.extract at computed
+# indices, linalg.index) vectorize to gathers of questionable value and were not validated.
+_UNSCHEDULED_BODY_OPS = ("tensor.extract", "linalg.index")
 
 
 def _plan_generic(unit: VectorUnit, op: Any, tag: int) -> str | None:
@@ -224,9 +221,9 @@ def _plan_generic(unit: VectorUnit, op: Any, tag: int) -> str | None:
         if map_kind(ir.AffineMapAttr(amap_attr).value) is None:
             return None  # strided or shifted reads (slices): loops
     block = op.regions[0].blocks[0]
-    reads_indices = any(block_op.operation.name in _INDEX_READING_BODY_OPS for block_op in block.operations)
-    if reads_indices and any(k != "parallel" for k in kinds):
-        return None
+    for block_op in block.operations:
+        if block_op.operation.name in _UNSCHEDULED_BODY_OPS:
+            return None
     if any(k != "parallel" for k in kinds) and not vectorizable_reduction(op):
         return None
     # the widest element type sets the lane count: with the narrowest (an i8 mask), f32 operands of
@@ -236,7 +233,7 @@ def _plan_generic(unit: VectorUnit, op: Any, tag: int) -> str | None:
     if all(k == "parallel" for k in kinds) and len(ranges) >= 2 and any(
             _moves_inner_dim(ir.AffineMapAttr(a).value) for a in op.attributes["indexing_maps"]):
         tiles = _transpose_tiles(ranges, bits, unit)
-    return elementwise_section(tag, "linalg.generic", tiles, reads_indices)
+    return elementwise_section(tag, "linalg.generic", tiles)
 
 
 def _moves_inner_dim(amap: Any) -> bool:
@@ -297,10 +294,9 @@ def planners(unit: VectorUnit = AVX512) -> dict[str, Any]:
     its shape, ``linalg.fill``, ``linalg.generic`` ops whose indexing maps are identities,
     permutations (transposes) or projections/broadcasts and whose body reads no computed indices
     (elementwise chains, multi-result fused generics, reductions over any axes that
-    ``vectorizable_reduction`` accepts, batched-matmul generics, and all-parallel generics that read
-    computed indices: pads and gathers), and convolutions (``conv_schedule``).  Every other op
-    (slices with strides/offsets, zero-extent ops) stays a linalg op and is lowered to scalar
-    loops."""
+    ``vectorizable_reduction`` accepts, batched-matmul generics), and convolutions
+    (``conv_schedule``).  Every other op (slices with strides/offsets, pads, gathers, zero-extent
+    ops) stays a linalg op and is lowered to scalar loops."""
     return {"linalg.matmul": partial(_plan_matmul, unit), "linalg.batch_matmul": partial(_plan_matmul, unit),
             "linalg.fill": partial(_plan_fill, unit), "linalg.generic": partial(_plan_generic, unit),
             CONV_OP: partial(plan_conv, unit)}

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from mind.spec.record import FrozenRecord
 
-from .kernel_library import host_isa
+from . import host
 
-__all__ = ["VectorUnit", "VECTOR_UNITS", "AVX512", "vector_unit"]
+__all__ = ["VectorUnit", "VECTOR_UNITS", "AVX512", "LEVEL_FLAGS", "runs_isa", "vector_unit"]
 
 
 class VectorUnit(FrozenRecord):
@@ -42,12 +42,26 @@ VECTOR_UNITS: dict[str, VectorUnit] = {
 
 AVX512 = VECTOR_UNITS["x86-64-v4"]
 
+# cpuinfo flags each level needs (LLVM's definitions of x86-64-v3 and -v4; ``abm`` is LZCNT)
+_V3_FLAGS = frozenset({"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"})
+LEVEL_FLAGS: dict[str, frozenset[str]] = {
+    "x86-64-v4": _V3_FLAGS | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"},
+    "x86-64-v3": _V3_FLAGS,
+}
+"""The CPU flags of each level above the baseline, best first."""
+
+
+def runs_isa(isa: str) -> bool:
+    """Whether this machine runs code of the level ``isa`` of ``LEVEL_FLAGS`` (the kernel's flags,
+    as the OS enables them)."""
+    return LEVEL_FLAGS[isa] <= host.cpu_flags()
+
 
 def vector_unit(cpu: str) -> VectorUnit:
     """The unit of the options' ``cpu``: a named level's own; ``"generic"`` the baseline's; ``"host"``
-    the best level of ``kernel_library.ISAS`` the host runs, else the baseline's."""
+    the best level of ``LEVEL_FLAGS`` the host runs, else the baseline's."""
     if cpu == "host":
-        cpu = host_isa() or "x86-64"
+        cpu = next((isa for isa in LEVEL_FLAGS if runs_isa(isa)), "x86-64")
     elif cpu == "generic":
         cpu = "x86-64"
     return VECTOR_UNITS[cpu]
