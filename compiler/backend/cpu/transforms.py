@@ -205,7 +205,8 @@ VECTOR_LOWERING = """\
 
 
 # Generic bodies with these ops are left unscheduled: gathers and pads (tensor.extract at computed
-# indices, linalg.index) vectorize to gathers of questionable value and were not validated.
+# indices, linalg.index).  Vectorized with ``vectorize_nd_extract`` they ran 2-3x faster, but a pad
+# of a computed tensor in a fused kernel miscompiled (docs/backend-cpu.md, Measurements).
 _UNSCHEDULED_BODY_OPS = ("tensor.extract", "linalg.index")
 
 
