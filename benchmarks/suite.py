@@ -4,6 +4,7 @@
     python benchmarks/suite.py --quick           # shorter timing budget (does not write the results file)
     python benchmarks/suite.py --only softmax    # the workloads whose name contains a word (no file)
     python benchmarks/suite.py --name suite-baseline   # writes benchmarks/results/suite-baseline.json
+    python benchmarks/suite.py --isa x86-64-v3   # AVX2 code everywhere; writes suite-x86-64-v3.json
 
 Each *kind* of program (elementwise chains, row and column reductions, softmax / log-softmax, layer
 and RMS norm, attention, 2-D and batched matmul, conv2d by stride, dilation, padding and channels,
@@ -25,7 +26,11 @@ and torch's copy of 64 MiB: read + write bytes per second) and the GEMM peak (th
 and MIND on a 1024^3 f32 matmul).  Each workload's achieved rate is its compulsory traffic (every
 input read once, every output written once) per second for the memory-bound ones, or its flops per
 second for the compute-bound ones, as a share of the matching limit.  The table says which ISA the
-host has (``cpu.host.cpu_flags``) and the load average before and after.
+host has (``cpu.host.cpu_flags``), the ISA the run targets, and the load average before and after.
+
+``--isa x86-64-v3`` measures an AVX2 host on an AVX-512 one: MIND compiles with ``cpu="x86-64-v3"``
+(AVX2 tiles, the x86-64-v3 GEMM) and every peer is held to AVX2 by its own switch (``ISA_ENV``), set
+before numpy or any peer is imported.  ``--isa host`` (the default) lets each use the host's best.
 
 Ratios are peer time / MIND time (> 1: MIND is faster); the last rows give their geometric means.
 """
@@ -42,7 +47,24 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import numpy as np
+ISA_ENV: dict[str, dict[str, str]] = {
+    "host": {},
+    "x86-64-v3": {
+        "OPENBLAS_CORETYPE": "Haswell",         # numpy's OpenBLAS: its AVX2 kernels
+        "ATEN_CPU_CAPABILITY": "avx2",          # torch's vectorized ATen kernels
+        "ONEDNN_MAX_CPU_ISA": "AVX2",           # torch's oneDNN (convolutions)
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",      # torch's MKL (GEMM)
+        "XLA_FLAGS": "--xla_cpu_max_isa=AVX2",  # jax's XLA
+    },
+}
+"""The environment that holds the peers to one ISA (``--isa``): read by the libraries as they load."""
+
+ISA = sys.argv[sys.argv.index("--isa") + 1] if "--isa" in sys.argv[:-1] else "host"
+if ISA not in ISA_ENV:
+    sys.exit(f"--isa: one of {', '.join(ISA_ENV)}")
+os.environ.update(ISA_ENV[ISA])  # before numpy: OpenBLAS picks its kernels when it loads
+
+import numpy as np  # noqa: E402 - after the ISA's environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -495,7 +517,7 @@ def child_cold(name: str, impl: str) -> dict[str, float]:
         from mind.compiler.backend.cpu.api import compile_function  # noqa: F401 - imports, as cpu.py's
         from mind.compiler.frontend.cache import compile_cached  # noqa: F401
         t0 = time.perf_counter()
-        mind.compile(w.source, fn=w.fn)(*arrays)
+        mind.compile(w.source, fn=w.fn, cpu=ISA)(*arrays)
         return {"cold_s": time.perf_counter() - t0}
     o = JaxOps()
     o.jax.config.update("jax_enable_x64", True)
@@ -509,7 +531,8 @@ def fresh_cold(name: str, impl: str, cache: str) -> float | None:
     env = dict(os.environ, MIND_CACHE_DIR=tempfile.mkdtemp(prefix="cold-", dir=cache),
                PYTHONPYCACHEPREFIX=os.path.join(cache, "pycache"))  # bytecode, as an install has
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child-cold", name, impl], capture_output=True,
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child-cold", name, impl, "--isa", ISA],
+                       capture_output=True,
                        text=True, env=env, cwd=ROOT, timeout=600)
     return json.loads(r.stdout.strip().splitlines()[-1])["cold_s"] if r.returncode == 0 else None
 
@@ -525,7 +548,7 @@ def measure(w: Workload, peers: dict[str, Any], budget: float) -> dict[str, Any]
     if ref_ops is not None:
         want = _flat(w.peer(ref_ops, *[ref_ops.asarray(a) for a in arrays]))
     t0 = time.perf_counter()
-    fn = mind.compile(w.source, fn=w.fn)
+    fn = mind.compile(w.source, fn=w.fn, cpu=ISA)
     got = _flat(fn(*arrays))
     row["mind_cold_s"] = time.perf_counter() - t0
     row["bytes"] += int(sum(g.nbytes for g in got))
@@ -593,7 +616,8 @@ def run(only: str | None, budget: float) -> dict[str, Any]:
         pass
     import mlir.ir  # noqa: F401 - the tool libraries are imported before the cold compiles, as jax is
     import llvmlite.binding  # noqa: F401
-    result: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "isa": isa_of_host(), "numpy": np.__version__,
+    result: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "isa": isa_of_host(), "target_isa": ISA,
+                                          "isa_env": ISA_ENV[ISA], "numpy": np.__version__,
                                           "loadavg_before": _load()}}
     for name, o in peers.items():
         result["machine"][name] = getattr(o, "t", getattr(o, "jax", None)).__version__
@@ -668,7 +692,7 @@ def render(result: dict[str, Any]) -> str:
                        f"{len(pairs)} workloads")
     m = result["machine"]
     out.append(f"limits: copy {lim['copy_gbs']:.1f} GB/s ({lim['copy_by']}), GEMM {lim['gemm_gflops']:.0f} GFLOP/s "
-               f"({lim['gemm_by']}); ISA {m['isa']}; {m['cpus']} CPUs; load average before/after "
+               f"({lim['gemm_by']}); ISA {m['isa']}, code for {m.get('target_isa', 'host')}; {m['cpus']} CPUs; load average before/after "
                f"{m['loadavg_before']} / {m['loadavg_after']}")
     return "\n".join(out)
 
@@ -676,7 +700,7 @@ def render(result: dict[str, Any]) -> str:
 def main(argv: list[str]) -> None:
     quick = "--quick" in argv
     only = argv[argv.index("--only") + 1] if "--only" in argv else None
-    name = argv[argv.index("--name") + 1] if "--name" in argv else "suite"
+    name = argv[argv.index("--name") + 1] if "--name" in argv else "suite" + ("" if ISA == "host" else f"-{ISA}")
     with tempfile.TemporaryDirectory(prefix="mind-suite-cache-") as cache:
         os.environ["MIND_CACHE_DIR"] = cache  # every compile cold
         result = run(only, budget=0.15 if quick else 0.5)

@@ -145,9 +145,9 @@ _CI = os.environ.get("MIND_HYPOTHESIS_PROFILE", "ci") == "ci"
 _STATS = {"programs": 0, "scheduled": 0}
 
 
-def _check(prog, threads: int = 1):
+def _check(prog, threads: int = 1, **options):
     fn, inputs = prog
-    runner = compile_for(fn, "cpu", threads=threads)
+    runner = compile_for(fn, "cpu", threads=threads, **options)
     got = runner(inputs)
     kernels = list(getattr(runner, "_kernels", {}).values())
     _STATS["programs"] += 1
@@ -184,6 +184,18 @@ def test_random_programs_with_tiled_shapes_match_reference(prog):
 @given(programs(st.sampled_from([1, 2, 3, 5, 8, 16, 17, 32, 48, 64])))
 def test_random_programs_on_two_threads_match_reference(prog):
     _check(prog, threads=2)
+
+
+# The same compiled for AVX2 hosts (x86-64-v3: 256-bit tiles, 16 registers, that level's GEMM); an
+# AVX-512 host runs AVX2 code, so the AVX2 schedules are checked on every x86-64 machine with AVX2.
+@settings(max_examples=4, deadline=None) if _CI else settings(max_examples=150, deadline=None)
+@given(programs(st.sampled_from([1, 2, 3, 5, 8, 16, 17, 32, 48, 64])))
+def test_random_programs_for_avx2_match_reference(prog):
+    from mind.compiler.backend.cpu.kernel_library import host_isa
+    if host_isa() is None:
+        import pytest
+        pytest.skip("this host does not run x86-64-v3 code")
+    _check(prog, cpu="x86-64-v3")
 
 
 def test_differential_programs_exercise_the_schedule():

@@ -1,4 +1,5 @@
-"""Transform-dialect schedule of ``linalg.conv_2d_nhwc_hwcf`` (NHWC input, HWCF filter) for AVX-512.
+"""Transform-dialect schedule of ``linalg.conv_2d_nhwc_hwcf`` (NHWC input, HWCF filter), its register
+block sized for the target's ``vector_unit`` (the cost model's constants were fitted on AVX-512).
 
 The recipe (the one IREE uses for CPU convolutions):
 
@@ -47,6 +48,7 @@ from mind.spec.record import FrozenRecord
 
 from ..linalg.payload import static_shape
 from ..linalg.transform_script import SCHED_ATTR, largest_divisor_at_most, sizes
+from .vector_unit import AVX512, VectorUnit
 
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
@@ -54,8 +56,6 @@ __all__ = ["ConvTiles", "block_cost", "choose_conv_tiles", "conv_section", "plan
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
 
-_ACC_REGS = 24   # accumulator vectors of one register block (of 32 zmm registers)
-_MAX_OW = 24     # output pixels per register block (one broadcast register each, in turn)
 _F_VECS = (1, 2, 4)  # filter-row vectors per register block: power-of-two vector lengths only
 # cycles x pixels per FMA of streaming the filter from L2 (each filter vector serves ``ow`` FMAs;
 # the filter of a block is kh x kw x C x f, larger than L1 on the shapes that matter): rows of F
@@ -92,22 +92,23 @@ def block_cost(ow: int, vecs: int, strided: bool) -> float:
 
 
 def choose_conv_tiles(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int,
-                      elem_bits: int = 32) -> ConvTiles | None:
+                      elem_bits: int = 32, unit: VectorUnit = AVX512) -> ConvTiles | None:
     """Tiles for an ``[n, oh, ow, f]`` output reduced over ``[kh, kw, c]``; None if nothing to do.
 
     Candidates: ``f`` of 1, 2 or 4 whole vectors when F is a multiple of the vector width, else the
     largest divisor of F that fits one vector (a narrow register).  A row of 3 or 5 vectors, or one
     wider than a vector but not a multiple of it (F = 48, 80, 20, 24 as one row), is a vector length
     LLVM's AVX-512 lowering scalarizes (inserts and shuffles around every FMA), an order of magnitude
-    slower.  ``ow``: any divisor of OW within the accumulator budget (24 vectors, so up
-    to 24 pixels of one vector).  The block of least ``block_cost`` wins; ties go to more
+    slower.  ``ow``: any divisor of OW within the accumulator budget (three quarters of
+    ``unit``'s registers: 24 of AVX-512's 32, so up to 24 pixels of one vector; 12 of AVX2's 16).  The block of least ``block_cost`` wins; ties go to more
     accumulators, then to the wider ``f``.
     ``c`` is 1: one outer product per step, as in the matmul schedule (the input values are broadcast
     from memory; more channels per step measured no faster).
     """
     if min(n, oh, ow, f, kh, kw, c) < 1:
         return None
-    lanes = max(1, 512 // max(8, elem_bits))
+    lanes = unit.lanes(elem_bits)
+    acc_regs = unit.registers * 3 // 4  # the rest: broadcasts and filter vectors
     if f % lanes == 0:
         fts = [lanes * v for v in _F_VECS if (f // lanes) % v == 0]
     else:
@@ -115,7 +116,7 @@ def choose_conv_tiles(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int
     best: tuple[tuple[float, int, int], ConvTiles] | None = None
     for ft in fts:
         vecs = -(-ft // lanes)
-        cap = min(_MAX_OW, _ACC_REGS // vecs)
+        cap = acc_regs // vecs
         for owt in range(1, min(ow, cap) + 1):
             if ow % owt:
                 continue
@@ -213,7 +214,7 @@ def _ints(attr: Any) -> list[int]:
     return [int(v) for v in ir.DenseIntElementsAttr(attr)]
 
 
-def plan_conv(op: Any, tag: int) -> str | None:
+def plan_conv(unit: VectorUnit, op: Any, tag: int) -> str | None:
     """Section for one ``linalg.conv_2d_nhwc_hwcf`` payload op tagged ``tag``, or None (loops)."""
     from mlir import ir
     if op.name != CONV_OP or len(list(op.operands)) != 3 or len(op.results) != 1:
@@ -239,7 +240,7 @@ def plan_conv(op: Any, tag: int) -> str | None:
     kh, kw, c, f2 = ws
     if f2 != f or xs[0] != n or xs[3] != c:
         return None
-    t = choose_conv_tiles(n, oh, ow, f, kh, kw, c, bits)
+    t = choose_conv_tiles(n, oh, ow, f, kh, kw, c, bits, unit)
     if t is None:
         return None
     init = op.operands[2]

@@ -33,9 +33,10 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from . import host
+from .vector_unit import LEVEL_FLAGS as _REQUIRED_FLAGS, runs_isa  # noqa: F401 - the flags, for the tests
 
 __all__ = ["ISAS", "OBJECTS", "LibraryObject", "gemm_object", "object_source", "build_object", "host_isa",
-           "select_isa", "object_bytes", "object_digest", "objects_for", "calls_driver",
+           "select_isa", "runs_isa", "object_bytes", "object_digest", "objects_for", "calls_driver",
            "LibraryError", "damaged", "MATMUL_POLICIES", "PREBUILT_DIR", "main"]
 
 # A warm start (cache hit) runs ``select_isa`` and ``object_digest`` for its cache key: they
@@ -49,12 +50,6 @@ MANIFEST_FORMAT = 2
 ISAS = ("x86-64-v4", "x86-64-v3")
 """The instruction sets with a prebuilt GEMM, best first (``gemm_kernel.VARIANTS`` has their tiles)."""
 
-# cpuinfo flags each level needs (LLVM's definitions of x86-64-v3 and -v4; ``abm`` is LZCNT)
-_V3_FLAGS = frozenset({"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"})
-_REQUIRED_FLAGS = {
-    "x86-64-v3": _V3_FLAGS,
-    "x86-64-v4": _V3_FLAGS | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"},
-}
 _TOOLCHAIN = ("llvmlite", "xtc-mlir-python-bindings")
 
 MATMUL_POLICIES = ("library", "schedule")
@@ -258,21 +253,21 @@ def objects_for(llvm_ir: str, isa: str | None, abi: str | None) -> list[str]:
 
 
 def host_isa() -> str | None:
-    """The best level of ``ISAS`` this machine runs (the kernel's flags, as the OS enables them)."""
-    flags = host.cpu_flags()
-    for isa in ISAS:
-        if _REQUIRED_FLAGS[isa] <= flags:
-            return isa
-    return None
+    """The best level of ``ISAS`` this machine runs."""
+    return next((isa for isa in ISAS if runs_isa(isa)), None)
 
 
 def select_isa(cpu: str, policy: str) -> str | None:
-    """The library variant a kernel for ``cpu`` links, or None for per-program matmul schedules."""
+    """The library variant a kernel for ``cpu`` links, or None for per-program matmul schedules: the
+    host's best level for ``"host"``, a named level of ``ISAS`` where the host runs it, none for
+    ``"generic"`` (portable code)."""
     if policy not in MATMUL_POLICIES:
         raise ValueError(f"unknown matmul policy {policy!r} (use one of {', '.join(MATMUL_POLICIES)})")
-    if cpu != "host" or policy != "library":
+    if policy != "library":
         return None
-    return host_isa()
+    if cpu == "host":
+        return host_isa()
+    return cpu if cpu in ISAS and runs_isa(cpu) else None
 
 
 # ------------------------------------------------------------------ rebuilding (auditors, developers)

@@ -25,6 +25,7 @@ from .library_calls import handled_by_library, insert_library_calls
 from .pipeline import full_pipeline, lower_to_llvm
 from .runtime import link_runtime
 from .transforms import MIN_SCHEDULE_WORK, schedule as cpu_schedule
+from .vector_unit import vector_unit
 
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
@@ -43,6 +44,7 @@ class LoweringOptions(Protocol):
     threads: int
     schedule: bool | str
     library: str | None
+    cpu: str
 
 
 class Lowered(FrozenRecord):
@@ -177,7 +179,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         # cse merged identical inits: unshare them (see untie_shared_inits)
                         untie_shared_inits(module, tag_empties=True)
                         skip = handled_by_library if library is not None else None
-                        script = cpu_schedule(module, min_work, skip)
+                        script = cpu_schedule(module, min_work, skip, vector_unit(options.cpu))
                         if report is not None:
                             report["scalar_work"] = largest_unscheduled_work(module, skip)
                         if script is not None:

@@ -22,7 +22,8 @@ from mind.spec.record import FrozenRecord
 from ..options import Knob, choice, resolve_knobs
 from .cache import KernelCache
 from .host import host_fingerprint, source_fingerprint, toolchain_fingerprint
-from .kernel_library import MATMUL_POLICIES, damaged, gemm_object, object_digest, select_isa, LibraryError
+from .kernel_library import (ISAS, MATMUL_POLICIES, LibraryError, damaged, gemm_object, object_digest, runs_isa,
+                             select_isa)
 from .openmp import ABIS, preferred_abi
 from .pipeline import MAX_THREADS
 
@@ -37,6 +38,10 @@ Threads, has the measurements)."""
 
 def _thread_count(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_THREADS
+
+
+def _cpu_level(v: Any) -> bool:
+    return v in ("host", "generic") or (v in ISAS and runs_isa(v))
 
 
 def _thread_text(text: str) -> int:
@@ -55,8 +60,11 @@ KNOBS: tuple[Knob, ...] = (
          "has a schedule (\"all\") or none", env="MIND_CPU_SCHEDULE", from_env={"0": False, "1": True, "all": "all"}),
     choice("matmul", MATMUL_POLICIES, "library", "f32/f64 matmuls (2-D and batched) call the prebuilt GEMM where the host runs "
            "one of its variants, or are compiled per program with the transform schedule", env="MIND_CPU_MATMUL"),
-    choice("cpu", ("host", "generic"), "host", "LLVM's target: the host CPU and its features, or portable "
-           "x86-64 (which never calls the prebuilt GEMM)"),
+    Knob("cpu", "host", _cpu_level, "'host', 'generic', or a level this host runs: "
+         + ", ".join(repr(isa) for isa in ISAS), "LLVM's target and the vector unit the schedules are sized "
+         "for: the host CPU and its features, portable x86-64 (which never calls the prebuilt GEMM), or an "
+         "x86-64 level (x86-64-v3: AVX2, x86-64-v4: AVX-512) and its GEMM; a kernel runs in this process, so "
+         "a level the host cannot run is refused"),
     choice("opt", ("fast", "full"), "fast", "LLVM's optimization: a short pipeline for scheduled kernels and "
            "O2 without unrolling and vectorizers for scalar loops, or O3"),
     Knob("cache", True, lambda v: isinstance(v, (bool, KernelCache)), "True, False or a KernelCache",

@@ -1,10 +1,10 @@
-"""The CPU's schedules: tile sizes for AVX-512 registers and the transform-script sections that tile,
-fuse and vectorize each kind of linalg op (``PLANNERS``, keyed by op name), then lower the vectors
+"""The CPU's schedules: tile sizes for the target's vector registers (``vector_unit``) and the transform-script sections that tile,
+fuse and vectorize each kind of linalg op (``planners``, keyed by op name), then lower the vectors
 (``VECTOR_LOWERING``).
 
 The walk, the tags and the script's pieces are the target-neutral ones of ``linalg.schedule`` and
 ``linalg.transform_script``; what is the CPU's is the register blocks (16 or 32 vector registers of
-``REGISTER_BITS``), the ``scf.forall`` blocks that OpenMP threads run, and the cost model
+``VectorUnit`` of the options' ``cpu``), the ``scf.forall`` blocks that OpenMP threads run, and the cost model
 (``MIN_SCHEDULE_WORK``).  Two MLIR behaviours once made schedules miscompile; both are handled at
 their cause, with regression tests (``tests/backend_cpu/test_schedule_regressions.py``):
 
@@ -20,6 +20,7 @@ MLIR is imported inside functions only.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Sequence
 
 from mind.spec.record import FrozenRecord
@@ -29,17 +30,15 @@ from ..linalg.payload import (DEFAULT_MAPS, element_bits, generic_loops, map_kin
 from ..linalg.schedule import schedule_module
 from ..linalg.transform_script import largest_divisor_at_most, match, tile_for, tile_forall, vectorize
 from .conv_schedule import CONV_OP, feeds_conv, plan_conv
+from .vector_unit import AVX512, VectorUnit
 
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
 __all__ = [
     "MatmulTiles", "ElementwiseTiles", "choose_matmul_tiles", "choose_elementwise_tiles",
-    "matmul_section", "elementwise_section", "fill_section", "MIN_SCHEDULE_WORK", "PLANNERS", "VECTOR_LOWERING",
-    "REGISTER_BITS", "schedule",
+    "matmul_section", "elementwise_section", "fill_section", "MIN_SCHEDULE_WORK", "planners", "VECTOR_LOWERING",
+    "schedule",
 ]
-
-REGISTER_BITS = 512
-"""The vector register width the tiles are chosen for (AVX-512's zmm)."""
 
 
 class MatmulTiles(FrozenRecord):
@@ -76,9 +75,11 @@ class ElementwiseTiles(FrozenRecord):
         _set(self, "reduction", reduction)
 
 
-def choose_matmul_tiles(m: int, n: int, k: int, elem_bits: int = 32, batch: bool = False) -> MatmulTiles:
-    """Tiles for AVX-512: a register block of 8 rows x 2 zmm (or 16 rows x 1 vector), 64x128 blocks
-    per thread, K slabs of 128.
+def choose_matmul_tiles(m: int, n: int, k: int, elem_bits: int = 32, batch: bool = False,
+                        unit: VectorUnit = AVX512) -> MatmulTiles:
+    """Tiles for ``unit``: a register block of half its registers as accumulators (AVX-512: 8 rows x
+    2 zmm, or 16 rows x 1 vector; AVX2: 4 x 2 or 8 x 1), blocks of 64 rows x 8 vectors per thread,
+    K slabs of 128.
 
     The block's row is 2 whole vectors when N has an even number of them, 1 when it has an odd
     number, else the largest divisor of N that fits one vector (a narrow register).  Any other row
@@ -87,25 +88,27 @@ def choose_matmul_tiles(m: int, n: int, k: int, elem_bits: int = 32, batch: bool
     and halve the broadcasts per FMA.  A narrow row keeps 8: 16 would run a little faster but unrolls
     more code into train_step, whose classifier head is 10 wide (its compile time is what matters
     there).  ``docs/backend-cpu.md``, Measurements, has the figures behind each choice."""
-    lanes = max(1, REGISTER_BITS // elem_bits)
+    lanes = unit.lanes(elem_bits)
+    accumulators = unit.registers // 2
     if n % lanes == 0:
         reg_n = lanes * (2 if (n // lanes) % 2 == 0 else 1)
     else:
         reg_n = largest_divisor_at_most(n, lanes)
-    reg_m = largest_divisor_at_most(m, 16 if reg_n == lanes else 8)
+    reg_m = largest_divisor_at_most(m, accumulators if reg_n == lanes else accumulators // 2)
     par_m = reg_m * largest_divisor_at_most(m // reg_m, max(1, 64 // reg_m))
     par_n = reg_n * largest_divisor_at_most(n // reg_n, max(1, (4 * 2 * lanes) // reg_n))
     kt = largest_divisor_at_most(k, 128)
     return MatmulTiles(kt, par_m, par_n, reg_m, reg_n, batch)
 
 
-def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_bits: int = 32) -> ElementwiseTiles:
+def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_bits: int = 32,
+                             unit: VectorUnit = AVX512) -> ElementwiseTiles:
     """Innermost loop gets up to 4 vectors, the one above up to 2 rows, outer loops 1.
 
     Reduction loops (tiled sequentially after the parallel forall) share what is left of a budget of
     8 vectors per tile, innermost first, so that no tile becomes a huge vector (``linalg.schedule``).
     """
-    lanes = max(1, REGISTER_BITS // elem_bits)
+    lanes = unit.lanes(elem_bits)
     par: list[int] = []
     red: list[int] = []
     par_dims = [i for i, k in enumerate(kinds) if k == "parallel"]
@@ -202,11 +205,12 @@ VECTOR_LOWERING = """\
 
 
 # Generic bodies with these ops are left unscheduled: gathers and pads (tensor.extract at computed
-# indices, linalg.index) vectorize to gathers of questionable value and were not validated.
+# indices, linalg.index).  Vectorized with ``vectorize_nd_extract`` they ran 2-3x faster, but a pad
+# of a computed tensor in a fused kernel miscompiled (docs/backend-cpu.md, Measurements).
 _UNSCHEDULED_BODY_OPS = ("tensor.extract", "linalg.index")
 
 
-def _plan_generic(op: Any, tag: int) -> str | None:
+def _plan_generic(unit: VectorUnit, op: Any, tag: int) -> str | None:
     from mlir import ir
     loops = generic_loops(op)
     if loops is None:
@@ -226,10 +230,10 @@ def _plan_generic(op: Any, tag: int) -> str | None:
     # the widest element type sets the lane count: with the narrowest (an i8 mask), f32 operands of
     # the same op got 256-element tiles, 16 registers per row, and 4x the IR of a register-sized tile
     bits = max(element_bits(v.type) for v in op.operands)
-    tiles = choose_elementwise_tiles(ranges, kinds, bits)
+    tiles = choose_elementwise_tiles(ranges, kinds, bits, unit)
     if all(k == "parallel" for k in kinds) and len(ranges) >= 2 and any(
             _moves_inner_dim(ir.AffineMapAttr(a).value) for a in op.attributes["indexing_maps"]):
-        tiles = _transpose_tiles(ranges, bits)
+        tiles = _transpose_tiles(ranges, bits, unit)
     return elementwise_section(tag, "linalg.generic", tiles)
 
 
@@ -241,17 +245,17 @@ def _moves_inner_dim(amap: Any) -> bool:
         results[-1].position != amap.n_dims - 1 and map_kind(amap) == "permutation"
 
 
-def _transpose_tiles(ranges: Sequence[int], bits: int) -> ElementwiseTiles:
+def _transpose_tiles(ranges: Sequence[int], bits: int, unit: VectorUnit) -> ElementwiseTiles:
     """Square tiles of one vector by one vector on the last two loops of a transposing copy: each
     tile reads whole vector rows of the input and writes whole vector rows of the output, transposed
     in registers (the elementwise tiles, 2 rows of 4 vectors, read one element per input row: a
     gather; 2048x2048 f32: 27.7 ms with them, 6.9 / 5.2 / 2.6 ms with 4 / 8 / 16-element squares)."""
-    side = max(1, REGISTER_BITS // bits)
+    side = unit.lanes(bits)
     par = [1] * (len(ranges) - 2) + [largest_divisor_at_most(n, side) for n in ranges[-2:]]
     return ElementwiseTiles(tuple(par), (0,) * len(ranges))
 
 
-def _plan_matmul(op: Any, tag: int) -> str | None:
+def _plan_matmul(unit: VectorUnit, op: Any, tag: int) -> str | None:
     """``linalg.matmul`` and ``linalg.batch_matmul`` (one matrix of the batch per forall block row)."""
     if len(list(op.operands)) != 3 or str(op.attributes["indexing_maps"]) != DEFAULT_MAPS[op.name]:
         return None
@@ -260,8 +264,8 @@ def _plan_matmul(op: Any, tag: int) -> str | None:
         return None
     m, k = a[-2], a[-1]
     n = b[-1]
-    t = choose_matmul_tiles(m, n, k, element_bits(op.operands[0].type), op.name == "linalg.batch_matmul")
-    if t.reg_m < 4 or t.reg_n < 8 or t.k < 8:
+    t = choose_matmul_tiles(m, n, k, element_bits(op.operands[0].type), op.name == "linalg.batch_matmul", unit)
+    if t.reg_m < 4 or t.reg_n < min(8, 2 * unit.lanes(element_bits(op.operands[0].type))) or t.k < 8:
         return None  # odd shapes: scalar loops (a register tile this small gains little)
     return matmul_section(tag, t)
 
@@ -276,7 +280,7 @@ all the small odd shapes (10-wide rows of a classifier head) whose vectors do no
 what the tests use to exercise the plans on small shapes)."""
 
 
-def _plan_fill(op: Any, tag: int) -> str | None:
+def _plan_fill(unit: VectorUnit, op: Any, tag: int) -> str | None:
     if feeds_conv(op):
         return None  # a conv section fuses its fills itself
     shape = static_shape(op.results[0].type) if len(op.results) else static_shape(op.operands[1].type)
@@ -285,19 +289,23 @@ def _plan_fill(op: Any, tag: int) -> str | None:
     return fill_section(tag, shape)
 
 
-PLANNERS = {"linalg.matmul": _plan_matmul, "linalg.batch_matmul": _plan_matmul, "linalg.fill": _plan_fill, "linalg.generic": _plan_generic,
-            CONV_OP: plan_conv}
-"""The CPU's planner of each linalg op it schedules (``linalg.schedule.schedule_module``):
-``linalg.matmul`` and ``linalg.batch_matmul`` with tiles that divide its shape, ``linalg.fill``, ``linalg.generic`` ops whose
-indexing maps are identities, permutations (transposes) or projections/broadcasts and whose body
-reads no computed indices (elementwise chains, multi-result fused generics, reductions over any axes
-that ``vectorizable_reduction`` accepts, batched-matmul generics), and convolutions
-(``conv_schedule``).  Every other op (slices with strides/offsets, pads, gathers, zero-extent ops)
-stays a linalg op and is lowered to scalar loops."""
+def planners(unit: VectorUnit = AVX512) -> dict[str, Any]:
+    """The CPU's planner of each linalg op it schedules (``linalg.schedule.schedule_module``), its
+    tiles sized for ``unit``: ``linalg.matmul`` and ``linalg.batch_matmul`` with tiles that divide
+    its shape, ``linalg.fill``, ``linalg.generic`` ops whose indexing maps are identities,
+    permutations (transposes) or projections/broadcasts and whose body reads no computed indices
+    (elementwise chains, multi-result fused generics, reductions over any axes that
+    ``vectorizable_reduction`` accepts, batched-matmul generics), and convolutions
+    (``conv_schedule``).  Every other op (slices with strides/offsets, pads, gathers, zero-extent
+    ops) stays a linalg op and is lowered to scalar loops."""
+    return {"linalg.matmul": partial(_plan_matmul, unit), "linalg.batch_matmul": partial(_plan_matmul, unit),
+            "linalg.fill": partial(_plan_fill, unit), "linalg.generic": partial(_plan_generic, unit),
+            CONV_OP: partial(plan_conv, unit)}
 
 
-def schedule(module: Any, min_work: int = MIN_SCHEDULE_WORK, skip: Any = None) -> str | None:
-    """The CPU's schedule of ``module``: ``linalg.schedule.schedule_module`` with ``PLANNERS`` and
-    ``VECTOR_LOWERING`` (``min_work``: the cost model, 0 for every op that has a plan; ``skip``: ops
-    left to someone else, the prebuilt GEMM's)."""
-    return schedule_module(module, PLANNERS, VECTOR_LOWERING, min_work, skip)
+def schedule(module: Any, min_work: int = MIN_SCHEDULE_WORK, skip: Any = None,
+             unit: VectorUnit = AVX512) -> str | None:
+    """The CPU's schedule of ``module``: ``linalg.schedule.schedule_module`` with ``planners(unit)``
+    and ``VECTOR_LOWERING`` (``min_work``: the cost model, 0 for every op that has a plan; ``skip``:
+    ops left to someone else, the prebuilt GEMM's; ``unit``: the target's vector registers)."""
+    return schedule_module(module, planners(unit), VECTOR_LOWERING, min_work, skip)

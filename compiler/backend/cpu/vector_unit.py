@@ -1,0 +1,67 @@
+"""The vector unit the schedules are sized for: register width and count, from the options' ``cpu``.
+
+Why an input and not a constant: a tile of two AVX-512 vectors is four AVX2 vectors (or eight SSE
+ones) on a host without AVX-512, and a register block of 16 accumulators spills on a machine with 16
+vector registers.  The cost model (``transforms``, ``conv_schedule``) reads lanes and registers from
+the ``VectorUnit`` of the level the kernel is compiled for, so ``cpu="x86-64-v3"`` gets AVX2-sized
+tiles on any host, and ``cpu="host"`` gets the tiles of the best level the host runs.
+"""
+
+from __future__ import annotations
+
+from mind.spec.record import FrozenRecord
+
+from . import host
+
+__all__ = ["VectorUnit", "VECTOR_UNITS", "AVX512", "LEVEL_FLAGS", "runs_isa", "vector_unit"]
+
+
+class VectorUnit(FrozenRecord):
+    """``bits``: one vector register's width; ``registers``: how many the ISA names."""
+
+    __slots__ = ("bits", "registers")
+
+    bits: int
+    registers: int
+
+    def __init__(self, bits: int, registers: int) -> None:
+        object.__setattr__(self, "bits", bits)
+        object.__setattr__(self, "registers", registers)
+
+    def lanes(self, elem_bits: int) -> int:
+        """Elements of ``elem_bits`` in one register (at least 1)."""
+        return max(1, self.bits // max(8, elem_bits))
+
+
+VECTOR_UNITS: dict[str, VectorUnit] = {
+    "x86-64-v4": VectorUnit(512, 32),   # AVX-512: 32 zmm
+    "x86-64-v3": VectorUnit(256, 16),   # AVX2 + FMA: 16 ymm
+    "x86-64": VectorUnit(128, 16),      # the baseline: SSE2, 16 xmm
+}
+"""The unit of each x86-64 level the options may name (``codegen.FIXED_TARGETS``)."""
+
+AVX512 = VECTOR_UNITS["x86-64-v4"]
+
+# cpuinfo flags each level needs (LLVM's definitions of x86-64-v3 and -v4; ``abm`` is LZCNT)
+_V3_FLAGS = frozenset({"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"})
+LEVEL_FLAGS: dict[str, frozenset[str]] = {
+    "x86-64-v4": _V3_FLAGS | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"},
+    "x86-64-v3": _V3_FLAGS,
+}
+"""The CPU flags of each level above the baseline, best first."""
+
+
+def runs_isa(isa: str) -> bool:
+    """Whether this machine runs code of the level ``isa`` of ``LEVEL_FLAGS`` (the kernel's flags,
+    as the OS enables them)."""
+    return LEVEL_FLAGS[isa] <= host.cpu_flags()
+
+
+def vector_unit(cpu: str) -> VectorUnit:
+    """The unit of the options' ``cpu``: a named level's own; ``"generic"`` the baseline's; ``"host"``
+    the best level of ``LEVEL_FLAGS`` the host runs, else the baseline's."""
+    if cpu == "host":
+        cpu = next((isa for isa in LEVEL_FLAGS if runs_isa(isa)), "x86-64")
+    elif cpu == "generic":
+        cpu = "x86-64"
+    return VECTOR_UNITS[cpu]
