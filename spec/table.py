@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from mind.spec.columns import aligned_lines
 from mind.spec.ops import OpDef
 
 
@@ -31,9 +32,7 @@ def op_table_text(ops: Sequence[OpDef], full: bool = False) -> str:
                      ", ".join(f"{a.name}:{a.kind}" for a in op.attrs) or "-",
                      op.dtype_rule.replace("result dtype = ", ""),
                      " ".join(f"{c.label}({c.code})" for c in op.constraints) or "-"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = aligned_lines(rows)
     if full:
         for op in ops:
             lines.append("")

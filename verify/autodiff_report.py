@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Collection
 
+from mind.spec.columns import aligned_lines
+
 
 def _timed(rule: str, check: str, fn: Callable[[], tuple[str, str]]) -> dict[str, Any]:
     t0 = time.perf_counter()
@@ -65,9 +67,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     headers = ("rule", "check", "verdict", "time", "detail")
     cells = [[str(r["rule"]), str(r["check"]), str(r["verdict"]), f"{r['time']:.2f}s",
               str(r.get("detail", ""))[:90]] for r in rows]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
-    line = lambda xs: "  ".join(x.ljust(w) for x, w in zip(xs, widths)).rstrip()  # noqa: E731
-    out = [line(headers), line(["-" * w for w in widths])] + [line(c) for c in cells]
+    out = aligned_lines([list(headers)] + cells)
     bad = [r for r in rows if r["verdict"] not in ("proved", "passed")]
     out.append("")
     out.append(f"{len(rows)} checks: {len(rows) - len(bad)} proved/passed, {len(bad)} other")

@@ -39,6 +39,7 @@ from typing import Any, Iterator, Sequence
 import z3
 
 from mind.ir.rewrite_rules import RULES, Bindings, Build, Lit, Op, Rule, Var, pick
+from mind.spec.columns import aligned_lines
 from mind.spec.dtypes import ALL_DTYPES, DType
 from mind.spec.ops import OPS, ConstraintViolation, TensorType
 from mind.ir.solver_limits import SolverLimits
@@ -635,9 +636,7 @@ def format_report(rep: Report) -> str:
             if bad.counterexample:
                 detail += " " + ", ".join(f"{k}={_cex(x)}" for k, x in bad.counterexample.items())
         rows.append((r.name, stmt, " ".join(d.value for d in r.dtypes), v.status, detail))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = [("  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + row[4]).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = aligned_lines(rows, aligned=4)
     c = rep.counts()
     lines.append("")
     lines.append(f"{len(rep.verdicts)} rules: {c['proved']} proved, {c['refuted']} refuted, {c['unknown']} unknown "

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from mind.spec.columns import aligned_lines
+
 NAME = "verify"
 HELP = "prove an IR dump shape-correct for all values of its symbolic dims, or prove the spec's shape rules"
 
@@ -192,9 +194,7 @@ def format_table(rep) -> str:
         elif v.status == "unknown":
             detail = f"{v.case}: {v.reason}"
         rows.append((v.op, v.name, v.status, f"{v.seconds * 1000:.0f} ms", str(v.cases), detail))
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:5], widths)) + ("  " + r[5] if r[5] else "") for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = aligned_lines(rows, aligned=5)
     c = rep.counts()
     lines.append("")
     lines.append(f"{len(rep.verdicts)} obligations: {c['proved']} proved, {c['refuted']} refuted, "
