@@ -51,8 +51,12 @@ def compile(source_or_module: Any, backend: str = "cpu", *, fn: str | None = Non
             if args:
                 raise TypeError("pass arguments either positionally or by name")
             given: Any = kwargs
-        else:  # (NumPy arrays, the common case, without a call each)
-            given = [a if type(a) is ndarray else _from_dlpack(a, np) for a in args]
+        else:
+            given = args
+            for a in args:  # NumPy arrays, the common case, pass as they are
+                if type(a) is not ndarray:
+                    given = [_from_dlpack(a, np) for a in args]
+                    break
         results = runner(given) if out is None else call_runner(runner, function, given, out)
         return results[0] if single else tuple(results)
 

@@ -185,38 +185,41 @@ class ArgBinder:
             block[start + 3:start + 3 + len(dims)] = dims
         return block, tuple(base + 8 * start for start, _ in self._layout)
 
-    def call(self, fn: Any, inputs: Sequence[Any], outputs: Sequence[Any], *, fresh_outputs: bool = False) -> bool:
+    def call(self, fn: Any, inputs: Sequence[Any], outputs: Sequence[Any], fresh_outputs: bool = False) -> bool:
         """Call ``fn`` (the kernel's C entry point) on ``inputs`` and ``outputs`` if every array
         passes the quick checks; True when it ran, False (nothing ran) when some argument needs the
         full checks (``call_checked``).  ``fresh_outputs``: the outputs were just allocated from the
-        signature (exact dtype and shape, C-contiguous, writeable), so only their pointers are read."""
+        signature (exact dtype and shape, C-contiguous, writeable), so only their pointers are read.
+
+        Why it is written out as it is: this is most of a small kernel's call, and each attribute,
+        call or tuple it saves is a noticeable part of it (``docs/backend-cpu.md``, Measurements)."""
         if len(inputs) != self.n_inputs or len(outputs) != self.n_outputs:
             return False
+        frames = self._frames
         try:
-            block, addresses = self._frames.pop()
+            frame = frames.pop()
         except IndexError:
-            block, addresses = self._frame()
-        try:
-            offset = _DATA_FIELD
-            for a, (dtype, shape, at) in zip(inputs, self._quick_in):
-                if type(a) is not _NDARRAY or a.dtype is not dtype or a.shape != shape or not a.flags.c_contiguous:
+            frame = self._frame()
+        block = frame[0]
+        offset = _DATA_FIELD
+        for a, (dtype, shape, at) in zip(inputs, self._quick_in):
+            if type(a) is not _NDARRAY or a.dtype is not dtype or a.shape != shape or not a.flags.c_contiguous:
+                frames.append(frame)
+                return False
+            block[at] = block[at + 1] = _I64.from_address(id(a) + offset).value if offset else data_pointer(a)
+        for a, (dtype, shape, at) in zip(outputs, self._quick_out):
+            if not fresh_outputs:
+                if type(a) is not _NDARRAY or a.dtype is not dtype or a.shape != shape:
+                    frames.append(frame)
                     return False
-                block[at] = block[at + 1] = _I64.from_address(id(a) + offset).value if offset else data_pointer(a)
-            if fresh_outputs:
-                for a, (_, _, at) in zip(outputs, self._quick_out):
-                    block[at] = block[at + 1] = _I64.from_address(id(a) + offset).value if offset else data_pointer(a)
-            else:
-                for a, (dtype, shape, at) in zip(outputs, self._quick_out):
-                    if type(a) is not _NDARRAY or a.dtype is not dtype or a.shape != shape:
-                        return False
-                    flags = a.flags
-                    if not (flags.c_contiguous and flags.writeable):
-                        return False
-                    block[at] = block[at + 1] = _I64.from_address(id(a) + offset).value if offset else data_pointer(a)
-            fn(*addresses)  # ctypes releases the GIL during the call
-            return True
-        finally:
-            self._frames.append((block, addresses))
+                flags = a.flags
+                if not (flags.c_contiguous and flags.writeable):
+                    frames.append(frame)
+                    return False
+            block[at] = block[at + 1] = _I64.from_address(id(a) + offset).value if offset else data_pointer(a)
+        fn(*frame[1])  # ctypes releases the GIL during the call
+        frames.append(frame)  # (a frame lost to an exception is only made again)
+        return True
 
     def call_checked(self, fn: Any, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
         """Call ``fn`` after the full checks of every argument (``check_array``; outputs must also be

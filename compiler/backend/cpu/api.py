@@ -168,7 +168,12 @@ class CpuFunction:
         """Run on ``args``; ``out`` (one preallocated array per result: exact shape and dtype,
         C-contiguous, writeable, not overlapping an input) receives the results, else new arrays
         are allocated.  A wrong ``out`` raises E6009 before anything runs."""
-        if type(args) is list or type(args) is tuple:
+        if type(args) is tuple or type(args) is list:
+            k = self._static
+            if k is not None and out is None and not self._bool_params:  # the common call, written out
+                outs = self._outputs(k, None, args)
+                if k.binder.call(k._fn, args, outs, True):
+                    return outs
             outs = self._prepared_call(args, out)
             if outs is not None:
                 return outs
@@ -183,14 +188,14 @@ class CpuFunction:
         if out is not None:
             return check_out(self.fn.name, out, k.signature.outputs, ins)
         try:
-            return [make() for make in k.makers]
+            return k.new_outputs()
         except MemoryError:
             raise error("E6004", f"cannot allocate the results of @{self.fn.name}",
                         help="run it on smaller inputs, or on a machine with more memory") from None
 
     def _prepared_call(self, args: Sequence[Any], out: Sequence[np.ndarray] | None) -> list[np.ndarray] | None:
-        """The common call, without the general argument binding: arguments positional, of shapes
-        that an earlier call bound to a kernel (``_remember``), each an array of exactly its
+        """A call without the general argument binding: arguments positional, of shapes that an
+        earlier call bound to a kernel (``_remember``), each an array (or a scalar) of exactly its
         parameter's dtype and layout (``ArgBinder.call``'s quick checks).  None, with nothing run,
         sends anything else through ``bind_arguments``, which also reports what is wrong
         (E6009/E6010)."""
@@ -216,12 +221,12 @@ class CpuFunction:
             except MindError:  # reported after the arguments' own diagnostics, as the general path does
                 return None
         call = k.binder.call
-        if call(k._fn, args, outs, fresh_outputs=out is None):
+        if call(k._fn, args, outs, out is None):
             return outs
         if all(type(a) is np.ndarray for a in args):
             return None
         args = [np.asarray(a) for a in args]  # numpy or Python scalars, as bind_arguments reads them
-        return outs if call(k._fn, args, outs, fresh_outputs=out is None) else None
+        return outs if call(k._fn, args, outs, out is None) else None
 
     def _remember(self, env: Mapping[str, int], k: Any, ins: Sequence[np.ndarray]) -> None:
         """Record ``k`` as the kernel of arguments of ``ins``' shapes, which ``bind_arguments`` has

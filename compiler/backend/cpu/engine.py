@@ -19,7 +19,7 @@ import itertools
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from .cache import MAX_LIBRARY_BYTES, Expected, KernelCache, mlir_cache_key
 from .kmpc_gomp import SERIAL_SWITCH
 from .openmp import OpenMPUnavailable, bind_runtime, load_openmp_runtime, register_serial_switch, runtime_path
 from .options import CpuOptions
-from .outputs import output_factory
+from .outputs import results_factory
 
 __all__ = ["Kernel", "compile_kernel", "load_cached", "mlir_to_llvm_ir", "wait_for_cache_writes"]
 
@@ -62,13 +62,13 @@ class Kernel:
     _fn: Any = field(default=None, repr=False)
     _stored: Any = field(default=None, repr=False)
     binder: ArgBinder = field(init=False, repr=False, compare=False)
-    makers: tuple[Any, ...] = field(init=False, repr=False, compare=False)
+    new_outputs: Callable[[], list[np.ndarray]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # prepared once: the argument checks and descriptor frames of the signature, and how each
-        # result is allocated (``outputs.output_factory``: plain or pooled)
+        # prepared once: the argument checks and descriptor frames of the signature, and the
+        # function that allocates one call's results (``outputs.results_factory``)
         self.binder = ArgBinder(self.signature)
-        self.makers = tuple(output_factory(o.shape, o.dtype) for o in self.signature.outputs)
+        self.new_outputs = results_factory([(o.shape, o.dtype) for o in self.signature.outputs])
 
     def wait_stored(self, timeout: float | None = None) -> bool:
         """For a kernel loaded in-process: wait until its .so and sidecar are in the disk cache.
@@ -78,10 +78,10 @@ class Kernel:
     def __call__(self, *inputs: np.ndarray, out: Sequence[np.ndarray] | None = None) -> Any:
         sig = self.signature
         fresh = out is None
-        outs = [make() for make in self.makers] if fresh else list(out)  # type: ignore[arg-type]
+        outs = self.new_outputs() if fresh else list(out)  # type: ignore[arg-type]
         if len(outs) != len(sig.outputs):
             raise _fail(f"kernel '{sig.name}' has {len(sig.outputs)} outputs, got {len(outs)} out arrays")
-        if not self.binder.call(self._fn, inputs, outs, fresh_outputs=fresh):
+        if not self.binder.call(self._fn, inputs, outs, fresh):
             try:
                 self.binder.call_checked(self._fn, inputs, outs)
             except AbiError as e:

@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["new_output", "output_factory", "MIN_POOLED_BYTES", "MAX_POOLED_BYTES", "MAX_PER_SIZE", "pooled_bytes"]
+__all__ = ["new_output", "output_factory", "results_factory", "MIN_POOLED_BYTES", "MAX_POOLED_BYTES", "MAX_PER_SIZE", "pooled_bytes"]
 
 MIN_POOLED_BYTES = 1 << 20
 MAX_POOLED_BYTES = 1 << 28
@@ -90,3 +90,14 @@ def output_factory(shape: Sequence[int], dtype: np.dtype) -> Callable[[], np.nda
     if nbytes < MIN_POOLED_BYTES:
         return partial(np.empty, shape, dtype)
     return partial(new_output, shape, dtype)
+
+
+def results_factory(specs: Sequence[tuple[Sequence[int], np.dtype]]) -> Callable[[], list[np.ndarray]]:
+    """A function of no arguments returning a new list of one ``output_factory`` array per
+    ``(shape, dtype)`` of ``specs``: one call's results.  A single result, the common case, is
+    made without a loop."""
+    makers = tuple(output_factory(shape, dtype) for shape, dtype in specs)
+    if len(makers) == 1:
+        make = makers[0]
+        return lambda: [make()]
+    return lambda: [make() for make in makers]
