@@ -152,13 +152,14 @@ class ArgBinder:
     through ``check_array``, which raises the precise ``AbiError`` or accepts it."""
 
     __slots__ = ("name", "n_inputs", "n_outputs", "_specs", "_quick_in", "_quick_out", "_words", "_layout",
-                 "_frames")
+                 "_nbytes", "_frames")
 
     def __init__(self, sig: Signature) -> None:
         self.name = sig.name
         self.n_inputs = len(sig.inputs)
         self.n_outputs = len(sig.outputs)
         specs, quick, layout, words = [], [], [], 0
+        nbytes: dict[int, int] = {}  # bytes of each argument, by where its descriptor starts
         for i, spec in enumerate(sig.inputs + sig.outputs):
             what = f"input {i}" if i < self.n_inputs else f"output {i - self.n_inputs}"
             rank = len(spec.shape)
@@ -167,6 +168,7 @@ class ArgBinder:
                 strides[k] = step
                 step *= spec.shape[k]
             specs.append((spec, what))
+            nbytes[words] = step * np.dtype(spec.dtype).itemsize
             quick.append((np.dtype(spec.dtype), tuple(spec.shape), words))
             layout.append((words, (*spec.shape, *strides)))
             words += 3 + 2 * rank  # allocated, aligned, offset (0), sizes, strides: 8 bytes each
@@ -175,6 +177,7 @@ class ArgBinder:
         self._quick_out = tuple(quick[self.n_inputs:])
         self._words = max(words, 1)
         self._layout = layout
+        self._nbytes = nbytes
         self._frames: list[tuple[Any, tuple[int, ...]]] = []
 
     def _frame(self) -> tuple[Any, tuple[int, ...]]:
@@ -189,7 +192,9 @@ class ArgBinder:
         """Call ``fn`` (the kernel's C entry point) on ``inputs`` and ``outputs`` if every array
         passes the quick checks; True when it ran, False (nothing ran) when some argument needs the
         full checks (``call_checked``).  ``fresh_outputs``: the outputs were just allocated from the
-        signature (exact dtype and shape, C-contiguous, writeable), so only their pointers are read.
+        signature (exact dtype and shape, C-contiguous, writeable), so only their pointers are read;
+        otherwise each output must also be writeable and share no byte with an input or an earlier
+        output (the rule of ``out=`` arrays).
 
         Why it is written out as it is: this is most of a small kernel's call, and each attribute,
         call or tuple it saves is a noticeable part of it (``docs/backend-cpu.md``, Measurements)."""
@@ -217,9 +222,25 @@ class ArgBinder:
                     frames.append(frame)
                     return False
             block[at] = block[at + 1] = _I64.from_address(id(a) + offset).value if offset else data_pointer(a)
+            if not fresh_outputs and self._overlaps(block, at):
+                frames.append(frame)
+                return False
         fn(*frame[1])  # ctypes releases the GIL during the call
         frames.append(frame)  # (a frame lost to an exception is only made again)
         return True
+
+    def _overlaps(self, block: Any, at: int) -> bool:
+        """Whether the output whose descriptor starts at ``at`` shares bytes with an input or an
+        earlier output of the frame ``block`` (all C-contiguous here: an interval each, as
+        ``np.may_share_memory`` compares them)."""
+        start = block[at]
+        end = start + self._nbytes[at]
+        for other, nbytes in self._nbytes.items():
+            if other == at:
+                return False
+            if nbytes and start < end and block[other] < end and start < block[other] + nbytes:
+                return True
+        return False
 
     def call_checked(self, fn: Any, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
         """Call ``fn`` after the full checks of every argument (``check_array``; outputs must also be

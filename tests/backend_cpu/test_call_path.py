@@ -168,6 +168,23 @@ def test_out_arrays_on_the_prepared_path():
     assert "argument %a" in info.value.diagnostics[0].message
 
 
+def test_out_arrays_that_overlap_an_input_or_each_other(bindings):
+    run = _runner("fn f(a: Tensor<f32, [2, 3]>) -> (Tensor<f32, [2, 3]>, Tensor<f32, [2, 3]>) { (a + 1.0, a * 2.0) }")
+    mem = np.arange(24, dtype=np.float32)
+    a = mem[:6].reshape(2, 3)
+    run([a])
+    for o1, o2 in [(mem[3:9], mem[12:18]), (mem[12:18], mem[15:21]), (mem[12:18], mem[12:18]), (mem[12:18], mem[5:11])]:
+        with pytest.raises(MindError) as info:
+            run([a], out=[o1.reshape(2, 3), o2.reshape(2, 3)])
+        assert info.value.diagnostics[0].code == "E6009" and "overlaps" in info.value.diagnostics[0].message
+    calls = bindings[0]
+    adjacent = (mem[6:12].reshape(2, 3), mem[12:18].reshape(2, 3))  # touching, not sharing a byte
+    run([a], out=adjacent)
+    np.testing.assert_array_equal(adjacent[0], a + 1)
+    np.testing.assert_array_equal(adjacent[1], a * 2)
+    assert bindings[0] == calls  # accepted by the quick checks
+
+
 def test_kernel_called_directly_checks_every_array():
     run = _runner()
     b = np.ones((2, 3), np.float32)

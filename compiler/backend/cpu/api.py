@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from mind.backends import check_out
-from mind.diagnostics import MindError, error
+from mind.diagnostics import error
 from mind.ir.core import Function, Module
 from mind.spec.dtypes import DType
 from mind.calling import bind_arguments, canonical_bools
@@ -213,13 +213,9 @@ class CpuFunction:
             args = list(args)
             for i in self._bool_params:
                 args[i] = canonical_bools(np.asarray(args[i]))
-        if out is None:
-            outs = self._outputs(k, out, args)
-        else:
-            try:
-                outs = check_out(self.fn.name, out, k.signature.outputs, args)
-            except MindError:  # reported after the arguments' own diagnostics, as the general path does
-                return None
+        # given ``out`` arrays: the quick checks hold them to what ``check_out`` asks, and anything
+        # else goes to the general path, which reports it after the arguments' own diagnostics
+        outs = self._outputs(k, out, args) if out is None else list(out) if type(out) in (list, tuple) else [out]
         call = k.binder.call
         if call(k._fn, args, outs, out is None):
             return outs
