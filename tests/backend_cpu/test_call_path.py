@@ -193,10 +193,10 @@ def test_kernel_called_directly_checks_every_array():
     np.testing.assert_array_equal(k(np.array(2, np.float32), b), b * 2 + 1)
     ro = np.empty((2, 3), np.float32)
     ro.flags.writeable = False
-    for args, out, what in [((np.array(2, np.float64), b), None, "dtype"), ((np.array(2, np.float32), b.T), None, "shape"),
-                            ((np.array(2, np.float32), b), [ro], "writeable"),
-                            ((np.array(2, np.float32), np.asfortranarray(np.ones((2, 3), np.float32))), None, "contiguous"),
-                            ((np.array(2, np.float32),), None, "inputs")]:
+    two, fortran = np.array(2, np.float32), np.asfortranarray(np.ones((2, 3), np.float32))
+    for args, out, what in [((np.array(2, np.float64), b), None, "dtype"), ((two, b.T), None, "shape"),
+                            ((two, b), [ro], "writeable"), ((two, fortran), None, "contiguous"),
+                            ((two,), None, "inputs")]:
         with pytest.raises(MindError) as info:
             k(*args, out=out)
         assert info.value.diagnostics[0].code == "E6012" and what in info.value.diagnostics[0].message

@@ -23,7 +23,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["new_output", "output_factory", "results_factory", "MIN_POOLED_BYTES", "MAX_POOLED_BYTES", "MAX_PER_SIZE", "pooled_bytes"]
+__all__ = ["new_output", "output_factory", "results_factory", "MIN_POOLED_BYTES", "MAX_POOLED_BYTES", "MAX_PER_SIZE",
+           "pooled_bytes"]
 
 MIN_POOLED_BYTES = 1 << 20
 MAX_POOLED_BYTES = 1 << 28
