@@ -9,6 +9,7 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 import mind
 from mind.compiler.backend.cpu import api
@@ -268,3 +269,86 @@ def test_valid_environment_settings_are_accepted(monkeypatch, tmp_path, name, va
     monkeypatch.setenv(name, value)
     b = np.ones((2, 3), np.float32)
     np.testing.assert_array_equal(_runner()([np.float32(2), b])[0], b * 2 + 1)
+
+
+# The quick path against the reference backend's binding, on arguments of every kind: after good
+# calls have prepared it, any argument gives the same result or the same diagnostic code.
+PROPERTY = """func @f(%x: f32[3, 5, 7], %y: i64[n, 7], %s: f64[]) -> (f32[3, 5, 7], i64[n, 7]) where n >= 2 {
+  %0 = convert(%s) {dtype = f32} : f32[]
+  %1 = mul(%x, %0) : f32[3, 5, 7]
+  %2 = add(%y, %y) : i64[n, 7]
+  return %1, %2
+}"""
+_PROPERTY_FNS: dict[str, object] = {}
+
+
+def _property_fns():
+    if not _PROPERTY_FNS:
+        _PROPERTY_FNS["cpu"] = mind.compile(PROPERTY, fn="f")
+        _PROPERTY_FNS["reference"] = mind.compile(PROPERTY, backend="reference", fn="f")
+        for n in (2, 5):  # both shapes prepared
+            _PROPERTY_FNS["cpu"](np.ones((3, 5, 7), np.float32), np.ones((n, 7), np.int64), np.float64(1))
+    return _PROPERTY_FNS["cpu"], _PROPERTY_FNS["reference"]
+
+
+def _argument(draw, st, dtype, shape):
+    """An array like the parameter's, or off in one way: dtype, an extent, rank, layout, a view."""
+    kind = draw(st.sampled_from(["exact", "exact", "dtype", "extent", "rank", "fortran", "strided", "read-only",
+                                 "subclass", "scalar", "list"]))
+    if kind == "dtype":
+        dtype = draw(st.sampled_from([np.float32, np.float64, np.int32, np.int64, np.bool_]))
+    if kind == "extent" and shape:
+        shape = shape[:-1] + (draw(st.sampled_from([1, 6, 8])),)
+    if kind == "rank":
+        shape = shape + (1,) if draw(st.booleans()) else shape[1:]
+    a = (np.arange(int(np.prod(shape)), dtype=np.float64) % 17 - 8).astype(dtype).reshape(shape)
+    if kind == "fortran":
+        a = np.asfortranarray(a)
+    elif kind == "strided":
+        a = np.repeat(a, 2, axis=-1)[..., ::2] if shape else a
+    elif kind == "read-only":
+        a.flags.writeable = False
+    elif kind == "subclass":
+        a = a.view(np.matrix) if a.ndim == 2 else a
+    elif kind == "scalar" and not shape:
+        return a.item()
+    elif kind == "list":
+        return a.tolist()
+    return a
+
+
+def _outcome(f, args):
+    try:
+        return [np.asarray(r) for r in f(*args)]
+    except MindError as e:
+        return e.diagnostics[0].code
+
+
+def _same_outcome(args) -> None:
+    cpu, reference = _property_fns()
+    want, got = _outcome(reference, args), _outcome(cpu, args)
+    if isinstance(want, str):
+        assert got == want
+    else:
+        assert not isinstance(got, str), got
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+
+
+@given(st.data())
+def test_quick_path_matches_the_reference_binding(data):
+    n = data.draw(st.sampled_from([2, 5, 1, 3]))  # prepared, prepared, violates n >= 2, new
+    _same_outcome([data.draw(st.composite(lambda d: _argument(d, st, dt, sh))())
+                   for dt, sh in ((np.float32, (3, 5, 7)), (np.int64, (n, 7)), (np.float64, ()))])
+
+
+X, Y = np.ones((3, 5, 7), np.float32), np.arange(35, dtype=np.int64).reshape(5, 7)
+
+
+@pytest.mark.parametrize("args", [
+    [X, Y, np.float64(3)], [X, Y[:2], 2.5], [X, Y, np.float32(3)], [X.astype(np.float64), Y, np.float64(1)],
+    [X, Y.astype(np.int32), np.float64(1)], [X, Y[:1], np.float64(1)], [X[..., ::-1], Y, np.float64(-1)],
+])
+def test_quick_path_matches_the_reference_binding_on(args):
+    _same_outcome(args)

@@ -171,7 +171,10 @@ class CpuFunction:
         if type(args) is tuple or type(args) is list:
             k = self._static
             if k is not None and out is None and not self._bool_params:  # the common call, written out
-                outs = self._outputs(k, None, args)
+                try:
+                    outs = k.new_outputs()
+                except MemoryError:
+                    outs = self._outputs(k, None, args)  # (E6004)
                 if k.binder.call(k._fn, args, outs, True):
                     return outs
             outs = self._prepared_call(args, out)
