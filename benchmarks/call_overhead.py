@@ -13,9 +13,12 @@ calls the kernel through ctypes.  One row per number of arguments (1, 3, 8) and 
 * ``symbolic``: ``x + x`` for ``x: Tensor<f32, [n]>``, called with a [4] array: the same call, through
   the lookup of the kernel specialized to n = 4.
 
-Columns (median per call over ``ROUNDS`` rounds of ``CALLS`` calls each, implementations interleaved
-round by round in this one process, so a busy machine slows all of them alike; ``best``: the fastest
-round of MIND's):
+Columns (median per call over ``rounds`` rounds of ``calls`` calls each, implementations interleaved
+round by round in this one process; ``best``: the fastest round of MIND's).  The times are CPU time of
+the calling thread, where every implementation runs these calls (4 elements start no thread): on a
+shared machine, wall time also counts the time other processes held the cores, and after each of its
+ops torch's idle pool threads spin on the cores MIND's next round needs.  The JSON also has each
+median in wall time (``*_wall_s``).
 
 * ``mind``: the callable of ``mind.compile``, results allocated by the call; ``mind out=``: writing into
   preallocated arrays (``out=``, checked on every call: dtype, shape, layout, no overlap).
@@ -38,6 +41,8 @@ import time
 from typing import Any, Callable
 
 import numpy as np
+
+import mind
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZE = 4
@@ -77,18 +82,18 @@ def eager(n_args: int, n_results: int) -> Callable[..., Any]:
     return one if n_results == 1 else two
 
 
-def per_call(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], calls: int) -> float:
-    """Seconds per call of ``calls`` calls of ``f(*args, **kwargs)``."""
-    start = time.perf_counter()
+def per_call(f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], calls: int) -> tuple[float, float]:
+    """Seconds per call of ``calls`` calls of ``f(*args, **kwargs)``: CPU time of this thread, wall time."""
+    wall, cpu = time.perf_counter(), time.thread_time()
     for _ in range(calls):
         f(*args, **kwargs)
-    return (time.perf_counter() - start) / calls
+    return (time.thread_time() - cpu) / calls, (time.perf_counter() - wall) / calls
 
 
 def measure(name: str, impls: dict[str, tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]],
             rounds: int, calls: int) -> dict[str, Any]:
     """Every implementation of a row, interleaved round by round; medians (and MIND's best)."""
-    times: dict[str, list[float]] = {k: [] for k in impls}
+    times: dict[str, list[tuple[float, float]]] = {k: [] for k in impls}
     for f, args, kwargs in impls.values():
         for _ in range(max(calls // 10, 50)):  # warm up (first calls, caches, the output pool)
             f(*args, **kwargs)
@@ -97,14 +102,13 @@ def measure(name: str, impls: dict[str, tuple[Callable[..., Any], tuple[Any, ...
             times[k].append(per_call(f, args, kwargs, calls))
     row: dict[str, Any] = {"name": name}
     for k, ts in times.items():
-        row[f"{k}_s"] = statistics.median(ts)
-    row["mind_best_s"] = min(times["mind"])
+        row[f"{k}_s"] = statistics.median(cpu for cpu, _ in ts)
+        row[f"{k}_wall_s"] = statistics.median(wall for _, wall in ts)
+    row["mind_best_s"] = min(cpu for cpu, _ in times["mind"])
     return row
 
 
 def rows(rounds: int, calls: int) -> list[dict[str, Any]]:
-    import mind
-
     try:
         import torch
     except ImportError:
@@ -146,8 +150,8 @@ def render(result: dict[str, Any]) -> str:
     fmt = "  ".join("{:<%d}" % w for w in widths)
     out = [fmt.format(*cols), fmt.format(*["-" * w for w in widths])] + [fmt.format(*ln) for ln in lines]
     m = result["machine"]
-    out.append(f"\n{m['rounds']} rounds of {m['calls']} calls; Python {m['python']}, numpy {m['numpy']}, "
-               f"torch {m.get('torch', '-')}; {m['cpus']} CPUs; load average before/after "
+    out.append(f"\nCPU time per call; {m['rounds']} rounds of {m['calls']} calls; Python {m['python']}, "
+               f"numpy {m['numpy']}, torch {m.get('torch', '-')}; {m['cpus']} CPUs; load average before/after "
                f"{m['loadavg_before']} / {m['loadavg_after']}")
     return "\n".join(out)
 
