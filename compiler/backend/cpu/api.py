@@ -2,10 +2,12 @@
 
 ``compile_function(fn, **options)`` resolves the options once (``options.CpuOptions``: keywords, then
 the environment, then the defaults) and returns a runner ``runner(args) -> list[np.ndarray]`` (args: a
-sequence in parameter order or a mapping by parameter name).  Each call binds the arguments with
+sequence in parameter order or a mapping by parameter name).  A call binds the arguments with
 ``mind.calling.bind_arguments`` (the checks and diagnostics of every backend: E6009/E6010), so
 symbolic dims get their values from the arrays; the function is specialized to those values the
 first time they are seen, and the compiled kernel is kept in memory keyed by the symbol values
+(later calls with arrays of shapes bound before go straight to that kernel's prepared checks,
+``CpuFunction._prepared_call``, and anything those refuse is bound in full again)
 (the engine also caches the shared library on disk, keyed by a SHA-256 of the MLIR text, the
 pipeline, the thread count and the target, so a second process starts warm).  A second key, from the
 canonical Core IR text (``mind.ir.printer``), the symbol values, the options, the target, the
