@@ -42,12 +42,22 @@ def compile(source_or_module: Any, backend: str = "cpu", *, fn: str | None = Non
     single = len(function.results) == 1
     out_is_param = any(p.name == "out" for p in function.params)
 
+    ndarray = np.ndarray
+
     def call(*args: Any, out: Any = None, **kwargs: Any) -> Any:
         if out_is_param and out is not None:  # a parameter named `out` keeps its keyword
             kwargs["out"], out = out, None
-        if kwargs and args:
-            raise TypeError("pass arguments either positionally or by name")
-        results = call_runner(runner, function, kwargs if kwargs else [_from_dlpack(a, np) for a in args], out)
+        if kwargs:
+            if args:
+                raise TypeError("pass arguments either positionally or by name")
+            given: Any = kwargs
+        else:
+            given = args
+            for a in args:  # NumPy arrays, the common case, pass as they are
+                if type(a) is not ndarray:
+                    given = [_from_dlpack(a, np) for a in args]
+                    break
+        results = runner(given) if out is None else call_runner(runner, function, given, out)
         return results[0] if single else tuple(results)
 
     call.function = function  # type: ignore[attr-defined]

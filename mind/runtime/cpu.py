@@ -91,10 +91,9 @@ class CpuArtifact:
         ins = [np.ascontiguousarray(a, dtype=spec.dtype) for a, spec in zip(arrays, self.signature.inputs)]
         outs = [np.empty(o.shape, o.dtype) for o in self.signature.outputs]
         try:
-            descs = self._binder.descriptors(ins, outs)
+            self._binder.run(self._entry, ins, outs)
         except AbiError as e:  # bind_arguments checked dtypes and shapes: a plan that lies
             raise error("E7014", f"the artifact {self.path} does not fit its own Core IR: {e}") from None
-        self._entry(*[ctypes.addressof(d) for d in descs])  # ctypes releases the GIL during the call
         return outs
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

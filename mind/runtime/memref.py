@@ -110,40 +110,156 @@ def data_pointer(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
+def _data_field_offset() -> int | None:
+    """Where an ``ndarray`` object keeps its data pointer, relative to the object's address, when
+    that can be read directly: on CPython, whose ``id`` is the address, NumPy's ``PyArrayObject``
+    starts with the object header and then ``char *data`` (the field its C API's ``PyArray_DATA``
+    reads; part of NumPy's ABI).  Why: reading that word costs a fifth of ``a.ctypes.data`` and
+    half of ``data_pointer``, and read-only arrays pay no more than writeable ones.  The offset is
+    checked here on arrays of every kind a call may see (owned, offset views, read-only, empty,
+    0-d); None, and ``data_pointer`` everywhere, if any disagrees with NumPy."""
+    import sys
+
+    if sys.implementation.name != "cpython":
+        return None
+    offset = object.__basicsize__
+    base = np.arange(12, dtype=np.float64)
+    read_only = base.reshape(3, 4)[1:]
+    read_only.flags.writeable = False
+    probes = [base, base[5:], read_only, np.empty((0, 3), np.int32), np.asarray(np.float32(1)), np.zeros((), np.bool_)]
+    for a in probes:
+        if ctypes.c_int64.from_address(id(a) + offset).value != a.ctypes.data:
+            return None
+    return offset
+
+
+_DATA_FIELD = _data_field_offset()
+_I64 = ctypes.c_int64
+_NDARRAY = np.ndarray
+
+
 class ArgBinder:
-    """A signature's argument checks and descriptor layouts, prepared once per kernel.
+    """A signature's argument checks and descriptors, prepared once per kernel.
 
-    Shapes are static in a compiled kernel, so sizes and strides are fixed: a call only checks each
-    array and fills in its data pointer."""
+    Shapes are static in a compiled kernel, so sizes and strides are fixed: every descriptor of a
+    call is written once, into a *frame* (one ``int64`` block holding all the call's descriptors
+    back to back, and the tuple of their addresses the entry point takes), and a call only checks
+    each array with a few comparisons against the expected dtype (the same object NumPy gives an
+    array of that dtype), shape and contiguity, writes its data pointer into the frame's two pointer
+    fields and calls.  Frames are taken from a free list and given back after the call, so calls
+    from several threads (the GIL is released while a kernel runs) never share one.  Anything the
+    quick checks do not accept (a subclass, an equal but distinct dtype object, a wrong array) goes
+    through ``check_array``, which raises the precise ``AbiError`` or accepts it."""
 
-    __slots__ = ("name", "n_inputs", "_args")
+    __slots__ = ("name", "n_inputs", "n_outputs", "_specs", "_quick_in", "_quick_out", "_words", "_layout",
+                 "_nbytes", "_frames")
 
     def __init__(self, sig: Signature) -> None:
         self.name = sig.name
         self.n_inputs = len(sig.inputs)
-        args = []
+        self.n_outputs = len(sig.outputs)
+        specs, quick, layout, words = [], [], [], 0
+        nbytes: dict[int, int] = {}  # bytes of each argument, by where its descriptor starts
         for i, spec in enumerate(sig.inputs + sig.outputs):
-            what = f"input {i}" if i < len(sig.inputs) else f"output {i - len(sig.inputs)}"
+            what = f"input {i}" if i < self.n_inputs else f"output {i - self.n_inputs}"
             rank = len(spec.shape)
-            layout: tuple[Any, ...] = ()
-            if rank:
-                strides, step = [0] * rank, 1
-                for k in range(rank - 1, -1, -1):
-                    strides[k] = step
-                    step *= spec.shape[k]
-                layout = ((ctypes.c_int64 * rank)(*spec.shape), (ctypes.c_int64 * rank)(*strides))
-            args.append((spec, np.dtype(spec.dtype), tuple(spec.shape), descriptor_type(rank), layout, what))
-        self._args = args
+            strides, step = [0] * rank, 1
+            for k in range(rank - 1, -1, -1):
+                strides[k] = step
+                step *= spec.shape[k]
+            specs.append((spec, what))
+            nbytes[words] = step * np.dtype(spec.dtype).itemsize
+            quick.append((np.dtype(spec.dtype), tuple(spec.shape), words))
+            layout.append((words, (*spec.shape, *strides)))
+            words += 3 + 2 * rank  # allocated, aligned, offset (0), sizes, strides: 8 bytes each
+        self._specs = specs
+        self._quick_in = tuple(quick[:self.n_inputs])
+        self._quick_out = tuple(quick[self.n_inputs:])
+        self._words = max(words, 1)
+        self._layout = layout
+        self._nbytes = nbytes
+        self._frames: list[tuple[Any, tuple[int, ...]]] = []
 
-    def descriptors(self, inputs: Sequence[Any], outputs: Sequence[np.ndarray]) -> list[Any]:
-        """Descriptors for all arguments, in order; the caller keeps them alive during the call."""
+    def _frame(self) -> tuple[Any, tuple[int, ...]]:
+        """A new frame: the block with every size and stride written, and the descriptors' addresses."""
+        block = (_I64 * self._words)()
+        base = ctypes.addressof(block)
+        for start, dims in self._layout:
+            block[start + 3:start + 3 + len(dims)] = dims
+        return block, tuple(base + 8 * start for start, _ in self._layout)
+
+    def call(self, fn: Any, inputs: Sequence[Any], outputs: Sequence[Any], fresh_outputs: bool = False) -> bool:
+        """Call ``fn`` (the kernel's C entry point) on ``inputs`` and ``outputs`` if every array
+        passes the quick checks; True when it ran, False (nothing ran) when some argument needs the
+        full checks (``call_checked``).  ``fresh_outputs``: the outputs were just allocated from the
+        signature (exact dtype and shape, C-contiguous, writeable), so only their pointers are read;
+        otherwise each output must also be writeable and share no byte with an input or an earlier
+        output (the rule of ``out=`` arrays).
+
+        Why it is written out as it is: this is most of a small kernel's call, and each attribute,
+        call or tuple it saves is a noticeable part of it (``docs/backend-cpu.md``, Measurements)."""
+        if len(inputs) != self.n_inputs or len(outputs) != self.n_outputs:
+            return False
+        frames = self._frames
+        try:
+            frame = frames.pop()
+        except IndexError:
+            frame = self._frame()
+        block = frame[0]
+        offset = _DATA_FIELD
+        for a, (dtype, shape, at) in zip(inputs, self._quick_in):
+            if type(a) is not _NDARRAY or a.dtype is not dtype or a.shape != shape or not a.flags.c_contiguous:
+                frames.append(frame)
+                return False
+            block[at] = block[at + 1] = _I64.from_address(id(a) + offset).value if offset else data_pointer(a)
+        for a, (dtype, shape, at) in zip(outputs, self._quick_out):
+            if not fresh_outputs:
+                if type(a) is not _NDARRAY or a.dtype is not dtype or a.shape != shape:
+                    frames.append(frame)
+                    return False
+                flags = a.flags
+                if not (flags.c_contiguous and flags.writeable):
+                    frames.append(frame)
+                    return False
+            block[at] = block[at + 1] = _I64.from_address(id(a) + offset).value if offset else data_pointer(a)
+            if not fresh_outputs and self._overlaps(block, at):
+                frames.append(frame)
+                return False
+        fn(*frame[1])  # ctypes releases the GIL during the call
+        frames.append(frame)  # (a frame lost to an exception is only made again)
+        return True
+
+    def _overlaps(self, block: Any, at: int) -> bool:
+        """Whether the output whose descriptor starts at ``at`` shares bytes with an input or an
+        earlier output of the frame ``block`` (all C-contiguous here: an interval each, as
+        ``np.may_share_memory`` compares them)."""
+        start = block[at]
+        end = start + self._nbytes[at]
+        for other, nbytes in self._nbytes.items():
+            if other == at:
+                return False
+            if nbytes and start < end and block[other] < end and start < block[other] + nbytes:
+                return True
+        return False
+
+    def call_checked(self, fn: Any, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        """Call ``fn`` after the full checks of every argument (``check_array``; outputs must also be
+        writeable): the precise ``AbiError`` for the first that does not match."""
         if len(inputs) != self.n_inputs:
             raise AbiError(f"kernel '{self.name}' takes {self.n_inputs} inputs, got {len(inputs)}")
-        descs = []
-        for a, (spec, dtype, shape, struct, layout, what) in zip((*inputs, *outputs), self._args):
-            if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous:
-                check_array(a, spec, what)  # raises the precise AbiError
-            p = data_pointer(a)
-            descs.append(struct(p, p, 0, *layout))
-        return descs
+        if len(outputs) != self.n_outputs:
+            raise AbiError(f"kernel '{self.name}' has {self.n_outputs} outputs, got {len(outputs)}")
+        arrays = (*inputs, *outputs)
+        for i, (a, (spec, what)) in enumerate(zip(arrays, self._specs)):
+            check_array(a, spec, what)
+            if i >= self.n_inputs and not a.flags.writeable:
+                raise AbiError(f"{what}: array must be writeable")
+        block, addresses = self._frame()
+        for a, (at, _) in zip(arrays, self._layout):
+            block[at] = block[at + 1] = data_pointer(a)
+        fn(*addresses)  # ctypes releases the GIL during the call
 
+    def run(self, fn: Any, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        """``call``, and ``call_checked`` for what its quick checks do not accept."""
+        if not self.call(fn, inputs, outputs):
+            self.call_checked(fn, inputs, outputs)

@@ -2,10 +2,12 @@
 
 ``compile_function(fn, **options)`` resolves the options once (``options.CpuOptions``: keywords, then
 the environment, then the defaults) and returns a runner ``runner(args) -> list[np.ndarray]`` (args: a
-sequence in parameter order or a mapping by parameter name).  Each call binds the arguments with
+sequence in parameter order or a mapping by parameter name).  A call binds the arguments with
 ``mind.calling.bind_arguments`` (the checks and diagnostics of every backend: E6009/E6010), so
 symbolic dims get their values from the arrays; the function is specialized to those values the
 first time they are seen, and the compiled kernel is kept in memory keyed by the symbol values
+(later calls with arrays of shapes bound before go straight to that kernel's prepared checks,
+``CpuFunction._prepared_call``, and anything those refuse is bound in full again)
 (the engine also caches the shared library on disk, keyed by a SHA-256 of the MLIR text, the
 pipeline, the thread count and the target, so a second process starts warm).  A second key, from the
 canonical Core IR text (``mind.ir.printer``), the symbol values, the options, the target, the
@@ -29,6 +31,7 @@ import numpy as np
 from mind.backends import check_out
 from mind.diagnostics import error
 from mind.ir.core import Function, Module
+from mind.spec.dtypes import DType
 from mind.calling import bind_arguments, canonical_bools
 from mind.reference.memory import CHECK_FROM, check_memory
 
@@ -39,7 +42,6 @@ from ..linalg.emit import ELEM, emit_mlir, kernel_name, specialize_type
 # first call (the warm-start path is then printing + hashing the Core IR, a JSON read and a dlopen)
 from .engine import compile_kernel, load_cached
 from .options import AUTO_PARALLEL_MIN_WORK, CpuOptions
-from .outputs import new_output
 
 __all__ = ["compile_function", "emit_stage", "CpuFunction", "kernel_signature", "work_estimate"]
 
@@ -122,7 +124,11 @@ class CpuFunction:
         self._needs: dict[tuple[tuple[str, int], ...], int] = {}  # memory estimate per environment
         self._lock = threading.Lock()
         self._ir_text: str | None = None
-        self._input_specs: list[tuple[np.dtype, tuple[int, ...]]] | None = None
+        # the kernels of argument shapes bound before (``_remember``): the one of a function
+        # without symbols, and those of a function with symbols by their inputs' shapes
+        self._static: Any = None
+        self._by_shapes: dict[tuple[tuple[int, ...], ...], Any] = {}
+        self._bool_params = tuple(i for i, p in enumerate(fn.params) if p.type.dtype is DType.BOOL)
 
     def kernel(self, env: Mapping[str, int]) -> Any:
         key = tuple(sorted(env.items()))
@@ -164,47 +170,85 @@ class CpuFunction:
         """Run on ``args``; ``out`` (one preallocated array per result: exact shape and dtype,
         C-contiguous, writeable, not overlapping an input) receives the results, else new arrays
         are allocated.  A wrong ``out`` raises E6009 before anything runs."""
-        fast = self._static_inputs(args)
-        if fast is not None:
-            k, ins = fast
-        else:
-            k, ins = self._bound_inputs(args)
-        if out is None:
-            try:
-                outs = [new_output(o.shape, o.dtype) for o in k.signature.outputs]
-            except MemoryError:
-                raise error("E6004", f"cannot allocate the results of @{self.fn.name}",
-                            help="run it on smaller inputs, or on a machine with more memory") from None
-        else:
-            outs = check_out(self.fn.name, out, k.signature.outputs, ins)
+        if type(args) is tuple or type(args) is list:
+            k = self._static
+            if k is not None and out is None and not self._bool_params:  # the common call, written out
+                try:
+                    outs = k.new_outputs()
+                except MemoryError:
+                    outs = self._outputs(k, None, args)  # (E6004)
+                if k.binder.call(k._fn, args, outs, True):
+                    return outs
+            outs = self._prepared_call(args, out)
+            if outs is not None:
+                return outs
+        k, ins = self._bound_inputs(args)
+        outs = self._outputs(k, out, ins)
         k(*ins, out=outs)
         return outs
 
-    def _static_inputs(self, args: Any) -> tuple[Any, list[np.ndarray]] | None:
-        """The common call, without the general argument binding: a function without symbolic dims
-        whose kernel exists, called positionally with arrays (or numpy scalars) of exactly the
-        parameter dtypes and shapes.  None sends anything else through ``_bound_inputs``, which
-        also reports what is wrong (E6009/E6010)."""
-        k = self._kernels.get(())  # present only for a function without symbols (env {})
-        if k is None or type(args) not in (list, tuple) or len(args) != len(k.signature.inputs) \
-                or self._needs.get((), 0) >= CHECK_FROM:  # (large: the general path checks memory)
-            return None
-        specs = self._input_specs
-        if specs is None:
-            specs = self._input_specs = [(np.dtype(s.dtype), tuple(s.shape)) for s in k.signature.inputs]
-        ins = []
-        for a, (dtype, shape) in zip(args, specs):
-            a = np.asarray(a)
-            if a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous:
+    def _outputs(self, k: Any, out: Sequence[np.ndarray] | None, ins: Sequence[Any]) -> list[np.ndarray]:
+        """``out`` checked against ``k``'s results (E6009), or new result arrays (E6004 when they
+        cannot be allocated)."""
+        if out is not None:
+            return check_out(self.fn.name, out, k.signature.outputs, ins)
+        try:
+            return k.new_outputs()
+        except MemoryError:
+            raise error("E6004", f"cannot allocate the results of @{self.fn.name}",
+                        help="run it on smaller inputs, or on a machine with more memory") from None
+
+    def _prepared_call(self, args: Sequence[Any], out: Sequence[np.ndarray] | None) -> list[np.ndarray] | None:
+        """A call without the general argument binding: arguments positional, of shapes that an
+        earlier call bound to a kernel (``_remember``), each an array (or a scalar) of exactly its
+        parameter's dtype and layout (``ArgBinder.call``'s quick checks).  None, with nothing run,
+        sends anything else through ``bind_arguments``, which also reports what is wrong
+        (E6009/E6010)."""
+        k = self._static
+        if k is None:
+            if not self._by_shapes:
                 return None
-            ins.append(canonical_bools(a) if dtype == np.bool_ else a)
-        return k, ins
+            try:
+                k = self._by_shapes.get(tuple([a.shape for a in args]))
+            except AttributeError:  # not arrays: the general path converts them
+                return None
+            if k is None:
+                return None
+        if self._bool_params:
+            args = list(args)
+            for i in self._bool_params:
+                args[i] = canonical_bools(np.asarray(args[i]))
+        # given ``out`` arrays: the quick checks hold them to what ``check_out`` asks, and anything
+        # else goes to the general path, which reports it after the arguments' own diagnostics
+        outs = self._outputs(k, out, args) if out is None else list(out) if type(out) in (list, tuple) else [out]
+        call = k.binder.call
+        if call(k._fn, args, outs, out is None):
+            return outs
+        if all(type(a) is np.ndarray for a in args):
+            return None
+        args = [np.asarray(a) for a in args]  # numpy or Python scalars, as bind_arguments reads them
+        return outs if call(k._fn, args, outs, out is None) else None
+
+    def _remember(self, env: Mapping[str, int], k: Any, ins: Sequence[np.ndarray]) -> None:
+        """Record ``k`` as the kernel of arguments of ``ins``' shapes, which ``bind_arguments`` has
+        just accepted (every check that depends on more than dtypes and shapes, the assumptions,
+        holds for every call with these shapes), unless its memory needs are checked on every call
+        (``check_memory``)."""
+        key = tuple(a.shape for a in ins)
+        if key in self._by_shapes or self._needs.get(tuple(sorted(env.items())), 0) >= CHECK_FROM:
+            return
+        with self._lock:
+            if env:
+                self._by_shapes[key] = k
+            else:
+                self._static = k
 
     def _bound_inputs(self, args: Sequence[Any] | Mapping[str, Any]) -> tuple[Any, list[np.ndarray]]:
         """Bind ``args`` to the parameters (symbols, checks), pick the kernel, and make the arrays
         C-contiguous in the kernel's dtypes."""
         arrays, env = bind_arguments(self.fn, args)  # (bools made 0/1 there)
         k = self.kernel(env)
+        self._remember(env, k, arrays)
         ins = []
         for a, spec in zip(arrays, k.signature.inputs):
             if not a.flags.c_contiguous:

@@ -19,7 +19,7 @@ import itertools
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from .cache import MAX_LIBRARY_BYTES, Expected, KernelCache, mlir_cache_key
 from .kmpc_gomp import SERIAL_SWITCH
 from .openmp import OpenMPUnavailable, bind_runtime, load_openmp_runtime, register_serial_switch, runtime_path
 from .options import CpuOptions
-from .outputs import new_output
+from .outputs import results_factory
 
 __all__ = ["Kernel", "compile_kernel", "load_cached", "mlir_to_llvm_ir", "wait_for_cache_writes"]
 
@@ -61,7 +61,14 @@ class Kernel:
     _lib: Any = field(default=None, repr=False)
     _fn: Any = field(default=None, repr=False)
     _stored: Any = field(default=None, repr=False)
-    _binder: ArgBinder | None = field(default=None, repr=False)
+    binder: ArgBinder = field(init=False, repr=False, compare=False)
+    new_outputs: Callable[[], list[np.ndarray]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # prepared once: the argument checks and descriptor frames of the signature, and the
+        # function that allocates one call's results (``outputs.results_factory``)
+        self.binder = ArgBinder(self.signature)
+        self.new_outputs = results_factory([(o.shape, o.dtype) for o in self.signature.outputs])
 
     def wait_stored(self, timeout: float | None = None) -> bool:
         """For a kernel loaded in-process: wait until its .so and sidecar are in the disk cache.
@@ -70,18 +77,15 @@ class Kernel:
 
     def __call__(self, *inputs: np.ndarray, out: Sequence[np.ndarray] | None = None) -> Any:
         sig = self.signature
-        outs = list(out) if out is not None else \
-            [new_output(o.shape, o.dtype) for o in sig.outputs]
+        fresh = out is None
+        outs = self.new_outputs() if fresh else list(out)  # type: ignore[arg-type]
         if len(outs) != len(sig.outputs):
             raise _fail(f"kernel '{sig.name}' has {len(sig.outputs)} outputs, got {len(outs)} out arrays")
-        binder = self._binder
-        if binder is None:
-            binder = self._binder = ArgBinder(sig)
-        try:
-            descs = binder.descriptors(inputs, outs)
-        except AbiError as e:
-            raise _fail(f"kernel '{sig.name}': {e}") from None
-        self._fn(*[ctypes.addressof(d) for d in descs])  # ctypes releases the GIL during the call
+        if not self.binder.call(self._fn, inputs, outs, fresh):
+            try:
+                self.binder.call_checked(self._fn, inputs, outs)
+            except AbiError as e:
+                raise _fail(f"kernel '{sig.name}': {e}") from None
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 

@@ -18,11 +18,13 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
-from typing import Sequence
+from functools import partial
+from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["new_output", "MIN_POOLED_BYTES", "MAX_POOLED_BYTES", "MAX_PER_SIZE", "pooled_bytes"]
+__all__ = ["new_output", "output_factory", "results_factory", "MIN_POOLED_BYTES", "MAX_POOLED_BYTES", "MAX_PER_SIZE",
+           "pooled_bytes"]
 
 MIN_POOLED_BYTES = 1 << 20
 MAX_POOLED_BYTES = 1 << 28
@@ -75,3 +77,28 @@ def new_output(shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
     arr = raw[offset:offset + nbytes].view(dtype).reshape(shape)
     weakref.finalize(arr, _give_back, raw).atexit = False
     return arr
+
+
+def output_factory(shape: Sequence[int], dtype: np.dtype) -> Callable[[], np.ndarray]:
+    """A function of no arguments returning what ``new_output(shape, dtype)`` returns, with the
+    decision between a plain array and the pool taken once: a kernel's result shapes are fixed, and
+    a small result is then one ``np.empty`` per call."""
+    dtype = np.dtype(dtype)
+    shape = tuple(int(d) for d in shape)
+    nbytes = dtype.itemsize
+    for d in shape:
+        nbytes *= d
+    if nbytes < MIN_POOLED_BYTES:
+        return partial(np.empty, shape, dtype)
+    return partial(new_output, shape, dtype)
+
+
+def results_factory(specs: Sequence[tuple[Sequence[int], np.dtype]]) -> Callable[[], list[np.ndarray]]:
+    """A function of no arguments returning a new list of one ``output_factory`` array per
+    ``(shape, dtype)`` of ``specs``: one call's results.  A single result, the common case, is
+    made without a loop."""
+    makers = tuple(output_factory(shape, dtype) for shape, dtype in specs)
+    if len(makers) == 1:
+        make = makers[0]
+        return lambda: [make()]
+    return lambda: [make() for make in makers]
