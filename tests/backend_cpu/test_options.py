@@ -14,7 +14,9 @@ import pytest
 import mind
 from mind.compiler.backend.cpu.api import compile_function
 from mind.compiler.backend.cpu.cache import KernelCache
-from mind.compiler.backend.cpu.options import AUTO_PARALLEL_MIN_WORK, KNOBS, CpuOptions
+from mind.compiler.backend.cpu.options import KNOBS, CpuOptions
+from mind.compiler.backend.cpu.thread_cost import COSTS, KernelCost, kernel_cost, one_thread_seconds
+from mind.compiler.backend.cpu.vector_unit import vector_unit
 from mind.compiler.backend.options import markdown_table
 from mind.diagnostics import MindError
 from mind.ir.parser import parse_module
@@ -128,13 +130,59 @@ def test_the_options_are_resolved_once(clean_env):
     assert run.options.schedule is True and run.options.threads is None
 
 
-def test_the_thread_count_of_a_kernel_is_a_function_of_the_options_and_its_work(clean_env):
-    auto = CpuOptions.resolve().replace(cpus=4, abi="gomp")
-    assert auto.for_kernel(AUTO_PARALLEL_MIN_WORK - 1).threads == 1
-    assert auto.for_kernel(AUTO_PARALLEL_MIN_WORK).threads == 4 == auto.for_kernel(None).threads
-    assert auto.replace(threads=3).for_kernel(10).threads == 3  # asked for: honored
-    assert auto.replace(threads=3, abi=None).for_kernel(10).threads == 1  # no OpenMP runtime
-    assert auto.for_kernel(AUTO_PARALLEL_MIN_WORK) == auto.for_kernel(AUTO_PARALLEL_MIN_WORK)
+def _cost(ir: str, env: dict[str, int] | None = None) -> KernelCost:
+    return kernel_cost(parse_module(ir, "<t>").functions[0], env or {})
+
+
+def _scaled(cost: KernelCost, seconds: float) -> KernelCost:
+    """``cost``'s regions with memory traffic (outside the cache) that takes ``seconds`` on one core."""
+    n = int(seconds * COSTS["stream_bytes_per_s"])
+    return KernelCost(n, max(n, COSTS["cache_bytes"] + 1), 0.0, cost.regions)
+
+
+ADD = "func @f(%x: {t}[N]) -> ({t}[N]) {{\n  %0 = add(%x, %x) : {t}[N]\n  return %0\n}}\n"
+MATMUL = ("func @f(%a: f32[M, M], %b: f32[M, M]) -> (f32[M, M]) {\n  %c = matmul(%a, %b) : f32[M, M]\n"
+          "  return %c\n}\n")
+
+
+def test_the_thread_count_of_a_kernel_is_a_function_of_the_options_and_its_cost(clean_env):
+    auto = CpuOptions.resolve().replace(cpus=4, abi="gomp", cpu="x86-64-v3")
+    unit = vector_unit("x86-64-v3")
+    one = _cost(ADD.format(t="f32"), {"N": 1})
+    # the boundary: the saving of 4 threads (3/4 of the one-thread time) against the regions' cost
+    boundary = COSTS["gain_over_regions"] * one.regions * COSTS["region_s"] / (3 / 4)
+    below, above = _scaled(one, boundary * 0.99), _scaled(one, boundary * 1.01)
+    assert one_thread_seconds(below, unit) < boundary < one_thread_seconds(above, unit)
+    assert auto.for_kernel(below).threads == 1
+    assert auto.for_kernel(above).threads == 4 == auto.for_kernel(None).threads
+    more_regions = KernelCost(above.bytes, above.footprint, 0.0, 2 * above.regions)  # each region costs
+    assert auto.for_kernel(more_regions).threads == 1
+    assert auto.replace(threads=3).for_kernel(below).threads == 3  # asked for: honored
+    assert auto.replace(threads=3, abi=None).for_kernel(below).threads == 1  # no OpenMP runtime
+    assert auto.replace(cpus=1).for_kernel(above).threads == 1
+    assert auto.for_kernel(above) == auto.for_kernel(above)
+
+
+def test_an_f64_kernel_costs_what_an_f32_kernel_of_twice_its_elements_costs(clean_env):
+    auto = CpuOptions.resolve().replace(cpus=2, abi="gomp")
+    n = 1024
+    while auto.for_kernel(_cost(ADD.format(t="f32"), {"N": n})).threads == 1:  # the f32 boundary
+        n *= 2
+    f32, f64 = _cost(ADD.format(t="f32"), {"N": n // 2}), _cost(ADD.format(t="f64"), {"N": n // 2})
+    assert f64.bytes == 2 * f32.bytes and f64.lane_ops == 2 * f32.lane_ops
+    assert f64 == _cost(ADD.format(t="f32"), {"N": n})
+    assert auto.for_kernel(f32).threads == 1 and auto.for_kernel(f64).threads == 2
+
+
+def test_a_matmul_is_costed_by_its_multiply_adds(clean_env):
+    auto = CpuOptions.resolve().replace(cpus=2, abi="gomp")
+    small, large = _cost(MATMUL, {"M": 32}), _cost(MATMUL, {"M": 256})
+    assert small.lane_ops == 32 ** 3 and large.lane_ops == 256 ** 3
+    assert small.bytes == 32 * 32 * 4 * 3 * 2  # its operands and result, as parameters and as the op's
+    assert auto.for_kernel(small).threads == 1 and auto.for_kernel(large).threads == 2
+    # the vector unit sets the rate: the same multiply-adds take twice as long on AVX2 as on AVX-512
+    assert one_thread_seconds(KernelCost(0, 0, large.lane_ops, 1), vector_unit("x86-64-v3")) == \
+        2 * one_thread_seconds(KernelCost(0, 0, large.lane_ops, 1), vector_unit("x86-64-v4"))
 
 
 def test_each_option_that_changes_the_code_changes_the_fingerprint(clean_env):

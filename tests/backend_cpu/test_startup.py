@@ -301,13 +301,13 @@ def test_warm_start_of_a_threaded_kernel_loads_its_runtime_with_mind_defaults(tm
 
 
 def test_small_functions_default_to_one_thread(monkeypatch):
-    from mind.compiler.backend.cpu.api import work_estimate
-    from mind.compiler.backend.cpu.options import AUTO_PARALLEL_MIN_WORK
+    from mind.compiler.backend.cpu.thread_cost import UNKNOWN_COST, kernel_cost
     monkeypatch.delenv("MIND_NUM_THREADS", raising=False)
     small = parse_module("func @f(%a: f32[B, 3], %b: f32[3, 4]) -> (f32[B, 4]) {\n"
                          "  %c = matmul(%a, %b) : f32[B, 4]\n  return %c\n}\n", "<t>").functions[0]
-    assert work_estimate(small, {"B": 2}) == 2 * 4 * 3
-    assert work_estimate(small, {"B": AUTO_PARALLEL_MIN_WORK}) >= AUTO_PARALLEL_MIN_WORK
+    assert kernel_cost(small, {"B": 2}).lane_ops == 2 * 4 * 3
+    assert kernel_cost(small, {"B": 1 << 20}).lane_ops == (1 << 20) * 4 * 3
+    assert kernel_cost(small, {}) == UNKNOWN_COST  # a shape it cannot read: large
     run = compile_function(small, cache=False)
     a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
     np.testing.assert_array_equal(run([a, b])[0], a @ b)

@@ -41,9 +41,10 @@ from ..linalg.emit import ELEM, emit_mlir, kernel_name, specialize_type
 # the engine imports neither MLIR nor llvmlite; importing it here keeps module loading out of the
 # first call (the warm-start path is then printing + hashing the Core IR, a JSON read and a dlopen)
 from .engine import compile_kernel, load_cached
-from .options import AUTO_PARALLEL_MIN_WORK, CpuOptions
+from .options import CpuOptions
+from .thread_cost import kernel_cost
 
-__all__ = ["compile_function", "emit_stage", "CpuFunction", "kernel_signature", "work_estimate"]
+__all__ = ["compile_function", "emit_stage", "CpuFunction", "kernel_signature"]
 
 MAX_KERNEL_ARGUMENTS = 1024
 """A kernel takes one pointer per parameter and one per result, and it is called through ctypes,
@@ -58,37 +59,6 @@ def _materializes(op: Any) -> bool:
     return op.op in ("matmul", "conv2d")
 
 
-def work_estimate(fn: Function, env: Mapping[str, int]) -> int:
-    """A rough count of element operations: the result size of every op, times the contraction
-    length for matmul/conv2d; an op reading a larger operand (a reduction) counts that operand."""
-    total = 0
-    shapes: dict[Any, tuple[int, ...]] = {}  # values repeat a few shapes; a symbolic one costs substitutions
-
-    def shape(t: Any) -> tuple[int, ...]:
-        s = shapes.get(t.shape)
-        if s is None:
-            s = shapes[t.shape] = _shape(t, env)
-        return s
-    try:
-        for op in fn.ops:
-            n = _prod(shape(op.result.type))
-            ins = [shape(v.type) for v in op.operands]
-            if op.op == "matmul" and ins and ins[0]:
-                n *= ins[0][-1]
-            elif op.op == "conv2d" and len(ins) > 1 and len(ins[1]) == 4:
-                n *= ins[1][0] * ins[1][1] * ins[1][2]
-            else:
-                n = max([n] + [_prod(s) for s in ins])
-            total += n
-    except Exception:  # noqa: BLE001 - an estimate only: unknown means "large"
-        return AUTO_PARALLEL_MIN_WORK
-    return total
-
-
-def _shape(t: Any, env: Mapping[str, int]) -> tuple[int, ...]:
-    return specialize_type(t, env)[1]
-
-
 def kernel_signature(fn: Function, env: Mapping[str, int]) -> Signature:
     """The signature of ``fn``'s kernel specialized to ``env``, from the Core IR alone (what
     ``emit.emit_mlir`` declares): a cached kernel is loaded with this one, never with what its
@@ -97,13 +67,6 @@ def kernel_signature(fn: Function, env: Mapping[str, int]) -> Signature:
         dtype, shape = specialize_type(t, env)
         return ArgSpec(ELEMENT_TYPES[ELEM[dtype]], shape)
     return Signature(kernel_name(fn), tuple(spec(p.type) for p in fn.params), tuple(spec(r.type) for r in fn.results))
-
-
-def _prod(shape: Sequence[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n
 
 
 class CpuFunction:
@@ -147,7 +110,7 @@ class CpuFunction:
 
     def _compile(self, env: Mapping[str, int]) -> Any:
         """Disk-cache hit by the Core-IR key first (no MLIR emission), else emit and compile."""
-        options = self.options.for_kernel(work_estimate(self.fn, env) if self.options.threads is None else None)
+        options = self.options.for_kernel(kernel_cost(self.fn, env) if self.options.threads is None else None)
         alias = None
         signature = kernel_signature(self.fn, env)
         if options.cache is not None:

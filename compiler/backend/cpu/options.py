@@ -6,8 +6,8 @@ lowering, code generation, loading, the caches) is a function of its inputs and 
 reads the environment for a setting.  Besides the knobs, the record holds what they resolve to on
 this machine: the prebuilt GEMM level its matmuls call (``library``), the OpenMP ABI a threaded
 kernel is built for (``abi``, None without a runtime) and the CPU count (the automatic thread count).
-The decisions of one specialization (its thread count, from the kernel's work estimate) are pure
-functions of the record (``for_kernel``), and the record gives the one cache-key fingerprint of a
+The decisions of one specialization (its thread count, from the kernel's cost: ``thread_cost``) are
+pure functions of the record and the kernel (``for_kernel``), and the record gives the one cache-key fingerprint of a
 kernel (``fingerprint``).
 """
 
@@ -26,14 +26,10 @@ from .kernel_library import (ISAS, MATMUL_POLICIES, LibraryError, damaged, gemm_
                              select_isa)
 from .openmp import ABIS, preferred_abi
 from .pipeline import MAX_THREADS
+from .thread_cost import KernelCost, worth_threads
+from .vector_unit import vector_unit
 
-__all__ = ["CpuOptions", "KNOBS", "AUTO_PARALLEL_MIN_WORK"]
-
-AUTO_PARALLEL_MIN_WORK = 1 << 25
-"""Below this work estimate (``api.work_estimate``) a function without an explicit thread count runs
-on one thread: a second thread pays per call only for long loops, while it costs every process its
-OpenMP start-up and doubles a call's time when another process holds a core (``docs/backend-cpu.md``,
-Threads, has the measurements)."""
+__all__ = ["CpuOptions", "KNOBS"]
 
 
 def _thread_count(v: Any) -> bool:
@@ -53,8 +49,9 @@ def _thread_text(text: str) -> int:
 KNOBS: tuple[Knob, ...] = (
     Knob("threads", None, _thread_count, f"an integer from 1 to {MAX_THREADS}",
          "OpenMP threads of the scheduled loops and the prebuilt GEMM", env="MIND_NUM_THREADS",
-         from_env=_thread_text, shown_default="the CPU count, but 1 for a function with little work "
-                                             "(`AUTO_PARALLEL_MIN_WORK`) and without an OpenMP runtime"),
+         from_env=_thread_text, shown_default="the CPU count, but 1 for a function whose estimated time a second "
+                                             "thread would not clearly cut (see Threads) and without an "
+                                             "OpenMP runtime"),
     Knob("schedule", True, lambda v: v is True or v is False or v == "all", "True, False or 'all'",
          "tile and vectorize the ops that pay for their compile time (`MIN_SCHEDULE_WORK`), every op that "
          "has a schedule (\"all\") or none", env="MIND_CPU_SCHEDULE", from_env={"0": False, "1": True, "all": "all"}),
@@ -128,13 +125,16 @@ class CpuOptions(FrozenRecord):
     def replace(self, **changes: Any) -> "CpuOptions":
         return CpuOptions(**{**{name: getattr(self, name) for name in _FIELDS}, **changes})
 
-    def for_kernel(self, work: int | None = None) -> "CpuOptions":
+    def for_kernel(self, cost: KernelCost | None = None) -> "CpuOptions":
         """The record one kernel is compiled with, its thread count decided: the one asked for, else
-        the CPU count, but 1 when the kernel's ``work`` estimate is below ``AUTO_PARALLEL_MIN_WORK``;
-        1 without an OpenMP runtime."""
+        the CPU count, but 1 when the kernel's ``cost`` (``thread_cost.kernel_cost``) says the
+        threads would not clearly pay for their parallel regions on this ``cpu``'s vector unit
+        (``thread_cost.worth_threads``); 1 without an OpenMP runtime."""
         threads = self.threads
         if threads is None:
-            threads = 1 if work is not None and work < AUTO_PARALLEL_MIN_WORK else self.cpus
+            threads = self.cpus
+            if cost is not None and threads > 1 and not worth_threads(cost, vector_unit(self.cpu), threads):
+                threads = 1
         if threads > 1 and self.abi is None:
             threads = 1
         return self if threads == self.threads else self.replace(threads=threads)

@@ -63,7 +63,8 @@ class MatmulTiles(FrozenRecord):
 
 
 class ElementwiseTiles(FrozenRecord):
-    """Forall tiles on parallel loops and sequential tiles on reduction loops (0 = not tiled)."""
+    """Forall tiles on parallel loops, then sequential tiles (``reduction``: the reduction loops, and
+    the contiguous parallel loop of a column reduction inside its forall block; 0 = not tiled)."""
 
     __slots__ = ("parallel", "reduction")
 
@@ -107,6 +108,8 @@ def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_b
 
     Reduction loops (tiled sequentially after the parallel forall) share what is left of a budget of
     8 vectors per tile, innermost first, so that no tile becomes a huge vector (``linalg.schedule``).
+    A column reduction (the innermost loop parallel, a reduction loop outside it) is tiled by
+    ``_column_tiles`` instead.
     """
     lanes = unit.lanes(elem_bits)
     par: list[int] = []
@@ -125,12 +128,31 @@ def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_b
         else:
             par.append(0)
             red.append(0)
-    budget = max(1, (8 * lanes) // max(1, product(p for p in par if p)))
+    last = len(ranges) - 1
+    if red_dims and par_dims and par_dims[-1] == last > max(red_dims):
+        column = _column_tiles(ranges[last], lanes)
+        if column is not None:
+            par[last], red[last] = column
+    vector = [red[i] or par[i] for i in par_dims]  # the parallel extents of the vectorized tile
+    budget = max(1, (8 * lanes) // max(1, product(p for p in vector if p)))
     for i in reversed(red_dims):
         t = largest_divisor_at_most(ranges[i], max(1, min(4 * lanes, budget)))
         red[i] = t
         budget = max(1, budget // t)
     return ElementwiseTiles(tuple(par), tuple(red))
+
+
+def _column_tiles(size: int, lanes: int) -> tuple[int, int] | None:
+    """A column reduction's contiguous loop: a forall block of up to 16 vectors (but a quarter of the
+    loop when that is more than 4 vectors, so that threads have blocks to share), swept row by row
+    in sequential tiles of up to 4 vectors (whole vectors where they divide the block).  Why: each
+    step then reads a contiguous run of every row it reduces, where a forall block of one 4-vector
+    tile read 256 bytes per row of the whole matrix (a 4096x1000 f32 column max: 1.6 ms on two
+    threads, 0.4-0.5 ms in blocks of 250 columns).  None when the block would be one tile."""
+    block = largest_divisor_at_most(size, min(16 * lanes, max(4 * lanes, size // 4)))
+    whole = [d for d in range(lanes, 4 * lanes + 1, lanes) if block % d == 0]
+    tile = whole[-1] if whole else largest_divisor_at_most(block, 4 * lanes)
+    return (block, tile) if block > tile else None
 
 
 def matmul_section(tag: int, t: MatmulTiles) -> str:

@@ -1,0 +1,139 @@
+"""How many threads a kernel gets when none was asked for: a cost model of its one-thread time.
+
+Why time and not an element count: a memory-bound kernel (a softmax sweeping a 16 MB matrix three
+times) runs for milliseconds with a few million element operations, while a second thread halves
+it; and a thread pays per call only what its parallel regions cost (a fork and a join each), not a
+fixed count of elements.  ``kernel_cost`` reads from the Core IR what a kernel moves and computes
+(bytes of the values it reads from and writes to memory, multiply-adds of its contractions, vector
+operations of everything else, parallel regions); ``one_thread_seconds`` turns that into seconds on a
+core with the options' vector unit, and ``CpuOptions.for_kernel`` goes parallel when the saving
+clearly exceeds the regions' cost (``worth_threads``).  The constants are measured on the project's
+machine (``docs/backend-cpu.md``, Threads and Measurements).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from mind.spec.record import FrozenRecord
+
+from ..linalg.emit import specialize_type
+from .vector_unit import VectorUnit
+
+__all__ = ["KernelCost", "kernel_cost", "one_thread_seconds", "worth_threads", "UNKNOWN_COST", "COSTS"]
+
+COSTS: dict[str, float] = {
+    "stream_bytes_per_s": 14e9,   # one core's streaming bandwidth from memory, bytes read + written per second
+    "cache_bytes": 2 << 20,       # one core's L2: a kernel whose parameters and results fit in it...
+    "cache_bytes_per_s": 40e9,    # ...streams them at this rate
+    "vector_ops_per_s": 7.6e9,    # one core's vector FMAs (or simple vector ops) per second: 2 per cycle
+    "region_s": 2e-6,             # one parallel region's fork and join with libgomp, 2 threads
+    "gain_over_regions": 5.0,     # the saving must be this many times the regions' cost
+}
+"""The cost model's constants (``docs/backend-cpu.md``, Measurements, has how each was measured).
+``gain_over_regions`` keeps the margin for what a per-call estimate does not see: a busy machine's
+barrier waits and the OpenMP runtime's start-up in each process."""
+
+_ELEMENTWISE = frozenset({"const", "add", "sub", "mul", "div", "exp", "log", "compare", "select", "convert"})
+_FREE = frozenset({"reshape", "const"})  # no loop of their own: a view, or folded into its users
+_VECTOR_OPS_PER_ELEMENT = {"exp": 12.0, "log": 14.0, "div": 4.0}
+"""Vector instructions per element of the ops that are polynomials or long-latency (``linalg.mathlib``
+expands ``exp``/``log`` into a reduction and a polynomial); every other op is one."""
+
+
+class KernelCost(FrozenRecord):
+    """What one call of a kernel moves and computes: ``bytes`` read from and written to memory,
+    ``lane_ops`` (multiply-adds and other element operations, each weighted by its element width in
+    units of 32 bits, so that an f64 operation counts as two f32 lanes), and ``regions`` (the parallel
+    loops a threaded kernel would start)."""
+
+    __slots__ = ("bytes", "footprint", "lane_ops", "regions")
+
+    bytes: int
+    footprint: int
+    lane_ops: float
+    regions: int
+
+    def __init__(self, bytes: int, footprint: int, lane_ops: float, regions: int) -> None:  # noqa: A002
+        object.__setattr__(self, "bytes", bytes)
+        object.__setattr__(self, "footprint", footprint)
+        object.__setattr__(self, "lane_ops", lane_ops)
+        object.__setattr__(self, "regions", regions)
+
+
+UNKNOWN_COST = KernelCost(1 << 40, 1 << 40, 0.0, 1)
+"""The cost of a kernel whose shapes cannot be read: large (threads pay)."""
+
+
+def kernel_cost(fn: Any, env: Mapping[str, int]) -> KernelCost:
+    """The cost of ``fn`` specialized to ``env``.  Memory: every parameter and result once, and each
+    op that is not elementwise (reductions, movements, contractions: fusion does not put them in
+    registers) reads its operands and writes its result; an elementwise chain fuses, so its
+    intermediates cost no traffic.  Computation: each op's elements (a contraction's multiply-adds,
+    a reduction's input) times its vector instructions per element.  Regions: one per op that is
+    not elementwise, plus one for the elementwise chains."""
+    types: dict[Any, tuple[int, int]] = {}
+
+    def size(value: Any) -> tuple[int, int]:
+        """(elements, bytes per element) of a value."""
+        t = value.type
+        found = types.get(t)
+        if found is None:
+            dtype, shape = specialize_type(t, env)
+            n = 1
+            for d in shape:
+                n *= int(d)
+            found = types[t] = (n, dtype.numpy.itemsize)
+        return found
+    try:
+        footprint = moved = sum(n * w for n, w in map(size, list(fn.params) + list(fn.results)))
+        lane_ops = 0.0
+        regions = 1
+        for op in fn.ops:
+            n, width = size(op.result)
+            ins = [size(v) for v in op.operands]
+            if op.op in _ELEMENTWISE:
+                count = 0 if op.op in _FREE else n
+                lane_ops += count * _VECTOR_OPS_PER_ELEMENT.get(op.op, 1.0) * width / 4
+                continue
+            if op.op in _FREE:
+                continue
+            regions += 1
+            moved += n * width + sum(m * w for m, w in ins)
+            if op.op == "matmul":
+                count = n * _contracted(op, env)
+            elif op.op == "conv2d":
+                count = n * _window(op, env)
+            else:
+                count = max([n] + [m for m, _ in ins])
+            lane_ops += count * width / 4
+    except Exception:  # noqa: BLE001 - an estimate only: a shape we cannot read means "large"
+        return UNKNOWN_COST
+    return KernelCost(moved, footprint, lane_ops, regions)
+
+
+def _contracted(op: Any, env: Mapping[str, int]) -> int:
+    """A matmul's contraction length (the lhs's last axis)."""
+    return int(specialize_type(op.operands[0].type, env)[1][-1])
+
+
+def _window(op: Any, env: Mapping[str, int]) -> int:
+    """A conv2d's multiply-adds per output element (filter height x width x input channels)."""
+    kh, kw, c, _ = specialize_type(op.operands[1].type, env)[1]
+    return int(kh) * int(kw) * int(c)
+
+
+def one_thread_seconds(cost: KernelCost, unit: VectorUnit) -> float:
+    """The estimated time of one call on one core: the bytes at the streaming bandwidth (of the L2
+    cache when the parameters and results fit in it) plus the lane operations at the unit's vector
+    rate (``unit.lanes(32)`` 32-bit lanes per instruction)."""
+    cached = cost.footprint <= COSTS["cache_bytes"]
+    return cost.bytes / COSTS["cache_bytes_per_s" if cached else "stream_bytes_per_s"] + \
+        cost.lane_ops / (unit.lanes(32) * COSTS["vector_ops_per_s"])
+
+
+def worth_threads(cost: KernelCost, unit: VectorUnit, threads: int) -> bool:
+    """Whether ``threads`` threads clearly pay for their parallel regions: the time they save (the
+    one-thread time split evenly) is at least ``gain_over_regions`` times the regions' fork/join."""
+    saving = one_thread_seconds(cost, unit) * (1 - 1 / threads)
+    return saving >= COSTS["gain_over_regions"] * cost.regions * COSTS["region_s"]

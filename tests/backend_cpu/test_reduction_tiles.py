@@ -1,0 +1,81 @@
+"""Reductions that feed no broadcast use the threads they get: a column reduction is swept row by row
+in contiguous blocks (``transforms._column_tiles``), which the blocked full sum's first level is too;
+each such schedule matches the reference on odd, prime-sized and 3-D shapes, on one and two threads
+and for AVX2."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mind.calling import select_function
+from mind.compiler.backend.cpu.api import compile_function
+from mind.compiler.backend.cpu.kernel_library import host_isa
+from mind.compiler.backend.cpu.transforms import choose_elementwise_tiles
+from mind.compiler.backend.cpu.vector_unit import AVX512, VECTOR_UNITS
+from mind.ir.parser import parse_module
+from mind.reference.accuracy import check_op
+from mind.reference.ops import OP_FUNCTIONS
+
+AVX2 = VECTOR_UNITS["x86-64-v3"]
+COLUMN = ["reduction", "parallel"]
+
+
+@pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
+@pytest.mark.parametrize("cols, bits", [(1000, 32), (777, 32), (32768, 64), (4096, 32), (520, 64)])
+def test_a_column_reduction_is_tiled_in_contiguous_blocks(cols, bits, unit):
+    t = choose_elementwise_tiles([4096, cols], COLUMN, bits, unit)
+    lanes = unit.lanes(bits)
+    block, tile = t.parallel[1], t.reduction[1]
+    assert cols % block == 0 and block % tile == 0 and block > tile  # whole tiles of a larger block
+    assert cols // block >= min(4, cols // (4 * lanes))  # blocks for the threads to share
+    assert tile <= 4 * lanes and block <= 16 * lanes
+    if any(block % (k * lanes) == 0 for k in range(1, 5)):
+        assert tile % lanes == 0  # whole vectors where they divide the block
+    assert t.reduction[0] * tile <= 8 * lanes  # the rows of a tile keep to the register budget
+
+
+def test_narrow_column_reductions_and_row_reductions_keep_their_tiles():
+    assert choose_elementwise_tiles([4096, 64], COLUMN) == choose_elementwise_tiles([4096, 64], COLUMN)
+    narrow = choose_elementwise_tiles([300, 64], COLUMN)
+    assert narrow.parallel == (0, 64) and narrow.reduction == (2, 0)  # one tile wide: no inner block
+    rows = choose_elementwise_tiles([4096, 1024], ["parallel", "reduction"])
+    assert rows.parallel == (8, 0) and rows.reduction == (0, 16)
+
+
+def _reduction(op: str, dtype: str, shape: tuple[int, ...], axes: list[int], keepdims: bool = False) -> object:
+    out = [1 if i in axes else d for i, d in enumerate(shape)] if keepdims else \
+        [d for i, d in enumerate(shape) if i not in axes]
+    t = lambda s: f"{dtype}[{', '.join(map(str, s))}]"  # noqa: E731 - a scalar is f32[]
+    keep = "true" if keepdims else "false"
+    return select_function(parse_module(
+        f"func @main(%x: {t(shape)}) -> ({t(out)}) {{\n"
+        f"  %0 = {op}(%x) {{axes = {axes}, keepdims = {keep}}} : {t(out)}\n  return %0\n}}\n", "t"), None)
+
+
+CASES = [
+    ("reduce_max", "f32", (301, 1000), [0], False),
+    ("reduce_sum", "f32", (257, 777), [0], True),
+    ("reduce_max", "f64", (5, 37, 520), [1], False),
+    ("reduce_sum", "f64", (3, 61, 1536), [0, 1], False),
+    ("reduce_sum", "f64", (480, 270), [0, 1], False),   # the blocked sum: [120, 1080] first
+    ("reduce_sum", "f32", (64, 65536), [0, 1], False),  # the blocked sum's first level: [128, 32768]
+]
+THREADS_AND_CPUS = [(1, "host"), (2, "host")] + ([(2, "x86-64-v3")] if host_isa() is not None else [])
+
+
+@pytest.mark.parametrize("threads, cpu", THREADS_AND_CPUS)
+@pytest.mark.parametrize("op, dtype, shape, axes, keepdims", CASES)
+def test_column_and_blocked_reductions_match_the_reference(op, dtype, shape, axes, keepdims, threads, cpu):
+    fn = _reduction(op, dtype, shape, axes, keepdims)
+    x = np.random.default_rng(len(shape) + shape[-1]).standard_normal(shape).astype(dtype.replace("f", "float"))
+    x[0, 0] = np.inf if op == "reduce_max" else x[0, 0]
+    run = compile_function(fn, threads=threads, cpu=cpu, cache=False)
+    got = run([x])[0]
+    kernel = next(iter(run._kernels.values()))
+    assert kernel.scheduled and kernel.threads == threads
+    op_ = fn.ops[0]
+    want = OP_FUNCTIONS[op](x, **dict(op_.attrs))
+    assert check_op(op, [x], dict(op_.attrs), got, want, dtype=op_.result.type.dtype) is None
+    if op == "reduce_sum":  # the blocked sums stay close to NumPy's pairwise sum, not only within the bound
+        np.testing.assert_allclose(got, x.sum(axis=tuple(axes), keepdims=keepdims), rtol=1e-5 if dtype == "f32" else 1e-12)
