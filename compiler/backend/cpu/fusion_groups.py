@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from ..linalg.payload import element_bits, generic_loops, product, static_shape
-from ..linalg.transform_script import largest_divisor_at_most, match, tile_for, tile_forall, vectorize
+from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .vector_unit import VectorUnit
 
 __all__ = ["L2_BYTES", "L2_SHARE", "MIN_BLOCKS", "Group", "GroupPlan", "find_groups", "block_rows", "group_section",
@@ -193,6 +193,22 @@ _BUBBLE = """\
 """
 
 
+_FOLD_EMPTY = """\
+    %{v} = transform.structured.match ops{{["func.func"]}} in %root : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %{v} {{
+      transform.apply_patterns.tensor.fold_tensor_empty
+    }} : !transform.any_op
+"""
+
+
+_MASKED = """\
+    %{v} = transform.structured.match ops{{["func.func"]}} in %root : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %{v} {{
+      transform.apply_patterns.vector.lower_masked_transfers
+    }} : !transform.any_op
+"""
+
+
 def _cse(var: str) -> str:
     return (f"    %{var} = transform.structured.match ops{{[\"func.func\"]}} in %root : (!transform.any_op) -> "
             f"!transform.any_op\n    transform.apply_cse to %{var} : !transform.any_op\n")
@@ -223,18 +239,70 @@ def group_section(group: Group, tags: Sequence[int | None], unit: VectorUnit,
               f" : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n")
         forall = f"%gn{g}_{i}"
         fused.append((op, f"%gf{g}_{i}"))
+    # a block's intermediate rows in a tensor of the block's size, not a slice of a whole-tensor one
+    s += _FOLD_EMPTY.format(v=f"ge{g}")
     block = {d: r for d, r in enumerate(rows[:group.prefix])}
     for op, handle in fused:
-        tiles = inner_tiles(op, block)
-        name = handle[1:] + "i"
         # a producer fused for two uses of one slice is listed twice: one tiling of each op
         s += f"    {handle}d = transform.merge_handles deduplicate {handle} : !transform.any_op\n"
-        handle += "d"
-        if any(tiles):
-            s += tile_for(name, handle, tiles)
-            handle = f"%{name}"
-        s += vectorize(handle)
-    return s
+        s += _inner_section(handle[1:], f"{handle}d", op, block, unit, inner_tiles)
+    # masked transfers (rows without a whole-vector divisor) as transfers with a mask operand,
+    # which the target's vector lowering turns into masked loads and stores
+    return s + _MASKED.format(v=f"gm{g}")
+
+
+def row_tile(n: int, lanes: int) -> tuple[int, bool]:
+    """The tile of a contiguous axis of ``n`` elements: the largest multiple of ``lanes`` up to 4
+    vectors that divides n, when it is at least 2 vectors (or the whole row); else 4 vectors (2, 1
+    for shorter rows) with a masked last tile (``masked``: True).  A row of 1000 or 1001 f32 then
+    runs whole vectors, not tiles of 50 or 13 elements that LLVM splits into odd vectors or scalars."""
+    if n <= lanes:
+        return n, False
+    best = largest_divisor_at_most(n, 4 * lanes, lanes) if n % lanes == 0 else 0
+    if best and (best >= 2 * lanes or best == n):
+        return best, False
+    for vectors in (4, 2):
+        if n >= vectors * lanes:
+            return vectors * lanes, True
+    return lanes, True
+
+
+def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit: VectorUnit,
+                   inner_tiles: Callable[[Any, dict[int, int]], list[int]]) -> str:
+    """Tile and vectorize one op of a block.  An op whose last loop is the row (contiguous in every
+    operand it reads whole) gets rows of one and ``row_tile`` along it: an elementwise op as whole
+    vectors (masked at the row's end), a reduction along it as ``tile_reduction_using_for``
+    (vector-wide partial accumulators combined once per row, not a horizontal reduction per tile).
+    Other ops (fills, the blocked sum's views) get ``inner_tiles``."""
+    loops = generic_loops(op) if op.name == "linalg.generic" else None
+    if loops is None:
+        tiles = inner_tiles(op, block)
+        if not any(tiles):
+            return vectorize(handle)
+        return tile_for(f"{name}i", handle, tiles) + vectorize(f"%{name}i")
+    ranges, kinds = loops
+    bits = max(element_bits(v.type) for v in op.operands)
+    n = ranges[-1]
+    t, masked = row_tile(n, unit.lanes(bits))
+    rows = [1] * (len(ranges) - 1)
+    if kinds[-1] == "parallel" and all(k == "parallel" for k in kinds):
+        s = tile_for(f"{name}i", handle, rows + [t])
+        return s + _vectorize(f"%{name}i", rows + [t], masked)
+    if kinds[-1] != "parallel" and all(k == "parallel" for k in kinds[:-1]):
+        s = tile_for(f"{name}r", handle, rows + [0])
+        s += (f"    %{name}f, %{name}s, %{name}c, %{name}l = transform.structured.tile_reduction_using_for "
+              f"%{name}r by tile_sizes = {sizes([0] * len(rows) + [t])} : (!transform.any_op) -> "
+              f"(!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n")
+        s += vectorize(f"%{name}f") + _vectorize(f"%{name}s", rows + [t], masked) + vectorize(f"%{name}c")
+        return s
+    tiles = inner_tiles(op, block)
+    return tile_for(f"{name}i", handle, tiles) + vectorize(f"%{name}i")
+
+
+def _vectorize(handle: str, vector_sizes: Sequence[int], masked: bool) -> str:
+    if not masked:
+        return vectorize(handle)
+    return f"    transform.structured.vectorize {handle} vector_sizes {sizes(vector_sizes)} : !transform.any_op\n"
 
 
 GroupPlan = tuple[list[Any], Callable[[Sequence[int | None]], str]]
