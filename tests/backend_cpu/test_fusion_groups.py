@@ -162,3 +162,23 @@ def test_blocks_fit_l2_and_outnumber_threads():
     assert rows[1] == 0 and 4096 // rows[0] >= 16 and rows[0] * g.row_bytes <= (1 << 20) // 2
     g3 = Group([], 2, [3, 29, 101], 3 * 404)
     assert block_rows(g3, unit)[0] == 1 and block_rows(g3, unit)[2] == 0
+
+
+def test_operand_computed_without_the_rows_stays_outside_the_group(scripts):
+    # the gain is computed elementwise over the columns only: computed once before the forall,
+    # while the statistics and the normalization are fused
+    src = (f"fn f(x: {T('f32', 64, 200)}, g: {T('f32', 200)}) -> {T('f32', 64, 200)} {{\n"
+           f"  let h = exp(g) * 0.5;\n"
+           f"  x / sqrt(mean(x * x, axes=[1], keepdims=true) + {EPS}) * h\n}}")
+    _compare(src, _args([(64, 200), (200,)], "f32"), "host")
+    assert _grouped(scripts)
+
+
+def test_attention_softmax_between_matmuls(scripts):
+    t = T("f32", 4, 96, 40)
+    src = (f"fn f(q: {t}, k: {t}, v: {t}) -> {t} {{\n"
+           f"  let s = matmul(q, transpose(k, permutation=[0, 2, 1])) * 0.125;\n"
+           f"  matmul(softmax(s, axis=-1), v)\n}}")
+    for cpu in CPUS:
+        _compare(src, _args([(4, 96, 40)] * 3, "f32"), cpu)
+    assert _grouped(scripts)

@@ -75,7 +75,7 @@ def _collect(consumer: Any) -> list[Any] | None:
     work = [consumer]
     while work:
         op = work.pop()
-        for v in op.operands:
+        for v in _row_operands(op):
             p = _owner(v)
             if p is None or p.name not in _GROUP_OPS or any(_same(p, q) for q in found):
                 continue
@@ -88,6 +88,21 @@ def _collect(consumer: Any) -> list[Any] | None:
                 if not any(_same(use.owner, m) for m in members):
                     return None
     return found
+
+
+def _row_operands(op: Any) -> list[Any]:
+    """The operands of a group op read through its first loop (a generic's map starts with ``d0``), and
+    every operand of a fill or a view: a value read otherwise (a norm's gain computed elementwise) is
+    computed whole before the group, not fused into each block."""
+    from mlir import ir
+    if op.name != "linalg.generic":
+        return list(op.operands)
+    picked = []
+    for v, a in zip(op.operands, op.attributes["indexing_maps"]):
+        res = list(ir.AffineMapAttr(a).value.results)
+        if res and isinstance(res[0], ir.AffineDimExpr) and res[0].position == 0:
+            picked.append(v)
+    return picked
 
 
 def _leading_dims_kept(op: Any, inside: Callable[[Any], bool], k: int, ranges: Sequence[int]) -> bool:
@@ -151,25 +166,41 @@ def find_groups(candidates: Sequence[Any], plannable: Callable[[Any], bool]) -> 
             k += 1
         if k == 0:
             continue
-        ordered = [op for op in candidates_order(candidates, producers)] + [consumer]
-        row_bytes = sum(product(s[k:]) * element_bits(r.type) // 8 for op in ordered for r in op.results
-                        if (s := static_shape(r.type)) is not None and len(s) > k)
-        groups.append(Group(ordered, k, ranges, row_bytes))
+        ordered = _block_order(producers) + [consumer]
+        groups.append(Group(ordered, k, ranges, _row_bytes(ordered, inside, ranges[:k])))
         taken.extend(ordered)
     return groups
 
 
-def candidates_order(candidates: Sequence[Any], ops: Sequence[Any]) -> list[Any]:
-    """``ops`` in the block's order (``candidates`` is the walk order of the linalg ops; the views
-    between them keep their place relative to their operands)."""
-    from mlir import ir
-    if not ops:
-        return []
-    block_ops = list(ops[0].operation.block.operations) if hasattr(ops[0].operation, "block") else []
-    pos = {}
-    for i, b in enumerate(block_ops):
-        pos[hash(b.operation)] = i
-    return sorted(ops, key=lambda o: pos.get(hash(o.operation), 0))
+def _is_empty(v: Any) -> bool:
+    """Whether ``v`` is a ``tensor.empty``: an init whose memory is its op's result."""
+    owner = _owner(v)
+    return owner is not None and owner.name == "tensor.empty"
+
+
+def _block_order(ops: Sequence[Any]) -> list[Any]:
+    """``ops`` in their block's order: a producer before its users (the group is fused last first)."""
+    pos = {hash(b.operation): i for i, b in enumerate(ops[0].operation.block.operations)}
+    return sorted(ops, key=lambda o: pos[hash(o.operation)])
+
+
+def _row_bytes(ops: Sequence[Any], inside: Callable[[Any], bool], rows: Sequence[int]) -> int:
+    """Bytes per row of the leading loops that a block keeps live: each result of a group op (a view
+    is its source's memory) and each operand read from outside with the rows (not the empty inits:
+    their memory is the result)."""
+    k = len(rows)
+    seen: set[int] = set()
+    total = 0
+    for op in ops:
+        values = [] if op.name == "tensor.expand_shape" else list(op.results)
+        values += [v for v in op.operands if not inside(v) and not _is_empty(v)]
+        for v in values:
+            shape = static_shape(v.type)
+            if hash(v) in seen or not shape or len(shape) <= k or shape[:k] != list(rows):
+                continue
+            seen.add(hash(v))
+            total += product(shape[k:]) * element_bits(v.type) // 8
+    return total
 
 
 def block_rows(group: Group, unit: VectorUnit) -> list[int]:

@@ -323,8 +323,9 @@ def planners(unit: VectorUnit = AVX512) -> dict[str, Any]:
 
 def schedule(module: Any, min_work: int = MIN_SCHEDULE_WORK, skip: Any = None,
              unit: VectorUnit = AVX512) -> str | None:
-    """The CPU's schedule of ``module``: ``linalg.schedule.schedule_module`` with ``planners(unit)``
-    and ``VECTOR_LOWERING`` (``min_work``: the cost model, 0 for every op that has a plan; ``skip``:
-    ops left to someone else, the prebuilt GEMM's; ``unit``: the target's vector registers)."""
+    """The CPU's schedule of ``module``: ``linalg.schedule.schedule_module`` with ``planners(unit)``,
+    the reductions fused with their broadcasting consumers (``fusion_groups``) and
+    ``VECTOR_LOWERING`` (``min_work``: the cost model, 0 for every op that has a plan; ``skip``: ops
+    left to someone else, the prebuilt GEMM's; ``unit``: the target's vector registers)."""
     groups = partial(plan_groups, unit, lambda op: _plan_generic(unit, op, 0) is not None, partial(_inner_tiles, unit))
     return schedule_module(module, planners(unit), VECTOR_LOWERING, min_work, skip, groups)
