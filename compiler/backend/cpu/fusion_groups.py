@@ -273,13 +273,23 @@ def group_section(group: Group, tags: Sequence[int | None], unit: VectorUnit,
     # a block's intermediate rows in a tensor of the block's size, not a slice of a whole-tensor one
     s += _FOLD_EMPTY.format(v=f"ge{g}")
     block = {d: r for d, r in enumerate(rows[:group.prefix])}
+    tiled, combines, rest = "", "", ""
     for op, handle in fused:
         # a producer fused for two uses of one slice is listed twice: one tiling of each op
-        s += f"    {handle}d = transform.merge_handles deduplicate {handle} : !transform.any_op\n"
-        s += _inner_section(handle[1:], f"{handle}d", op, block, unit, inner_tiles)
+        tiled += f"    {handle}d = transform.merge_handles deduplicate {handle} : !transform.any_op\n"
+        t, c, r = _inner_section(handle[1:], f"{handle}d", op, block, unit, inner_tiles)
+        tiled, combines, rest = tiled + t, combines + c, rest + r
+    # the per-row combinations of split reductions first, alone in the block, as horizontal
+    # reductions (the target's "innerparallel" lowering, right for the other reductions, extracts a
+    # row's 64 partial results one by one); then the rest
+    s += tiled + combines
+    if combines:
+        s += (f"    transform.apply_patterns to {forall} {{\n"
+              f"      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = \"innerreduction\"\n"
+              f"    }} : !transform.any_op\n")
     # masked transfers (rows without a whole-vector divisor) as transfers with a mask operand,
     # which the target's vector lowering turns into masked loads and stores
-    return s + _MASKED.format(v=f"gm{g}")
+    return s + rest + _MASKED.format(v=f"gm{g}")
 
 
 def row_tile(n: int, lanes: int) -> tuple[int, bool]:
@@ -299,35 +309,30 @@ def row_tile(n: int, lanes: int) -> tuple[int, bool]:
 
 
 def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit: VectorUnit,
-                   inner_tiles: Callable[[Any, dict[int, int]], list[int]]) -> str:
-    """Tile and vectorize one op of a block.  An op whose last loop is the row (contiguous in every
-    operand it reads whole) gets rows of one and ``row_tile`` along it: an elementwise op as whole
-    vectors (masked at the row's end), a reduction along it as ``tile_reduction_using_for``
-    (vector-wide partial accumulators combined once per row, not a horizontal reduction per tile).
-    Other ops (fills, the blocked sum's views) get ``inner_tiles``."""
+                   inner_tiles: Callable[[Any, dict[int, int]], list[int]]) -> tuple[str, str, str]:
+    """Tiling and vectorizing one op of a block: (tiling, vectorizing the combination of a split
+    reduction, vectorizing the rest).  An op whose last loop is the row (contiguous in every operand
+    it reads whole) gets rows of one and ``row_tile`` along it: an elementwise op as whole vectors
+    (masked at the row's end), a reduction along it as ``tile_reduction_using_for`` (vector-wide
+    partial accumulators combined once per row, not a horizontal reduction per tile).  Other ops
+    (fills, the blocked sum's first level) get ``inner_tiles``."""
     loops = generic_loops(op) if op.name == "linalg.generic" else None
-    if loops is None:
-        tiles = inner_tiles(op, block)
-        if not any(tiles):
-            return vectorize(handle)
-        return tile_for(f"{name}i", handle, tiles) + vectorize(f"%{name}i")
-    ranges, kinds = loops
-    bits = max(element_bits(v.type) for v in op.operands)
-    n = ranges[-1]
-    t, masked = row_tile(n, unit.lanes(bits))
-    rows = [1] * (len(ranges) - 1)
-    if kinds[-1] == "parallel" and all(k == "parallel" for k in kinds):
-        s = tile_for(f"{name}i", handle, rows + [t])
-        return s + _vectorize(f"%{name}i", rows + [t], masked)
-    if kinds[-1] != "parallel" and all(k == "parallel" for k in kinds[:-1]):
-        s = tile_for(f"{name}r", handle, rows + [0])
-        s += (f"    %{name}f, %{name}s, %{name}c, %{name}l = transform.structured.tile_reduction_using_for "
-              f"%{name}r by tile_sizes = {sizes([0] * len(rows) + [t])} : (!transform.any_op) -> "
-              f"(!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n")
-        s += vectorize(f"%{name}f") + _vectorize(f"%{name}s", rows + [t], masked) + vectorize(f"%{name}c")
-        return s
+    if loops is not None:
+        ranges, kinds = loops
+        t, masked = row_tile(ranges[-1], unit.lanes(max(element_bits(v.type) for v in op.operands)))
+        rows = [1] * (len(ranges) - 1)
+        if all(k == "parallel" for k in kinds):
+            return tile_for(f"{name}i", handle, rows + [t]), "", _vectorize(f"%{name}i", rows + [t], masked)
+        if kinds[-1] != "parallel" and all(k == "parallel" for k in kinds[:-1]):
+            s = tile_for(f"{name}r", handle, rows + [0])
+            s += (f"    %{name}f, %{name}s, %{name}c, %{name}l = transform.structured.tile_reduction_using_for "
+                  f"%{name}r by tile_sizes = {sizes([0] * len(rows) + [t])} : (!transform.any_op) -> "
+                  f"(!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n")
+            return s, vectorize(f"%{name}c"), vectorize(f"%{name}f") + _vectorize(f"%{name}s", rows + [t], masked)
     tiles = inner_tiles(op, block)
-    return tile_for(f"{name}i", handle, tiles) + vectorize(f"%{name}i")
+    if not any(tiles):
+        return "", "", vectorize(handle)
+    return tile_for(f"{name}i", handle, tiles), "", vectorize(f"%{name}i")
 
 
 def _vectorize(handle: str, vector_sizes: Sequence[int], masked: bool) -> str:
