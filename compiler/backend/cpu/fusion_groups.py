@@ -11,8 +11,9 @@ the block as the per-op plans do; a block's rows of every live operand fit in a 
 (``block_rows``), so the statistics and the intermediate rows are read back from cache.
 
 A group is found in the payload after elementwise fusion (``find_groups``): the consumer is an
-all-parallel generic; the group is the transitive producers of its inputs among generics, fills and
-``tensor.expand_shape`` (the blocked sum's view) whose every result is used inside the group only;
+all-parallel generic; the group is the transitive producers of the inputs it reads through its first
+loop, among generics, fills and ``tensor.expand_shape`` (the blocked sum's view), each of whose
+results is used inside the group only;
 it has at least one reduction; and every op of it keeps the consumer's leading loops (``prefix``) as
 its own leading parallel loops, indexed as such by every operand that flows inside the group.  The
 reductions then compute per block what the consumer's block reads.  MLIR is imported inside
@@ -27,8 +28,8 @@ from ..linalg.payload import element_bits, generic_loops, product, static_shape
 from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .vector_unit import VectorUnit
 
-__all__ = ["L2_BYTES", "L2_SHARE", "MIN_BLOCKS", "Group", "GroupPlan", "find_groups", "block_rows", "group_section",
-           "plan_groups"]
+__all__ = ["L2_BYTES", "L2_SHARE", "MIN_BLOCKS", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
+           "group_section", "plan_groups"]
 
 L2_BYTES: dict[int, int] = {512: 1 << 20, 256: 512 << 10, 128: 256 << 10}
 """The L2 cache per core assumed for a vector unit of each width (bits): AVX-512 parts (Zen 4/5,
@@ -47,7 +48,8 @@ _GROUP_OPS = ("linalg.generic", "linalg.fill", "tensor.expand_shape")
 
 
 class Group:
-    """A consumer and its producers (walk order, consumer last) and the leading loops it tiles."""
+    """A consumer and its producers (block order, consumer last), how many leading loops it tiles
+    (``prefix``), the consumer's loop ranges and the live bytes per row of those loops."""
 
     __slots__ = ("ops", "prefix", "ranges", "row_bytes")
 
