@@ -115,10 +115,12 @@ def test_group_matches_reference(scripts, kind, shape, cpu):
     assert _grouped(scripts)
 
 
+@pytest.mark.parametrize("cpu", CPUS + ["generic"])
 @pytest.mark.parametrize("kind,shape", [("softmax", (60, 333)), ("layer_norm", (48, 1000))])
-def test_group_f64(scripts, kind, shape):
+def test_group_f64(scripts, kind, shape, cpu):
+    # "generic" (SSE2) has no masked loads: LLVM expands the masked last tiles
     src, shapes = _src(kind, "f64", shape)
-    _compare(src, _args(shapes, "f64"), "host")
+    _compare(src, _args(shapes, "f64"), cpu)
     assert _grouped(scripts)
 
 
