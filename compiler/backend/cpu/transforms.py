@@ -30,6 +30,7 @@ from ..linalg.payload import (DEFAULT_MAPS, element_bits, generic_loops, map_kin
 from ..linalg.schedule import schedule_module
 from ..linalg.transform_script import largest_divisor_at_most, match, tile_for, tile_forall, vectorize
 from .conv_schedule import CONV_OP, feeds_conv, plan_conv
+from .fusion_groups import plan_groups
 from .vector_unit import AVX512, VectorUnit
 
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
@@ -172,10 +173,15 @@ def fill_section(tag: int, shape: Sequence[int]) -> str:
     """Sequential tiling of a fill into (<=8) x (<=64) pieces so that it vectorizes in registers."""
     if not shape:
         return ""
+    return match(f"%fl{tag}", "linalg.fill", tag) + tile_for(f"ft{tag}", f"%fl{tag}", fill_tiles(shape)) + \
+        vectorize(f"%ft{tag}")
+
+
+def fill_tiles(shape: Sequence[int]) -> list[int]:
+    """(<=8) x (<=64) pieces on the last two axes, 1 on the others."""
     sizes = [1] * (len(shape) - 2) + ([largest_divisor_at_most(shape[-2], 8)] if len(shape) >= 2 else [])
     sizes.append(largest_divisor_at_most(shape[-1], 64))
-    return match(f"%fl{tag}", "linalg.fill", tag) + tile_for(f"ft{tag}", f"%fl{tag}", sizes) + \
-        vectorize(f"%ft{tag}")
+    return sizes
 
 
 def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles) -> str:
@@ -277,6 +283,18 @@ def _transpose_tiles(ranges: Sequence[int], bits: int, unit: VectorUnit) -> Elem
     return ElementwiseTiles(tuple(par), (0,) * len(ranges))
 
 
+def _inner_tiles(unit: VectorUnit, op: Any, block: dict[int, int]) -> list[int]:
+    """Sequential tiles of an op fused into a fusion group's block (``fusion_groups``): the per-op
+    plans' tiles (``fill_tiles``, ``choose_elementwise_tiles``) for the block's ranges."""
+    if op.name == "linalg.fill":
+        shape = static_shape(op.results[0].type) or []
+        return fill_tiles([block.get(i, n) for i, n in enumerate(shape)])
+    ranges, kinds = generic_loops(op)  # type: ignore[misc]
+    ranges = [block.get(i, n) for i, n in enumerate(ranges)]
+    t = choose_elementwise_tiles(ranges, kinds, max(element_bits(v.type) for v in op.operands), unit)
+    return [p or r for p, r in zip(t.parallel, t.reduction)]
+
+
 def _plan_matmul(unit: VectorUnit, op: Any, tag: int) -> str | None:
     """``linalg.matmul`` and ``linalg.batch_matmul`` (one matrix of the batch per forall block row)."""
     if len(list(op.operands)) != 3 or str(op.attributes["indexing_maps"]) != DEFAULT_MAPS[op.name]:
@@ -327,7 +345,9 @@ def planners(unit: VectorUnit = AVX512) -> dict[str, Any]:
 
 def schedule(module: Any, min_work: int = MIN_SCHEDULE_WORK, skip: Any = None,
              unit: VectorUnit = AVX512) -> str | None:
-    """The CPU's schedule of ``module``: ``linalg.schedule.schedule_module`` with ``planners(unit)``
-    and ``VECTOR_LOWERING`` (``min_work``: the cost model, 0 for every op that has a plan; ``skip``:
-    ops left to someone else, the prebuilt GEMM's; ``unit``: the target's vector registers)."""
-    return schedule_module(module, planners(unit), VECTOR_LOWERING, min_work, skip)
+    """The CPU's schedule of ``module``: ``linalg.schedule.schedule_module`` with ``planners(unit)``,
+    the reductions fused with their broadcasting consumers (``fusion_groups``) and
+    ``VECTOR_LOWERING`` (``min_work``: the cost model, 0 for every op that has a plan; ``skip``: ops
+    left to someone else, the prebuilt GEMM's; ``unit``: the target's vector registers)."""
+    groups = partial(plan_groups, unit, lambda op: _plan_generic(unit, op, 0) is not None, partial(_inner_tiles, unit))
+    return schedule_module(module, planners(unit), VECTOR_LOWERING, min_work, skip, groups)

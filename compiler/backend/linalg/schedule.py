@@ -10,12 +10,12 @@ shared.  MLIR is imported inside the functions only.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from .payload import op_work
 from .transform_script import SCHED_ATTR, wrap_script
 
-__all__ = ["Planner", "schedule_module", "largest_unscheduled_work"]
+__all__ = ["Planner", "GroupPlanner", "schedule_module", "largest_unscheduled_work"]
 
 Planner = Callable[[Any, int], "str | None"]
 """``planner(op, tag)``: the script section scheduling ``op`` (matched by ``tag``), or None."""
@@ -38,16 +38,42 @@ def _candidates(module: Any, skip: Callable[[Any], bool] | None) -> list[Any]:
     return found
 
 
+GroupPlanner = Callable[[list[Any], int], "list[tuple[list[Any], Callable[[Sequence[int | None]], str]]]"]
+"""``group_planner(candidates, min_work)``: groups of ops scheduled together (a reduction fused with its
+consumer), each as its ops and the builder of its section from their tags (None for an op that is
+not a linalg op, a view); the ops of a group get no section of their own."""
+
+
 def schedule_module(module: Any, planners: Mapping[str, Planner], lowering: str, min_work: int,
-                    skip: Callable[[Any], bool] | None = None) -> str | None:
+                    skip: Callable[[Any], bool] | None = None,
+                    group_planner: GroupPlanner | None = None) -> str | None:
     """Tag the ops of ``module`` that ``planners`` (by op name) schedule and return the transform
     script (``lowering``: the target's tail), or None when nothing is scheduled.  Ops whose
     ``op_work`` is below ``min_work`` are left alone (a cost model: 0 schedules every op that has a
-    plan); so are those ``skip`` accepts (a target's library calls, say)."""
+    plan); so are those ``skip`` accepts (a target's library calls, say).  ``group_planner``'s groups
+    come first."""
     from mlir import ir
-    plans: list[tuple[Any, str]] = []
-    for op in _candidates(module, skip):
-        tag = len(plans)
+    candidates = _candidates(module, skip)
+    tagged: list[Any] = []
+    sections: list[str] = []
+    grouped: set[int] = set()
+    if group_planner is not None:
+        try:
+            groups = group_planner(candidates, min_work)
+        except (KeyError, ValueError, TypeError, AttributeError):
+            groups = []
+        for ops, build in groups:
+            tags: list[int | None] = []
+            for op in ops:
+                tags.append(len(tagged) if op.name.startswith("linalg.") else None)
+                if op.name.startswith("linalg."):
+                    tagged.append(op)
+                grouped.add(hash(op.operation))
+            sections.append(build(tags))
+    for op in candidates:
+        if hash(op.operation) in grouped:
+            continue
+        tag = len(tagged)
         section: str | None = None
         try:
             if min_work > 0:
@@ -59,13 +85,14 @@ def schedule_module(module: Any, planners: Mapping[str, Planner], lowering: str,
         except (KeyError, ValueError, TypeError, AttributeError):
             section = None
         if section:
-            plans.append((op, section))
-    if not plans:
+            tagged.append(op)
+            sections.append(section)
+    if not sections:
         return None
     i64 = ir.IntegerType.get_signless(64)
-    for tag, (op, _) in enumerate(plans):
+    for tag, op in enumerate(tagged):
         op.attributes[SCHED_ATTR] = ir.IntegerAttr.get(i64, tag)
-    return wrap_script([s for _, s in plans], lowering)
+    return wrap_script(sections, lowering)
 
 
 def largest_unscheduled_work(module: Any, skip: Callable[[Any], bool] | None = None) -> int:

@@ -1,0 +1,359 @@
+"""Fusion groups: a reduction and the broadcasting consumer that reads it, scheduled as one sweep of
+blocks of rows (softmax, log-softmax, layer and RMS norms).
+
+Why: after elementwise fusion a row softmax is still several generics (a max reduction, an
+exp-and-sum reading the max as a broadcast, the division reading both), and scheduled one op at a
+time each is its own sweep over the whole tensor: a 16 MB input crosses DRAM three or four times and
+the statistics make a round trip through memory.  A group tiles the *consumer*'s leading parallel
+loops (the rows) with ``scf.forall``, fuses every producer into the forall
+(``transform.structured.fuse_into_containing_op``), and tiles and vectorizes each fused op inside
+the block as the per-op plans do; a block's rows of every live operand fit in a share of L2
+(``block_rows``), so the statistics and the intermediate rows are read back from cache.
+
+A group is found in the payload after elementwise fusion (``find_groups``): the consumer is an
+all-parallel generic; the group is the transitive producers of the inputs it reads through its first
+loop, among generics, fills and ``tensor.expand_shape`` (the blocked sum's view), each of whose
+results is used inside the group only;
+it has at least one reduction; and every op of it keeps the consumer's leading loops (``prefix``) as
+its own leading parallel loops, indexed as such by every operand that flows inside the group.  The
+reductions then compute per block what the consumer's block reads.  MLIR is imported inside
+functions only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ..linalg.payload import element_bits, generic_loops, product, static_shape
+from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
+from .vector_unit import VectorUnit
+
+__all__ = ["L2_BYTES", "L2_SHARE", "MIN_BLOCKS", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
+           "group_section", "plan_groups"]
+
+L2_BYTES: dict[int, int] = {512: 1 << 20, 256: 512 << 10, 128: 256 << 10}
+"""The L2 cache per core assumed for a vector unit of each width (bits): AVX-512 parts (Zen 4/5,
+Ice Lake and later servers) have 1-2 MB, AVX2 parts 512 KB-1 MB, SSE2-only parts 256 KB or more;
+the smallest of each class, so that a block fits wherever the level runs."""
+
+L2_SHARE = 2
+"""A block's live rows take at most 1/L2_SHARE of L2: the rest holds the next block's prefetched
+rows and whatever the other operands (a norm's gain and bias) need."""
+
+MIN_BLOCKS = 16
+"""At least this many blocks where the rows allow: every thread of a 16-core machine gets one, and
+two threads get 8 each, so a late thread does not leave the other idle."""
+
+_GROUP_OPS = ("linalg.generic", "linalg.fill", "tensor.expand_shape")
+
+
+class Group:
+    """A consumer and its producers (block order, consumer last), how many leading loops it tiles
+    (``prefix``), the consumer's loop ranges and the live bytes per row of those loops."""
+
+    __slots__ = ("ops", "prefix", "ranges", "row_bytes")
+
+    def __init__(self, ops: list[Any], prefix: int, ranges: list[int], row_bytes: int) -> None:
+        self.ops = ops
+        self.prefix = prefix
+        self.ranges = ranges
+        self.row_bytes = row_bytes
+
+
+def _owner(v: Any) -> Any | None:
+    from mlir import ir
+    owner = v.owner
+    return None if isinstance(owner, ir.Block) else owner
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a.operation == b.operation
+
+
+def _collect(consumer: Any) -> list[Any] | None:
+    """The consumer's producers among ``_GROUP_OPS`` (through inputs and inits), or None when one of
+    them has a user outside the group."""
+    found: list[Any] = []
+    work = [consumer]
+    while work:
+        op = work.pop()
+        for v in _row_operands(op):
+            p = _owner(v)
+            if p is None or p.name not in _GROUP_OPS or any(_same(p, q) for q in found):
+                continue
+            found.append(p)
+            work.append(p)
+    members = found + [consumer]
+    for op in found:
+        for r in op.results:
+            for use in r.uses:
+                if not any(_same(use.owner, m) for m in members):
+                    return None
+    return found
+
+
+def _row_operands(op: Any) -> list[Any]:
+    """The operands of a group op read through its first loop (a generic's map starts with ``d0``), and
+    every operand of a fill or a view: a value read otherwise (a norm's gain computed elementwise) is
+    computed whole before the group, not fused into each block."""
+    from mlir import ir
+    if op.name != "linalg.generic":
+        return list(op.operands)
+    picked = []
+    for v, a in zip(op.operands, op.attributes["indexing_maps"]):
+        res = list(ir.AffineMapAttr(a).value.results)
+        if res and isinstance(res[0], ir.AffineDimExpr) and res[0].position == 0:
+            picked.append(v)
+    return picked
+
+
+def _leading_dims_kept(op: Any, inside: Callable[[Any], bool], k: int, ranges: Sequence[int]) -> bool:
+    """Whether ``op`` has ``ranges[:k]`` as its first k loops, parallel, and every operand that is a
+    group value or an output reads them as its first k indices."""
+    from mlir import ir
+    if op.name == "linalg.fill":
+        shape = static_shape(op.results[0].type)
+        return shape is not None and shape[:k] == list(ranges[:k])
+    if op.name == "tensor.expand_shape":
+        src, dst = static_shape(op.operands[0].type), static_shape(op.results[0].type)
+        groups = [list(ir.ArrayAttr(g)) for g in op.attributes["reassociation"]]
+        return src is not None and dst is not None and src[:k] == dst[:k] == list(ranges[:k]) and \
+            all(len(g) == 1 for g in groups[:k])
+    loops = generic_loops(op)
+    if loops is None:
+        return False
+    own, kinds = loops
+    if own[:k] != list(ranges[:k]) or any(kind != "parallel" for kind in kinds[:k]):
+        return False
+    maps = [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
+    n_in = len(op.operands) - len(op.results)
+    for i, (v, amap) in enumerate(zip(op.operands, maps)):
+        if i < n_in and not inside(v):
+            continue
+        res = list(amap.results)
+        if len(res) < k or any(not isinstance(e, ir.AffineDimExpr) or e.position != d
+                               for d, e in enumerate(res[:k])):
+            return False
+    return True
+
+
+def find_groups(candidates: Sequence[Any], plannable: Callable[[Any], bool]) -> list[Group]:
+    """The fusion groups among ``candidates`` (linalg ops in walk order; a consumer must be one, and
+    ``plannable``: the per-op plan accepts each generic of the group).  Groups do not overlap."""
+    groups: list[Group] = []
+    taken: list[Any] = []
+    for consumer in reversed(candidates):
+        if consumer.name != "linalg.generic" or any(_same(consumer, t) for t in taken):
+            continue
+        loops = generic_loops(consumer)
+        if loops is None or any(k != "parallel" for k in loops[1]) or len(loops[0]) < 2:
+            continue
+        producers = _collect(consumer)
+        if not producers or any(any(_same(p, t) for t in taken) for p in producers):
+            continue
+        generics = [p for p in producers if p.name == "linalg.generic"]
+        if not any(any(k != "parallel" for k in generic_loops(p)[1]) for p in generics  # type: ignore[index]
+                   if generic_loops(p) is not None):
+            continue  # no reduction: elementwise fusion's business
+        if not all(plannable(op) for op in generics + [consumer]):
+            continue
+        ranges = loops[0]
+        values = {hash(r) for p in producers for r in p.results}
+
+        def inside(v: Any) -> bool:
+            return hash(v) in values
+        k = 0
+        while k < len(ranges) - 1 and all(_leading_dims_kept(op, inside, k + 1, ranges)
+                                          for op in producers + [consumer]):
+            k += 1
+        if k == 0:
+            continue
+        ordered = _block_order(producers) + [consumer]
+        groups.append(Group(ordered, k, ranges, _row_bytes(ordered, inside, ranges[:k])))
+        taken.extend(ordered)
+    return groups
+
+
+def _is_empty(v: Any) -> bool:
+    """Whether ``v`` is a ``tensor.empty``: an init whose memory is its op's result."""
+    owner = _owner(v)
+    return owner is not None and owner.name == "tensor.empty"
+
+
+def _block_order(ops: Sequence[Any]) -> list[Any]:
+    """``ops`` in their block's order: a producer before its users (the group is fused last first)."""
+    pos = {hash(b.operation): i for i, b in enumerate(ops[0].operation.block.operations)}
+    return sorted(ops, key=lambda o: pos[hash(o.operation)])
+
+
+def _row_bytes(ops: Sequence[Any], inside: Callable[[Any], bool], rows: Sequence[int]) -> int:
+    """Bytes per row of the leading loops that a block keeps live: each result of a group op (a view
+    is its source's memory) and each operand read from outside with the rows (not the empty inits:
+    their memory is the result)."""
+    k = len(rows)
+    seen: set[int] = set()
+    total = 0
+    for op in ops:
+        values = [] if op.name == "tensor.expand_shape" else list(op.results)
+        values += [v for v in op.operands if not inside(v) and not _is_empty(v)]
+        for v in values:
+            shape = static_shape(v.type)
+            if hash(v) in seen or not shape or len(shape) <= k or shape[:k] != list(rows):
+                continue
+            seen.add(hash(v))
+            total += product(shape[k:]) * element_bits(v.type) // 8
+    return total
+
+
+def block_rows(group: Group, unit: VectorUnit) -> list[int]:
+    """Forall tile sizes of the consumer: 1 on the leading loops but the last of the prefix, which
+    gets the most rows whose live bytes fit ``L2_BYTES / L2_SHARE`` while there are at least
+    ``MIN_BLOCKS`` blocks; 0 (untiled) on the rest."""
+    k = group.prefix
+    rows = group.ranges[k - 1]
+    outer = product(group.ranges[:k - 1])
+    budget = max(1, (L2_BYTES.get(unit.bits, 256 << 10) // L2_SHARE) // max(1, group.row_bytes))
+    want_blocks = max(1, -(-MIN_BLOCKS // outer))
+    r = largest_divisor_at_most(rows, max(1, min(budget, rows // want_blocks)))
+    return [1] * (k - 1) + [r] + [0] * (len(group.ranges) - k)
+
+
+_BUBBLE = """\
+    %{v} = transform.structured.match ops{{["func.func"]}} in %root : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %{v} {{
+      transform.apply_patterns.tensor.bubble_up_extract_slice
+    }} : !transform.any_op
+"""
+
+
+_FOLD_EMPTY = """\
+    %{v} = transform.structured.match ops{{["func.func"]}} in %root : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %{v} {{
+      transform.apply_patterns.tensor.fold_tensor_empty
+    }} : !transform.any_op
+"""
+
+
+_MASKED = """\
+    %{v} = transform.structured.match ops{{["func.func"]}} in %root : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %{v} {{
+      transform.apply_patterns.vector.lower_masked_transfers
+    }} : !transform.any_op
+"""
+
+
+def _cse(var: str) -> str:
+    return (f"    %{var} = transform.structured.match ops{{[\"func.func\"]}} in %root : (!transform.any_op) -> "
+            f"!transform.any_op\n    transform.apply_cse to %{var} : !transform.any_op\n")
+
+
+def group_section(group: Group, tags: Sequence[int | None], unit: VectorUnit,
+                  inner_tiles: Callable[[Any, dict[int, int]], list[int]]) -> str:
+    """The script of one group (``tags``: each op's ``mind.sched`` tag, None for a view): tile the
+    consumer's rows into forall blocks (``block_rows``), fuse the producers into the forall from the
+    last to the first (a view: its slices are moved above it, ``bubble_up_extract_slice``; identical
+    slices of one producer are merged first, so that it is computed once per block), then tile each
+    fused op inside the block (``inner_tiles(op, block ranges)``: sequential tile sizes) and
+    vectorize it."""
+    g = tags[-1]
+    rows = block_rows(group, unit)
+    s = match(f"%gc{g}", "linalg.generic", tags[-1])  # type: ignore[arg-type]
+    s += tile_forall(f"gt{g}", f"%gc{g}", rows)
+    forall = f"%gt{g}_f"
+    fused: list[tuple[Any, str]] = [(group.ops[-1], f"%gt{g}")]
+    for i in range(len(group.ops) - 2, -1, -1):
+        op, tag = group.ops[i], tags[i]
+        if tag is None:
+            s += _BUBBLE.format(v=f"gb{g}_{i}")
+            continue
+        s += _cse(f"gs{g}_{i}")
+        s += match(f"%gp{g}_{i}", op.name, tag)
+        s += (f"    %gf{g}_{i}, %gn{g}_{i} = transform.structured.fuse_into_containing_op %gp{g}_{i} into {forall}"
+              f" : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n")
+        forall = f"%gn{g}_{i}"
+        fused.append((op, f"%gf{g}_{i}"))
+    # a block's intermediate rows in a tensor of the block's size, not a slice of a whole-tensor one
+    s += _FOLD_EMPTY.format(v=f"ge{g}")
+    block = {d: r for d, r in enumerate(rows[:group.prefix])}
+    tiled, combines, rest = "", "", ""
+    for op, handle in fused:
+        # a producer fused for two uses of one slice is listed twice: one tiling of each op
+        tiled += f"    {handle}d = transform.merge_handles deduplicate {handle} : !transform.any_op\n"
+        t, c, r = _inner_section(handle[1:], f"{handle}d", op, block, unit, inner_tiles)
+        tiled, combines, rest = tiled + t, combines + c, rest + r
+    # the per-row combinations of split reductions first, alone in the block, as horizontal
+    # reductions (the target's "innerparallel" lowering, right for the other reductions, extracts a
+    # row's 64 partial results one by one); then the rest
+    s += tiled + combines
+    if combines:
+        s += (f"    transform.apply_patterns to {forall} {{\n"
+              f"      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = \"innerreduction\"\n"
+              f"    }} : !transform.any_op\n")
+    # masked transfers (rows without a whole-vector divisor) as transfers with a mask operand,
+    # which the target's vector lowering turns into masked loads and stores
+    return s + rest + _MASKED.format(v=f"gm{g}")
+
+
+def row_tile(n: int, lanes: int) -> tuple[int, bool]:
+    """The tile of a contiguous axis of ``n`` elements: the largest multiple of ``lanes`` up to 4
+    vectors that divides n, when it is at least 2 vectors (or the whole row); else 4 vectors (2, 1
+    for shorter rows) with a masked last tile (``masked``: True).  A row of 1000 or 1001 f32 then
+    runs whole vectors, not tiles of 50 or 13 elements that LLVM splits into odd vectors or scalars."""
+    if n <= lanes:
+        return n, False
+    best = largest_divisor_at_most(n, 4 * lanes, lanes) if n % lanes == 0 else 0
+    if best and (best >= 2 * lanes or best == n):
+        return best, False
+    for vectors in (4, 2):
+        if n >= vectors * lanes:
+            return vectors * lanes, True
+    return lanes, True
+
+
+def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit: VectorUnit,
+                   inner_tiles: Callable[[Any, dict[int, int]], list[int]]) -> tuple[str, str, str]:
+    """Tiling and vectorizing one op of a block: (tiling, vectorizing the combination of a split
+    reduction, vectorizing the rest).  An op whose last loop is the row (contiguous in every operand
+    it reads whole) gets rows of one and ``row_tile`` along it: an elementwise op as whole vectors
+    (masked at the row's end), a reduction along it as ``tile_reduction_using_for`` (vector-wide
+    partial accumulators combined once per row, not a horizontal reduction per tile).  Other ops
+    (fills, the blocked sum's first level) get ``inner_tiles``."""
+    loops = generic_loops(op) if op.name == "linalg.generic" else None
+    if loops is not None:
+        ranges, kinds = loops
+        t, masked = row_tile(ranges[-1], unit.lanes(max(element_bits(v.type) for v in op.operands)))
+        rows = [1] * (len(ranges) - 1)
+        if all(k == "parallel" for k in kinds):
+            return tile_for(f"{name}i", handle, rows + [t]), "", _vectorize(f"%{name}i", rows + [t], masked)
+        if kinds[-1] != "parallel" and all(k == "parallel" for k in kinds[:-1]):
+            s = tile_for(f"{name}r", handle, rows + [0])
+            s += (f"    %{name}f, %{name}s, %{name}c, %{name}l = transform.structured.tile_reduction_using_for "
+                  f"%{name}r by tile_sizes = {sizes([0] * len(rows) + [t])} : (!transform.any_op) -> "
+                  f"(!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n")
+            return s, vectorize(f"%{name}c"), vectorize(f"%{name}f") + _vectorize(f"%{name}s", rows + [t], masked)
+    tiles = inner_tiles(op, block)
+    if not any(tiles):
+        return "", "", vectorize(handle)
+    return tile_for(f"{name}i", handle, tiles), "", vectorize(f"%{name}i")
+
+
+def _vectorize(handle: str, vector_sizes: Sequence[int], masked: bool) -> str:
+    if not masked:
+        return vectorize(handle)
+    return f"    transform.structured.vectorize {handle} vector_sizes {sizes(vector_sizes)} : !transform.any_op\n"
+
+
+GroupPlan = tuple[list[Any], Callable[[Sequence[int | None]], str]]
+
+
+def plan_groups(unit: VectorUnit, plannable: Callable[[Any], bool],
+                inner_tiles: Callable[[Any, dict[int, int]], list[int]],
+                candidates: Sequence[Any], min_work: int) -> list[GroupPlan]:
+    """The groups of ``candidates`` whose consumer does at least ``min_work`` iterations, each with
+    the builder of its section from its ops' tags (``linalg.schedule.schedule_module``)."""
+    plans: list[GroupPlan] = []
+    for group in find_groups(candidates, plannable):
+        if product(group.ranges) < min_work:
+            continue
+        plans.append((group.ops, lambda tags, g=group: group_section(g, tags, unit, inner_tiles)))
+    return plans

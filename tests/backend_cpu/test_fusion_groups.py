@@ -1,0 +1,207 @@
+"""Fusion groups (``compiler/backend/cpu/fusion_groups.py``): a reduction fused with the consumer that
+reads it as a broadcast, one forall over blocks of rows.  Each program kind is compared with the
+reference interpreter, on the host's vector unit and on AVX2 (``cpu="x86-64-v3"``), with rows that
+have a whole-vector divisor and rows that need a masked last tile; each test asserts that the group
+was (or, where no leading loop is shared, was not) formed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mind
+import mind.compiler.backend.cpu.lowering as lowering
+from mind.compiler.backend.cpu.fusion_groups import block_rows, row_tile, Group
+from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, runs_isa
+
+EPS = 1e-5
+_CI = os.environ.get("MIND_HYPOTHESIS_PROFILE", "ci") == "ci"
+CPUS = ["host"] + (["x86-64-v3"] if runs_isa("x86-64-v3") else [])
+
+
+def T(dt: str, *shape: int) -> str:
+    return f"Tensor<{dt}, [{', '.join(map(str, shape))}]>"
+
+
+def softmax_src(kind: str, dt: str, shape: tuple[int, ...], axis: int = -1) -> str:
+    return f"fn f(x: {T(dt, *shape)}) -> {T(dt, *shape)} {{ {kind}(x, axis={axis}) }}"
+
+
+def layer_norm_src(dt: str, shape: tuple[int, ...]) -> str:
+    ax = len(shape) - 1
+    return (f"fn f(x: {T(dt, *shape)}, g: {T(dt, shape[-1])}, b: {T(dt, shape[-1])}) -> {T(dt, *shape)} {{\n"
+            f"  let m = mean(x, axes=[{ax}], keepdims=true);\n  let d = x - m;\n"
+            f"  let v = mean(d * d, axes=[{ax}], keepdims=true);\n  d / sqrt(v + {EPS}) * g + b\n}}")
+
+
+def rms_norm_src(dt: str, shape: tuple[int, ...]) -> str:
+    ax = len(shape) - 1
+    return (f"fn f(x: {T(dt, *shape)}, g: {T(dt, shape[-1])}) -> {T(dt, *shape)} {{\n"
+            f"  x / sqrt(mean(x * x, axes=[{ax}], keepdims=true) + {EPS}) * g\n}}")
+
+
+@contextlib.contextmanager
+def applied_scripts():
+    """The transform scripts that the lowerings inside the block applied, those that MLIR rejected
+    prefixed with "failed: " (such a kernel runs as scalar loops: correct, but not what is tested)."""
+    seen: list[str] = []
+    real = lowering.apply_script
+
+    def spy(module, script):
+        try:
+            real(module, script)
+        except Exception:
+            seen.append("failed: " + script)
+            raise
+        seen.append(script)
+    lowering.apply_script = spy
+    try:
+        yield seen
+    finally:
+        lowering.apply_script = real
+
+
+@pytest.fixture
+def scripts():
+    with applied_scripts() as seen:
+        yield seen
+
+
+def _args(shapes: list[tuple[int, ...]], dt: str, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    np_dt = np.float32 if dt == "f32" else np.float64
+    return [(rng.standard_normal(s) * 3).astype(np_dt) for s in shapes]
+
+
+def _compare(src: str, args: list[np.ndarray], cpu: str, threads: int = 2) -> None:
+    got = mind.compile(src, fn="f", threads=threads, cpu=cpu, cache=False)(*args)
+    want = mind.compile(src, fn="f", backend="reference")(*args)
+    tol = 2e-5 if args[0].dtype == np.float32 else 1e-12
+    for g, w in zip(got if isinstance(got, tuple) else [got], want if isinstance(want, tuple) else [want]):
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+
+
+def _grouped(scripts: list[str]) -> bool:
+    assert not any(s.startswith("failed") for s in scripts)
+    return any("fuse_into_containing_op" in s for s in scripts)
+
+
+CASES = [
+    ("softmax", (256, 512)), ("softmax", (64, 1000)), ("softmax", (37, 1001)), ("log_softmax", (128, 777)),
+    ("log_softmax", (96, 13)), ("layer_norm", (64, 768)), ("layer_norm", (3, 29, 101)), ("rms_norm", (100, 640)),
+    ("rms_norm", (5, 7, 66)),
+]
+
+
+def _src(kind: str, dt: str, shape: tuple[int, ...]) -> tuple[str, list[tuple[int, ...]]]:
+    if kind in ("softmax", "log_softmax"):
+        return softmax_src(kind, dt, shape), [shape]
+    if kind == "layer_norm":
+        return layer_norm_src(dt, shape), [shape, shape[-1:], shape[-1:]]
+    return rms_norm_src(dt, shape), [shape, shape[-1:]]
+
+
+@pytest.mark.parametrize("cpu", CPUS)
+@pytest.mark.parametrize("kind,shape", CASES)
+def test_group_matches_reference(scripts, kind, shape, cpu):
+    src, shapes = _src(kind, "f32", shape)
+    _compare(src, _args(shapes, "f32"), cpu)
+    assert _grouped(scripts)
+
+
+@pytest.mark.parametrize("cpu", CPUS + ["generic"])
+@pytest.mark.parametrize("kind,shape", [("softmax", (60, 333)), ("layer_norm", (48, 1000))])
+def test_group_f64(scripts, kind, shape, cpu):
+    # "generic" (SSE2) has no masked loads: LLVM expands the masked last tiles
+    src, shapes = _src(kind, "f64", shape)
+    _compare(src, _args(shapes, "f64"), cpu)
+    assert _grouped(scripts)
+
+
+def test_one_thread_and_special_values(scripts):
+    x = _args([(40, 300)], "f32")[0]
+    x[3, 7] = np.inf
+    x[5, :] = -np.inf
+    x[9, 11] = np.nan
+    _compare(softmax_src("softmax", "f32", (40, 300)), [x], "host", threads=1)
+    assert _grouped(scripts)
+
+
+def test_softmax_along_a_leading_axis_is_not_grouped(scripts):
+    # the reduction runs over the consumer's first loop: no leading loop is shared, per-op plans
+    _compare(softmax_src("softmax", "f32", (300, 64), axis=0), _args([(300, 64)], "f32"), "host")
+    assert scripts and not _grouped(scripts)
+
+
+def test_softmax_along_a_middle_axis_tiles_the_leading_one(scripts):
+    _compare(softmax_src("softmax", "f32", (6, 300, 40), axis=1), _args([(6, 300, 40)], "f32"), "host")
+
+
+def test_gradient_of_softmax_cross_entropy(scripts):
+    src = (f"fn loss(z: {T('f32', 64, 300)}, y: {T('f32', 64, 300)}) -> f32 {{\n"
+           f"  mean(-sum(y * log_softmax(z, axis=-1), axes=[1], keepdims=false), axes=[0], keepdims=false)\n}}\n"
+           f"fn f(z: {T('f32', 64, 300)}, y: {T('f32', 64, 300)}) -> {T('f32', 64, 300)} {{\n"
+           f"  let l = loss(z, y);\n  let (g,) = grad(l, wrt=[z]);\n  g\n}}\n")
+    z, _ = _args([(64, 300), (64, 300)], "f32")
+    y = np.eye(300, dtype=np.float32)[np.arange(64) * 7 % 300]
+    for cpu in CPUS:
+        _compare(src, [z, y], cpu)
+
+
+@given(rows=st.integers(1, 40), cols=st.integers(1, 300), kind=st.sampled_from(["softmax", "log_softmax",
+                                                                             "layer_norm", "rms_norm"]))
+@settings(max_examples=12, deadline=None) if _CI else settings(max_examples=300, deadline=None)
+def test_group_any_shape(rows, cols, kind):
+    # shapes small enough that every op is scheduled only with schedule="all": the groups' tiles
+    # (masked last tiles, one-row blocks) on whatever a row length draws
+    src, shapes = _src(kind, "f32", (rows, cols))
+    args = _args(shapes, "f32", seed=rows * 1000 + cols)
+    with applied_scripts() as seen:
+        got = mind.compile(src, fn="f", threads=2, schedule="all", cache=False)(*args)
+    assert not any(s.startswith("failed") for s in seen)
+    want = mind.compile(src, fn="f", backend="reference")(*args)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+
+
+def test_row_tile_is_whole_vectors():
+    assert row_tile(1024, 16) == (64, False)
+    assert row_tile(1000, 16) == (64, True)   # masked last tile, not tiles of 50
+    assert row_tile(1000, 8) == (32, True)
+    assert row_tile(48, 16) == (48, False)
+    assert row_tile(13, 16) == (13, False)
+    assert row_tile(20, 16) == (16, True)
+
+
+def test_blocks_fit_l2_and_outnumber_threads():
+    unit = VECTOR_UNITS["x86-64-v4"]
+    g = Group([], 1, [4096, 1000], 3 * 4000)
+    rows = block_rows(g, unit)
+    assert rows[1] == 0 and 4096 // rows[0] >= 16 and rows[0] * g.row_bytes <= (1 << 20) // 2
+    g3 = Group([], 2, [3, 29, 101], 3 * 404)
+    assert block_rows(g3, unit)[0] == 1 and block_rows(g3, unit)[2] == 0
+
+
+def test_operand_computed_without_the_rows_stays_outside_the_group(scripts):
+    # the gain is computed elementwise over the columns only: computed once before the forall,
+    # while the statistics and the normalization are fused
+    src = (f"fn f(x: {T('f32', 64, 200)}, g: {T('f32', 200)}) -> {T('f32', 64, 200)} {{\n"
+           f"  let h = exp(g) * 0.5;\n"
+           f"  x / sqrt(mean(x * x, axes=[1], keepdims=true) + {EPS}) * h\n}}")
+    _compare(src, _args([(64, 200), (200,)], "f32"), "host")
+    assert _grouped(scripts)
+
+
+def test_attention_softmax_between_matmuls(scripts):
+    t = T("f32", 4, 96, 40)
+    src = (f"fn f(q: {t}, k: {t}, v: {t}) -> {t} {{\n"
+           f"  let s = matmul(q, transpose(k, permutation=[0, 2, 1])) * 0.125;\n"
+           f"  matmul(softmax(s, axis=-1), v)\n}}")
+    for cpu in CPUS:
+        _compare(src, _args([(4, 96, 40)] * 3, "f32"), cpu)
+    assert _grouped(scripts)
