@@ -14,9 +14,6 @@ the host CPU and its features (AVX-512 here).
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import tempfile
 import threading
 from typing import Any, Sequence
 
@@ -291,6 +288,7 @@ def _load_permanently(lib: str) -> None:
 
 def linker_available() -> str | None:
     """Path of a usable ``ld`` (binutils), or None."""
+    import shutil
     return shutil.which("ld") or shutil.which("ld.bfd") or shutil.which("ld.gold")
 
 
@@ -308,6 +306,8 @@ def link_shared(objs: bytes | Sequence[bytes], out_path: str, libs: list[str] | 
     so ``ld`` runs at the lowest priority: on a 2-core machine it otherwise takes a core from the kernel's
     first call, and a threaded kernel then waits at every barrier for its descheduled worker."""
     import hashlib
+    import subprocess  # imported here: an in-process (MCJIT) compile links nothing on its own path
+    import tempfile
     ld = linker_available()
     if ld is None:
         raise CodegenError("no system linker (ld) found")

@@ -1,0 +1,129 @@
+"""Where a cold compile's time goes, stage by stage, for suite workloads (each in a fresh process).
+
+Why: ``suite.py`` reports one figure per cold compile (``mind_cold_fresh_s``); cutting it needs the
+split.  Each workload runs in its own process, ``MIND_CACHE=off``, with MLIR, llvmlite and MIND
+imported first (as ``suite.py``'s cold child does), and the backend's stage functions wrapped by
+timers; the first call of the compiled function is timed whole (``total``).  Stages inside the
+split codegen (``llvm parse``, ``llvm opt``, ``emit obj``) add up both threads' time when a large
+module compiles in two parts on two cores.  ``first call`` is the kernel's first run
+(its compute, page faults, OpenMP start-up); ``other`` is the total less the stages (the frontend,
+the lazy imports, verification, signature reading, Python glue)::
+
+    python benchmarks/cold_stages.py [--only WORD ...] [--repeat N]
+
+prints one row per workload: the median over ``--repeat`` processes (default 5) of each stage, ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Callable
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DEFAULT = ("ew_chain_f32_2048x2048", "softmax_f32_4096x1000", "layer_norm_f32_4096x768",
+           "matmul_f32_700x900x500", "conv3x3_s1_d1_same_4x112x112x16to32", "attention_f32_16x384x64",
+           "mlp_train_f32_512x784x512", "cnn_train_f32_48x64x64_16_32")
+
+# (stage name, module, attribute): the functions timed, in pipeline order
+STAGES: tuple[tuple[str, str, str], ...] = (
+    ("emit mlir", "mind.compiler.backend.cpu.api", "emit_mlir"),
+    ("mlir parse", "mind.compiler.backend.cpu.lowering", "parse"),
+    ("schedule build", "mind.compiler.backend.cpu.lowering", "cpu_schedule"),
+    ("transform interp", "mind.compiler.backend.cpu.lowering", "apply_script"),
+    ("translate", "mind.compiler.backend.cpu.lowering", "translate_to_llvm_ir"),
+    ("link runtime", "mind.compiler.backend.cpu.lowering", "link_runtime"),
+    ("bind openmp", "mind.compiler.backend.cpu.engine", "bind_runtime"),
+    ("llvm split", "mind.compiler.backend.cpu.llvm_split", "split_module"),
+    ("mcjit load", "mind.compiler.backend.cpu.codegen", "JitObject"),
+    ("mlir context", "mind.compiler.backend.linalg.context", "new_context"),
+)
+UNLOCKED = (("llvm parse", "parse"), ("llvm opt", "run"), ("emit obj", "emit_object"))
+COLUMNS = ("emit mlir", "mlir context", "mlir parse", "prefusion", "schedule build", "transform interp", "bufferize+lower", "translate",
+           "link runtime", "bind openmp", "llvm split", "llvm parse", "llvm opt", "emit obj", "mcjit load", "first call", "other", "total")
+
+
+def _child(name: str) -> dict[str, float]:
+    import importlib
+    import threading
+
+    import llvmlite.binding  # noqa: F401
+    import mlir.ir  # noqa: F401
+    import mlir.passmanager  # noqa: F401
+    import numpy as np
+
+    import mind
+    from mind.compiler.backend.cpu import codegen, lowering
+    from mind.compiler.backend.cpu.api import compile_function  # noqa: F401
+    from mind.compiler.frontend.cache import compile_cached  # noqa: F401
+    sys.path.insert(0, HERE)
+    import suite
+
+    spent: dict[str, float] = {}
+    lock = threading.Lock()
+
+    def timed(label: Callable[..., str], fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*a: Any, **k: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                with lock:
+                    key = label(*a, **k)
+                    spent[key] = spent.get(key, 0.0) + time.perf_counter() - t0
+        return wrapper
+
+    for stage, module, attr in STAGES:
+        m = importlib.import_module(module)
+        setattr(m, attr, timed(lambda *a, _s=stage, **k: _s, getattr(m, attr)))
+    for stage, attr in UNLOCKED:
+        setattr(codegen._Unlocked, attr, classmethod(timed(lambda *a, _s=stage, **k: _s,
+                                                           getattr(codegen._Unlocked, attr).__func__)))
+    from mind.compiler.backend.cpu import engine
+    engine.Kernel.__call__ = timed(lambda *a, **k: "first call", engine.Kernel.__call__)
+    pipeline_stage = {"fusion": "prefusion", "lower": "bufferize+lower"}
+    lowering.run_pipeline = timed(lambda ctx, text, module, stage, diags: pipeline_stage.get(stage, stage),
+                                  lowering.run_pipeline)
+
+    w = next(w for w in suite.workloads() if w.name == name)
+    arrays = w.inputs(np.random.default_rng(0))
+    t0 = time.perf_counter()
+    mind.compile(w.source, fn=w.fn, cpu=suite.ISA)(*arrays)
+    spent["total"] = time.perf_counter() - t0
+    inner = sum(v for k, v in spent.items() if k != "total")
+    spent["other"] = spent["total"] - inner
+    return spent
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", nargs="*", default=list(DEFAULT))
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--child")
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(_child(args.child)))
+        return
+    env = dict(os.environ, MIND_CACHE="off", PYTHONPYCACHEPREFIX=os.path.join(ROOT, "build", "pycache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode, as an install has (``suite.fresh_cold``)
+    print(f"{'workload':40s}" + "".join(f"{c[:10]:>11s}" for c in COLUMNS))
+    for name in args.only:
+        runs = []
+        for _ in range(args.repeat):
+            r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name], capture_output=True,
+                               text=True, env=env, cwd=ROOT, timeout=600)
+            if r.returncode != 0:
+                sys.exit(f"{name}: {r.stderr.strip().splitlines()[-1:]}")
+            runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
+        med = {c: statistics.median(run.get(c, 0.0) for run in runs) for c in COLUMNS}
+        print(f"{name:40s}" + "".join(f"{1000 * med[c]:11.1f}" for c in COLUMNS), flush=True)
+
+
+if __name__ == "__main__":
+    main()
