@@ -146,12 +146,26 @@ def matmul_section(tag: int, t: MatmulTiles) -> str:
     return s
 
 
+FILL_ROW_MAX = 1024
+"""The widest row a fill's tile may take when no divisor of the row up to 64 fills a vector."""
+
+
 def fill_section(tag: int, shape: Sequence[int]) -> str:
-    """Sequential tiling of a fill into (<=8) x (<=64) pieces so that it vectorizes in registers."""
+    """Sequential tiling of a fill into (<=8) x (<=64) pieces so that it vectorizes in registers.
+
+    A row whose divisors up to 64 are all narrower than a vector of bytes (2 x 251: a pad's result of
+    a 500-wide operand) takes one whole row of up to ``FILL_ROW_MAX`` elements instead: stores of
+    whole vectors and a short tail, where 2-element pieces were one store per 2 elements."""
     if not shape:
         return ""
-    sizes = [1] * (len(shape) - 2) + ([largest_divisor_at_most(shape[-2], 8)] if len(shape) >= 2 else [])
-    sizes.append(largest_divisor_at_most(shape[-1], 64))
+    width = largest_divisor_at_most(shape[-1], 64)
+    if width < 16:
+        wide = largest_divisor_at_most(shape[-1], FILL_ROW_MAX)
+        if wide > width:
+            width = wide
+    rows = 8 if width <= 64 else 1
+    sizes = [1] * (len(shape) - 2) + ([largest_divisor_at_most(shape[-2], rows)] if len(shape) >= 2 else [])
+    sizes.append(width)
     return match(f"%fl{tag}", "linalg.fill", tag) + tile_for(f"ft{tag}", f"%fl{tag}", sizes) + \
         vectorize(f"%ft{tag}")
 
@@ -204,9 +218,11 @@ VECTOR_LOWERING = """\
 """
 
 
-# Generic bodies with these ops are left unscheduled: gathers and pads (tensor.extract at computed
-# indices, linalg.index).  Vectorized with ``vectorize_nd_extract`` they ran 2-3x faster, but a pad
-# of a computed tensor in a fused kernel miscompiled (docs/backend-cpu.md, Measurements).
+# Generic bodies with these ops are left unscheduled: gathers (tensor.extract at computed indices,
+# linalg.index) and the slices fused into them.  ``vectorize_nd_extract`` makes a read it cannot
+# prove contiguous a ``vector.gather`` with indices linearized over the read tensor's shape, wrong
+# when that tensor bufferizes to a strided view (docs/backend-cpu.md, Schedules; pads are no longer
+# such bodies: ``Emitter.pad``).
 _UNSCHEDULED_BODY_OPS = ("tensor.extract", "linalg.index")
 
 
@@ -289,6 +305,26 @@ def _plan_fill(unit: VectorUnit, op: Any, tag: int) -> str | None:
     return fill_section(tag, shape)
 
 
+COPY_TILE_ELEMENTS = 4096
+"""A copy's forall step moves whole rows, about this many elements (fewer when the rows do not divide)."""
+
+
+def _plan_copy(unit: VectorUnit, op: Any, tag: int) -> str | None:
+    """``linalg.copy`` (what a pad writes into its window, ``linalg.emitter.Emitter.pad``): a forall
+    over blocks of whole rows (threads), each block vectorized, which canonicalization folds back to
+    a copy of the block (a vector read and write of the same tile); bufferized, that is one
+    ``memref.copy`` per block, moved a row at a time (``runtime``, ``memrefCopy``: one memmove of each
+    contiguous row, libc's vector copy) even into a window with steps."""
+    shape = static_shape(op.operands[1].type)
+    if not shape or 0 in shape:
+        return None
+    row = shape[-1]
+    rows = [1] * (len(shape) - 2) + [largest_divisor_at_most(shape[-2], max(1, COPY_TILE_ELEMENTS // row))
+                                      for _ in shape[-2:-1]]
+    tiles = ElementwiseTiles(tuple(rows) + (row if len(shape) == 1 else 0,), (0,) * len(shape))
+    return elementwise_section(tag, "linalg.copy", tiles)
+
+
 def planners(unit: VectorUnit = AVX512) -> dict[str, Any]:
     """The CPU's planner of each linalg op it schedules (``linalg.schedule.schedule_module``), its
     tiles sized for ``unit``: ``linalg.matmul`` and ``linalg.batch_matmul`` with tiles that divide
@@ -297,9 +333,11 @@ def planners(unit: VectorUnit = AVX512) -> dict[str, Any]:
     (elementwise chains, multi-result fused generics, reductions over any axes that
     ``vectorizable_reduction`` accepts, batched-matmul generics), and convolutions
     (``conv_schedule``).  Every other op (slices with strides/offsets, pads, gathers, zero-extent
-    ops) stays a linalg op and is lowered to scalar loops."""
+    ops) stays a linalg op and is lowered to scalar loops; a ``linalg.copy`` (a pad's copy into its window)
+    moves blocks of whole rows (``_plan_copy``)."""
     return {"linalg.matmul": partial(_plan_matmul, unit), "linalg.batch_matmul": partial(_plan_matmul, unit),
             "linalg.fill": partial(_plan_fill, unit), "linalg.generic": partial(_plan_generic, unit),
+            "linalg.copy": partial(_plan_copy, unit),
             CONV_OP: partial(plan_conv, unit)}
 
 

@@ -235,11 +235,14 @@ def pad(em: Emitter, op: OpApplication) -> str:
     x, v = op.xs
     if not op.shape:
         return x.name
+    lo, interior = [int(n) for n in op.attrs["lo"]], [int(n) for n in op.attrs["interior"]]
+    if op.shape == x.shape and not any(lo) and not any(interior):
+        return x.name  # no padding anywhere: the operand itself
     value = em.fresh("p")
     em.emit(f"{value} = tensor.extract {v.name}[] : {v.ty}")
     if x.shape and 0 in x.shape:
         return em.filled(op.shape, op.elem, scalar=value)
-    return em.pad(x, value, [int(lo) for lo in op.attrs["lo"]], [int(i) for i in op.attrs["interior"]], op.shape)
+    return em.pad(x, value, lo, interior, op.shape)
 
 
 def gather(em: Emitter, op: OpApplication) -> str:

@@ -146,7 +146,7 @@ def vectorizable_reduction(op: Any) -> bool:
 
 def op_work(op: Any) -> int | None:
     """Iterations of a linalg op: m*n*k for a matmul, output size times window*channels for a conv,
-    the loop space of a generic, the size of a fill; None when a shape is not static."""
+    the loop space of a generic, the size of a fill or a copy; None when a shape is not static."""
     name = op.name
     try:
         if name in ("linalg.matmul", "linalg.batch_matmul"):
@@ -158,7 +158,7 @@ def op_work(op: Any) -> int | None:
         if name == "linalg.generic":
             loops = generic_loops(op)
             return None if loops is None else product(loops[0])
-        if name == "linalg.fill":
+        if name in ("linalg.fill", "linalg.copy"):  # the size of the output (operand 1)
             shape = static_shape(op.results[0].type) if len(op.results) else static_shape(op.operands[1].type)
             return None if shape is None else product(shape)
     except (KeyError, ValueError, TypeError, AttributeError, IndexError):
