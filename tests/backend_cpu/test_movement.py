@@ -1,7 +1,11 @@
-"""Pads as a fill plus a copy into a window (``Emitter.pad``, the ``linalg.copy`` plan of
-``cpu/transforms.py``, the row copies of ``runtime.memrefCopy``), checked bit for bit against the
-reference: every pad width (0 included), interior padding on any axis, operands that are inputs or
-computed (elementwise, a matmul's result), fused consumers, 1 and 2 threads, both vector units."""
+"""Movement ops against the reference, bit for bit.
+
+Pads as a fill plus a copy into a window (``Emitter.pad``, the ``linalg.copy`` plan of
+``cpu/transforms.py``, the row copies of ``runtime.memrefCopy``): every pad width (0 included),
+interior padding on any axis, operands that are inputs or computed (elementwise, a matmul's result),
+fused consumers, 1 and 2 threads, both vector units.  Gathers of whole rows vectorized as contiguous
+reads (``transforms._plan_row_reads``, ``payload.row_reads``): indices out of range and negative
+(clamped), index tensors of rank 2, gathers along inner axes, slices with steps fused around them."""
 
 from __future__ import annotations
 
@@ -128,3 +132,70 @@ def test_random_pads_match_reference(data):
         consumer = data.draw(st.sampled_from(["none", "add", "slice"]))
     assert math.prod(_padded(shape, lo, hi, interior)) > 0
     _check(_pad_program(DType.F32, shape, lo, hi, interior, operand, consumer), schedule="all")
+
+
+def _gather_program(dtype: DType, xshape, ishape, axis: int, around: str = "none"):
+    """``gather`` of an input, then maybe a fused consumer (``add``) or a reversing, strided slice
+    before it (a view that the gather's reads go through)."""
+    b = FunctionBuilder("main")
+    x = b.param("x", TensorType(dtype, xshape))
+    i = b.param("i", TensorType(DType.I32, ishape))
+    if around == "slice":
+        x = b.emit("slice", x, start=tuple(n - 1 for n in xshape), stop=tuple(-1 for _ in xshape),
+                   step=tuple(-1 if k != len(xshape) - 1 else -2 for k in range(len(xshape))))
+        x = b.emit("add", x, x)
+    y = b.emit("gather", x, i, axis=axis)
+    if around == "add":
+        y = b.emit("add", y, y)
+    return b.finish([y])
+
+
+def _gather_inputs(fn, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x, i = fn.params
+    g = next(op for op in fn.ops if op.op == "gather")
+    n = g.operands[0].type.shape[g.attrs["axis"]]
+    return [rng.integers(-50, 50, x.type.shape).astype(x.type.dtype.numpy),
+            rng.integers(-3, n + 3, i.type.shape).astype(np.int32)]  # out of range both ways: clamped
+
+
+def _check_gather(fn, threads: int = 1, cpu: str = "host", schedule="all") -> bool:
+    args = _gather_inputs(fn)
+    run = compile_function(fn, threads=threads, cache=False, schedule=schedule, cpu=cpu)
+    got = run(args)
+    np.testing.assert_array_equal(got[0], run_reference(fn, args)[0])
+    return bool(next(iter(run._kernels.values())).scheduled)
+
+
+_GATHERS = [((1000, 64), (512,), 0), ((50, 37), (9,), 0), ((7, 5, 48), (3, 2), 1), ((30, 20), (11,), 1),
+            ((13, 96), (4, 5), 0), ((6, 4, 3), (2,), 0), ((101,), (7,), 0)]
+
+
+@pytest.mark.parametrize("case", _GATHERS, ids=lambda c: f"{c[0]}_take{c[1]}_axis{c[2]}")
+@pytest.mark.parametrize("around", ["none", "add", "slice"])
+def test_gathers_match_reference(case, around):
+    xshape, ishape, axis = case
+    _check_gather(_gather_program(DType.F32, xshape, ishape, axis, around))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("cpu", ["host", "x86-64-v3"])
+@pytest.mark.parametrize("dtype", ["f64", "i64", "i32"])
+def test_row_gathers_are_scheduled(threads, cpu, dtype):
+    if cpu != "host" and not runs_isa(cpu):
+        pytest.skip(f"this host does not run {cpu}")
+    assert _check_gather(_gather_program(_DTYPES[dtype], (200, 48), (256,), 0), threads, cpu, schedule=True)
+
+
+@given(st.data())
+@example(data=None)
+def test_random_gathers_match_reference(data):
+    if data is None:  # a strided, reversed view gathered by rows of a 3-D operand
+        xshape, ishape, axis, around = (5, 3, 16), (2, 2), 0, "slice"
+    else:
+        rank = data.draw(st.integers(1, 3))
+        xshape = tuple(data.draw(st.lists(st.integers(1, 17), min_size=rank, max_size=rank)))
+        ishape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=2)))
+        axis = data.draw(st.integers(0, rank - 1))
+        around = data.draw(st.sampled_from(["none", "add", "slice"]))
+    _check_gather(_gather_program(DType.F32, xshape, ishape, axis, around))

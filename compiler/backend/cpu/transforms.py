@@ -25,8 +25,8 @@ from typing import Any, Sequence
 
 from mind.spec.record import FrozenRecord
 
-from ..linalg.payload import (DEFAULT_MAPS, element_bits, generic_loops, map_kind, product, static_shape,
-                              vectorizable_reduction)
+from ..linalg.payload import (DEFAULT_MAPS, element_bits, generic_loops, map_kind, product, row_reads,
+                              static_shape, vectorizable_reduction)
 from ..linalg.schedule import schedule_module
 from ..linalg.transform_script import largest_divisor_at_most, match, tile_for, tile_forall, vectorize
 from .conv_schedule import CONV_OP, feeds_conv, plan_conv
@@ -170,7 +170,7 @@ def fill_section(tag: int, shape: Sequence[int]) -> str:
         vectorize(f"%ft{tag}")
 
 
-def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles) -> str:
+def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles, nd_extract: bool = False) -> str:
     """Forall over parallel loops, then scf.for over reduction loops (if any), then vectorize."""
     s = match(f"%ew{tag}", op_name, tag)
     src = f"%ew{tag}"
@@ -180,7 +180,7 @@ def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles) -> str:
     if any(t.reduction):
         s += tile_for(f"er{tag}", src, t.reduction)
         src = f"%er{tag}"
-    s += vectorize(src)
+    s += vectorize(src, nd_extract)
     return s
 
 
@@ -238,9 +238,8 @@ def _plan_generic(unit: VectorUnit, op: Any, tag: int) -> str | None:
         if map_kind(ir.AffineMapAttr(amap_attr).value) is None:
             return None  # strided or shifted reads (slices): loops
     block = op.regions[0].blocks[0]
-    for block_op in block.operations:
-        if block_op.operation.name in _UNSCHEDULED_BODY_OPS:
-            return None
+    if any(block_op.operation.name in _UNSCHEDULED_BODY_OPS for block_op in block.operations):
+        return _plan_row_reads(unit, op, tag, ranges, kinds)
     if any(k != "parallel" for k in kinds) and not vectorizable_reduction(op):
         return None
     # the widest element type sets the lane count: with the narrowest (an i8 mask), f32 operands of
@@ -251,6 +250,22 @@ def _plan_generic(unit: VectorUnit, op: Any, tag: int) -> str | None:
             _moves_inner_dim(ir.AffineMapAttr(a).value) for a in op.attributes["indexing_maps"]):
         tiles = _transpose_tiles(ranges, bits, unit)
     return elementwise_section(tag, "linalg.generic", tiles)
+
+
+def _plan_row_reads(unit: VectorUnit, op: Any, tag: int, ranges: Sequence[int], kinds: Sequence[str]) -> str | None:
+    """A parallel generic whose body reads computed indices (a gather of rows, ``lowerings.gather``)
+    when every read is a whole row: tiles of one vector along the last loop and 1 elsewhere,
+    vectorized with ``vectorize_nd_extract``, so that each read is one contiguous vector (or one
+    scalar), never a ``vector.gather`` (whose linearized indices are wrong on a strided view:
+    ``_UNSCHEDULED_BODY_OPS``).  None (loops) unless ``row_reads`` says every read is of that kind."""
+    if any(k != "parallel" for k in kinds) or ranges[-1] < 2:
+        return None
+    bits = max(element_bits(r.type) for r in op.results)
+    width = largest_divisor_at_most(ranges[-1], 4 * unit.lanes(bits))
+    if width < 2 or not row_reads(op):
+        return None
+    tiles = ElementwiseTiles((1,) * (len(ranges) - 1) + (width,), (0,) * len(ranges))
+    return elementwise_section(tag, "linalg.generic", tiles, nd_extract=True)
 
 
 def _moves_inner_dim(amap: Any) -> bool:
@@ -331,10 +346,11 @@ def planners(unit: VectorUnit = AVX512) -> dict[str, Any]:
     its shape, ``linalg.fill``, ``linalg.generic`` ops whose indexing maps are identities,
     permutations (transposes) or projections/broadcasts and whose body reads no computed indices
     (elementwise chains, multi-result fused generics, reductions over any axes that
-    ``vectorizable_reduction`` accepts, batched-matmul generics), and convolutions
-    (``conv_schedule``).  Every other op (slices with strides/offsets, pads, gathers, zero-extent
-    ops) stays a linalg op and is lowered to scalar loops; a ``linalg.copy`` (a pad's copy into its window)
-    moves blocks of whole rows (``_plan_copy``)."""
+    ``vectorizable_reduction`` accepts, batched-matmul generics) or reads only whole rows (gathers of
+    rows, ``_plan_row_reads``), ``linalg.copy`` (a pad's copy into its window: blocks of whole rows,
+    ``_plan_copy``), and convolutions (``conv_schedule``).  Every other op (slices with
+    strides/offsets, other gathers, zero-extent ops) stays a linalg op and is lowered to scalar
+    loops."""
     return {"linalg.matmul": partial(_plan_matmul, unit), "linalg.batch_matmul": partial(_plan_matmul, unit),
             "linalg.fill": partial(_plan_fill, unit), "linalg.generic": partial(_plan_generic, unit),
             "linalg.copy": partial(_plan_copy, unit),

@@ -254,14 +254,17 @@ def gather(em: Emitter, op: OpApplication) -> str:
     rank, ri = len(shape), len(idx.shape)
 
     def body(b: Body, args: list[str], out: str) -> str:
+        # The index is read at the loop indices (not as an operand): a vectorizer then sees every
+        # index of ``x`` but the row's own as invariant along the last loop, and reads a gathered
+        # row as one contiguous vector (a block argument counts as varying: a vector gather).
         ie = idx.elem
+        picked = b.extract(idx, [b.index(axis + j) for j in range(ri)])
         lo, hi = b.const("0", ie), b.const(str(n - 1), ie)
-        clamped = b.binary("minsi", b.binary("maxsi", args[0], lo, ie), hi, ie)
+        clamped = b.binary("minsi", b.binary("maxsi", picked, lo, ie), hi, ie)
         i = b.cast("index_cast", clamped, ie, "index")
         ids = [b.index(k) for k in range(rank) if not axis <= k < axis + ri]
         return b.extract(x, ids[:axis] + [i] + ids[axis:])
-    return em.generic(shape, op.elem, [idx], [affine_map(rank, [f"d{axis + j}" for j in range(ri)])],
-                      ["parallel"] * rank, body)
+    return em.generic(shape, op.elem, [], [], ["parallel"] * rank, body)
 
 
 # ---------------------------------------------------------------------------------- contractions
