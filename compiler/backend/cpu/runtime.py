@@ -24,7 +24,8 @@ __all__ = ["link_runtime", "declared_functions", "external_functions", "RUNTIME_
 # shape copies nothing; otherwise an odometer over the indices, last dimension fastest.  When both
 # last strides are 1, each step moves a whole row (one memmove of the row's bytes: libc's vector
 # copy) and the odometer runs over the other dimensions: a pad's copy into its window, or a tile of
-# it, is a few row copies instead of one call per element.
+# it, is a few row copies instead of one call per element; single elements of 4 or 8 bytes are moved
+# by a load and a store, not a call.
 _MEMREF_COPY = """\
 define internal void @memrefCopy(i64 %esize, ptr %src, ptr %dst) {
 entry:
@@ -92,12 +93,30 @@ copy:
   %sp = getelementptr i8, ptr %sbase, i64 %sob
   %dob = mul i64 %do, %esize
   %dp = getelementptr i8, ptr %dbase, i64 %dob
+  br i1 %rows, label %bulk, label %elem
+bulk:
   call void @llvm.memmove.p0.p0.i64(ptr %dp, ptr %sp, i64 %runb, i1 false)
+  br label %next
+elem:
+  switch i64 %esize, label %bytes [ i64 4, label %e4
+                                    i64 8, label %e8 ]
+e4:
+  %v4 = load i32, ptr %sp, align 1
+  store i32 %v4, ptr %dp, align 1
+  br label %next
+e8:
+  %v8 = load i64, ptr %sp, align 1
+  store i64 %v8, ptr %dp, align 1
+  br label %next
+bytes:
+  call void @llvm.memmove.p0.p0.i64(ptr %dp, ptr %sp, i64 %esize, i1 false)
+  br label %next
+next:
   br i1 %whole, label %done, label %inc
 inc:
-  %d = phi i64 [ %top, %copy ], [ %dprev, %wrap ]
-  %so1 = phi i64 [ %so, %copy ], [ %sow, %wrap ]
-  %do1 = phi i64 [ %do, %copy ], [ %dow, %wrap ]
+  %d = phi i64 [ %top, %next ], [ %dprev, %wrap ]
+  %so1 = phi i64 [ %so, %next ], [ %sow, %wrap ]
+  %do1 = phi i64 [ %do, %next ], [ %dow, %wrap ]
   %ip = getelementptr inbounds i64, ptr %idx, i64 %d
   %i = load i64, ptr %ip
   %i1 = add i64 %i, 1
