@@ -93,12 +93,21 @@ def test_pads_match_reference(case, operand, dtype):
     _check(_pad_program(_DTYPES[dtype], shape, lo, hi, interior, operand), schedule="all")
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("cpu", ["host", "x86-64-v3"])
+@pytest.fixture(params=[1, 2])
+def threads(request) -> int:
+    return request.param
+
+
+@pytest.fixture(params=["host", "x86-64-v3"])
+def cpu(request) -> str:
+    """The host's vector unit, and AVX2's where the host runs it."""
+    if request.param != "host" and not runs_isa(request.param):
+        pytest.skip(f"this host does not run {request.param}")
+    return request.param
+
+
 @pytest.mark.parametrize("consumer", ["none", "add", "slice"])
 def test_pads_of_a_matmul_with_fused_consumers(threads, cpu, consumer):
-    if cpu != "host" and not runs_isa(cpu):
-        pytest.skip(f"this host does not run {cpu}")
     fn = _pad_program(DType.F32, (48, 40), (2, 3), (1, 0), (0, 1), "matmul", consumer)
     _check(fn, threads=threads, cpu=cpu)
 
@@ -178,12 +187,8 @@ def test_gathers_match_reference(case, around):
     _check_gather(_gather_program(DType.F32, xshape, ishape, axis, around))
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("cpu", ["host", "x86-64-v3"])
 @pytest.mark.parametrize("dtype", ["f64", "i64", "i32"])
 def test_row_gathers_are_scheduled(threads, cpu, dtype):
-    if cpu != "host" and not runs_isa(cpu):
-        pytest.skip(f"this host does not run {cpu}")
     assert _check_gather(_gather_program(_DTYPES[dtype], (200, 48), (256,), 0), threads, cpu, schedule=True)
 
 
