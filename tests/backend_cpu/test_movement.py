@@ -204,3 +204,22 @@ def test_random_gathers_match_reference(data):
         axis = data.draw(st.integers(0, rank - 1))
         around = data.draw(st.sampled_from(["none", "add", "slice"]))
     _check_gather(_gather_program(DType.F32, xshape, ishape, axis, around))
+
+
+@pytest.mark.parametrize("value", ["const", "param"])
+def test_pad_copies_in_place_into_the_fill(value):
+    # The copy's init was an extract_slice of the fill, so the fill had two users; with a constant pad
+    # value `untie_shared_inits` split it into two fills, and the copy went into a temporary buffer
+    # copied again into the result (2000x2000 by 3: 3.9 ms instead of 1.8).  The copy now writes the
+    # window of the result itself: the kernel allocates nothing.
+    from mind.compiler.backend.cpu.lowering import lower_to_llvm_dialect
+    from mind.compiler.backend.cpu.options import CpuOptions
+    from mind.compiler.backend.linalg.emit import emit_mlir
+
+    b = FunctionBuilder("main")
+    x = b.param("x", TensorType(DType.F32, (64, 96)))
+    v = b.const(np.float32(0.0), DType.F32) if value == "const" else b.param("v", TensorType(DType.F32, ()))
+    fn = b.finish([b.emit("pad", x, v, lo=(3, 1), hi=(3, 2), interior=(0, 0))])
+    module, _, scheduled = lower_to_llvm_dialect(*emit_mlir(fn), CpuOptions.resolve(threads=1, schedule="all"))
+    assert scheduled
+    assert "malloc" not in str(module) and "aligned_alloc" not in str(module)

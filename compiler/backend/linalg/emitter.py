@@ -205,20 +205,19 @@ class Emitter:
         """A tensor of ``shape`` whose element at each index is ``x`` read through ``in_map``."""
         return self.generic(shape, x.elem, [x], [in_map], ["parallel"] * len(shape), lambda b, args, o: args[0])
 
-    def extract_slice(self, x: TensorValue, offsets: Sequence[int], sizes: Sequence[int],
-                      steps: Sequence[int] | None = None) -> TensorValue:
-        """The window of ``x`` at ``offsets`` of ``sizes`` (unit steps unless ``steps``; a view, no copy)."""
+    def extract_slice(self, x: TensorValue, offsets: Sequence[int], sizes: Sequence[int]) -> TensorValue:
+        """The unit-step window of ``x`` at ``offsets`` of ``sizes`` (a view, no copy)."""
         cut = self.fresh("x")
         sub = tensor_type(tuple(sizes), x.elem)
-        self.emit(f"{cut} = tensor.extract_slice {x.name}{_slice_attrs(offsets, sizes, steps)} : {x.ty} to {sub}")
+        self.emit(f"{cut} = tensor.extract_slice {x.name}{_slice_attrs(offsets, sizes, None)} : {x.ty} to {sub}")
         return TensorValue(cut, tuple(sizes), x.elem, x.dtype)
 
     def pad(self, x: TensorValue, value: str, lo: Sequence[int], interior: Sequence[int], shape: tuple[int, ...]) -> str:
         """``x`` placed at ``lo + i * (interior + 1)`` in a tensor of ``shape`` filled with ``value``.
 
-        What a pad is: a fill of the result, then a copy of ``x`` into its window (an
-        ``extract_slice`` of the fill with steps ``interior + 1``, written by an identity generic
-        over ``x``, put back with the matching ``insert_slice``, which bufferizes in place).  Both are
+        What a pad is: a fill of the result, then a copy of ``x`` into its window (a ``linalg.copy``
+        put in place by an ``insert_slice`` with steps ``interior + 1``; bufferized, the copy writes
+        the window of the fill's buffer).  Both are
         plain ops the schedule tiles and vectorizes (the copy whole vectors along ``x``'s last axis),
         no element computes a clamped index, and elementwise fusion cannot fold the pad into a
         consumer as computed reads (it does not fuse through ``insert_slice``); a producer of ``x``
@@ -228,12 +227,15 @@ class Emitter:
         """
         steps = [i + 1 for i in interior]
         filled = TensorValue(self.filled(shape, x.elem, scalar=value), shape, x.elem, x.dtype)
-        window = self.extract_slice(filled, lo, x.shape, steps)
+        # The copy's init is a fresh tensor that bufferization (eliminate-empty-tensors) places in
+        # the window itself; an extract_slice of the fill as its init made the fill a shared init,
+        # which ``payload.untie_shared_inits`` splits in two (a second fill, and a copy between them).
         placed = self.fresh("c")
-        self.emit(f"{placed} = linalg.copy ins({x.name} : {x.ty}) outs({window.name} : {window.ty}) -> {window.ty}")
+        self.emit(f"{placed} = linalg.copy ins({x.name} : {x.ty}) outs({self.empty(x.shape, x.elem)} : {x.ty}) "
+                  f"-> {x.ty}")
         r = self.fresh("i")
         self.emit(f"{r} = tensor.insert_slice {placed} into {filled.name}{_slice_attrs(lo, x.shape, steps)} : "
-                  f"{window.ty} into {filled.ty}")
+                  f"{x.ty} into {filled.ty}")
         return r
 
     def reshape(self, x: TensorValue, shape: tuple[int, ...]) -> TensorValue:
