@@ -249,3 +249,19 @@ def test_an_invalid_module_after_fusion_takes_the_unfused_path():
     big = np.full(64, -7.0, np.float32)
     kernel(x, out=[big[:1]])
     assert big[0] == 1.0 and np.all(big[1:] == -7.0)
+
+
+def test_gather_of_a_slice_of_a_pad_reads_the_pad_value():
+    # The plan that vectorized bodies reading computed indices (`vectorize_nd_extract`, withdrawn)
+    # fused this slice into the gather as a `tensor.extract` of the slice's view (an extract_slice
+    # of the pad's [2, 2, 5] result) and made it a `vector.gather` whose indices were linearized over
+    # the view's own shape [1, 2, 1]; bufferized, the view is strided ([10, 5, 1]), so index 1 read
+    # the pad's element [0, 0, 1] (x, -2) where [0, 1, 0] (the pad value, -1) was meant.  Gathers
+    # keep their loops, and a pad is now a fill plus a copy into its window (no computed reads).
+    got = _check("func @main(%x: f32[2, 2, 4], %v: f32[]) -> (f32[1, 2, 1]) {\n"
+                 "  %0 = pad(%x, %v) {lo = [0, 0, 1], hi = [0, 0, 0], interior = [0, 0, 0]} : f32[2, 2, 5]\n"
+                 "  %1 = slice(%0) {start = [0, 0, 0], stop = [1, 2, 1], step = [1, 1, 1]} : f32[1, 2, 1]\n"
+                 "  %2 = const {value = [0]} : i32[1]\n"
+                 "  %3 = gather(%1, %2) {axis = 0} : f32[1, 2, 1]\n"
+                 "  return %3\n}\n", [np.full((2, 2, 4), -2.0, np.float32), np.array(-1.0, np.float32)])
+    np.testing.assert_array_equal(got[0], np.full((1, 2, 1), -1.0, np.float32))

@@ -21,7 +21,11 @@ __all__ = ["link_runtime", "declared_functions", "external_functions", "RUNTIME_
 # dst (same sizes, any strides), as MLIR's CRunnerUtils does.  An unranked memref is {i64 rank,
 # ptr descriptor}; a descriptor is {ptr allocated, ptr aligned, i64 offset, i64 sizes[rank],
 # i64 strides[rank]} (byte offsets 0, 8, 16, 24, 24 + 8 rank).  Rank 0 copies one element; an empty
-# shape copies nothing; otherwise an odometer over the indices, last dimension fastest.
+# shape copies nothing; otherwise an odometer over the indices, last dimension fastest.  When both
+# last strides are 1, each step moves a whole row (one memmove of the row's bytes: libc's vector
+# copy) and the odometer runs over the other dimensions: a pad's copy into its window, or a tile of
+# it, is a few row copies instead of one call per element; single elements of 4 or 8 bytes are moved
+# by a load and a store, not a call.
 _MEMREF_COPY = """\
 define internal void @memrefCopy(i64 %esize, ptr %src, ptr %dst) {
 entry:
@@ -67,6 +71,20 @@ start:
   %rankb = mul i64 %rank, 8
   call void @llvm.memset.p0.i64(ptr %idx, i8 0, i64 %rankb, i1 false)
   %last = sub i64 %rank, 1
+  %lssp = getelementptr inbounds i64, ptr %sstrides, i64 %last
+  %lss = load i64, ptr %lssp
+  %ldsp = getelementptr inbounds i64, ptr %dstrides, i64 %last
+  %lds = load i64, ptr %ldsp
+  %lszp = getelementptr inbounds i64, ptr %ssizes, i64 %last
+  %lsz = load i64, ptr %lszp
+  %lss1 = icmp eq i64 %lss, 1
+  %lds1 = icmp eq i64 %lds, 1
+  %rows = and i1 %lss1, %lds1
+  %run = select i1 %rows, i64 %lsz, i64 1
+  %runb = mul i64 %run, %esize
+  %below = sub i64 %last, 1
+  %top = select i1 %rows, i64 %below, i64 %last
+  %whole = icmp slt i64 %top, 0
   br label %copy
 copy:
   %so = phi i64 [ 0, %start ], [ %so2, %inc.ok ]
@@ -75,12 +93,30 @@ copy:
   %sp = getelementptr i8, ptr %sbase, i64 %sob
   %dob = mul i64 %do, %esize
   %dp = getelementptr i8, ptr %dbase, i64 %dob
+  br i1 %rows, label %bulk, label %elem
+bulk:
+  call void @llvm.memmove.p0.p0.i64(ptr %dp, ptr %sp, i64 %runb, i1 false)
+  br label %next
+elem:
+  switch i64 %esize, label %bytes [ i64 4, label %e4
+                                    i64 8, label %e8 ]
+e4:
+  %v4 = load i32, ptr %sp, align 1
+  store i32 %v4, ptr %dp, align 1
+  br label %next
+e8:
+  %v8 = load i64, ptr %sp, align 1
+  store i64 %v8, ptr %dp, align 1
+  br label %next
+bytes:
   call void @llvm.memmove.p0.p0.i64(ptr %dp, ptr %sp, i64 %esize, i1 false)
-  br label %inc
+  br label %next
+next:
+  br i1 %whole, label %done, label %inc
 inc:
-  %d = phi i64 [ %last, %copy ], [ %dprev, %wrap ]
-  %so1 = phi i64 [ %so, %copy ], [ %sow, %wrap ]
-  %do1 = phi i64 [ %do, %copy ], [ %dow, %wrap ]
+  %d = phi i64 [ %top, %next ], [ %dprev, %wrap ]
+  %so1 = phi i64 [ %so, %next ], [ %sow, %wrap ]
+  %do1 = phi i64 [ %do, %next ], [ %dow, %wrap ]
   %ip = getelementptr inbounds i64, ptr %idx, i64 %d
   %i = load i64, ptr %ip
   %i1 = add i64 %i, 1

@@ -25,8 +25,8 @@ from typing import Any, Sequence
 
 from mind.spec.record import FrozenRecord
 
-from ..linalg.payload import (DEFAULT_MAPS, element_bits, generic_loops, map_kind, product, static_shape,
-                              vectorizable_reduction)
+from ..linalg.payload import (DEFAULT_MAPS, element_bits, generic_loops, map_kind, product, row_reads,
+                              static_shape, vectorizable_reduction)
 from ..linalg.schedule import schedule_module
 from ..linalg.transform_script import largest_divisor_at_most, match, tile_for, tile_forall, vectorize
 from .conv_schedule import CONV_OP, feeds_conv, plan_conv
@@ -169,8 +169,16 @@ def matmul_section(tag: int, t: MatmulTiles) -> str:
     return s
 
 
+FILL_ROW_MAX = 1024
+"""The widest row a fill's tile may take when no divisor of the row up to 64 fills a vector."""
+
+
 def fill_section(tag: int, shape: Sequence[int]) -> str:
-    """Sequential tiling of a fill into (<=8) x (<=64) pieces so that it vectorizes in registers."""
+    """Sequential tiling of a fill into (<=8) x (<=64) pieces so that it vectorizes in registers.
+
+    A row whose divisors up to 64 are all narrower than a vector of bytes (2 x 251: a pad's result of
+    a 500-wide operand) takes one whole row of up to ``FILL_ROW_MAX`` elements instead: stores of
+    whole vectors and a short tail, where 2-element pieces were one store per 2 elements."""
     if not shape:
         return ""
     return match(f"%fl{tag}", "linalg.fill", tag) + tile_for(f"ft{tag}", f"%fl{tag}", fill_tiles(shape)) + \
@@ -178,13 +186,20 @@ def fill_section(tag: int, shape: Sequence[int]) -> str:
 
 
 def fill_tiles(shape: Sequence[int]) -> list[int]:
-    """(<=8) x (<=64) pieces on the last two axes, 1 on the others."""
-    sizes = [1] * (len(shape) - 2) + ([largest_divisor_at_most(shape[-2], 8)] if len(shape) >= 2 else [])
-    sizes.append(largest_divisor_at_most(shape[-1], 64))
+    """(<=8) x (<=64) pieces on the last two axes, 1 on the others; a row without a vector-wide
+    divisor up to 64 takes one whole row of up to ``FILL_ROW_MAX`` elements (see ``fill_section``)."""
+    width = largest_divisor_at_most(shape[-1], 64)
+    if width < 16:
+        wide = largest_divisor_at_most(shape[-1], FILL_ROW_MAX)
+        if wide > width:
+            width = wide
+    rows = 8 if width <= 64 else 1
+    sizes = [1] * (len(shape) - 2) + ([largest_divisor_at_most(shape[-2], rows)] if len(shape) >= 2 else [])
+    sizes.append(width)
     return sizes
 
 
-def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles) -> str:
+def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles, nd_extract: bool = False) -> str:
     """Forall over parallel loops, then scf.for over reduction loops (if any), then vectorize."""
     s = match(f"%ew{tag}", op_name, tag)
     src = f"%ew{tag}"
@@ -194,7 +209,7 @@ def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles) -> str:
     if any(t.reduction):
         s += tile_for(f"er{tag}", src, t.reduction)
         src = f"%er{tag}"
-    s += vectorize(src)
+    s += vectorize(src, nd_extract)
     return s
 
 
@@ -232,9 +247,11 @@ VECTOR_LOWERING = """\
 """
 
 
-# Generic bodies with these ops are left unscheduled: gathers and pads (tensor.extract at computed
-# indices, linalg.index).  Vectorized with ``vectorize_nd_extract`` they ran 2-3x faster, but a pad
-# of a computed tensor in a fused kernel miscompiled (docs/backend-cpu.md, Measurements).
+# Generic bodies with these ops are left unscheduled: gathers (tensor.extract at computed indices,
+# linalg.index) and the slices fused into them.  ``vectorize_nd_extract`` makes a read it cannot
+# prove contiguous a ``vector.gather`` with indices linearized over the read tensor's shape, wrong
+# when that tensor bufferizes to a strided view (docs/backend-cpu.md, Schedules; pads are no longer
+# such bodies: ``Emitter.pad``).
 _UNSCHEDULED_BODY_OPS = ("tensor.extract", "linalg.index")
 
 
@@ -250,9 +267,8 @@ def _plan_generic(unit: VectorUnit, op: Any, tag: int) -> str | None:
         if map_kind(ir.AffineMapAttr(amap_attr).value) is None:
             return None  # strided or shifted reads (slices): loops
     block = op.regions[0].blocks[0]
-    for block_op in block.operations:
-        if block_op.operation.name in _UNSCHEDULED_BODY_OPS:
-            return None
+    if any(block_op.operation.name in _UNSCHEDULED_BODY_OPS for block_op in block.operations):
+        return _plan_row_reads(unit, op, tag, ranges, kinds)
     if any(k != "parallel" for k in kinds) and not vectorizable_reduction(op):
         return None
     # the widest element type sets the lane count: with the narrowest (an i8 mask), f32 operands of
@@ -263,6 +279,22 @@ def _plan_generic(unit: VectorUnit, op: Any, tag: int) -> str | None:
             _moves_inner_dim(ir.AffineMapAttr(a).value) for a in op.attributes["indexing_maps"]):
         tiles = _transpose_tiles(ranges, bits, unit)
     return elementwise_section(tag, "linalg.generic", tiles)
+
+
+def _plan_row_reads(unit: VectorUnit, op: Any, tag: int, ranges: Sequence[int], kinds: Sequence[str]) -> str | None:
+    """A parallel generic whose body reads computed indices (a gather of rows, ``lowerings.gather``)
+    when every read is a whole row: tiles of one vector along the last loop and 1 elsewhere,
+    vectorized with ``vectorize_nd_extract``, so that each read is one contiguous vector (or one
+    scalar), never a ``vector.gather`` (whose linearized indices are wrong on a strided view:
+    ``_UNSCHEDULED_BODY_OPS``).  None (loops) unless ``row_reads`` says every read is of that kind."""
+    if any(k != "parallel" for k in kinds) or ranges[-1] < 2:
+        return None
+    bits = max(element_bits(r.type) for r in op.results)
+    width = largest_divisor_at_most(ranges[-1], 4 * unit.lanes(bits))
+    if width < 2 or not row_reads(op):
+        return None
+    tiles = ElementwiseTiles((1,) * (len(ranges) - 1) + (width,), (0,) * len(ranges))
+    return elementwise_section(tag, "linalg.generic", tiles, nd_extract=True)
 
 
 def _moves_inner_dim(amap: Any) -> bool:
@@ -329,17 +361,40 @@ def _plan_fill(unit: VectorUnit, op: Any, tag: int) -> str | None:
     return fill_section(tag, shape)
 
 
+COPY_TILE_ELEMENTS = 4096
+"""A copy's forall step moves whole rows, about this many elements (fewer when the rows do not divide)."""
+
+
+def _plan_copy(unit: VectorUnit, op: Any, tag: int) -> str | None:
+    """``linalg.copy`` (what a pad writes into its window, ``linalg.emitter.Emitter.pad``): a forall
+    over blocks of whole rows (threads), each block vectorized, which canonicalization folds back to
+    a copy of the block (a vector read and write of the same tile); bufferized, that is one
+    ``memref.copy`` per block, moved a row at a time (``runtime``, ``memrefCopy``: one memmove of each
+    contiguous row, libc's vector copy) even into a window with steps."""
+    shape = static_shape(op.operands[1].type)
+    if not shape or 0 in shape:
+        return None
+    row = shape[-1]
+    rows = [1] * (len(shape) - 2) + [largest_divisor_at_most(shape[-2], max(1, COPY_TILE_ELEMENTS // row))
+                                      for _ in shape[-2:-1]]
+    tiles = ElementwiseTiles(tuple(rows) + (row if len(shape) == 1 else 0,), (0,) * len(shape))
+    return elementwise_section(tag, "linalg.copy", tiles)
+
+
 def planners(unit: VectorUnit = AVX512) -> dict[str, Any]:
     """The CPU's planner of each linalg op it schedules (``linalg.schedule.schedule_module``), its
     tiles sized for ``unit``: ``linalg.matmul`` and ``linalg.batch_matmul`` with tiles that divide
     its shape, ``linalg.fill``, ``linalg.generic`` ops whose indexing maps are identities,
     permutations (transposes) or projections/broadcasts and whose body reads no computed indices
     (elementwise chains, multi-result fused generics, reductions over any axes that
-    ``vectorizable_reduction`` accepts, batched-matmul generics), and convolutions
-    (``conv_schedule``).  Every other op (slices with strides/offsets, pads, gathers, zero-extent
-    ops) stays a linalg op and is lowered to scalar loops."""
+    ``vectorizable_reduction`` accepts, batched-matmul generics) or reads only whole rows (gathers of
+    rows, ``_plan_row_reads``), ``linalg.copy`` (a pad's copy into its window: blocks of whole rows,
+    ``_plan_copy``), and convolutions (``conv_schedule``).  Every other op (slices with
+    strides/offsets, other gathers, zero-extent ops) stays a linalg op and is lowered to scalar
+    loops."""
     return {"linalg.matmul": partial(_plan_matmul, unit), "linalg.batch_matmul": partial(_plan_matmul, unit),
             "linalg.fill": partial(_plan_fill, unit), "linalg.generic": partial(_plan_generic, unit),
+            "linalg.copy": partial(_plan_copy, unit),
             CONV_OP: partial(plan_conv, unit)}
 
 

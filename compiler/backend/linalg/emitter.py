@@ -25,6 +25,13 @@ def _reads(name: str, lines: Sequence[str], result: str) -> bool:
     return result == name or any(use.search(ln) for ln in lines)
 
 
+def _slice_attrs(offsets: Sequence[int], sizes: Sequence[int], steps: Sequence[int] | None) -> str:
+    """The ``[offsets] [sizes] [strides]`` of an ``extract_slice`` / ``insert_slice``."""
+    steps = [1] * len(sizes) if steps is None else steps
+    return "".join(f"[{', '.join(map(str, v))}]" if i == 0 else f" [{', '.join(map(str, v))}]"
+                   for i, v in enumerate((offsets, sizes, steps)))
+
+
 class TensorValue:
     """A tensor SSA value during emission: its name, static shape, element type and dtype."""
 
@@ -202,50 +209,34 @@ class Emitter:
         """The unit-step window of ``x`` at ``offsets`` of ``sizes`` (a view, no copy)."""
         cut = self.fresh("x")
         sub = tensor_type(tuple(sizes), x.elem)
-        self.emit(f"{cut} = tensor.extract_slice {x.name}[{', '.join(map(str, offsets))}] "
-                  f"[{', '.join(map(str, sizes))}] [{', '.join('1' for _ in sizes)}] : {x.ty} to {sub}")
+        self.emit(f"{cut} = tensor.extract_slice {x.name}{_slice_attrs(offsets, sizes, None)} : {x.ty} to {sub}")
         return TensorValue(cut, tuple(sizes), x.elem, x.dtype)
 
     def pad(self, x: TensorValue, value: str, lo: Sequence[int], interior: Sequence[int], shape: tuple[int, ...]) -> str:
         """``x`` placed at ``lo + i * (interior + 1)`` in a tensor of ``shape`` filled with ``value``.
 
-        A generic that reads ``x`` at clamped indices and selects ``value`` outside (no strided
-        ``insert_slice``: its copies need a runtime library and mis-lower under the schedule).
+        What a pad is: a fill of the result, then a copy of ``x`` into its window (a ``linalg.copy``
+        put in place by an ``insert_slice`` with steps ``interior + 1``; bufferized, the copy writes
+        the window of the fill's buffer).  Both are
+        plain ops the schedule tiles and vectorizes (the copy whole vectors along ``x``'s last axis),
+        no element computes a clamped index, and elementwise fusion cannot fold the pad into a
+        consumer as computed reads (it does not fuse through ``insert_slice``); a producer of ``x``
+        still fuses into the copy.  The earlier form, one generic over the result reading ``x`` at
+        clamped indices (``tensor.extract``), stayed scalar: vectorized, it became ``vector.gather``s
+        with linearized indices, wrong on a strided view (``docs/backend-cpu.md``, Schedules).
         """
-        rank = len(shape)
-
-        def body(b: Body, args: list[str], o: str) -> str:
-            ids: list[str] = []
-            conds: list[str] = []
-            for k in range(rank):
-                i = b.index(k)
-                n, l, s = x.shape[k], lo[k], interior[k] + 1
-                if l == 0 and s == 1 and n == shape[k]:
-                    ids.append(i)
-                    continue
-                q = i
-                if l:
-                    q = b.binary("subi", i, b.const(str(l), "index"), "index")
-                z = b.const("0", "index")
-                j = q
-                if s != 1:
-                    sc = b.const(str(s), "index")
-                    rem = b.binary("remsi", q, sc, "index")
-                    conds.append(b.cmpi("eq", rem, z, "index"))
-                    j = b.binary("divsi", q, sc, "index")
-                conds.append(b.cmpi("sge", q, z, "index"))
-                conds.append(b.cmpi("slt", j, b.const(str(n), "index"), "index"))
-                j = b.binary("maxsi", j, z, "index")
-                j = b.binary("minsi", j, b.const(str(n - 1), "index"), "index")
-                ids.append(j)
-            val = b.extract(x, ids)
-            if not conds:
-                return val
-            c = conds[0]
-            for c2 in conds[1:]:
-                c = b.binary("andi", c, c2, "i1")
-            return b.select(c, val, value, x.elem)
-        return self.generic(shape, x.elem, [], [], ["parallel"] * rank, body)
+        steps = [i + 1 for i in interior]
+        filled = TensorValue(self.filled(shape, x.elem, scalar=value), shape, x.elem, x.dtype)
+        # The copy's init is a fresh tensor that bufferization (eliminate-empty-tensors) places in
+        # the window itself; an extract_slice of the fill as its init made the fill a shared init,
+        # which ``payload.untie_shared_inits`` splits in two (a second fill, and a copy between them).
+        placed = self.fresh("c")
+        self.emit(f"{placed} = linalg.copy ins({x.name} : {x.ty}) outs({self.empty(x.shape, x.elem)} : {x.ty}) "
+                  f"-> {x.ty}")
+        r = self.fresh("i")
+        self.emit(f"{r} = tensor.insert_slice {placed} into {filled.name}{_slice_attrs(lo, x.shape, steps)} : "
+                  f"{x.ty} into {filled.ty}")
+        return r
 
     def reshape(self, x: TensorValue, shape: tuple[int, ...]) -> TensorValue:
         """``x`` with ``shape`` (same elements in row-major order): collapsed to rank 1, then expanded.

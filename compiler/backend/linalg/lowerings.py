@@ -235,11 +235,14 @@ def pad(em: Emitter, op: OpApplication) -> str:
     x, v = op.xs
     if not op.shape:
         return x.name
+    lo, interior = [int(n) for n in op.attrs["lo"]], [int(n) for n in op.attrs["interior"]]
+    if op.shape == x.shape and not any(lo) and not any(interior):
+        return x.name  # no padding anywhere: the operand itself
     value = em.fresh("p")
     em.emit(f"{value} = tensor.extract {v.name}[] : {v.ty}")
     if x.shape and 0 in x.shape:
         return em.filled(op.shape, op.elem, scalar=value)
-    return em.pad(x, value, [int(lo) for lo in op.attrs["lo"]], [int(i) for i in op.attrs["interior"]], op.shape)
+    return em.pad(x, value, lo, interior, op.shape)
 
 
 def gather(em: Emitter, op: OpApplication) -> str:
@@ -251,14 +254,17 @@ def gather(em: Emitter, op: OpApplication) -> str:
     rank, ri = len(shape), len(idx.shape)
 
     def body(b: Body, args: list[str], out: str) -> str:
+        # The index is read at the loop indices (not as an operand): a vectorizer then sees every
+        # index of ``x`` but the row's own as invariant along the last loop, and reads a gathered
+        # row as one contiguous vector (a block argument counts as varying: a vector gather).
         ie = idx.elem
+        picked = b.extract(idx, [b.index(axis + j) for j in range(ri)])
         lo, hi = b.const("0", ie), b.const(str(n - 1), ie)
-        clamped = b.binary("minsi", b.binary("maxsi", args[0], lo, ie), hi, ie)
+        clamped = b.binary("minsi", b.binary("maxsi", picked, lo, ie), hi, ie)
         i = b.cast("index_cast", clamped, ie, "index")
         ids = [b.index(k) for k in range(rank) if not axis <= k < axis + ri]
         return b.extract(x, ids[:axis] + [i] + ids[axis:])
-    return em.generic(shape, op.elem, [idx], [affine_map(rank, [f"d{axis + j}" for j in range(ri)])],
-                      ["parallel"] * rank, body)
+    return em.generic(shape, op.elem, [], [], ["parallel"] * rank, body)
 
 
 # ---------------------------------------------------------------------------------- contractions

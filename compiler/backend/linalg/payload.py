@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 __all__ = ["DEFAULT_MAPS", "SHARED_RHS_MAPS", "INIT_ATTR", "static_shape", "element_bits", "generic_loops", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "product", "splats_as_fills",
-           "MIN_FILL_ELEMENTS"]
+           "MIN_FILL_ELEMENTS", "row_reads"]
 
 DEFAULT_MAPS = {
     "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
@@ -144,9 +144,67 @@ def vectorizable_reduction(op: Any) -> bool:
     return True
 
 
+def row_reads(op: Any) -> bool:
+    """Whether every ``tensor.extract`` in the body of the parallel generic ``op`` reads, in a tile of
+    one row of its last loop, either one element (its indices do not vary along that loop) or one
+    contiguous row (its last index is that loop's ``linalg.index`` itself, the others do not vary,
+    the read tensor's last extent is not 1, for any read): what MLIR 22's vectorizer (``vectorize_nd_extract``)
+    turns into a scalar or contiguous read, never a ``vector.gather``.  An index varies if it depends
+    on a block argument of the body or on the last loop's index; a body with any other read (a
+    slice fused into a gather, a gather along the last axis) gets False."""
+    from mlir import ir
+    block = op.regions[0].blocks[0]
+    last = len(list(op.attributes["iterator_types"])) - 1
+    body = op.operation
+
+    def inside(v: Any) -> Any:
+        """The body op defining ``v``, None if ``v`` comes from outside; raises on a block argument."""
+        owner = v.owner
+        if isinstance(owner, ir.Block):
+            if owner == block:
+                raise LookupError  # a block argument: varies with every loop
+            return None
+        owner = owner.operation if hasattr(owner, "operation") else owner
+        return owner if owner.parent == body else None
+
+    def varies(v: Any) -> bool:
+        try:
+            d = inside(v)
+        except LookupError:
+            return True
+        if d is None:
+            return False
+        if d.name == "linalg.index":
+            return ir.IntegerAttr(d.attributes["dim"]).value == last
+        return any(varies(x) for x in d.operands)
+
+    def is_last_index(v: Any) -> bool:
+        try:
+            d = inside(v)
+        except LookupError:
+            return False
+        return d is not None and d.name == "linalg.index" and ir.IntegerAttr(d.attributes["dim"]).value == last
+
+    for body_op in block.operations:
+        if body_op.operation.name != "tensor.extract":
+            continue
+        operands = list(body_op.operation.operands)
+        shape = static_shape(operands[0].type)
+        indices = operands[1:]
+        if shape is None or not indices:
+            continue  # a 0-d read: one element
+        if shape[-1] == 1:
+            return False  # some versions of the vectorizer gather from any tensor whose last extent is 1
+        if any(varies(i) for n, i in zip(shape[:-1], indices[:-1]) if n != 1):
+            return False
+        if varies(indices[-1]) and not (is_last_index(indices[-1]) and shape[-1] != 1):
+            return False
+    return True
+
+
 def op_work(op: Any) -> int | None:
     """Iterations of a linalg op: m*n*k for a matmul, output size times window*channels for a conv,
-    the loop space of a generic, the size of a fill; None when a shape is not static."""
+    the loop space of a generic, the size of a fill or a copy; None when a shape is not static."""
     name = op.name
     try:
         if name in ("linalg.matmul", "linalg.batch_matmul"):
@@ -158,7 +216,7 @@ def op_work(op: Any) -> int | None:
         if name == "linalg.generic":
             loops = generic_loops(op)
             return None if loops is None else product(loops[0])
-        if name == "linalg.fill":
+        if name in ("linalg.fill", "linalg.copy"):  # the size of the output (operand 1)
             shape = static_shape(op.results[0].type) if len(op.results) else static_shape(op.operands[1].type)
             return None if shape is None else product(shape)
     except (KeyError, ValueError, TypeError, AttributeError, IndexError):

@@ -55,8 +55,11 @@ def tile_forall(res: str, src: str, tiles: Sequence[int]) -> str:
             f" : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n")
 
 
-def vectorize(handle: str) -> str:
-    return f"    transform.structured.vectorize {handle} : !transform.any_op\n"
+def vectorize(handle: str, nd_extract: bool = False) -> str:
+    """``nd_extract``: the payload reads computed indices (``tensor.extract``), which the vectorizer
+    then vectorizes too (``payload.row_reads`` says when that is safe)."""
+    attrs = " {vectorize_nd_extract}" if nd_extract else ""
+    return f"    transform.structured.vectorize {handle}{attrs} : !transform.any_op\n"
 
 
 def wrap_script(sections: Sequence[str], lowering: str, name: str = ENTRY) -> str:
