@@ -265,3 +265,18 @@ def test_gather_of_a_slice_of_a_pad_reads_the_pad_value():
                  "  %3 = gather(%1, %2) {axis = 0} : f32[1, 2, 1]\n"
                  "  return %3\n}\n", [np.full((2, 2, 4), -2.0, np.float32), np.array(-1.0, np.float32)])
     np.testing.assert_array_equal(got[0], np.full((1, 2, 1), -1.0, np.float32))
+
+
+def test_batched_matmul_of_a_view_with_dense_strides_calls_the_library():
+    # A slice of extent 1 of a transpose bufferizes to `memref<1x1x1xf32, strided<[1, 1, 1]>>`: the
+    # strides of a dense array, written out. The batched GEMM helper took it for its own identity
+    # type and wrote a subview whose source type disagreed with the argument's (E6012, "Unable to
+    # parse module assembly"; found by the thorough fusion differential test); such a view now
+    # goes through the dense copy.
+    got = _check("func @main(%p0: f32[1, 1, 2]) -> (f32[1, 1, 1]) {\n"
+                 "  %0 = transpose(%p0) {permutation = [2, 1, 0]} : f32[2, 1, 1]\n"
+                 "  %1 = slice(%0) {start = [0, 0, 0], stop = [1, 1, 1], step = [1, 1, 1]} : f32[1, 1, 1]\n"
+                 "  %2 = const {value = [[-2.0]]} : f32[1, 1]\n"
+                 "  %3 = matmul(%1, %2) : f32[1, 1, 1]\n"
+                 "  return %3\n}\n", [np.array([[[1.5, 2.0]]], np.float32)], matmul="library")
+    np.testing.assert_array_equal(got[0], np.full((1, 1, 1), -3.0, np.float32))

@@ -111,9 +111,14 @@ def _contiguous_rows(t: Any) -> bool:
 
 
 def _dense(t: Any) -> bool:
-    """Row-major without offset: a matrix of a batch is then a subview of known strides."""
+    """Row-major without offset, in the identity layout: a matrix of a batch is then a subview of
+    known strides of the helper's own type.  A view whose strides are those of a dense array but
+    written out (``strided<[1, 1, 1]>``: a transposed slice of extent 1) is not that type, and the
+    helper's text would not parse: it goes through the copy, as any other view."""
     from mlir import ir
     mt = ir.MemRefType(t)
+    if not isinstance(mt.layout, ir.AffineMapAttr):
+        return False  # a strided<...> layout, even with dense strides
     strides, offset = mt.get_strides_and_offset()
     want, step = [], 1
     for d in reversed(list(mt.shape)):
