@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import mind
 import mind.compiler.backend.cpu.lowering as lowering
-from mind.compiler.backend.cpu.fusion_groups import block_rows, row_tile, Group
+from mind.compiler.backend.cpu.fusion_groups import _chained_rows, block_rows, row_tile, Group
 from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, runs_isa
 
 EPS = 1e-5
@@ -252,3 +252,15 @@ def test_attention_softmax_between_matmuls(scripts):
     for cpu in CPUS:
         _compare(src, _args([(4, 96, 40)] * 3, "f32"), cpu)
     assert _grouped(scripts)
+
+
+def test_blocked_sum_first_level_takes_several_rows_per_tile():
+    # [rows, q, n/q] adding q runs into n/q partial sums: one row is one dependent chain of vector<4>
+    # adds, so a tile takes CHAINS rows (each row's order of additions unchanged) within 8 vectors
+    par, red = "parallel", "reduction"
+    assert _chained_rows([1, 32, 4], [16, 128, 4], [par, red, par], {0: 16}, 16) == [8, 4, 4]
+    assert _chained_rows([1, 1, 16, 5], [1, 12, 128, 5], [par, par, red, par], {0: 1, 1: 12}, 8) == [1, 6, 2, 5]
+    assert _chained_rows([1, 32, 32], [16, 64, 32], [par, red, par], {0: 16}, 16) == [4, 1, 32]
+    # a row reduction along the last loop, or an op with its rows not tiled by one: unchanged
+    assert _chained_rows([1, 64], [16, 512], [par, red], {0: 16}, 16) == [1, 64]
+    assert _chained_rows([2, 8, 4], [16, 128, 4], [par, red, par], {0: 16}, 16) == [2, 8, 4]

@@ -349,9 +349,35 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
                   f"(!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n")
             return s, vectorize(f"%{name}c"), vectorize(f"%{name}f") + _vectorize(f"%{name}s", rows + [t], masked)
     tiles = inner_tiles(op, block)
+    if loops is not None:
+        tiles = _chained_rows(tiles, ranges, kinds, block, unit.lanes(max(element_bits(v.type) for v in op.operands)))
     if not any(tiles):
         return "", "", vectorize(handle)
     return tile_for(f"{name}i", handle, tiles), "", vectorize(f"%{name}i")
+
+
+CHAINS = 8
+"""Independent accumulators a reduction needs to keep the vector adders busy: an add's latency (4
+cycles) times the adds issued per cycle (2)."""
+
+
+def _chained_rows(tiles: list[int], ranges: Sequence[int], kinds: Sequence[str], block: dict[int, int],
+                  lanes: int) -> list[int]:
+    """The tiles of a reduction whose innermost loop is parallel (the blocked sum's first level: a
+    row's q runs of n/q terms added into n/q partial sums) with several rows per tile: one row's
+    partial sums are a vector or two, one dependent chain of adds along the reduction loop, so the
+    block's rows (independent chains, the order of each row's sum unchanged) make up ``CHAINS``; the
+    reduction tile shrinks to keep a tile within 8 vectors."""
+    red = [d for d, k in enumerate(kinds) if k != "parallel"]
+    rows = max(block, default=None)
+    if len(red) != 1 or kinds[-1] != "parallel" or rows is None or rows >= red[0] or tiles[rows] != 1:
+        return tiles
+    inner = product(t or n for t, n in zip(tiles[red[0] + 1:], ranges[red[0] + 1:]))
+    per_row = -(-inner // lanes)
+    out = list(tiles)
+    out[rows] = largest_divisor_at_most(ranges[rows], max(1, -(-CHAINS // per_row)))
+    out[red[0]] = largest_divisor_at_most(ranges[red[0]], max(1, 8 * lanes // (out[rows] * inner)))
+    return out
 
 
 def _vectorize(handle: str, vector_sizes: Sequence[int], masked: bool) -> str:
