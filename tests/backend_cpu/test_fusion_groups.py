@@ -180,6 +180,9 @@ def test_gradient_of_softmax_cross_entropy(grouped_modules, shape):
     for cpu in CPUS:
         _compare(xent_grad_src(n, c), [z, y], cpu)
     assert grouped_modules and _yielded_intermediates(grouped_modules[0]) >= 1
+    # and not computed a second time outside it for the backward pass: nothing precedes the forall
+    text = grouped_modules[0]
+    assert "linalg.generic" not in text[:text.index("scf.forall")]
 
 
 def test_gradient_of_mlp_with_layer_norm(grouped_modules):
