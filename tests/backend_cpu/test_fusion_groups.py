@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 import mind
 import mind.compiler.backend.cpu.lowering as lowering
-from mind.compiler.backend.cpu.fusion_groups import block_rows, row_tile, Group
+from mind.compiler.backend.cpu.fusion_groups import _chained_rows, block_rows, row_tile, Group
 from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, runs_isa
 
 EPS = 1e-5
@@ -47,9 +48,10 @@ def rms_norm_src(dt: str, shape: tuple[int, ...]) -> str:
 
 
 @contextlib.contextmanager
-def applied_scripts():
+def applied_scripts(modules: list[str] | None = None):
     """The transform scripts that the lowerings inside the block applied, those that MLIR rejected
-    prefixed with "failed: " (such a kernel runs as scalar loops: correct, but not what is tested)."""
+    prefixed with "failed: " (such a kernel runs as scalar loops: correct, but not what is tested);
+    ``modules`` gets the payload's text after each script that formed a group."""
     seen: list[str] = []
     real = lowering.apply_script
 
@@ -60,6 +62,8 @@ def applied_scripts():
             seen.append("failed: " + script)
             raise
         seen.append(script)
+        if modules is not None and "fuse_into_containing_op" in script:
+            modules.append(str(module))
     lowering.apply_script = spy
     try:
         yield seen
@@ -143,15 +147,61 @@ def test_softmax_along_a_middle_axis_tiles_the_leading_one(scripts):
     _compare(softmax_src("softmax", "f32", (6, 300, 40), axis=1), _args([(6, 300, 40)], "f32"), "host")
 
 
-def test_gradient_of_softmax_cross_entropy(scripts):
-    src = (f"fn loss(z: {T('f32', 64, 300)}, y: {T('f32', 64, 300)}) -> f32 {{\n"
-           f"  mean(-sum(y * log_softmax(z, axis=-1), axes=[1], keepdims=false), axes=[0], keepdims=false)\n}}\n"
-           f"fn f(z: {T('f32', 64, 300)}, y: {T('f32', 64, 300)}) -> {T('f32', 64, 300)} {{\n"
-           f"  let l = loss(z, y);\n  let (g,) = grad(l, wrt=[z]);\n  g\n}}\n")
-    z, _ = _args([(64, 300), (64, 300)], "f32")
-    y = np.eye(300, dtype=np.float32)[np.arange(64) * 7 % 300]
+def _yielded_intermediates(text: str) -> int:
+    """How many values besides its consumer's result the first group's forall yields (in the module
+    as the group's script left it)."""
+    head = re.search(r"scf\.forall \(.*?\) in \(.*?\) shared_outs\((.*?)\) ->", text)
+    assert head is not None
+    return head.group(1).count("%") // 2 - 1
+
+
+@pytest.fixture
+def grouped_modules():
+    """The payload module's text after each script that formed a group."""
+    modules: list[str] = []
+    with applied_scripts(modules):
+        yield modules
+
+
+def xent_grad_src(n: int, c: int) -> str:
+    return (f"fn loss(z: {T('f32', n, c)}, y: {T('f32', n, c)}) -> f32 {{\n"
+            f"  mean(-sum(y * log_softmax(z, axis=-1), axes=[1], keepdims=false), axes=[0], keepdims=false)\n}}\n"
+            f"fn f(z: {T('f32', n, c)}, y: {T('f32', n, c)}) -> (f32, {T('f32', n, c)}) {{\n"
+            f"  let l = loss(z, y);\n  let (g,) = grad(l, wrt=[z]);\n  (l, g)\n}}\n")
+
+
+@pytest.mark.parametrize("shape", [(64, 300), (37, 1001)])
+def test_gradient_of_softmax_cross_entropy(grouped_modules, shape):
+    # the backward pass reads the log-softmax's intermediates (the row max, the exponentials): the
+    # forward group yields them from its forall instead of being refused
+    n, c = shape
+    z, _ = _args([(n, c), (n, c)], "f32")
+    y = np.eye(c, dtype=np.float32)[np.arange(n) * 7 % c]
     for cpu in CPUS:
-        _compare(src, [z, y], cpu)
+        _compare(xent_grad_src(n, c), [z, y], cpu)
+    assert grouped_modules and _yielded_intermediates(grouped_modules[0]) >= 1
+    # and not computed a second time outside it for the backward pass: nothing precedes the forall
+    text = grouped_modules[0]
+    assert "linalg.generic" not in text[:text.index("scf.forall")]
+
+
+def test_gradient_of_mlp_with_layer_norm(grouped_modules):
+    b, d, h, c = 48, 40, 136, 10
+    src = (f"fn loss(x: {T('f32', b, d)}, y: {T('f32', b, c)}, w1: {T('f32', d, h)}, w2: {T('f32', h, c)}) -> f32 {{\n"
+           f"  let hp = matmul(x, w1);\n  let m = mean(hp, axes=[1], keepdims=true);\n  let e = hp - m;\n"
+           f"  let a = relu(e / sqrt(mean(e * e, axes=[1], keepdims=true) + {EPS}));\n"
+           f"  mean(-sum(y * log_softmax(matmul(a, w2), axis=-1), axes=[1], keepdims=false), axes=[0], keepdims=false)\n}}\n"
+           f"fn f(x: {T('f32', b, d)}, y: {T('f32', b, c)}, w1: {T('f32', d, h)}, w2: {T('f32', h, c)})"
+           f" -> (f32, {T('f32', d, h)}, {T('f32', h, c)}) {{\n"
+           f"  let l = loss(x, y, w1, w2);\n  let (g1, g2) = grad(l, wrt=[w1, w2]);\n  (l, g1, g2)\n}}\n")
+    x, w1, w2 = _args([(b, d), (d, h), (h, c)], "f32")
+    y = np.eye(c, dtype=np.float32)[np.arange(b) * 3 % c]
+    for cpu in CPUS:
+        got = mind.compile(src, fn="f", threads=2, cpu=cpu, schedule="all", cache=False)(x, y, w1 * 0.2, w2 * 0.2)
+        want = mind.compile(src, fn="f", backend="reference")(x, y, w1 * 0.2, w2 * 0.2)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    assert grouped_modules and any(_yielded_intermediates(m) >= 1 for m in grouped_modules)
 
 
 @given(rows=st.integers(1, 40), cols=st.integers(1, 300), kind=st.sampled_from(["softmax", "log_softmax",
@@ -205,3 +255,15 @@ def test_attention_softmax_between_matmuls(scripts):
     for cpu in CPUS:
         _compare(src, _args([(4, 96, 40)] * 3, "f32"), cpu)
     assert _grouped(scripts)
+
+
+def test_blocked_sum_first_level_takes_several_rows_per_tile():
+    # [rows, q, n/q] adding q runs into n/q partial sums: one row is one dependent chain of vector<4>
+    # adds, so a tile takes CHAINS rows (each row's order of additions unchanged) within 8 vectors
+    par, red = "parallel", "reduction"
+    assert _chained_rows([1, 32, 4], [16, 128, 4], [par, red, par], {0: 16}, 16) == [8, 4, 4]
+    assert _chained_rows([1, 1, 16, 5], [1, 12, 128, 5], [par, par, red, par], {0: 1, 1: 12}, 8) == [1, 6, 2, 5]
+    assert _chained_rows([1, 32, 32], [16, 64, 32], [par, red, par], {0: 16}, 16) == [4, 1, 32]
+    # a row reduction along the last loop, or an op with its rows not tiled by one: unchanged
+    assert _chained_rows([1, 64], [16, 512], [par, red], {0: 16}, 16) == [1, 64]
+    assert _chained_rows([2, 8, 4], [16, 128, 4], [par, red, par], {0: 16}, 16) == [2, 8, 4]

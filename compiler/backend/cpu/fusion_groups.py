@@ -13,7 +13,9 @@ the block as the per-op plans do; a block's rows of every live operand fit in a 
 A group is found in the payload after elementwise fusion (``find_groups``): the consumer is an
 all-parallel generic; the group is the transitive producers of the inputs it reads through its first
 loop, among generics, fills and ``tensor.expand_shape`` (the blocked sum's view), each of whose
-results is used inside the group only;
+results is used inside the group or (a generic's) after the consumer, in its block: such a value (a
+softmax a training step keeps for its gradient) becomes a result of the forall, computed and stored
+once per block;
 it has at least one reduction; and every op of it keeps the consumer's leading loops (``prefix``) as
 its own leading parallel loops, indexed as such by every operand that flows inside the group.  The
 reductions then compute per block what the consumer's block reads.  MLIR is imported inside
@@ -72,7 +74,7 @@ def _same(a: Any, b: Any) -> bool:
 
 def _collect(consumer: Any) -> list[Any] | None:
     """The consumer's producers among ``_GROUP_OPS`` (through inputs and inits), or None when one of
-    them has a user outside the group."""
+    them has a user outside the group that the forall cannot feed (``_after``; a fill or a view)."""
     found: list[Any] = []
     work = [consumer]
     while work:
@@ -84,12 +86,24 @@ def _collect(consumer: Any) -> list[Any] | None:
             found.append(p)
             work.append(p)
     members = found + [consumer]
+    after = _after(consumer)
     for op in found:
         for r in op.results:
             for use in r.uses:
-                if not any(_same(use.owner, m) for m in members):
+                if not any(_same(use.owner, m) for m in members) and \
+                        (op.name != "linalg.generic" or hash(use.owner.operation) not in after):
                     return None
     return found
+
+
+def _after(op: Any) -> set[int]:
+    """The ops after ``op`` in its block: a group value used there is yielded by the forall that
+    replaces ``op`` (``fuse_into_containing_op`` adds it as a result of the forall when its other
+    users are dominated by it), computed once per block and stored once.  A user elsewhere (before
+    the consumer, or in another region) would need the value before the forall: the group is refused."""
+    ops = list(op.operation.block.operations)
+    i = next(j for j, o in enumerate(ops) if _same(o, op))
+    return {hash(o.operation) for o in ops[i + 1:]}
 
 
 def _row_operands(op: Any) -> list[Any]:
@@ -321,6 +335,9 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
     loops = generic_loops(op) if op.name == "linalg.generic" else None
     if loops is not None:
         ranges, kinds = loops
+        # a loop of the rows runs over the block's rows only (an op over the rows alone, a backward
+        # pass's per-row statistic: a tile of the whole range would not divide the block's)
+        ranges = [block.get(d, n) for d, n in enumerate(ranges)]
         t, masked = row_tile(ranges[-1], unit.lanes(max(element_bits(v.type) for v in op.operands)))
         rows = [1] * (len(ranges) - 1)
         if all(k == "parallel" for k in kinds):
@@ -332,9 +349,35 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
                   f"(!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n")
             return s, vectorize(f"%{name}c"), vectorize(f"%{name}f") + _vectorize(f"%{name}s", rows + [t], masked)
     tiles = inner_tiles(op, block)
+    if loops is not None:
+        tiles = _chained_rows(tiles, ranges, kinds, block, unit.lanes(max(element_bits(v.type) for v in op.operands)))
     if not any(tiles):
         return "", "", vectorize(handle)
     return tile_for(f"{name}i", handle, tiles), "", vectorize(f"%{name}i")
+
+
+CHAINS = 8
+"""Independent accumulators a reduction needs to keep the vector adders busy: an add's latency (4
+cycles) times the adds issued per cycle (2)."""
+
+
+def _chained_rows(tiles: list[int], ranges: Sequence[int], kinds: Sequence[str], block: dict[int, int],
+                  lanes: int) -> list[int]:
+    """The tiles of a reduction whose innermost loop is parallel (the blocked sum's first level: a
+    row's q runs of n/q terms added into n/q partial sums) with several rows per tile: one row's
+    partial sums are a vector or two, one dependent chain of adds along the reduction loop, so the
+    block's rows (independent chains, the order of each row's sum unchanged) make up ``CHAINS``; the
+    reduction tile shrinks to keep a tile within 8 vectors."""
+    red = [d for d, k in enumerate(kinds) if k != "parallel"]
+    rows = max(block, default=None)
+    if len(red) != 1 or kinds[-1] != "parallel" or rows is None or rows >= red[0] or tiles[rows] != 1:
+        return tiles
+    inner = product(t or n for t, n in zip(tiles[red[0] + 1:], ranges[red[0] + 1:]))
+    per_row = -(-inner // lanes)
+    out = list(tiles)
+    out[rows] = largest_divisor_at_most(ranges[rows], max(1, -(-CHAINS // per_row)))
+    out[red[0]] = largest_divisor_at_most(ranges[red[0]], max(1, 8 * lanes // (out[rows] * inner)))
+    return out
 
 
 def _vectorize(handle: str, vector_sizes: Sequence[int], masked: bool) -> str:
