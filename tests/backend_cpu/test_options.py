@@ -16,7 +16,7 @@ from mind.compiler.backend.cpu.api import compile_function
 from mind.compiler.backend.cpu.cache import KernelCache
 from mind.compiler.backend.cpu.options import KNOBS, CpuOptions
 from mind.compiler.backend.cpu.thread_cost import COSTS, KernelCost, kernel_cost, one_thread_seconds
-from mind.compiler.backend.cpu.vector_unit import vector_unit
+from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, vector_unit
 from mind.compiler.backend.options import markdown_table
 from mind.diagnostics import MindError
 from mind.ir.parser import parse_module
@@ -137,7 +137,7 @@ def _cost(ir: str, env: dict[str, int] | None = None) -> KernelCost:
 def _scaled(cost: KernelCost, seconds: float) -> KernelCost:
     """``cost``'s regions with memory traffic (outside the cache) that takes ``seconds`` on one core."""
     n = int(seconds * COSTS["stream_bytes_per_s"])
-    return KernelCost(n, max(n, COSTS["cache_bytes"] + 1), 0.0, cost.regions)
+    return KernelCost(n, max(n, max(u.l2_bytes for u in VECTOR_UNITS.values()) + 1), 0.0, cost.regions)
 
 
 ADD = "func @f(%x: {t}[N]) -> ({t}[N]) {{\n  %0 = add(%x, %x) : {t}[N]\n  return %0\n}}\n"

@@ -30,13 +30,8 @@ from ..linalg.payload import element_bits, generic_loops, product, static_shape
 from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .vector_unit import VectorUnit
 
-__all__ = ["L2_BYTES", "L2_SHARE", "MIN_BLOCKS", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
+__all__ = ["L2_SHARE", "MIN_BLOCKS", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
            "group_section", "plan_groups"]
-
-L2_BYTES: dict[int, int] = {512: 1 << 20, 256: 512 << 10, 128: 256 << 10}
-"""The L2 cache per core assumed for a vector unit of each width (bits): AVX-512 parts (Zen 4/5,
-Ice Lake and later servers) have 1-2 MB, AVX2 parts 512 KB-1 MB, SSE2-only parts 256 KB or more;
-the smallest of each class, so that a block fits wherever the level runs."""
 
 L2_SHARE = 2
 """A block's live rows take at most 1/L2_SHARE of L2: the rest holds the next block's prefetched
@@ -221,12 +216,12 @@ def _row_bytes(ops: Sequence[Any], inside: Callable[[Any], bool], rows: Sequence
 
 def block_rows(group: Group, unit: VectorUnit) -> list[int]:
     """Forall tile sizes of the consumer: 1 on the leading loops but the last of the prefix, which
-    gets the most rows whose live bytes fit ``L2_BYTES / L2_SHARE`` while there are at least
+    gets the most rows whose live bytes fit ``unit.l2_bytes / L2_SHARE`` while there are at least
     ``MIN_BLOCKS`` blocks; 0 (untiled) on the rest."""
     k = group.prefix
     rows = group.ranges[k - 1]
     outer = product(group.ranges[:k - 1])
-    budget = max(1, (L2_BYTES.get(unit.bits, 256 << 10) // L2_SHARE) // max(1, group.row_bytes))
+    budget = max(1, (unit.l2_bytes // L2_SHARE) // max(1, group.row_bytes))
     want_blocks = max(1, -(-MIN_BLOCKS // outer))
     r = largest_divisor_at_most(rows, max(1, min(budget, rows // want_blocks)))
     return [1] * (k - 1) + [r] + [0] * (len(group.ranges) - k)

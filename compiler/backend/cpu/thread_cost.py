@@ -24,8 +24,7 @@ __all__ = ["KernelCost", "kernel_cost", "one_thread_seconds", "worth_threads", "
 
 COSTS: dict[str, float] = {
     "stream_bytes_per_s": 14e9,   # one core's streaming bandwidth from memory, bytes read + written per second
-    "cache_bytes": 2 << 20,       # one core's L2: a kernel whose parameters and results fit in it...
-    "cache_bytes_per_s": 40e9,    # ...streams them at this rate
+    "cache_bytes_per_s": 40e9,    # a kernel whose parameters and results fit in L2 streams them at this rate
     "vector_ops_per_s": 7.6e9,    # one core's vector FMAs (or simple vector ops) per second: 2 per cycle
     "region_s": 2e-6,             # one parallel region's fork and join with libgomp, 2 threads
     "gain_over_regions": 5.0,     # the saving must be this many times the regions' cost
@@ -125,9 +124,9 @@ def _window(op: Any, env: Mapping[str, int]) -> int:
 
 def one_thread_seconds(cost: KernelCost, unit: VectorUnit) -> float:
     """The estimated time of one call on one core: the bytes at the streaming bandwidth (of the L2
-    cache when the parameters and results fit in it) plus the lane operations at the unit's vector
+    cache when the parameters and results fit in the unit's ``l2_bytes``) plus the lane operations at the unit's vector
     rate (``unit.lanes(32)`` 32-bit lanes per instruction)."""
-    cached = cost.footprint <= COSTS["cache_bytes"]
+    cached = cost.footprint <= unit.l2_bytes
     return cost.bytes / COSTS["cache_bytes_per_s" if cached else "stream_bytes_per_s"] + \
         cost.lane_ops / (unit.lanes(32) * COSTS["vector_ops_per_s"])
 

@@ -17,16 +17,21 @@ __all__ = ["VectorUnit", "VECTOR_UNITS", "AVX512", "LEVEL_FLAGS", "runs_isa", "v
 
 
 class VectorUnit(FrozenRecord):
-    """``bits``: one vector register's width; ``registers``: how many the ISA names."""
+    """``bits``: one vector register's width; ``registers``: how many the ISA names; ``l2_bytes``:
+    the L2 cache per core assumed for a CPU of this level, the smallest of its class (AVX-512 parts,
+    Zen 4/5 and Ice Lake servers and later, have 1-2 MB; AVX2 parts 512 KB-1 MB; SSE2-only parts
+    256 KB or more), so that what the cost model sizes to fit in L2 fits wherever the level runs."""
 
-    __slots__ = ("bits", "registers")
+    __slots__ = ("bits", "registers", "l2_bytes")
 
     bits: int
     registers: int
+    l2_bytes: int
 
-    def __init__(self, bits: int, registers: int) -> None:
+    def __init__(self, bits: int, registers: int, l2_bytes: int) -> None:
         object.__setattr__(self, "bits", bits)
         object.__setattr__(self, "registers", registers)
+        object.__setattr__(self, "l2_bytes", l2_bytes)
 
     def lanes(self, elem_bits: int) -> int:
         """Elements of ``elem_bits`` in one register (at least 1)."""
@@ -34,9 +39,9 @@ class VectorUnit(FrozenRecord):
 
 
 VECTOR_UNITS: dict[str, VectorUnit] = {
-    "x86-64-v4": VectorUnit(512, 32),   # AVX-512: 32 zmm
-    "x86-64-v3": VectorUnit(256, 16),   # AVX2 + FMA: 16 ymm
-    "x86-64": VectorUnit(128, 16),      # the baseline: SSE2, 16 xmm
+    "x86-64-v4": VectorUnit(512, 32, 1 << 20),     # AVX-512: 32 zmm, L2 >= 1 MB
+    "x86-64-v3": VectorUnit(256, 16, 512 << 10),   # AVX2 + FMA: 16 ymm, L2 >= 512 KB
+    "x86-64": VectorUnit(128, 16, 256 << 10),      # the baseline: SSE2, 16 xmm, L2 >= 256 KB
 }
 """The unit of each x86-64 level the options may name (``codegen.FIXED_TARGETS``)."""
 
