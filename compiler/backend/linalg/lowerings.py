@@ -16,6 +16,7 @@ import numpy as np
 from mind.spec.dtypes import DType
 
 from . import scalar
+from .conv_phases import AxisPhase, axis_phases, phase_padding
 from .emitter import Body, Emitter, TensorValue
 from .mathlib import exp_text, log_text
 from .transform_script import largest_divisor_at_most
@@ -318,24 +319,79 @@ def _named_matmul(em: Emitter, name: str, a: TensorValue, b: TensorValue, shape:
 def conv2d(em: Emitter, op: OpApplication) -> str:
     x, w = op.xs
     shape, elem = op.shape, op.elem
-    init = em.filled(shape, elem, zero(elem))
     if 0 in shape or 0 in x.shape or 0 in w.shape:
-        return init
+        return em.filled(shape, elem, zero(elem))
     (pt, pb), (pl, pr) = [tuple(int(v) for v in p) for p in op.attrs["padding"]]
     dh, dw = (int(v) for v in op.attrs["lhs_dilation"])
     sh, sw = (int(v) for v in op.attrs["strides"])
     rh, rw = (int(v) for v in op.attrs["rhs_dilation"])
+    if (dh, dw) != (1, 1) and (sh, sw) == (1, 1):
+        return _conv_by_phases(em, x, w, shape, em.filled(shape, elem, zero(elem)), (pt, pl), (dh, dw), (rh, rw))
     src = x
     if (pt, pb, pl, pr, dh, dw) != (0, 0, 0, 0, 1, 1):
         src = _padded_input(em, x, (pt, pb, pl, pr), (dh, dw))
-    # The named op (same loops n, y, x, o, i, j, c and body as a generic; integers wrap, as the named
-    # op's muli/addi do) is what a target's conv schedule tiles, decomposes and vectorizes.
+    return _named_conv(em, src, w, shape, (sh, sw), (rh, rw))
+
+
+def _named_conv(em: Emitter, src: TensorValue, w: TensorValue, shape: tuple[int, ...], strides: tuple[int, int],
+                dilations: tuple[int, int]) -> str:
+    """``linalg.conv_2d_nhwc_hwcf`` of ``src`` (padded and dilated already) and ``w`` into zeros.
+
+    The named op (same loops n, y, x, o, i, j, c and body as a generic; integers wrap, as the named
+    op's muli/addi do) is what a target's conv schedule tiles, decomposes and vectorizes."""
+    init = em.filled(shape, src.elem, zero(src.elem))
     r = em.fresh("cv")
-    t = tensor_type(shape, elem)
-    em.emit(f"{r} = linalg.conv_2d_nhwc_hwcf {{dilations = dense<[{rh}, {rw}]> : tensor<2xi64>, "
-            f"strides = dense<[{sh}, {sw}]> : tensor<2xi64>}} ins({src.name}, {w.name} : {src.ty}, {w.ty}) "
-            f"outs({init} : {t}) -> {t}")
+    t = tensor_type(shape, src.elem)
+    em.emit(f"{r} = linalg.conv_2d_nhwc_hwcf {{dilations = dense<[{dilations[0]}, {dilations[1]}]> : tensor<2xi64>, "
+            f"strides = dense<[{strides[0]}, {strides[1]}]> : tensor<2xi64>}} ins({src.name}, {w.name} : {src.ty}, "
+            f"{w.ty}) outs({init} : {t}) -> {t}")
     return r
+
+
+def _conv_by_phases(em: Emitter, x: TensorValue, w: TensorValue, shape: tuple[int, ...], init: str,
+                    pad_lo: tuple[int, int], lhs_dilation: tuple[int, int], rhs_dilation: tuple[int, int]) -> str:
+    """A stride-1 conv of an input dilated by ``lhs_dilation`` as one conv of the undilated input per
+    output phase (``conv_phases``: no multiply-add on the dilation's zeros, no dilated copy), each
+    with its taps of the filter (a strided copy, small), written into its rows and columns of
+    ``init`` (zeros) by a generic whose output map is the phase's grid (``0 + value``: it reads its
+    init, which keeps the other phases' values; see ``_padded_input``)."""
+    n, h, wd, c = x.shape
+    kh, kw, _, f = w.shape
+    ys = axis_phases(h, shape[1], kh, lhs_dilation[0], rhs_dilation[0], pad_lo[0])
+    xs = axis_phases(wd, shape[2], kw, lhs_dilation[1], rhs_dilation[1], pad_lo[1])
+    (yl, yh), (xl, xh) = phase_padding(h, ys), phase_padding(wd, xs)
+    src = x if (yl, yh, xl, xh) == (0, 0, 0, 0) else _padded_input(em, x, (yl, yh, xl, xh), (1, 1))
+    add_ = "addf" if is_float(x.elem) else "addi"
+    out = init
+    for py in ys:
+        for px in xs:
+            window = src
+            if (py.rows, px.rows) != src.shape[1:3]:
+                window = em.extract_slice(src, [0, py.first + yl, px.first + xl, 0], [n, py.rows, px.rows, c])
+            taps = _filter_taps(em, w, py, px)
+            part = TensorValue(_named_conv(em, window, taps, (n, py.out, px.out, f), (1, 1),
+                                           (py.dilation, px.dilation)), (n, py.out, px.out, f), x.elem, x.dtype)
+            grid = affine_map(4, ["d0", _grid("d1", lhs_dilation[0], py.p), _grid("d2", lhs_dilation[1], px.p), "d3"])
+            out = em.generic(shape, x.elem, [part], [identity_map(4)], ["parallel"] * 4,
+                             lambda b, args, acc: b.binary(add_, acc, args[0], x.elem), init=out, out_map=grid)
+    return out
+
+
+def _grid(d: str, step: int, offset: int) -> str:
+    return (f"{d} * {step}" if step != 1 else d) + (f" + {offset}" if offset else "")
+
+
+def _filter_taps(em: Emitter, w: TensorValue, py: AxisPhase, px: AxisPhase) -> TensorValue:
+    """The filter's taps ``k0 + m * step`` of both spatial dims (``w`` itself when that is all of them);
+    cut to the taps' window first, so that the copy's map has the window's extent (see ``slice``)."""
+    kh, kw, c, f = w.shape
+    if (py.taps, px.taps) == (kh, kw):
+        return w
+    span = [(py.taps - 1) * py.step + 1, (px.taps - 1) * px.step + 1]
+    cut = w if span == [kh, kw] else em.extract_slice(w, [py.k0, px.k0, 0, 0], span + [c, f])
+    shape = (py.taps, px.taps, c, f)
+    return TensorValue(em.copy(cut, shape, affine_map(4, [_grid("d0", py.step, 0), _grid("d1", px.step, 0),
+                                                          "d2", "d3"])), shape, w.elem, w.dtype)
 
 
 def _padded_input(em: Emitter, x: TensorValue, padding: tuple[int, int, int, int],
