@@ -52,7 +52,7 @@ from .vector_unit import AVX512, VectorUnit
 
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
-__all__ = ["ConvTiles", "block_cost", "choose_conv_tiles", "conv_section", "plan_conv", "feeds_conv", "CONV_OP"]
+__all__ = ["ConvTiles", "block_cost", "choose_conv_tiles", "direct_cost", "conv_section", "plan_conv", "feeds_conv", "CONV_OP"]
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
 
@@ -99,7 +99,23 @@ def block_cost(ow: int, vecs: int, strided: bool, from_l3: bool = False) -> floa
 
 def choose_conv_tiles(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int,
                       elem_bits: int = 32, unit: VectorUnit = AVX512) -> ConvTiles | None:
-    """Tiles for an ``[n, oh, ow, f]`` output reduced over ``[kh, kw, c]``; None if nothing to do.
+    """Tiles for an ``[n, oh, ow, f]`` output reduced over ``[kh, kw, c]``; None if nothing to do
+    (see ``_best_block``)."""
+    best = _best_block(n, oh, ow, f, kh, kw, c, elem_bits, unit)
+    return None if best is None else best[1]
+
+
+def direct_cost(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int,
+                elem_bits: int = 32, unit: VectorUnit = AVX512) -> float:
+    """Estimated cycles per FMA of the direct schedule's best block (``block_cost``; inf if none)."""
+    best = _best_block(n, oh, ow, f, kh, kw, c, elem_bits, unit)
+    return float("inf") if best is None else -best[0][0]
+
+
+def _best_block(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int, elem_bits: int,
+                unit: VectorUnit) -> tuple[tuple[float, int, int, int], ConvTiles] | None:
+    """(score, tiles) of the best register block for an ``[n, oh, ow, f]`` output reduced over
+    ``[kh, kw, c]``; None if nothing to do.
 
     Candidates: ``f`` of 1, 2 or 4 whole vectors when F is a multiple of the vector width, else the
     largest divisor of F that fits one vector (a narrow register).  A row of 3 or 5 vectors, or one
@@ -138,7 +154,7 @@ def choose_conv_tiles(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int
                 if best is None or score > best[0]:
                     best = (score, ConvTiles(owt, ft, 1, nt))
     assert best is not None
-    return best[1]
+    return best
 
 
 def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, pad_hops: int = 0,
