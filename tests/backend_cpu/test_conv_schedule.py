@@ -468,3 +468,15 @@ def test_transposed_padding_copy_is_interchanged():
     xt = np.ascontiguousarray(x.transpose(3, 1, 2, 0))
     attrs = {"strides": (1, 1), "padding": ((1, 1), (1, 1)), "lhs_dilation": (1, 1), "rhs_dilation": (1, 1)}
     assert check_op("conv2d", [xt, w], attrs, got, ref_conv2d(xt, w, **attrs)) is None
+
+
+def test_input_dilated_conv_on_two_threads_with_a_gemm_phase():
+    # a phase with one tap per dim is a 1x1 conv the GEMM computes (threaded driver: >= 2^20
+    # multiply-adds) while the other phases are parallel loops: the kernel both forks and calls the
+    # driver, which once defined the serial switch twice (E6012 'redefinition of global')
+    fn, out_shape = _conv_fn((8, 16, 32, 32), (3, 3, 32, 16), "f32", lhs_dil=(2, 2), padding=((2, 1), (2, 1)))
+    rng = np.random.default_rng(9)
+    x, w = _data(rng, (8, 16, 32, 32), "f32"), _data(rng, (3, 3, 32, 16), "f32")
+    got = compile_function(fn, threads=2)([x, w])[0]
+    attrs = {"strides": (1, 1), "padding": ((2, 1), (2, 1)), "lhs_dilation": (2, 2), "rhs_dilation": (1, 1)}
+    assert check_op("conv2d", [x, w], attrs, got, ref_conv2d(x, w, **attrs)) is None
