@@ -14,6 +14,7 @@ from mind.compiler.backend.cpu.conv_gemm import ConvGemm, gemm_of_shapes
 from mind.compiler.backend.cpu.conv_schedule import (ConvTiles, block_cost, choose_conv_tiles, conv_section,
                                                      direct_cost, pad_loop_order)
 from mind.compiler.backend.linalg.conv_phases import AxisPhase, axis_phases, phase_padding
+from mind.compiler.backend.linalg.lowerings import block_width
 from mind.ir.parser import parse_module
 from mind.reference.accuracy import check_op
 from mind.calling import select_function
@@ -137,6 +138,11 @@ def test_axis_phases_of_an_input_gradient():
     assert [a.p for a in axis_phases(4, 10, 1, 3, 1, 0)] == [0]
 
 
+def test_block_width_widens_prime_widths():
+    assert [block_width(w) for w in (7, 13, 23, 24, 25, 26, 29, 31, 37, 49, 58, 64)] == \
+        [7, 13, 23, 24, 25, 26, 32, 32, 40, 49, 60, 64]
+
+
 def test_pad_loop_order_follows_the_read():
     assert pad_loop_order(3) == ()                  # no transpose: the copy's own order
     assert pad_loop_order(0) == (1, 2, 3, 0)        # a filter gradient's [3, 1, 2, 0] input
@@ -230,6 +236,10 @@ CASES = [
     ("whole-window-f64", (4, 3, 5, 2), (3, 5, 2, 7), "f64", {}),
     # a filter streamed from L3: blocks of several images
     ("l3-filter-images", (4, 34, 34, 16), (32, 32, 16, 32), "f32", {}),
+    # prime output widths: computed 32 (40) wide, the first 29 (37) columns kept
+    ("prime-width-valid", (1, 4, 31, 24), (3, 3, 24, 48), "f32", {}),
+    ("prime-width-same-s2", (2, 3, 73, 5), (3, 3, 5, 16), "f32", {"strides": (1, 2), "padding": ((1, 1), (1, 1))}),
+    ("prime-width-i32", (1, 3, 31, 2), (1, 3, 2, 8), "i32", {"rhs_dil": (1, 1)}),
 ]
 
 
