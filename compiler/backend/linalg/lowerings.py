@@ -326,7 +326,7 @@ def conv2d(em: Emitter, op: OpApplication) -> str:
     sh, sw = (int(v) for v in op.attrs["strides"])
     rh, rw = (int(v) for v in op.attrs["rhs_dilation"])
     if (dh, dw) != (1, 1) and (sh, sw) == (1, 1):
-        return _conv_by_phases(em, x, w, shape, em.filled(shape, elem, zero(elem)), (pt, pl), (dh, dw), (rh, rw))
+        return _conv_by_phases(em, x, w, shape, (pt, pl), (dh, dw), (rh, rw))
     n, oh, ow, f = shape
     wide = ow if w.shape[:2] == (1, 1) and (sh, sw) == (1, 1) else block_width(ow)
     pr += (wide - ow) * sw  # the extra output columns read zeros past the input
@@ -372,32 +372,34 @@ def _named_conv(em: Emitter, src: TensorValue, w: TensorValue, shape: tuple[int,
     return r
 
 
-def _conv_by_phases(em: Emitter, x: TensorValue, w: TensorValue, shape: tuple[int, ...], init: str,
+def _conv_by_phases(em: Emitter, x: TensorValue, w: TensorValue, shape: tuple[int, ...],
                     pad_lo: tuple[int, int], lhs_dilation: tuple[int, int], rhs_dilation: tuple[int, int]) -> str:
     """A stride-1 conv of an input dilated by ``lhs_dilation`` as one conv of the undilated input per
     output phase (``conv_phases``: no multiply-add on the dilation's zeros, no dilated copy), each
-    with its taps of the filter (a strided copy, small), written into its rows and columns of
-    ``init`` (zeros) by a generic whose output map is the phase's grid (``0 + value``: it reads its
-    init, which keeps the other phases' values; see ``_padded_input``)."""
+    with its taps of the filter (a strided copy, small), its result put into every D-th row and
+    column of the output by a strided ``insert_slice``: bufferized, each conv computes in that
+    window of the output (its zero fill placed there too), with no copy between.  The output starts
+    as zeros only when a phase computes nothing (no tap lands on an input row)."""
     n, h, wd, c = x.shape
     kh, kw, _, f = w.shape
     ys = axis_phases(h, shape[1], kh, lhs_dilation[0], rhs_dilation[0], pad_lo[0])
     xs = axis_phases(wd, shape[2], kw, lhs_dilation[1], rhs_dilation[1], pad_lo[1])
     (yl, yh), (xl, xh) = phase_padding(h, ys), phase_padding(wd, xs)
     src = x if (yl, yh, xl, xh) == (0, 0, 0, 0) else _padded_input(em, x, (yl, yh, xl, xh), (1, 1))
-    add_ = "addf" if is_float(x.elem) else "addi"
-    out = init
+    complete = len(ys) == min(lhs_dilation[0], shape[1]) and len(xs) == min(lhs_dilation[1], shape[2])
+    out = em.empty(shape, x.elem) if complete else em.filled(shape, x.elem, zero(x.elem))
+    t = tensor_type(shape, x.elem)
     for py in ys:
         for px in xs:
             window = src
             if (py.rows, px.rows) != src.shape[1:3]:
                 window = em.extract_slice(src, [0, py.first + yl, px.first + xl, 0], [n, py.rows, px.rows, c])
-            taps = _filter_taps(em, w, py, px)
-            part = TensorValue(_named_conv(em, window, taps, (n, py.out, px.out, f), (1, 1),
+            part = TensorValue(_named_conv(em, window, _filter_taps(em, w, py, px), (n, py.out, px.out, f), (1, 1),
                                            (py.dilation, px.dilation)), (n, py.out, px.out, f), x.elem, x.dtype)
-            grid = affine_map(4, ["d0", _grid("d1", lhs_dilation[0], py.p), _grid("d2", lhs_dilation[1], px.p), "d3"])
-            out = em.generic(shape, x.elem, [part], [identity_map(4)], ["parallel"] * 4,
-                             lambda b, args, acc: b.binary(add_, acc, args[0], x.elem), init=out, out_map=grid)
+            placed = em.fresh("i")
+            em.emit(f"{placed} = tensor.insert_slice {part.name} into {out}[0, {py.p}, {px.p}, 0] "
+                    f"[{n}, {py.out}, {px.out}, {f}] [1, {lhs_dilation[0]}, {lhs_dilation[1]}, 1] : {part.ty} into {t}")
+            out = placed
     return out
 
 
