@@ -496,3 +496,23 @@ def test_input_dilated_conv_on_two_threads_with_a_gemm_phase():
     got = compile_function(fn, threads=2)([x, w])[0]
     attrs = {"strides": (1, 1), "padding": ((2, 1), (2, 1)), "lhs_dilation": (2, 2), "rhs_dilation": (1, 1)}
     assert check_op("conv2d", [x, w], attrs, got, ref_conv2d(x, w, **attrs)) is None
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_input_dilated_conv_keeps_the_nans_of_zeros_times_infinities(bad):
+    # the taps a phase leaves out multiply the dilation's zeros: 0 * inf is NaN in the conv over the
+    # dilated input, so the outputs those taps reach are NaN (found by test_differential.py: a
+    # [1, 1, 2, 1] filter holding a NaN, lhs_dilation (2, 1))
+    for xs, ws, kw in (((1, 2, 1, 2), (1, 1, 2, 1), {"lhs_dil": (2, 1)}),
+                       ((2, 5, 6, 3), (3, 3, 3, 4), {"lhs_dil": (2, 2), "padding": ((2, 1), (2, 1))}),
+                       ((1, 4, 4, 2), (1, 1, 2, 3), {"lhs_dil": (3, 3)})):
+        fn, out_shape = _conv_fn(xs, ws, "f32", **kw)
+        rng = np.random.default_rng(4)
+        x, w = _data(rng, xs, "f32"), _data(rng, ws, "f32")
+        w.flat[w.size // 2] = bad
+        got = compile_function(fn, threads=1)([x, w])[0]
+        attrs = {"strides": (1, 1), "padding": kw.get("padding", ((0, 0), (0, 0))), "lhs_dilation": kw["lhs_dil"],
+                 "rhs_dilation": (1, 1)}
+        want = ref_conv2d(x, w, **attrs)
+        assert np.isnan(want).any()
+        assert check_op("conv2d", [x, w], attrs, got, want) is None

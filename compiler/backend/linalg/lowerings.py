@@ -358,12 +358,14 @@ def block_width(ow: int) -> int:
 
 
 def _named_conv(em: Emitter, src: TensorValue, w: TensorValue, shape: tuple[int, ...], strides: tuple[int, int],
-                dilations: tuple[int, int]) -> str:
-    """``linalg.conv_2d_nhwc_hwcf`` of ``src`` (padded and dilated already) and ``w`` into zeros.
+                dilations: tuple[int, int], init: str | None = None) -> str:
+    """``linalg.conv_2d_nhwc_hwcf`` of ``src`` (padded and dilated already) and ``w`` into ``init``
+    (zeros by default).
 
     The named op (same loops n, y, x, o, i, j, c and body as a generic; integers wrap, as the named
     op's muli/addi do) is what a target's conv schedule tiles, decomposes and vectorizes."""
-    init = em.filled(shape, src.elem, zero(src.elem))
+    if init is None:
+        init = em.filled(shape, src.elem, zero(src.elem))
     r = em.fresh("cv")
     t = tensor_type(shape, src.elem)
     em.emit(f"{r} = linalg.conv_2d_nhwc_hwcf {{dilations = dense<[{dilations[0]}, {dilations[1]}]> : tensor<2xi64>, "
@@ -378,8 +380,12 @@ def _conv_by_phases(em: Emitter, x: TensorValue, w: TensorValue, shape: tuple[in
     output phase (``conv_phases``: no multiply-add on the dilation's zeros, no dilated copy), each
     with its taps of the filter (a strided copy, small), its result put into every D-th row and
     column of the output by a strided ``insert_slice``: bufferized, each conv computes in that
-    window of the output (its zero fill placed there too), with no copy between.  The output starts
-    as zeros only when a phase computes nothing (no tap lands on an input row)."""
+    window of the output, with no copy between.
+
+    The taps a phase leaves out multiply zeros, which is 0 unless the filter holds an infinity or a
+    NaN (0 * inf is NaN): each float phase starts its sums from ``_skipped_taps`` (+0, or NaN where
+    the conv over the dilated input is NaN), and rows of no phase (no tap lands on an input row)
+    from that of all the taps."""
     n, h, wd, c = x.shape
     kh, kw, _, f = w.shape
     ys = axis_phases(h, shape[1], kh, lhs_dilation[0], rhs_dilation[0], pad_lo[0])
@@ -387,20 +393,56 @@ def _conv_by_phases(em: Emitter, x: TensorValue, w: TensorValue, shape: tuple[in
     (yl, yh), (xl, xh) = phase_padding(h, ys), phase_padding(wd, xs)
     src = x if (yl, yh, xl, xh) == (0, 0, 0, 0) else _padded_input(em, x, (yl, yh, xl, xh), (1, 1))
     complete = len(ys) == min(lhs_dilation[0], shape[1]) and len(xs) == min(lhs_dilation[1], shape[2])
-    out = em.empty(shape, x.elem) if complete else em.filled(shape, x.elem, zero(x.elem))
+    if complete:
+        out = em.empty(shape, x.elem)
+    elif is_float(x.elem):
+        out = _broadcast_channels(em, _skipped_taps(em, w, set()), shape)
+    else:
+        out = em.filled(shape, x.elem, zero(x.elem))
     t = tensor_type(shape, x.elem)
     for py in ys:
         for px in xs:
             window = src
             if (py.rows, px.rows) != src.shape[1:3]:
                 window = em.extract_slice(src, [0, py.first + yl, px.first + xl, 0], [n, py.rows, px.rows, c])
-            part = TensorValue(_named_conv(em, window, _filter_taps(em, w, py, px), (n, py.out, px.out, f), (1, 1),
-                                           (py.dilation, px.dilation)), (n, py.out, px.out, f), x.elem, x.dtype)
+            part_shape = (n, py.out, px.out, f)
+            init = None
+            if is_float(x.elem):
+                taps = {(py.k0 + i * py.step, px.k0 + j * px.step) for i in range(py.taps) for j in range(px.taps)}
+                init = _broadcast_channels(em, _skipped_taps(em, w, taps), part_shape)
+            part = TensorValue(_named_conv(em, window, _filter_taps(em, w, py, px), part_shape, (1, 1),
+                                           (py.dilation, px.dilation), init), part_shape, x.elem, x.dtype)
             placed = em.fresh("i")
             em.emit(f"{placed} = tensor.insert_slice {part.name} into {out}[0, {py.p}, {px.p}, 0] "
                     f"[{n}, {py.out}, {px.out}, {f}] [1, {lhs_dilation[0]}, {lhs_dilation[1]}, 1] : {part.ty} into {t}")
             out = placed
     return out
+
+
+def _skipped_taps(em: Emitter, w: TensorValue, taps: set[tuple[int, int]]) -> TensorValue:
+    """Per output channel, +0 plus ``0 * w`` over the filter's taps not in ``taps`` (and every input
+    channel): +0, or NaN where one of those is an infinity or a NaN.  What the left-out taps add to
+    a sum over the dilated input, whose values under them are zeros."""
+    kh, kw, c, f = w.shape
+    mask = ", ".join("[" + ", ".join("0" if (i, j) in taps else "1" for j in range(kw)) + "]" for i in range(kh))
+    m = em.fresh("m")
+    em.emit(f"{m} = arith.constant dense<[{mask}]> : tensor<{kh}x{kw}xi8>")
+    skipped = TensorValue(m, (kh, kw), "i8", None)
+    e = w.elem
+
+    def body(b: Body, args: list[str], acc: str) -> str:
+        left_out = b.cmpi("ne", args[0], b.const("0", "i8"), "i8")
+        term = b.binary("mulf", b.const(zero(e), e), args[1], e)
+        return b.select(left_out, b.binary("addf", acc, term, e), acc, e)
+    r = em.generic((f,), e, [skipped, w], [affine_map(4, ["d0", "d1"]), identity_map(4)],
+                   ["reduction", "reduction", "reduction", "parallel"], body, init=em.filled((f,), e, zero(e)),
+                   out_map=affine_map(4, ["d3"]))
+    return TensorValue(r, (f,), e, w.dtype)
+
+
+def _broadcast_channels(em: Emitter, v: TensorValue, shape: tuple[int, ...]) -> str:
+    """``v`` (one value per channel) at every pixel of an NHWC tensor of ``shape``."""
+    return em.generic(shape, v.elem, [v], [affine_map(4, ["d3"])], ["parallel"] * 4, lambda b, args, o: args[0])
 
 
 def _grid(d: str, step: int, offset: int) -> str:
