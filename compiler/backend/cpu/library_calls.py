@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..linalg.payload import DEFAULT_MAPS, SHARED_RHS_MAPS
+from .conv_gemm import CONV_OP, conv_gemm, conv_helper
 from .gemm_driver import driver_symbol
 from .gemm_kernel import VARIANTS, gemm_symbol, operand_type
 
@@ -43,8 +44,12 @@ matrix of the batch)."""
 
 
 def eligible_matmul(op: Any) -> str | None:
-    """The element type ("f32"/"f64") if the library can compute ``op`` (tensor or memref form)."""
+    """The element type ("f32"/"f64") if the library can compute ``op`` (tensor or memref form): a
+    matmul, or a conv that is one (``conv_gemm``)."""
     from mlir import ir
+    if op.name == CONV_OP:
+        found = conv_gemm(op)
+        return None if found is None else found[0]
     rank = RANKS.get(op.name)
     if rank is None:
         return None
@@ -74,7 +79,7 @@ def handled_by_library(op: Any) -> bool:
     (which it drops: the GEMM then overwrites its output): what the schedule leaves alone."""
     if op.name == "linalg.fill":
         uses = [u for r in op.results for u in r.uses]
-        return bool(uses) and all(u.owner.name in RANKS and u.operand_number == 2 and
+        return bool(uses) and all(_contraction(u.owner) and u.operand_number == 2 and
                                   eligible_matmul(u.owner) is not None for u in uses)
     return eligible_matmul(op) is not None
 
@@ -92,7 +97,7 @@ def _zero_fills_in_front(module: Any) -> list[tuple[Any, Any]]:
             for block in region.blocks:
                 prev = None
                 for op in block.operations:
-                    if op.name in RANKS and prev is not None and prev.name == "linalg.fill" and \
+                    if _contraction(op) and prev is not None and prev.name == "linalg.fill" and \
                             len(prev.operands) == 2 and prev.operands[1] == op.operands[2]:
                         src = prev.operands[0].owner
                         if getattr(src, "name", None) == "arith.constant" and \
@@ -102,6 +107,11 @@ def _zero_fills_in_front(module: Any) -> list[tuple[Any, Any]]:
                                 pairs.append((op, prev))
                     prev = op
     return pairs
+
+
+def _contraction(op: Any) -> bool:
+    """Whether ``op`` is of a kind the library may compute (``eligible_matmul`` says whether it can)."""
+    return op.name in RANKS or op.name == CONV_OP
 
 
 def _contiguous_rows(t: Any) -> bool:
@@ -247,7 +257,7 @@ def insert_library_calls(module: Any, isa: str, threads: int) -> int:
     found: list[tuple[Any, str]] = []
 
     def visit(op: Any) -> ir.WalkResult:
-        if op.name in RANKS:
+        if _contraction(op):
             elem = eligible_matmul(op)
             if elem is not None and all(isinstance(v.type, ir.MemRefType) for v in op.operands):
                 found.append((op, elem))
@@ -264,7 +274,13 @@ def insert_library_calls(module: Any, isa: str, threads: int) -> int:
         name = f"{HELPER_PREFIX}{i}"
         fill = next((f for m, f in fills if m.operation == op.operation), None)
         types = [str(v.type) for v in operands]
-        if op.name == "linalg.batch_matmul":
+        if op.name == CONV_OP:
+            _, view = conv_gemm(op)
+            shapes = [list(ir.ShapedType(v.type).shape) for v in operands]
+            call = _gemm_call(isa, elem, (view.m, view.n, view.k), threads)
+            helpers.append(_function(name, types, conv_helper(elem, types, shapes, [_dense(v.type) for v in operands],
+                                                              view, call, accumulate=fill is None)))
+        elif op.name == "linalg.batch_matmul":
             helpers.append(_batched_helper(name, isa, elem, types, [_dense(v.type) for v in operands],
                                            [len(a) == 3, len(b) == 3, True], (a[0], a[1], b[-1], a[2]), threads,
                                            accumulate=fill is None))

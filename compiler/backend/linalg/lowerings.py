@@ -16,6 +16,7 @@ import numpy as np
 from mind.spec.dtypes import DType
 
 from . import scalar
+from .conv_phases import AxisPhase, axis_phases, phase_padding
 from .emitter import Body, Emitter, TensorValue
 from .mathlib import exp_text, log_text
 from .transform_script import largest_divisor_at_most
@@ -318,24 +319,147 @@ def _named_matmul(em: Emitter, name: str, a: TensorValue, b: TensorValue, shape:
 def conv2d(em: Emitter, op: OpApplication) -> str:
     x, w = op.xs
     shape, elem = op.shape, op.elem
-    init = em.filled(shape, elem, zero(elem))
     if 0 in shape or 0 in x.shape or 0 in w.shape:
-        return init
+        return em.filled(shape, elem, zero(elem))
     (pt, pb), (pl, pr) = [tuple(int(v) for v in p) for p in op.attrs["padding"]]
     dh, dw = (int(v) for v in op.attrs["lhs_dilation"])
     sh, sw = (int(v) for v in op.attrs["strides"])
     rh, rw = (int(v) for v in op.attrs["rhs_dilation"])
+    if (dh, dw) != (1, 1) and (sh, sw) == (1, 1):
+        return _conv_by_phases(em, x, w, shape, (pt, pl), (dh, dw), (rh, rw))
+    n, oh, ow, f = shape
+    wide = ow if w.shape[:2] == (1, 1) and (sh, sw) == (1, 1) else block_width(ow)
+    pr += (wide - ow) * sw  # the extra output columns read zeros past the input
     src = x
     if (pt, pb, pl, pr, dh, dw) != (0, 0, 0, 0, 1, 1):
         src = _padded_input(em, x, (pt, pb, pl, pr), (dh, dw))
-    # The named op (same loops n, y, x, o, i, j, c and body as a generic; integers wrap, as the named
-    # op's muli/addi do) is what a target's conv schedule tiles, decomposes and vectorizes.
+    if wide == ow:
+        return _named_conv(em, src, w, shape, (sh, sw), (rh, rw))
+    r = _named_conv(em, src, w, (n, oh, wide, f), (sh, sw), (rh, rw))
+    return em.extract_slice(TensorValue(r, (n, oh, wide, f), elem, op.dtype), [0, 0, 0, 0], list(shape)).name
+
+
+BLOCK_PIXELS = (4, 24)
+"""The fewest and the most output pixels of a conv's register block: fewer leave the FMA pipes
+waiting on their latency, more do not fit the registers (``cpu/conv_schedule``)."""
+
+
+def block_width(ow: int) -> int:
+    """The output width a direct conv computes for a width of ``ow``: ``ow`` itself when it has a
+    divisor in ``BLOCK_PIXELS`` (or is smaller than the fewest), else the next multiple of the fewest
+    (a prime width of 29, 31, 37...: the conv computes 32, 32, 40 columns and the result is the first
+    ``ow``).  Why: register blocks divide the width (a partial block would have dynamic shapes and
+    stay scalar), and a width whose divisors are all below the fewest gets blocks of 1-3 pixels,
+    about 3-4x slower per FMA than the up to 10-14 % more columns cost."""
+    lo, hi = BLOCK_PIXELS
+    if ow <= hi or any(ow % d == 0 for d in range(lo, hi + 1)):
+        return ow
+    return -(-ow // lo) * lo
+
+
+def _named_conv(em: Emitter, src: TensorValue, w: TensorValue, shape: tuple[int, ...], strides: tuple[int, int],
+                dilations: tuple[int, int], init: str | None = None) -> str:
+    """``linalg.conv_2d_nhwc_hwcf`` of ``src`` (padded and dilated already) and ``w`` into ``init``
+    (zeros by default).
+
+    The named op (same loops n, y, x, o, i, j, c and body as a generic; integers wrap, as the named
+    op's muli/addi do) is what a target's conv schedule tiles, decomposes and vectorizes."""
+    if init is None:
+        init = em.filled(shape, src.elem, zero(src.elem))
     r = em.fresh("cv")
-    t = tensor_type(shape, elem)
-    em.emit(f"{r} = linalg.conv_2d_nhwc_hwcf {{dilations = dense<[{rh}, {rw}]> : tensor<2xi64>, "
-            f"strides = dense<[{sh}, {sw}]> : tensor<2xi64>}} ins({src.name}, {w.name} : {src.ty}, {w.ty}) "
-            f"outs({init} : {t}) -> {t}")
+    t = tensor_type(shape, src.elem)
+    em.emit(f"{r} = linalg.conv_2d_nhwc_hwcf {{dilations = dense<[{dilations[0]}, {dilations[1]}]> : tensor<2xi64>, "
+            f"strides = dense<[{strides[0]}, {strides[1]}]> : tensor<2xi64>}} ins({src.name}, {w.name} : {src.ty}, "
+            f"{w.ty}) outs({init} : {t}) -> {t}")
     return r
+
+
+def _conv_by_phases(em: Emitter, x: TensorValue, w: TensorValue, shape: tuple[int, ...],
+                    pad_lo: tuple[int, int], lhs_dilation: tuple[int, int], rhs_dilation: tuple[int, int]) -> str:
+    """A stride-1 conv of an input dilated by ``lhs_dilation`` as one conv of the undilated input per
+    output phase (``conv_phases``: no multiply-add on the dilation's zeros, no dilated copy), each
+    with its taps of the filter (a strided copy, small), its result put into every D-th row and
+    column of the output by a strided ``insert_slice``: bufferized, each conv computes in that
+    window of the output, with no copy between.
+
+    The taps a phase leaves out multiply zeros, which is 0 unless the filter holds an infinity or a
+    NaN (0 * inf is NaN): each float phase starts its sums from ``_skipped_taps`` (+0, or NaN where
+    the conv over the dilated input is NaN), and rows of no phase (no tap lands on an input row)
+    from that of all the taps."""
+    n, h, wd, c = x.shape
+    kh, kw, _, f = w.shape
+    ys = axis_phases(h, shape[1], kh, lhs_dilation[0], rhs_dilation[0], pad_lo[0])
+    xs = axis_phases(wd, shape[2], kw, lhs_dilation[1], rhs_dilation[1], pad_lo[1])
+    (yl, yh), (xl, xh) = phase_padding(h, ys), phase_padding(wd, xs)
+    src = x if (yl, yh, xl, xh) == (0, 0, 0, 0) else _padded_input(em, x, (yl, yh, xl, xh), (1, 1))
+    complete = len(ys) == min(lhs_dilation[0], shape[1]) and len(xs) == min(lhs_dilation[1], shape[2])
+    if complete:
+        out = em.empty(shape, x.elem)
+    elif is_float(x.elem):
+        out = _broadcast_channels(em, _skipped_taps(em, w, set()), shape)
+    else:
+        out = em.filled(shape, x.elem, zero(x.elem))
+    t = tensor_type(shape, x.elem)
+    for py in ys:
+        for px in xs:
+            window = src
+            if (py.rows, px.rows) != src.shape[1:3]:
+                window = em.extract_slice(src, [0, py.first + yl, px.first + xl, 0], [n, py.rows, px.rows, c])
+            part_shape = (n, py.out, px.out, f)
+            init = None
+            if is_float(x.elem):
+                taps = {(py.k0 + i * py.step, px.k0 + j * px.step) for i in range(py.taps) for j in range(px.taps)}
+                init = _broadcast_channels(em, _skipped_taps(em, w, taps), part_shape)
+            part = TensorValue(_named_conv(em, window, _filter_taps(em, w, py, px), part_shape, (1, 1),
+                                           (py.dilation, px.dilation), init), part_shape, x.elem, x.dtype)
+            placed = em.fresh("i")
+            em.emit(f"{placed} = tensor.insert_slice {part.name} into {out}[0, {py.p}, {px.p}, 0] "
+                    f"[{n}, {py.out}, {px.out}, {f}] [1, {lhs_dilation[0]}, {lhs_dilation[1]}, 1] : {part.ty} into {t}")
+            out = placed
+    return out
+
+
+def _skipped_taps(em: Emitter, w: TensorValue, taps: set[tuple[int, int]]) -> TensorValue:
+    """Per output channel, +0 plus ``0 * w`` over the filter's taps not in ``taps`` (and every input
+    channel): +0, or NaN where one of those is an infinity or a NaN.  What the left-out taps add to
+    a sum over the dilated input, whose values under them are zeros."""
+    kh, kw, c, f = w.shape
+    mask = ", ".join("[" + ", ".join("0" if (i, j) in taps else "1" for j in range(kw)) + "]" for i in range(kh))
+    m = em.fresh("m")
+    em.emit(f"{m} = arith.constant dense<[{mask}]> : tensor<{kh}x{kw}xi8>")
+    skipped = TensorValue(m, (kh, kw), "i8", None)
+    e = w.elem
+
+    def body(b: Body, args: list[str], acc: str) -> str:
+        left_out = b.cmpi("ne", args[0], b.const("0", "i8"), "i8")
+        term = b.binary("mulf", b.const(zero(e), e), args[1], e)
+        return b.select(left_out, b.binary("addf", acc, term, e), acc, e)
+    r = em.generic((f,), e, [skipped, w], [affine_map(4, ["d0", "d1"]), identity_map(4)],
+                   ["reduction", "reduction", "reduction", "parallel"], body, init=em.filled((f,), e, zero(e)),
+                   out_map=affine_map(4, ["d3"]))
+    return TensorValue(r, (f,), e, w.dtype)
+
+
+def _broadcast_channels(em: Emitter, v: TensorValue, shape: tuple[int, ...]) -> str:
+    """``v`` (one value per channel) at every pixel of an NHWC tensor of ``shape``."""
+    return em.generic(shape, v.elem, [v], [affine_map(4, ["d3"])], ["parallel"] * 4, lambda b, args, o: args[0])
+
+
+def _grid(d: str, step: int, offset: int) -> str:
+    return (f"{d} * {step}" if step != 1 else d) + (f" + {offset}" if offset else "")
+
+
+def _filter_taps(em: Emitter, w: TensorValue, py: AxisPhase, px: AxisPhase) -> TensorValue:
+    """The filter's taps ``k0 + m * step`` of both spatial dims (``w`` itself when that is all of them);
+    cut to the taps' window first, so that the copy's map has the window's extent (see ``slice``)."""
+    kh, kw, c, f = w.shape
+    if (py.taps, px.taps) == (kh, kw):
+        return w
+    span = [(py.taps - 1) * py.step + 1, (px.taps - 1) * px.step + 1]
+    cut = w if span == [kh, kw] else em.extract_slice(w, [py.k0, px.k0, 0, 0], span + [c, f])
+    shape = (py.taps, px.taps, c, f)
+    return TensorValue(em.copy(cut, shape, affine_map(4, [_grid("d0", py.step, 0), _grid("d1", px.step, 0),
+                                                          "d2", "d3"])), shape, w.elem, w.dtype)
 
 
 def _padded_input(em: Emitter, x: TensorValue, padding: tuple[int, int, int, int],
