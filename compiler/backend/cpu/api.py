@@ -41,6 +41,7 @@ from ..linalg.emit import ELEM, emit_mlir, kernel_name, specialize_type
 # the engine imports neither MLIR nor llvmlite; importing it here keeps module loading out of the
 # first call (the warm-start path is then printing + hashing the Core IR, a JSON read and a dlopen)
 from .engine import compile_kernel, load_cached
+from .library_calls import transposed_lhs
 from .options import CpuOptions
 from .thread_cost import kernel_cost
 
@@ -123,7 +124,7 @@ class CpuFunction:
             k = load_cached(alias, options, signature=signature)
             if k is not None:
                 return k
-        text, name = emit_mlir(self.fn, env)
+        text, name = emit_mlir(self.fn, env, transposed_lhs(options.library))
         return compile_kernel(text, name, options, alias=alias, signature=signature)
 
     supports_out = True
@@ -241,16 +242,16 @@ def emit_stage(module: Module | Function, stage: str, fn: str | None = None, **o
     ``fn``), compiled with ``options`` (one thread unless they say otherwise)."""
     if stage not in ("mlir", "llvm"):
         raise error("E6002", f"unknown stage `{stage}`", help="stages: mlir, llvm")
-    resolved = CpuOptions.resolve({"threads": 1, **options}) if stage == "llvm" else None
+    resolved = CpuOptions.resolve({"threads": 1, **options})
     fns = [module] if isinstance(module, Function) else list(module.functions)
     if fn is not None:
         fns = [f for f in fns if f.name == fn]
     parts = []
     for f in fns:
-        text, name = emit_mlir(f, _concrete_env(f))
+        text, name = emit_mlir(f, _concrete_env(f), transposed_lhs(resolved.library))
         if stage == "mlir":
             parts.append(text)
         else:
             from .engine import mlir_to_llvm_ir
-            parts.append(mlir_to_llvm_ir(text, name, resolved).llvm_ir)  # type: ignore[arg-type]
+            parts.append(mlir_to_llvm_ir(text, name, resolved).llvm_ir)
     return "\n".join(parts)

@@ -97,10 +97,17 @@ GenericBody = Callable[[Body, list[str], str], str]
 
 
 class Emitter:
-    def __init__(self) -> None:
+    """``transposed_lhs``: the element types whose 2-D matmuls the target computes with the lhs read
+    transposed in place (its GEMM takes an lhs of any strides): ``matmul(transpose(a), b)`` is then
+    one ``linalg.matmul`` of ``a`` with ``payload.TRANSPOSED_LHS_MAPS``, and the transpose is not
+    materialized (it stays only if something else reads it)."""
+
+    def __init__(self, transposed_lhs: frozenset[str] = frozenset()) -> None:
         self.lines: list[str] = []
         self.n = 0
         self.reshaped_from: dict[str, TensorValue] = {}  # a reshape's result -> the value it reshapes
+        self.transposed_lhs = transposed_lhs
+        self.transposed_from: dict[str, TensorValue] = {}  # a 2-D transpose's result -> its operand
 
     def fresh(self, hint: str = "v") -> str:
         self.n += 1

@@ -19,7 +19,7 @@ from . import scalar
 from .emitter import Body, Emitter, TensorValue
 from .mathlib import exp_text, log_text
 from .transform_script import largest_divisor_at_most
-from .payload import SHARED_RHS_MAPS
+from .payload import SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS
 from .mlir_text import ELEM, affine_map, float_bits, identity_map, is_float, tensor_type, zero
 
 __all__ = ["OpApplication", "LOWERINGS", "Lowering"]
@@ -205,7 +205,10 @@ def transpose(em: Emitter, op: OpApplication) -> str:
     inverse = [0] * len(perm)
     for k, p in enumerate(perm):
         inverse[p] = k
-    return em.copy(op.xs[0], op.shape, affine_map(len(perm), [f"d{inverse[a]}" for a in range(len(perm))]))
+    r = em.copy(op.xs[0], op.shape, affine_map(len(perm), [f"d{inverse[a]}" for a in range(len(perm))]))
+    if perm == (1, 0):
+        em.transposed_from[r] = op.xs[0]  # a matmul may read it in place (``Emitter.transposed_lhs``)
+    return r
 
 
 def slice(em: Emitter, op: OpApplication) -> str:  # noqa: A001 - the op's name
@@ -274,6 +277,9 @@ def matmul(em: Emitter, op: OpApplication) -> str:
     shape, elem = op.shape, op.elem
     if a.shape[-1] == 0 or 0 in shape:
         return em.filled(shape, elem, zero(elem))
+    source = em.transposed_from.get(a.name)
+    if len(shape) == 2 and source is not None and elem in em.transposed_lhs:
+        return _named_matmul(em, f"linalg.matmul indexing_maps = {TRANSPOSED_LHS_MAPS}", source, b_, shape, elem)
     if len(shape) == 2 or (len(a.shape) == len(b_.shape) == 3 and a.shape[0] == b_.shape[0]):
         # one batch dim on both sides (or none): the named op, which elementwise fusion leaves whole
         return _named_matmul(em, "linalg.matmul" if len(shape) == 2 else "linalg.batch_matmul", a, b_, shape, elem)
