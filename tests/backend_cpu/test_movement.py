@@ -232,3 +232,34 @@ def test_pad_copies_in_place_into_the_result(value, interior, monkeypatch):
     copies = [ln for ln in bufferized[0].splitlines() if "memref.copy" in ln]
     assert copies and not any(ln.split(":")[1].strip().startswith("memref<64x96xf32") for ln in copies), copies
     assert sum(ln.split(":")[1].strip().startswith("memref<3x99xf32") for ln in copies) <= (1 if interior == (0, 0) else 0)
+
+
+@pytest.mark.parametrize("cpu", ["host", "x86-64-v3"])
+@pytest.mark.parametrize("dtype", [DType.F32, DType.F64, DType.I32, DType.BOOL])
+@pytest.mark.parametrize("shape,start,stop,step", [
+    ((16, 64, 40), (0, 1, 0), (16, 64, 40), (1, 3, 1)),    # a step on a middle axis: a view
+    ((12, 40, 33), (1, 0, 0), (12, 40, 33), (2, 2, 1)),    # steps on two axes
+    ((16, 64, 40), (0, 0, 5), (16, 64, 37), (1, 1, 2)),    # a step along the rows: the strided generic
+    ((16, 64, 40), (0, 63, 0), (16, -1, 40), (1, -1, 1)),  # reversed: the generic
+])
+def test_strided_slices_and_their_readers(cpu, dtype, shape, start, stop, step):
+    """A slice whose rows stay contiguous is a strided view (``lowerings.slice``): as a result, one
+    strided copy; read by an elementwise op, a plain operand of a scheduled, vectorized generic (the
+    strided map left the fused op scalar).  Bit for bit against the reference, 1 and 2 threads."""
+    if cpu != "host" and not runs_isa(cpu):
+        pytest.skip(f"this host does not run {cpu}")
+    out = tuple(len(range(a, b, s)) for a, b, s in zip(start, stop, step))
+    rng = np.random.default_rng(len(shape))
+    x = rng.standard_normal(shape) > 0 if dtype is DType.BOOL else (rng.standard_normal(shape) * 50).astype(dtype.numpy)
+    for reader in (None, "add"):
+        b = FunctionBuilder("main")
+        p = b.param("x", TensorType(dtype, shape))
+        s = b.emit("slice", p, start=start, stop=stop, step=step)
+        fn = b.finish([b.emit("add", s, s) if reader and dtype is not DType.BOOL else s])
+        want = run_reference(fn, [x])[0]
+        for threads in (1, 2):
+            run = compile_function(fn, threads=threads, cpu=cpu, schedule="all", cache=False)
+            np.testing.assert_array_equal(run([x])[0], want)
+            if reader and dtype is not DType.BOOL and step[-1] == 1 and min(step) > 0:
+                assert next(iter(run._kernels.values())).scheduled
+    assert want.shape == out

@@ -225,11 +225,12 @@ class Emitter:
         """A tensor of ``shape`` whose element at each index is ``x`` read through ``in_map``."""
         return self.generic(shape, x.elem, [x], [in_map], ["parallel"] * len(shape), lambda b, args, o: args[0])
 
-    def extract_slice(self, x: TensorValue, offsets: Sequence[int], sizes: Sequence[int]) -> TensorValue:
-        """The unit-step window of ``x`` at ``offsets`` of ``sizes`` (a view, no copy)."""
+    def extract_slice(self, x: TensorValue, offsets: Sequence[int], sizes: Sequence[int],
+                      steps: Sequence[int] | None = None) -> TensorValue:
+        """The window of ``x`` at ``offsets`` of ``sizes`` (unit steps unless ``steps``: a view, no copy)."""
         cut = self.fresh("x")
         sub = tensor_type(tuple(sizes), x.elem)
-        self.emit(f"{cut} = tensor.extract_slice {x.name}{_slice_attrs(offsets, sizes, None)} : {x.ty} to {sub}")
+        self.emit(f"{cut} = tensor.extract_slice {x.name}{_slice_attrs(offsets, sizes, steps)} : {x.ty} to {sub}")
         return TensorValue(cut, tuple(sizes), x.elem, x.dtype)
 
     def pad(self, x: TensorValue, value: str, lo: Sequence[int], interior: Sequence[int], shape: tuple[int, ...]) -> str:

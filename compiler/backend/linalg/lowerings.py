@@ -225,6 +225,15 @@ def slice(em: Emitter, op: OpApplication) -> str:  # noqa: A001 - the op's name
     # (heap corruption; found by tests/backend_cpu/test_differential_fusion.py).
     starts = [int(b0) for b0 in op.attrs["start"]]
     steps = [int(s) for s in op.attrs["step"]]
+    if all(s > 0 for s in steps) and steps[-1] == 1:
+        # Contiguous rows: a view (``tensor.extract_slice`` with strides).  Its readers index it as
+        # any tensor, so they keep plain maps that fuse and vectorize (a step on a middle axis made
+        # the map strided and left the whole fused chain scalar loops), and a slice that is a
+        # result is one strided copy that moves whole rows.  Not with a step along the rows: a
+        # vector read of a view whose elements are not contiguous is lowered element by element,
+        # far slower than the scalar loop of the generic below (f32[2000, 3000], step 2 on the
+        # last axis fused into `s * 2 + 1`: 1.2 ms as loops, 78 ms vectorized on the view).
+        return em.extract_slice(x, starts, shape, steps).name
     lows = [b0 if s > 0 else b0 + (m - 1) * s for b0, s, m in zip(starts, steps, shape)]
     sizes = [(m - 1) * abs(s) + 1 for s, m in zip(steps, shape)]
     if lows != [0] * len(shape) or tuple(sizes) != x.shape:
