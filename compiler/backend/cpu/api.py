@@ -41,7 +41,6 @@ from ..linalg.emit import ELEM, emit_mlir, kernel_name, specialize_type
 # the engine imports neither MLIR nor llvmlite; importing it here keeps module loading out of the
 # first call (the warm-start path is then printing + hashing the Core IR, a JSON read and a dlopen)
 from .engine import compile_kernel, load_cached
-from .library_calls import transposed_lhs
 from .options import CpuOptions
 from .thread_cost import kernel_cost
 
@@ -124,6 +123,7 @@ class CpuFunction:
             k = load_cached(alias, options, signature=signature)
             if k is not None:
                 return k
+        from .library_calls import transposed_lhs  # the GEMM's build side: not on a cache hit
         text, name = emit_mlir(self.fn, env, transposed_lhs(options.library))
         return compile_kernel(text, name, options, alias=alias, signature=signature)
 
@@ -242,6 +242,7 @@ def emit_stage(module: Module | Function, stage: str, fn: str | None = None, **o
     ``fn``), compiled with ``options`` (one thread unless they say otherwise)."""
     if stage not in ("mlir", "llvm"):
         raise error("E6002", f"unknown stage `{stage}`", help="stages: mlir, llvm")
+    from .library_calls import transposed_lhs
     resolved = CpuOptions.resolve({"threads": 1, **options})
     fns = [module] if isinstance(module, Function) else list(module.functions)
     if fn is not None:
