@@ -216,9 +216,9 @@ def test_pad_copies_in_place_into_the_result(value, interior, monkeypatch):
     # copy's forall do (and, without interior padding, the first border box, which bufferization
     # fills in a buffer of its own: Emitter.pad).
     from mind.compiler.backend.cpu import lowering
+    from mind.compiler.backend.cpu.api import emit_cpu_mlir
     from mind.compiler.backend.cpu.lowering import lower_to_llvm_dialect
     from mind.compiler.backend.cpu.options import CpuOptions
-    from mind.compiler.backend.linalg.emit import emit_mlir
 
     bufferized: list[str] = []
     insert = lowering.insert_library_calls
@@ -227,7 +227,7 @@ def test_pad_copies_in_place_into_the_result(value, interior, monkeypatch):
     x = b.param("x", TensorType(DType.F32, (64, 96)))
     v = b.const(np.float32(0.0), DType.F32) if value == "const" else b.param("v", TensorType(DType.F32, ()))
     fn = b.finish([b.emit("pad", x, v, lo=(3, 1), hi=(3, 2), interior=interior)])
-    module, _, scheduled = lower_to_llvm_dialect(*emit_mlir(fn), CpuOptions.resolve(threads=1, schedule="all"))
+    module, _, scheduled = lower_to_llvm_dialect(*emit_cpu_mlir(fn, {}, None), CpuOptions.resolve(threads=1, schedule="all"))
     assert scheduled
     copies = [ln for ln in bufferized[0].splitlines() if "memref.copy" in ln]
     assert copies and not any(ln.split(":")[1].strip().startswith("memref<64x96xf32") for ln in copies), copies

@@ -110,16 +110,20 @@ GenericBody = Callable[[Body, list[str], str], str]
 
 
 class Emitter:
-    """``transposed_lhs``: the element types whose 2-D matmuls the target computes with the lhs read
+    """What the target takes (``emit.emit_mlir``'s arguments, the CPU's from ``cpu.api``):
+    ``transposed_lhs``: the element types whose 2-D matmuls the target computes with the lhs read
     transposed in place (its GEMM takes an lhs of any strides): ``matmul(transpose(a), b)`` is then
     one ``linalg.matmul`` of ``a`` with ``payload.TRANSPOSED_LHS_MAPS``, and the transpose is not
-    materialized (it stays only if something else reads it)."""
+    materialized (it stays only if something else reads it); ``pad_border``: a pad without interior
+    padding fills only its border, box by box (``pad``; the CUDA backend's mapping takes one fill
+    of the whole result)."""
 
-    def __init__(self, transposed_lhs: frozenset[str] = frozenset()) -> None:
+    def __init__(self, transposed_lhs: frozenset[str] = frozenset(), pad_border: bool = False) -> None:
         self.lines: list[str] = []
         self.n = 0
         self.reshaped_from: dict[str, TensorValue] = {}  # a reshape's result -> the value it reshapes
         self.transposed_lhs = transposed_lhs
+        self.pad_border = pad_border
         self.transposed_from: dict[str, TensorValue] = {}  # a 2-D transpose's result -> its operand
 
     def fresh(self, hint: str = "v") -> str:
@@ -238,7 +242,7 @@ class Emitter:
 
         What a pad is: the result's border filled with ``value``, and a copy of ``x`` into its window
         (a ``linalg.copy`` put in place by an ``insert_slice`` with steps ``interior + 1``; bufferized,
-        the copy writes the window of the result).  Without interior padding the border is the boxes
+        the copy writes the window of the result).  Without interior padding (and ``pad_border``) the border is the boxes
         of ``_border``, each a fill of its own slice of the result, so every element is written once
         (a fill of the whole result wrote the window twice: 2000x2000 by 3, 1.3 -> 1.0 ms); with it,
         the whole result is filled first.  Fills and copy are plain ops the schedule tiles and
@@ -250,7 +254,7 @@ class Emitter:
         Schedules).
         """
         steps = [i + 1 for i in interior]
-        dense = not any(interior)
+        dense = self.pad_border and not any(interior)
         t = tensor_type(shape, x.elem)
         r = self.empty(shape, x.elem) if dense else self.filled(shape, x.elem, scalar=value)
         for i, (offsets, box) in enumerate(_border(lo, x.shape, shape) if dense else []):
