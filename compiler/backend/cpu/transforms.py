@@ -237,7 +237,7 @@ VECTOR_LOWERING = """\
     transform.apply_patterns to %func {
       transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
       transform.apply_patterns.vector.lower_shape_cast
-      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_1d"
+      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
       transform.apply_patterns.vector.lower_broadcast
       transform.apply_patterns.vector.lower_outerproduct
     } : !transform.any_op
@@ -275,9 +275,10 @@ def _plan_generic(unit: VectorUnit, op: Any, tag: int) -> str | None:
     # the same op got 256-element tiles, 16 registers per row, and 4x the IR of a register-sized tile
     bits = max(element_bits(v.type) for v in op.operands)
     tiles = choose_elementwise_tiles(ranges, kinds, bits, unit)
-    if all(k == "parallel" for k in kinds) and len(ranges) >= 2 and any(
-            _moves_inner_dim(ir.AffineMapAttr(a).value) for a in op.attributes["indexing_maps"]):
-        tiles = _transpose_tiles(ranges, bits, unit)
+    if all(k == "parallel" for k in kinds) and len(ranges) >= 2:
+        plane = _transpose_plane(op)
+        if plane is not None:
+            tiles = _transpose_tiles(ranges, plane, bits, unit)
     return elementwise_section(tag, "linalg.generic", tiles)
 
 
@@ -305,13 +306,33 @@ def _moves_inner_dim(amap: Any) -> bool:
         results[-1].position != amap.n_dims - 1 and map_kind(amap) == "permutation"
 
 
-def _transpose_tiles(ranges: Sequence[int], bits: int, unit: VectorUnit) -> ElementwiseTiles:
-    """Square tiles of one vector by one vector on the last two loops of a transposing copy: each
-    tile reads whole vector rows of the input and writes whole vector rows of the output, transposed
-    in registers (the elementwise tiles, 2 rows of 4 vectors, read one element per input row: a
-    gather; 2048x2048 f32: 27.7 ms with them, 6.9 / 5.2 / 2.6 ms with 4 / 8 / 16-element squares)."""
+def _transpose_plane(op: Any) -> tuple[int, int] | None:
+    """(the loop along an operand's contiguous axis, the innermost loop: the result's) of a generic
+    that reads an operand transposed (``_moves_inner_dim``), else None."""
+    from mlir import ir
+    for a in op.attributes["indexing_maps"]:
+        amap = ir.AffineMapAttr(a).value
+        if _moves_inner_dim(amap):
+            return list(amap.results)[-1].position, amap.n_dims - 1
+    return None
+
+
+def _transpose_tiles(ranges: Sequence[int], plane: tuple[int, int], bits: int, unit: VectorUnit) -> ElementwiseTiles:
+    """Square tiles of one vector by one vector on the two loops of the transposing ``plane`` (the
+    loop along the operand's contiguous axis and the result's innermost), 1 on every other loop:
+    each tile reads whole vector rows of the operand and writes whole vector rows of the result,
+    transposed in registers (``VECTOR_LOWERING``: a 16 x 16 tile of 32-bit elements with the
+    4-stage AVX-512 shuffle network).  Why the plane and not the last two loops:
+    ``permutation=[2, 1, 0]`` of ``[3, 4096, 513]`` has its transposed axes first and last, and
+    tiles of the last two loops read one element per operand row.  The elementwise tiles, 2 rows of
+    4 vectors, read one element per operand row (2048 x 2048 f32: 27.7 ms with them, 6.9 / 5.2 /
+    2.6 ms with 4 / 8 / 16-element squares).  A loop without a vector-wide divisor keeps its largest
+    divisor up to a vector (``docs/backend-cpu.md``: splitting it at its last whole vector made
+    bufferization copy the result once more)."""
     side = unit.lanes(bits)
-    par = [1] * (len(ranges) - 2) + [largest_divisor_at_most(n, side) for n in ranges[-2:]]
+    par = [1] * len(ranges)
+    for d in plane:
+        par[d] = largest_divisor_at_most(ranges[d], side)
     return ElementwiseTiles(tuple(par), (0,) * len(ranges))
 
 
