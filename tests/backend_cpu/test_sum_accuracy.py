@@ -22,9 +22,11 @@ def _sum_fn(shape: tuple[int, ...], axes: list[int], dt: str = "f32") -> str:
 
 @pytest.mark.parametrize("shape,axes", [((6480,), [0]), ((80, 81), [0, 1]), ((512, 1000), [0, 1]),
                                         ((64, 4096), [1]), ((3, 127, 129), [1, 2]), ((16, 3000, 17), [1]),
-                                        ((3000, 40), [0]), ((2, 1024, 1024), [0, 1, 2])])
+                                        ((3000, 40), [0]), ((2, 1024, 1024), [0, 1, 2]), ((1009, 997), [0, 1]),
+                                        ((3, 16411), [1])])
 def test_float_sum_as_accurate_as_numpy(shape, axes):
-    # before blocking: 1.6e-5 relative for 512x1000 (one running sum), NumPy 1e-9
+    # before blocking: 1.6e-5 relative for 512x1000 (one running sum), NumPy 1e-9; 1009 x 997 and
+    # 16411 (primes) were one running sum before the split
     x = np.random.default_rng(0).random(shape).astype(np.float32)
     got = np.asarray(mind.compile(_sum_fn(shape, axes))(x), np.float64)
     exact = x.astype(np.float64).sum(axis=tuple(axes))
@@ -33,12 +35,13 @@ def test_float_sum_as_accurate_as_numpy(shape, axes):
     assert err <= max(4 * numpy_err, 1e-7)
 
 
-def test_blocked_sum_keeps_signed_zeros_and_specials():
-    src = _sum_fn((4, 300), [1])
-    x = np.full((4, 300), -0.0, np.float32)
+@pytest.mark.parametrize("n", [300, 16411])  # 16411: a prime, split into 16384 terms and 27
+def test_blocked_sum_keeps_signed_zeros_and_specials(n):
+    src = _sum_fn((4, n), [1])
+    x = np.full((4, n), -0.0, np.float32)
     x[1, 7] = 0.0
-    x[2, 299] = np.inf
-    x[3, 0], x[3, 1] = np.inf, -np.inf
+    x[2, n - 1] = np.inf
+    x[3, 0], x[3, n - 1] = np.inf, -np.inf
     got = mind.compile(src)(x)
     assert np.signbit(got[0]) and got[0] == 0 and not np.signbit(got[1]) and got[1] == 0
     assert got[2] == np.inf and np.isnan(got[3])

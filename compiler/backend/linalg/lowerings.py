@@ -194,28 +194,39 @@ def reduce_sum(em: Emitter, op: OpApplication) -> str:
     end.  Why: each term then goes through a few additions of short runs, not one running sum of R
     (an f32 sum of 4M terms: 1.6e-5 relative error against 2.5e-9 for NumPy's pairwise sum), and
     the partial sums are vectors of independent accumulators along the contiguous axis, where one
-    running sum is a chain of dependent additions.  A prime R has no blocks (one running sum)."""
+    running sum is a chain of dependent additions.  A long trailing sum whose terms have a prime
+    factor above ``SUM_RUN`` is split (``_split_sum``); a prime R along other axes has no blocks
+    (one running sum)."""
     elem = op.elem
     x, axes = op.xs[0], sorted(op.attrs["axes"])
     count = 1
     for a in axes:
         count *= x.shape[a]
     init = float_bits(-0.0 if count > 0 else 0.0, elem) if is_float(elem) else "0"
-    add_ = "addf" if is_float(elem) else "addi"
-
-    def add(b: Body, acc: str, v: str) -> str:
-        return b.binary(add_, acc, v, elem)
     if not (is_float(elem) and count > SUM_RUN and axes == list(range(axes[0], axes[-1] + 1))):
-        return _reduce(em, op, init, add)
+        return _reduce(em, op, init, _add(elem))
     outer = x.shape[:axes[0]]
     inner = 1
     for d in x.shape[axes[-1] + 1:]:
         inner *= d
-    width = sum_width(count, op.dtype.numpy.itemsize) if inner == 1 else 1
-    tail = (inner * width,) if inner * width > 1 else ()
-    rows = count // width
+    if inner == 1:
+        part = _trailing_sum(em, op, em.reshape(x, outer + (count,)), init)
+    else:
+        part = _levels_then_last(em, op, x, outer, count, (inner,), init)
+    return em.reshape(part, op.shape).name
+
+
+def _add(elem: str) -> Callable[[Body, str, str], str]:
+    add_ = "addf" if is_float(elem) else "addi"
+    return lambda b, acc, v: b.binary(add_, acc, v, elem)
+
+
+def _levels_then_last(em: Emitter, op: OpApplication, x: TensorValue, outer: tuple[int, ...], rows: int,
+                      tail: tuple[int, ...], init: str) -> TensorValue:
+    """``x`` (viewed as ``outer + (rows,) + tail``) summed over ``rows``: ``sum_levels`` levels of
+    ``[.., rows / q, q, ..]`` reduced over ``q``, then the rows left; a result of ``outer + tail``."""
+    elem, k = op.elem, len(outer)
     part = x
-    k = len(outer)
     for q in sum_levels(rows):
         view = em.reshape(part, outer + (rows // q, q) + tail)
         loops = k + 2 + len(tail)
@@ -223,17 +234,48 @@ def reduce_sum(em: Emitter, op: OpApplication) -> str:
         iterators = ["reduction" if i == k + 1 else "parallel" for i in range(loops)]
         rows //= q
         red = em.generic(outer + (rows,) + tail, elem, [view], [identity_map(loops)], iterators,
-                         lambda b, args, acc: add(b, acc, args[0]), init=em.filled(outer + (rows,) + tail, elem, init),
-                         out_map=out_map)
+                         lambda b, args, acc: _add(elem)(b, acc, args[0]),
+                         init=em.filled(outer + (rows,) + tail, elem, init), out_map=out_map)
         part = TensorValue(red, outer + (rows,) + tail, elem, op.dtype)
     part = em.reshape(part, outer + (rows,) + tail)
-    kept = outer + tail
-    last = OpApplication(op.name, [part], {**op.attrs, "axes": [k]}, op.dtype, kept)
-    part = TensorValue(_reduce(em, last, init, add), kept, elem, op.dtype)
-    if width > 1:
-        part = TensorValue(_reduce(em, OpApplication(op.name, [part], {**op.attrs, "axes": [k]}, op.dtype, outer),
-                                   init, add), outer, elem, op.dtype)
-    return em.reshape(part, op.shape).name
+    last = OpApplication(op.name, [part], {**op.attrs, "axes": [k]}, op.dtype, outer + tail)
+    return TensorValue(_reduce(em, last, init, _add(elem)), outer + tail, elem, op.dtype)
+
+
+def _trailing_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str) -> TensorValue:
+    """``x`` of ``outer + (n,)`` summed over its last axis: rows of ``sum_width`` partial sums through
+    ``_levels_then_last``, then those partial sums; or, when that would leave a run of more than
+    ``SUM_RUN`` rows in a sum of more than ``SUM_RUN`` squared terms, ``_split_sum``."""
+    outer, n = x.shape[:-1], x.shape[-1]
+    if n <= SUM_RUN:
+        return TensorValue(_reduce(em, OpApplication(op.name, [x], {**op.attrs, "axes": [len(outer)]}, op.dtype, outer),
+                                   init, _add(op.elem)), outer, op.elem, op.dtype)
+    width = sum_width(n, op.dtype.numpy.itemsize)
+    left = n // width
+    for q in sum_levels(left):
+        left //= q
+    if left > SUM_RUN and n > SUM_RUN * SUM_RUN:
+        return _split_sum(em, op, x, init)
+    part = _levels_then_last(em, op, x, outer, n // width, (width,) if width > 1 else (), init)
+    if width == 1:
+        return part
+    return _trailing_sum(em, op, part, init)
+
+
+def _split_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str) -> TensorValue:
+    """A long sum whose terms have a prime factor above ``SUM_RUN`` (1009 x 997): the first ``k * b``
+    terms (``b`` the power of two with ``n / b`` in [128, 256), so that they block into levels of at
+    most ``SUM_RUN`` and one of at most 255) and the rest (fewer than ``n / 128``) summed on their own,
+    then added.  Why: otherwise one running sum of all n terms, a dependent chain of scalar adds
+    (1009 x 997 f64: 5x slower than NumPy) and an error growing with n."""
+    outer, n = x.shape[:-1], x.shape[-1]
+    b = 1 << (n.bit_length() - 8)
+    head = n // b * b
+    zeros = [0] * len(outer)
+    first = _trailing_sum(em, op, em.extract_slice(x, zeros + [0], outer + (head,)), init)
+    rest = _trailing_sum(em, op, em.extract_slice(x, zeros + [head], outer + (n - head,)), init)
+    total = em.elementwise(outer, op.elem, [first, rest], lambda body, u, v: _add(op.elem)(body, u, v))
+    return TensorValue(total, outer, op.elem, op.dtype)
 
 
 def reduce_max(em: Emitter, op: OpApplication) -> str:
