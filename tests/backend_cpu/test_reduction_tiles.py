@@ -5,8 +5,12 @@ and for AVX2."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from mind.calling import select_function
 from mind.compiler.backend.cpu.api import compile_function
@@ -116,3 +120,28 @@ def test_column_and_blocked_reductions_match_the_reference(op, dtype, shape, axe
         err = float(np.max(np.abs(got - exact) / magnitude))  # relative to the terms: no cancellation
         numpy_err = float(np.max(np.abs(x.sum(axis=tuple(axes), keepdims=keepdims) - exact) / magnitude))
         assert err <= max(4 * numpy_err, 8 * float(np.finfo(x.dtype).eps))
+
+
+SIZES = [1, 2, 3, 4, 5, 7, 8, 16, 17, 31, 40, 64, 127, 129, 257, 333, 16411]
+
+
+@given(st.data())
+def test_random_reductions_match_the_reference(data):
+    # any axes of shapes whose extents are primes, odd widths, whole vectors and a prime above 128²
+    # (split sums), every op scheduled, with signed zeros and infinities among the terms
+    rank = data.draw(st.integers(1, 4))
+    shape = tuple(data.draw(st.lists(st.sampled_from(SIZES), min_size=rank, max_size=rank)))
+    assume(math.prod(shape) <= 200_000)
+    axes = sorted(data.draw(st.sets(st.integers(0, rank - 1))))
+    op, dtype = data.draw(st.sampled_from(["reduce_sum", "reduce_max"])), data.draw(st.sampled_from(["f32", "f64"]))
+    threads, cpu = data.draw(st.sampled_from(THREADS_AND_CPUS))
+    fn = _reduction(op, dtype, shape, axes, data.draw(st.booleans()))
+    x = np.random.default_rng(data.draw(st.integers(0, 2**16))).standard_normal(shape).astype(dtype.replace("f", "float"))
+    special = data.draw(st.sampled_from([None, -0.0, np.inf, -np.inf]))
+    if special is not None:
+        x.reshape(-1)[data.draw(st.integers(0, x.size - 1))] = special
+    run = compile_function(fn, threads=threads, cpu=cpu, cache=False, schedule="all")
+    got = run([x])[0]
+    op_ = fn.ops[0]
+    want = OP_FUNCTIONS[op](x, **dict(op_.attrs))
+    assert check_op(op, [x], dict(op_.attrs), got, want, dtype=op_.result.type.dtype) is None
