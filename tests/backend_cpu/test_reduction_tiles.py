@@ -43,13 +43,15 @@ def test_a_column_reduction_is_tiled_in_contiguous_blocks(cols, bits, unit):
 @pytest.mark.parametrize("bits", [32, 64])
 def test_accumulators_carried_in_registers_are_whole_vectors(unit, bits):
     # a loop-carried vector of 3 or 2.5 registers (48, 40 f32) is scalarized by LLVM: a block that is
-    # one tile is 1, 2 or 4 vectors or a power of two narrower than one, else whole vectors, masked
+    # one tile is 1, 2 or 4 vectors or a whole loop narrower than one, else whole vectors, masked
     lanes = unit.lanes(bits)
     for size in list(range(1, 300)) + [333, 777, 1000, 1001, 4096, 32768]:
         block, tile, masked = _column_tiles(size, lanes, masked=True)
+        if tile:  # a block swept in tiles reads and writes its accumulators every step
+            assert tile >= lanes or tile & (tile - 1) == 0 and tile > 1
+        else:
+            assert block in (lanes, 2 * lanes, 4 * lanes) or block == size < lanes
         width = tile or block
-        assert width in (lanes, 2 * lanes, 4 * lanes) or (width < lanes and width & (width - 1) == 0) or \
-            (tile and width >= lanes)  # a block swept in tiles reads and writes its accumulators
         assert masked == (size % width != 0 or size % block != 0)
         assert _column_tiles(size, lanes) == (block, tile, False) or masked  # unmasked plans unchanged
         unmasked = _column_tiles(size, lanes)
@@ -57,13 +59,15 @@ def test_accumulators_carried_in_registers_are_whole_vectors(unit, bits):
 
 
 def test_a_middle_axis_tile_takes_rows_for_independent_chains():
-    # [64, 24, 125, 17] f64 summed over axis 2 (a blocked sum's level): 17 is one masked tile of 4
+    # [2, 8, 125, 17] f64 summed over axis 2 (a blocked sum's level): 17 is one masked tile of 4
     # vectors (the fewest, in a power of two, that cover it), and 2 rows of the axis outside make 8 chains
-    t = choose_elementwise_tiles([64, 24, 125, 17], ["parallel", "parallel", "reduction", "parallel"], 64,
-                                 AVX512, masked=True)
+    kinds = ["parallel", "parallel", "reduction", "parallel"]
+    t = choose_elementwise_tiles([2, 8, 125, 17], kinds, 64, AVX512, masked=True)
     assert t.masked and t.parallel[3] == 32 and t.parallel[1] * 4 >= 8
     narrow = choose_elementwise_tiles([256, 125, 4], ["parallel", "reduction", "parallel"], 32, AVX512)
     assert narrow.parallel[0] == 8  # quarter vectors: 8 rows
+    # beyond L2 the op streams: one row per tile, one sequential stream
+    assert choose_elementwise_tiles([64, 24, 125, 17], kinds, 64, AVX512, masked=True).parallel[1] == 1
 
 
 def test_narrow_column_reductions_and_row_reductions_keep_their_tiles():

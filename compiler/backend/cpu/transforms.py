@@ -136,7 +136,7 @@ def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_b
     last = len(ranges) - 1
     if red_dims and par_dims and par_dims[-1] == last > max(red_dims):
         par[last], red[last], masked = _column_tiles(ranges[last], lanes, masked)
-        if not red[last]:  # the block is the tile: its accumulators stay in registers
+        if not red[last] and product(ranges) * elem_bits // 8 <= unit.l2_bytes:
             _chain_rows(par, red, ranges, kinds, lanes)
     else:
         masked = False
@@ -154,7 +154,11 @@ def _chain_rows(par: list[int], red: list[int], ranges: Sequence[int], kinds: Se
     innermost loop is parallel (a sum over a middle axis, a blocked sum's level, a column reduction
     of a batch), so that a tile holds ``CHAINS`` vectors of accumulators: each vector is one
     dependent chain of adds along the reduction loop, and fewer chains than an add's latency times
-    the adds issued per cycle leave the adders idle (a tile of 17 f64 per row: three chains)."""
+    the adds issued per cycle leave the adders idle (a tile of 17 f64 per row: three chains).  Only
+    for a block that is one tile (its accumulators in registers) and an op whose iteration space
+    fits the unit's L2: streaming from further out, one row at a time (one sequential stream per
+    tile, what the prefetchers follow) ran faster than rows side by side (a row sum of 4096x1024 f32,
+    one thread: 311 us against 378 with 8 rows per tile, while 256x500 gained 19 -> 9.5 us)."""
     red_dims = [i for i, k in enumerate(kinds) if k != "parallel"]
     outer = [i for i in range(min(red_dims)) if kinds[i] == "parallel"]
     if not outer:
@@ -175,9 +179,11 @@ def _column_tiles(size: int, lanes: int, masked: bool = False) -> tuple[int, int
     columns).
 
     A block that is one tile keeps its accumulators in registers across the reduction loop, which
-    LLVM's AVX-512 lowering does only for whole vectors in counts of 1, 2 or 4 (or a power of two
-    narrower than one): a loop-carried 37 or 40 f32 or 17 f64 is scalarized through the stack
-    (24x125x40 f32 summed over its middle axis: 2.6x slower than whole vectors).  With ``masked``,
+    LLVM's AVX-512 lowering does for whole vectors in counts of 1, 2 or 4 and for a loop narrower
+    than one vector: a loop-carried 37 or 40 f32 or 17 f64 is scalarized through the stack (24x125x40 f32
+    summed over its middle axis: 2.6x slower than whole vectors), while 7 f64 ran faster than a
+    masked vector of 8 (a row sum of 1000x777 f64, whose first level has rows of 7: 105 against
+    133 us per call on one thread).  With ``masked``,
     such a loop takes whole vectors instead, the fewest powers of two up to 4 that cover it, in
     blocks of one tile (a masked tile swept inside a larger block, its accumulators read and written
     every step, ran 2.4x slower: 2000x333 f32 over axis 0 on AVX2), the last one masked; and so does
@@ -190,7 +196,7 @@ def _column_tiles(size: int, lanes: int, masked: bool = False) -> tuple[int, int
     if block > tile:  # accumulators read and written every step: any width of whole vectors
         fits = tile >= lanes or narrow
     else:  # accumulators carried in registers through the reduction loop
-        fits = tile in (lanes, 2 * lanes, 4 * lanes) or narrow
+        fits = tile in (lanes, 2 * lanes, 4 * lanes) or tile == size < lanes
     if fits or not masked:
         return block, (tile if block > tile else 0), False
     return lanes * min(4, 1 << (-(-size // lanes) - 1).bit_length()), 0, True

@@ -254,7 +254,7 @@ def _trailing_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str) -> 
     left = n // width
     for q in sum_levels(left):
         left //= q
-    if left > SUM_RUN and n > SUM_RUN * SUM_RUN:
+    if left > SUM_RUN and n > SUM_RUN * SUM_RUN and n % (1 << (n.bit_length() - 7)):
         return _split_sum(em, op, x, init)
     part = _levels_then_last(em, op, x, outer, n // width, (width,) if width > 1 else (), init)
     if width == 1:
@@ -264,12 +264,12 @@ def _trailing_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str) -> 
 
 def _split_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str) -> TensorValue:
     """A long sum whose terms have a prime factor above ``SUM_RUN`` (1009 x 997): the first ``k * b``
-    terms (``b`` the power of two with ``n / b`` in [128, 256), so that they block into levels of at
-    most ``SUM_RUN`` and one of at most 255) and the rest (fewer than ``n / 128``) summed on their own,
-    then added.  Why: otherwise one running sum of all n terms, a dependent chain of scalar adds
-    (1009 x 997 f64: 5x slower than NumPy) and an error growing with n."""
+    terms (``b`` the power of two with ``k = n / b`` in [64, 128), so that they block into levels of
+    at most ``SUM_RUN`` and are never split again) and the rest (fewer than ``n / 64``) summed on
+    their own, then added.  Why: otherwise one running sum of all n terms, a dependent chain of
+    scalar adds (1009 x 997 f64: 5x slower than NumPy) and an error growing with n."""
     outer, n = x.shape[:-1], x.shape[-1]
-    b = 1 << (n.bit_length() - 8)
+    b = 1 << (n.bit_length() - 7)
     head = n // b * b
     zeros = [0] * len(outer)
     first = _trailing_sum(em, op, em.extract_slice(x, zeros + [0], outer + (head,)), init)
