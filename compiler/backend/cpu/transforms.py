@@ -5,8 +5,8 @@ fuse and vectorize each kind of linalg op (``planners``, keyed by op name), then
 The walk, the tags and the script's pieces are the target-neutral ones of ``linalg.schedule`` and
 ``linalg.transform_script``; what is the CPU's is the register blocks (16 or 32 vector registers of
 ``VectorUnit`` of the options' ``cpu``), the ``scf.forall`` blocks that OpenMP threads run, and the cost model
-(``MIN_SCHEDULE_WORK``).  Two MLIR behaviours once made schedules miscompile; both are handled at
-their cause, with regression tests (``tests/backend_cpu/test_schedule_regressions.py``):
+(``MIN_SCHEDULE_WORK``).  Two MLIR behaviours once made schedules miscompile and a third aborted the
+process; each is handled at its cause, with regression tests (``tests/backend_cpu/test_schedule_regressions.py``):
 
 * shared inits: ``cse`` merges identical ``tensor.empty`` + ``linalg.fill`` inits, and
   ``eliminate-empty-tensors`` then lets one op compute in the out-parameter of another result, which
@@ -14,6 +14,10 @@ their cause, with regression tests (``tests/backend_cpu/test_schedule_regression
 * loop-invariant reductions: the linalg vectorizer folds ``out + c`` over a reduction loop into a
   single ``out + c`` when ``c`` does not depend on the reduced elements
   (``linalg.payload.vectorizable_reduction``).
+* an out-of-bounds write on a tensor: a pad's copy in one block folds away, and canonicalization
+  turns the pad's ``insert_slice`` of an offset-0 slice of a one-tile ``vector.transfer_write`` into
+  an out-of-bounds write, which ``split_transfer_full_partial`` casts to a memref (an assertion):
+  such a copy stays loops (``_computed_prefix``).
 
 MLIR is imported inside functions only.
 """
@@ -450,7 +454,31 @@ def _plan_copy(unit: VectorUnit, op: Any, tag: int) -> str | None:
     rows = [1] * (len(shape) - 2) + [largest_divisor_at_most(shape[-2], max(1, COPY_TILE_ELEMENTS // row))
                                       for _ in shape[-2:-1]]
     tiles = ElementwiseTiles(tuple(rows) + (row if len(shape) == 1 else 0,), (0,) * len(shape))
+    if all(t in (0, d) for t, d in zip(tiles.parallel, shape)) and _computed_prefix(op.operands[0]):
+        return None
     return elementwise_section(tag, "linalg.copy", tiles)
+
+
+def _computed_prefix(x: Any) -> bool:
+    """Whether ``x`` is a ``tensor.extract_slice`` at offsets 0 with unit steps of a value some op
+    computes: a copy of it in one block must stay loops, or the transform script aborts.
+
+    Tiled as one block, the copy's forall has one iteration, which canonicalization inlines, and its
+    vector read and write fold away: the pad's ``insert_slice`` then takes the ``extract_slice``
+    itself.  When the sliced value is the ``vector.transfer_write`` of an op vectorized as one tile,
+    MLIR's ``SwapExtractSliceOfTransferWrite`` rewrites ``insert_slice(extract_slice(write))`` into a
+    write of the whole vector into the slice of the destination, out of bounds (a vector of 5 into a
+    tensor of 1), and ``split_transfer_full_partial`` casts the out-of-bounds transfer's tensor to a
+    ``MemRefType`` (an assertion: the process aborts).  Whether the producer ends up as one tile is
+    the producer's plan, and its other uses may fold away, so every computed value counts."""
+    from mlir import ir
+    if not isinstance(x, ir.OpResult) or x.owner.name != "tensor.extract_slice":
+        return False
+    attrs = x.owner.attributes
+    if any(v != 0 for v in attrs["static_offsets"]) or any(v != 1 for v in attrs["static_strides"]):
+        return False
+    source = x.owner.operands[0]
+    return isinstance(source, ir.OpResult) and source.owner.name != "arith.constant"
 
 
 def planners(unit: VectorUnit = AVX512) -> dict[str, Any]:
