@@ -303,15 +303,24 @@ _IN_A_CHILD = textwrap.dedent("""
     print("ok")
 """)
 
+def _pad_of_a_prefix(t: str, shape: tuple[int, ...], prefix: tuple[int, ...]) -> str:
+    """``pad(slice(x * x))``: the slice at offset 0, one more element at the end of the last axis."""
+    dims = lambda s: ", ".join(map(str, s))
+    padded = prefix[:-1] + (prefix[-1] + 1,)
+    zeros, ones = [0] * len(shape), [1] * len(shape)
+    return (f"func @main(%x: {t}[{dims(shape)}], %c: {t}[]) -> ({t}[{dims(padded)}]) {{\n"
+            f"  %0 = mul(%x, %x) : {t}[{dims(shape)}]\n"
+            f"  %1 = slice(%0) {{start = {zeros}, stop = {list(prefix)}, step = {ones}}} : {t}[{dims(prefix)}]\n"
+            f"  %2 = pad(%1, %c) {{lo = {zeros}, hi = {zeros[:-1] + [1]}, interior = {zeros}}} : {t}[{dims(padded)}]\n"
+            f"  return %2\n}}\n")
+
+
+# one block of fewer elements than a vector stays loops; a larger one is cut into two blocks
 _PADDED_PREFIXES = {
-    "1d": "func @main(%x: i32[5], %c: i32[]) -> (i32[2]) {\n"
-          "  %0 = add(%x, %x) : i32[5]\n"
-          "  %1 = slice(%0) {start = [0], stop = [1], step = [1]} : i32[1]\n"
-          "  %2 = pad(%1, %c) {lo = [1], hi = [0], interior = [0]} : i32[2]\n  return %2\n}\n",
-    "2d": "func @main(%x: f32[2, 4], %c: f32[]) -> (f32[1, 5]) {\n"
-          "  %0 = mul(%x, %x) : f32[2, 4]\n"
-          "  %1 = slice(%0) {start = [0, 0], stop = [1, 4], step = [1, 1]} : f32[1, 4]\n"
-          "  %2 = pad(%1, %c) {lo = [0, 0], hi = [0, 1], interior = [0, 0]} : f32[1, 5]\n  return %2\n}\n",
+    "1d-loops": _pad_of_a_prefix("i32", (5,), (1,)),
+    "2d-loops": _pad_of_a_prefix("f32", (2, 4), (1, 4)),
+    "1d-blocks": _pad_of_a_prefix("f32", (64,), (32,)),
+    "2d-blocks": _pad_of_a_prefix("f64", (2, 32), (1, 32)),
 }
 
 
@@ -326,3 +335,12 @@ def test_pad_of_a_prefix_of_one_vectorized_tile_does_not_abort(program):
     r = subprocess.run([sys.executable, "-c", _IN_A_CHILD, _PADDED_PREFIXES[program]], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_a_one_block_copy_of_a_computed_prefix_is_cut_into_blocks_of_whole_vectors_or_stays_loops():
+    from mind.compiler.backend.cpu.transforms import _two_or_more_blocks
+    assert _two_or_more_blocks((200000,), 16) == (100000,)
+    assert _two_or_more_blocks((1, 32), 8) == (1, 16)
+    assert _two_or_more_blocks((1, 3, 64), 16) == (1, 1, 0)
+    assert _two_or_more_blocks((1, 4), 16) is None and _two_or_more_blocks((1, 1), 1) is None
+    assert _two_or_more_blocks((13,), 4) is None  # 13 blocks of one element: loops

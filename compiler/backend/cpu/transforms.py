@@ -17,7 +17,7 @@ process; each is handled at its cause, with regression tests (``tests/backend_cp
 * an out-of-bounds write on a tensor: a pad's copy in one block folds away, and canonicalization
   turns the pad's ``insert_slice`` of an offset-0 slice of a one-tile ``vector.transfer_write`` into
   an out-of-bounds write, which ``split_transfer_full_partial`` casts to a memref (an assertion):
-  such a copy stays loops (``_computed_prefix``).
+  such a copy gets two or more blocks, or stays loops (``_computed_prefix``).
 
 MLIR is imported inside functions only.
 """
@@ -455,8 +455,24 @@ def _plan_copy(unit: VectorUnit, op: Any, tag: int) -> str | None:
                                       for _ in shape[-2:-1]]
     tiles = ElementwiseTiles(tuple(rows) + (row if len(shape) == 1 else 0,), (0,) * len(shape))
     if all(t in (0, d) for t, d in zip(tiles.parallel, shape)) and _computed_prefix(op.operands[0]):
-        return None
+        split = _two_or_more_blocks(shape, unit.lanes(element_bits(op.operands[1].type)))
+        if split is None:
+            return None
+        tiles = ElementwiseTiles(split, (0,) * len(shape))
     return elementwise_section(tag, "linalg.copy", tiles)
+
+
+def _two_or_more_blocks(shape: Sequence[int], lanes: int) -> tuple[int, ...] | None:
+    """Forall tiles that cut a copy of ``shape`` into at least two blocks of at least ``lanes``
+    elements (the first axis longer than 1 by its largest divisor up to half of it), or None (a copy
+    so small, or of a prime count of single elements, stays loops)."""
+    axis = next((i for i, d in enumerate(shape) if d > 1), None)
+    if axis is None:
+        return None
+    cut = largest_divisor_at_most(shape[axis], shape[axis] // 2)
+    if cut * product(shape[axis + 1:]) < lanes:
+        return None
+    return tuple(1 for _ in shape[:axis]) + (cut,) + tuple(0 for _ in shape[axis + 1:])
 
 
 def _computed_prefix(x: Any) -> bool:
@@ -470,7 +486,9 @@ def _computed_prefix(x: Any) -> bool:
     write of the whole vector into the slice of the destination, out of bounds (a vector of 5 into a
     tensor of 1), and ``split_transfer_full_partial`` casts the out-of-bounds transfer's tensor to a
     ``MemRefType`` (an assertion: the process aborts).  Whether the producer ends up as one tile is
-    the producer's plan, and its other uses may fold away, so every computed value counts."""
+    the producer's plan, and its other uses may fold away, so every computed value counts: such a copy
+    gets two or more blocks (``_two_or_more_blocks``: the forall stays, and the pad inserts its result),
+    else stays loops."""
     from mlir import ir
     if not isinstance(x, ir.OpResult) or x.owner.name != "tensor.extract_slice":
         return False
