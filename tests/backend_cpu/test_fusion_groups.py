@@ -267,3 +267,15 @@ def test_blocked_sum_first_level_takes_several_rows_per_tile():
     # a row reduction along the last loop, or an op with its rows not tiled by one: unchanged
     assert _chained_rows([1, 64], [16, 512], [par, red], {0: 16}, 16) == [1, 64]
     assert _chained_rows([2, 8, 4], [16, 128, 4], [par, red, par], {0: 16}, 16) == [2, 8, 4]
+
+
+def test_row_combination_is_a_tree():
+    # a row's vector-wide partial sums are combined with reassociation (LLVM's shuffle tree), not as
+    # one dependent scalar add per partial result; the max's combination is exact in any order
+    from mind.compiler.backend.cpu.api import emit_stage
+    src = softmax_src("softmax", "f32", (128, 77))
+    llvm = emit_stage(mind._function_of(src, "f"), "llvm")
+    reductions = [line for line in llvm.splitlines() if "call" in line and "llvm.vector.reduce." in line]
+    assert any("reduce.fadd" in line for line in reductions)
+    assert all("reassoc" in line for line in reductions)
+    _compare(src, _args([(128, 77)], "f32"), "host", threads=1)

@@ -251,6 +251,13 @@ _MASKED = """\
 """
 
 
+_REASSOCIATE = """\
+    %{v} = transform.structured.match ops{{["vector.reduction"]}} in {forall} : (!transform.any_op) -> !transform.any_op
+    %{v}_p = transform.param.constant #arith.fastmath<reassoc> -> !transform.any_param
+    transform.annotate %{v} "fastmath" = %{v}_p : !transform.any_op, !transform.any_param
+"""
+
+
 def _cse(var: str) -> str:
     return (f"    %{var} = transform.structured.match ops{{[\"func.func\"]}} in %root : (!transform.any_op) -> "
             f"!transform.any_op\n    transform.apply_cse to %{var} : !transform.any_op\n")
@@ -292,12 +299,14 @@ def group_section(group: Group, tags: Sequence[int | None], unit: VectorUnit,
         tiled, combines, rest = tiled + t, combines + c, rest + r
     # the per-row combinations of split reductions first, alone in the block, as horizontal
     # reductions (the target's "innerparallel" lowering, right for the other reductions, extracts a
-    # row's 64 partial results one by one); then the rest
+    # row's 64 partial results one by one), reassociated (a sum may add in any order: a tree of
+    # shuffles and vector adds, not one dependent scalar add per partial result); then the rest
     s += tiled + combines
     if combines:
         s += (f"    transform.apply_patterns to {forall} {{\n"
               f"      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = \"innerreduction\"\n"
               f"    }} : !transform.any_op\n")
+        s += _REASSOCIATE.format(v=f"gh{g}", forall=forall)
     # masked transfers (rows without a whole-vector divisor) as transfers with a mask operand,
     # which the target's vector lowering turns into masked loads and stores
     return s + rest + _MASKED.format(v=f"gm{g}")
