@@ -279,3 +279,33 @@ def test_row_combination_is_a_tree():
     assert any("reduce.fadd" in line for line in reductions)
     assert all("reassoc" in line for line in reductions)
     _compare(src, _args([(128, 77)], "f32"), "host", threads=1)
+
+
+def _blocked_views(modules: list[str]) -> int:
+    """The blocked sums' views (``[rows, q, n / q]``) left in the scheduled payloads."""
+    return sum(len(re.findall(r"tensor\.expand_shape", m)) for m in modules)
+
+
+@pytest.mark.parametrize("kind,shape", [("layer_norm", (64, 768)), ("log_softmax", (64, 512)),
+                                        ("rms_norm", (3, 40, 640))])
+def test_blocked_sum_in_a_group_is_one_reduction_along_the_row(kind, shape):
+    # a row of 768 is blocked as 128 runs of 6 partial sums; inside a group it becomes one reduction
+    # along the row with vector-wide partial sums (each within SUM_RUN terms), which the blocking's
+    # handful of 4-lane partial sums cannot keep busy
+    src, shapes = _src(kind, "f32", shape)
+    modules: list[str] = []
+    with applied_scripts(modules) as seen:
+        for cpu in CPUS:
+            _compare(src, _args(shapes, "f32"), cpu, threads=1)
+    assert _grouped(seen) and modules and _blocked_views(modules) == 0
+
+
+@pytest.mark.parametrize("shape", [(2, 16384), (16, 1000)])
+def test_long_or_masked_rows_keep_the_blocked_sum(shape):
+    # 16384 / 64 partial sums would each add 256 terms, more than a run of the blocking (SUM_RUN);
+    # a row of 1000 has no whole-vector tile: both stay blocked, and still match the reference
+    src, shapes = _src("rms_norm", "f32", shape)
+    modules: list[str] = []
+    with applied_scripts(modules) as seen:
+        _compare(src, _args(shapes, "f32"), "host", threads=1)
+    assert _grouped(seen) and _blocked_views(modules) > 0

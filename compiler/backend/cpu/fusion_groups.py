@@ -18,7 +18,8 @@ softmax a training step keeps for its gradient) becomes a result of the forall, 
 once per block;
 it has at least one reduction; and every op of it keeps the consumer's leading loops (``prefix``) as
 its own leading parallel loops, indexed as such by every operand that flows inside the group.  The
-reductions then compute per block what the consumer's block reads.  MLIR is imported inside
+reductions then compute per block what the consumer's block reads.  A blocked row sum that a group
+reads is first made one reduction along the row (``unblock_sums``).  MLIR is imported inside
 functions only.
 """
 
@@ -26,12 +27,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from ..linalg.lowerings import SUM_RUN
 from ..linalg.payload import element_bits, generic_loops, product, static_shape
 from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .vector_unit import VectorUnit
 
 __all__ = ["L2_SHARE", "MIN_BLOCKS", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
-           "group_section", "plan_groups"]
+           "group_section", "plan_groups", "unblock_sums"]
 
 L2_SHARE = 2
 """A block's live rows take at most 1/L2_SHARE of L2: the rest holds the next block's prefetched
@@ -404,3 +406,155 @@ def plan_groups(unit: VectorUnit, plannable: Callable[[Any], bool],
             continue
         plans.append((group.ops, lambda tags, g=group: group_section(g, tags, unit, inner_tiles)))
     return plans
+
+
+# ------------------------------------------------------------------- blocked sums inside a group
+
+def unblock_sums(module: Any, unit: VectorUnit, plannable: Callable[[Any], bool],
+                 skip: Callable[[Any], bool] | None, min_work: int) -> int:
+    """Rewrite each blocked row sum (``lowerings.reduce_sum``: a view ``[rows, q, p]`` of the row, a
+    first level adding its q runs into p partial sums, a last level adding those) that a group of
+    at least ``min_work`` iterations reads into one reduction along the row, when the group's
+    vector-wide partial sums (``row_tile``: whole vectors, no masked tile) keep every partial sum
+    within ``SUM_RUN`` terms, the blocking's own bound.  Returns how many were rewritten.
+
+    Why: the blocking's p partial sums are a handful (a row of 512 is 128 runs of 4), so its first
+    level is vectors of 4 lanes gathered across rows with shuffles, where one reduction along the row
+    keeps vector-wide partial sums (64 for f32 on AVX-512) and combines them once per row as a tree;
+    each partial sum then adds at most as many terms as a run of the blocking, and the spec's bound
+    for a sum holds for every order of the additions."""
+    from mlir import ir
+    ops: list[Any] = []
+
+    def visit(op: Any) -> ir.WalkResult:
+        if op.name.startswith("linalg.") and op.name not in ("linalg.yield", "linalg.index") and \
+                not (skip and skip(op)):
+            ops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    chains = []
+    try:  # as the planners (``schedule_module``): an op of a form not foreseen is left as it is
+        for group in find_groups(ops, plannable):
+            if product(group.ranges) < min_work:
+                continue
+            members = {hash(op.operation) for op in group.ops}
+            for last in group.ops:
+                chain = _blocked_chain(last, members, unit)
+                if chain is not None:
+                    chains.append(chain)
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return 0
+    for chain in chains:
+        _unblock(*chain)
+    return len(chains)
+
+
+def _body_ops(op: Any) -> list[Any]:
+    return list(op.regions[0].blocks[0].operations)
+
+
+def _adds_to_out(op: Any) -> bool:
+    """Whether ``op``'s body yields ``out + x`` (``x`` computed without ``out``): an accumulation whose
+    terms may be regrouped."""
+    block = op.regions[0].blocks[0]
+    body = _body_ops(op)
+    out = block.arguments[len(block.arguments) - 1]
+    yielded = body[-1].operands[0] if len(body[-1].operands) == 1 else None
+    add = _owner(yielded) if yielded is not None else None
+    if add is None or add.name != "arith.addf" or len(list(out.uses)) != 1:
+        return False
+    return any(v == out for v in add.operands)
+
+
+def _zero_fill(v: Any) -> bool:
+    """Whether ``v`` is a fill of a float zero (the blocked sum's partial sums start at -0)."""
+    from mlir import ir
+    fill = _owner(v)
+    if fill is None or fill.name != "linalg.fill":
+        return False
+    scalar = _owner(fill.operands[0])
+    if scalar is None or scalar.name != "arith.constant":
+        return False
+    value = scalar.attributes["value"]
+    return isinstance(value, ir.FloatAttr) and ir.FloatAttr(value).value == 0.0
+
+
+def _blocked_chain(last: Any, members: set[int], unit: VectorUnit) -> tuple[Any, Any, list[Any]] | None:
+    """(the first level, the last level, the first level's input maps over the row) of a blocked
+    sum ending in ``last``, when it can be one reduction along the row (``unblock_sums``), else
+    None."""
+    from mlir import ir
+    if last.name != "linalg.generic" or len(last.results) != 1:
+        return None
+    loops = generic_loops(last)
+    if loops is None or len(last.operands) != 2 or not _adds_to_out(last) or not _zero_fill(last.operands[1]):
+        return None
+    ranges, kinds = loops
+    k = len(ranges) - 1
+    if kinds != ["parallel"] * k + ["reduction"]:
+        return None
+    first = _owner(last.operands[0])
+    if first is None or first.name != "linalg.generic" or hash(first.operation) not in members or \
+            len(first.results) != 1 or len(list(first.results[0].uses)) != 1:
+        return None
+    loops1 = generic_loops(first)
+    if loops1 is None or loops1[1] != ["parallel"] * k + ["reduction", "parallel"] or loops1[0][:k] != ranges[:k] or \
+            not _adds_to_out(first) or not _zero_fill(first.operands[-1]):
+        return None
+    q, p = loops1[0][k], loops1[0][k + 1]
+    n = q * p
+    elem = element_bits(first.results[0].type)
+    t, masked = row_tile(n, unit.lanes(elem))
+    if masked or -(-n // t) > SUM_RUN:
+        return None
+    maps = [ir.AffineMapAttr(a).value for a in first.attributes["indexing_maps"]]
+    row_dims = list(range(k))
+    new_maps = []
+    for v, amap in zip(first.operands[:-1], maps[:-1]):
+        dims = [e.position if isinstance(e, ir.AffineDimExpr) else None for e in amap.results]
+        view = _owner(v)
+        if dims == list(range(k + 2)) and view is not None and view.name == "tensor.expand_shape" and \
+                static_shape(view.operands[0].type) == ranges[:k] + [n] and \
+                [[ir.IntegerAttr(a).value for a in ir.ArrayAttr(g)]
+                 for g in view.attributes["reassociation"]][k:] == [[k, k + 1]]:
+            new_maps.append((view.operands[0], ir.AffineMap.get_identity(k + 1)))
+        elif all(d is not None and d in row_dims for d in dims):
+            new_maps.append((v, ir.AffineMap.get(k + 1, 0, [ir.AffineDimExpr.get(d) for d in dims])))
+        else:
+            return None
+    return first, last, new_maps
+
+
+def _unblock(first: Any, last: Any, inputs: list[tuple[Any, Any]]) -> None:
+    """Replace ``last`` (and ``first``, and its view and init when nothing else reads them) by one
+    reduction along the row with ``first``'s body."""
+    from mlir import ir
+    out_map = ir.AffineMapAttr(list(last.attributes["indexing_maps"])[-1]).value
+    maps = [m for _, m in inputs] + [out_map]
+    with last.location:
+        new = ir.Operation.create(
+            "linalg.generic", results=[last.results[0].type],
+            operands=[v for v, _ in inputs] + [last.operands[1]], regions=1, ip=ir.InsertionPoint(last),
+            attributes={"indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
+                        "iterator_types": last.attributes["iterator_types"],
+                        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(inputs), 1])})
+        old = first.regions[0].blocks[0]
+        block = new.regions[0].blocks.append(*[a.type for a in old.arguments])
+        mapping = list(zip(old.arguments, block.arguments))
+
+        def mapped(v: Any) -> Any:
+            return next((n for o, n in mapping if o == v), v)
+        for op in list(old.operations):
+            clone = op.clone(ip=ir.InsertionPoint(block))
+            for i, v in enumerate(clone.operands):
+                clone.operands[i] = mapped(v)
+            mapping.extend(zip(op.results, clone.results))
+    last.results[0].replace_all_uses_with(new.results[0])
+    view_inits = [_owner(v) for v in first.operands]
+    last.erase()
+    first.erase()
+    for op in view_inits:
+        if op is not None and op.name in ("tensor.expand_shape", "linalg.fill") and \
+                not any(True for r in op.results for _ in r.uses):
+            op.erase()
