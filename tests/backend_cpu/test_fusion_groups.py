@@ -309,3 +309,17 @@ def test_long_or_masked_rows_keep_the_blocked_sum(shape):
     with applied_scripts(modules) as seen:
         _compare(src, _args(shapes, "f32"), "host", threads=1)
     assert _grouped(seen) and _blocked_views(modules) > 0
+
+
+@pytest.mark.parametrize("kind,shape", [("softmax", (40, 1001)), ("log_softmax", (3, 20, 177))])
+def test_masked_rows_are_peeled(kind, shape):
+    # the row loop of whole vector tiles runs without masks (a reduction's partial sums stay in
+    # registers); only the last, partial tile is masked
+    src, shapes = _src(kind, "f32", shape)
+    modules: list[str] = []
+    with applied_scripts(modules) as seen:
+        for cpu in CPUS:
+            _compare(src, _args(shapes, "f32"), cpu, threads=1)
+    assert _grouped(seen) and all("transform.loop.peel" in s for s in seen if "fuse_into" in s)
+    # every row loop of the reductions carries its partial sums as a vector (no masked round trip)
+    assert any(re.search(r"scf\.for .* -> \(vector<(1x)+\d+xf32>\)", m) for m in modules)

@@ -347,13 +347,20 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
         t, masked = row_tile(ranges[-1], unit.lanes(max(element_bits(v.type) for v in op.operands)))
         rows = [1] * (len(ranges) - 1)
         if all(k == "parallel" for k in kinds):
-            return tile_for(f"{name}i", handle, rows + [t]), "", _vectorize(f"%{name}i", rows + [t], masked)
+            s = tile_for(f"{name}i", handle, rows + [t])
+            if not masked:
+                return s, "", vectorize(f"%{name}i")
+            peel, vec = _peeled(f"{name}i", f"%{name}i_l" + (f"#{len(rows)}" if rows else ""), rows + [t])
+            return s + peel, "", vec
         if kinds[-1] != "parallel" and all(k == "parallel" for k in kinds[:-1]):
             s = tile_for(f"{name}r", handle, rows + [0])
             s += (f"    %{name}f, %{name}s, %{name}c, %{name}l = transform.structured.tile_reduction_using_for "
                   f"%{name}r by tile_sizes = {sizes([0] * len(rows) + [t])} : (!transform.any_op) -> "
                   f"(!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n")
-            return s, vectorize(f"%{name}c"), vectorize(f"%{name}f") + _vectorize(f"%{name}s", rows + [t], masked)
+            if not masked:
+                return s, vectorize(f"%{name}c"), vectorize(f"%{name}f") + vectorize(f"%{name}s")
+            peel, vec = _peeled(f"{name}s", f"%{name}l", rows + [t])
+            return s + peel, vectorize(f"%{name}c"), vectorize(f"%{name}f") + vec
     tiles = inner_tiles(op, block)
     if loops is not None:
         tiles = _chained_rows(tiles, ranges, kinds, block, unit.lanes(max(element_bits(v.type) for v in op.operands)))
@@ -386,10 +393,24 @@ def _chained_rows(tiles: list[int], ranges: Sequence[int], kinds: Sequence[str],
     return out
 
 
-def _vectorize(handle: str, vector_sizes: Sequence[int], masked: bool) -> str:
-    if not masked:
-        return vectorize(handle)
-    return f"    transform.structured.vectorize {handle} vector_sizes {sizes(vector_sizes)} : !transform.any_op\n"
+def _peeled(name: str, loop: str, vector_sizes: Sequence[int]) -> tuple[str, str]:
+    """(peeling, vectorizing) a row loop whose last tile is partial: the loop split into whole tiles,
+    vectorized without masks, and the one partial tile, vectorized with a mask.  Why: a masked tile in
+    every iteration keeps a reduction's partial sums in memory (a masked load and store of the
+    accumulator per tile, each waiting for the last) and computes a mask per tile."""
+    s = (f"    %{name}_c = transform.cast {loop} : !transform.any_op to !transform.op<\"scf.for\">\n"
+         f"    %{name}_m, %{name}_t = transform.loop.peel %{name}_c : (!transform.op<\"scf.for\">) -> "
+         f"(!transform.any_op, !transform.any_op)\n"
+         # the whole tiles' sizes, constants after peeling, folded into static shapes
+         f"    transform.apply_patterns to %{name}_m {{\n      transform.apply_patterns.canonicalization\n"
+         f"    }} : !transform.any_op\n")
+    vec = ""
+    for part in ("m", "t"):
+        s += (f"    %{name}_{part}g = transform.structured.match ops{{[\"linalg.generic\"]}} in %{name}_{part} : "
+              f"(!transform.any_op) -> !transform.any_op\n")
+    vec += vectorize(f"%{name}_mg")
+    vec += f"    transform.structured.vectorize %{name}_tg vector_sizes {sizes(vector_sizes)} : !transform.any_op\n"
+    return s, vec
 
 
 GroupPlan = tuple[list[Any], Callable[[Sequence[int | None]], str]]
