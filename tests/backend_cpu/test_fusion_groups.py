@@ -300,15 +300,16 @@ def test_blocked_sum_in_a_group_is_one_reduction_along_the_row(kind, shape):
     assert _grouped(seen) and modules and _blocked_views(modules) == 0
 
 
-@pytest.mark.parametrize("shape", [(2, 16384), (16, 1000)])
-def test_long_or_masked_rows_keep_the_blocked_sum(shape):
-    # 16384 / 64 partial sums would each add 256 terms, more than a run of the blocking (SUM_RUN);
-    # a row of 1000 has no whole-vector tile: both stay blocked, and still match the reference
+@pytest.mark.parametrize("shape,blocked", [((2, 16384), True), ((16, 1000), False), ((24, 1001), False)])
+def test_only_long_rows_keep_the_blocked_sum(shape, blocked):
+    # 16384 / 64 partial sums would each add 256 terms, more than a run of the blocking (SUM_RUN):
+    # it stays blocked; rows of 1000 or 1001 (no whole-vector tile: the last one is peeled and
+    # masked) become one reduction; all match the reference
     src, shapes = _src("rms_norm", "f32", shape)
     modules: list[str] = []
     with applied_scripts(modules) as seen:
         _compare(src, _args(shapes, "f32"), "host", threads=1)
-    assert _grouped(seen) and _blocked_views(modules) > 0
+    assert _grouped(seen) and (_blocked_views(modules) > 0) == blocked
 
 
 @pytest.mark.parametrize("kind,shape", [("softmax", (40, 1001)), ("log_softmax", (3, 20, 177))])

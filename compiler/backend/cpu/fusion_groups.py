@@ -436,8 +436,8 @@ def unblock_sums(module: Any, unit: VectorUnit, plannable: Callable[[Any], bool]
     """Rewrite each blocked row sum (``lowerings.reduce_sum``: a view ``[rows, q, p]`` of the row, a
     first level adding its q runs into p partial sums, a last level adding those) that a group of
     at least ``min_work`` iterations reads into one reduction along the row, when the group's
-    vector-wide partial sums (``row_tile``: whole vectors, no masked tile) keep every partial sum
-    within ``SUM_RUN`` terms, the blocking's own bound.  Returns how many were rewritten.
+    vector-wide partial sums (``row_tile``) keep every partial sum within ``SUM_RUN`` terms, the
+    blocking's own bound.  Returns how many were rewritten.
 
     Why: the blocking's p partial sums are a handful (a row of 512 is 128 runs of 4), so its first
     level is vectors of 4 lanes gathered across rows with shuffles, where one reduction along the row
@@ -526,8 +526,8 @@ def _blocked_chain(last: Any, members: set[int], unit: VectorUnit) -> tuple[Any,
     q, p = loops1[0][k], loops1[0][k + 1]
     n = q * p
     elem = element_bits(first.results[0].type)
-    t, masked = row_tile(n, unit.lanes(elem))
-    if masked or -(-n // t) > SUM_RUN:
+    t, _ = row_tile(n, unit.lanes(elem))
+    if -(-n // t) > SUM_RUN:
         return None
     maps = [ir.AffineMapAttr(a).value for a in first.attributes["indexing_maps"]]
     row_dims = list(range(k))
