@@ -324,3 +324,18 @@ def test_masked_rows_are_peeled(kind, shape):
     assert _grouped(seen) and all("transform.loop.peel" in s for s in seen if "fuse_into" in s)
     # every row loop of the reductions carries its partial sums as a vector (no masked round trip)
     assert any(re.search(r"scf\.for .* -> \(vector<(1x)+\d+xf32>\)", m) for m in modules)
+
+
+def test_small_group_with_costly_bodies_is_scheduled(monkeypatch):
+    monkeypatch.setenv("MIND_CPU_SCHEDULE", "1")  # the default cost model, not every op
+    # 64x77 elements are below the per-op cost model's iterations, but fusion computes the norm's
+    # sqrt (exp(log(x) / 2) in f64) for every element: as scalar loops that is ~170 us a call, so the
+    # group counts its bodies' operations (group_work) and is scheduled
+    src, shapes = _src("rms_norm", "f64", (64, 77))
+    with applied_scripts() as seen:
+        _compare(src, _args(shapes, "f64"), "host", threads=1)
+    assert _grouped(seen)
+    # a classifier head's log-softmax of 32x10 is still too small to pay for its compile
+    with applied_scripts() as seen:
+        _compare(softmax_src("log_softmax", "f32", (32, 10)), _args([(32, 10)], "f32"), "host", threads=1)
+    assert not _grouped(seen)

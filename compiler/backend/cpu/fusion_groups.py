@@ -33,7 +33,7 @@ from ..linalg.transform_script import largest_divisor_at_most, match, sizes, til
 from .vector_unit import VectorUnit
 
 __all__ = ["L2_SHARE", "MIN_BLOCKS", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
-           "group_section", "plan_groups", "unblock_sums"]
+           "group_section", "plan_groups", "unblock_sums", "group_work", "BODY_OPS"]
 
 L2_SHARE = 2
 """A block's live rows take at most 1/L2_SHARE of L2: the rest holds the next block's prefetched
@@ -413,6 +413,26 @@ def _peeled(name: str, loop: str, vector_sizes: Sequence[int]) -> tuple[str, str
     return s, vec
 
 
+BODY_OPS = 8
+"""The operations per iteration that the cost model's ``min_work`` (iterations) stands for: a group
+whose bodies do more (an ``exp``/``log`` polynomial, a norm's ``sqrt`` as ``exp(log(x) / 2)`` that
+elementwise fusion computes for every element of the row) counts its operations in such units."""
+
+
+def group_work(group: Group) -> int:
+    """The work a group's cost is compared with ``min_work`` by: the consumer's iterations, or, when
+    larger, the operations of every generic of the group (iterations times body operations) in units
+    of ``BODY_OPS``.  Why: left unscheduled, a group is scalar loops that recompute whatever fusion
+    put in a body for every element (a per-row ``log`` or ``sqrt``: 170 us for an f64 RMS norm of
+    64x77 elements, 15 us for torch), so its cost is its operations, not its elements."""
+    ops = 0
+    for op in group.ops:
+        loops = generic_loops(op) if op.name == "linalg.generic" else None
+        if loops is not None:
+            ops += product(loops[0]) * (len(op.regions[0].blocks[0].operations) - 1)
+    return max(product(group.ranges), ops // BODY_OPS)
+
+
 GroupPlan = tuple[list[Any], Callable[[Sequence[int | None]], str]]
 
 
@@ -423,7 +443,7 @@ def plan_groups(unit: VectorUnit, plannable: Callable[[Any], bool],
     the builder of its section from its ops' tags (``linalg.schedule.schedule_module``)."""
     plans: list[GroupPlan] = []
     for group in find_groups(candidates, plannable):
-        if product(group.ranges) < min_work:
+        if group_work(group) < min_work:
             continue
         plans.append((group.ops, lambda tags, g=group: group_section(g, tags, unit, inner_tiles)))
     return plans
@@ -457,7 +477,7 @@ def unblock_sums(module: Any, unit: VectorUnit, plannable: Callable[[Any], bool]
     chains = []
     try:  # as the planners (``schedule_module``): an op of a form not foreseen is left as it is
         for group in find_groups(ops, plannable):
-            if product(group.ranges) < min_work:
+            if group_work(group) < min_work:
                 continue
             members = {hash(op.operation) for op in group.ops}
             for last in group.ops:
