@@ -286,18 +286,26 @@ def _blocked_views(modules: list[str]) -> int:
     return sum(len(re.findall(r"tensor\.expand_shape", m)) for m in modules)
 
 
+def _scheduled(kind: str, shape: tuple[int, ...], cpus: list[str]) -> tuple[list[str], list[str]]:
+    """(the scripts applied, the payloads after them) of ``kind`` at ``shape`` on one thread, each
+    result checked against the reference on every cpu of ``cpus``."""
+    src, shapes = _src(kind, "f32", shape)
+    modules: list[str] = []
+    with applied_scripts(modules) as seen:
+        for cpu in cpus:
+            _compare(src, _args(shapes, "f32"), cpu, threads=1)
+    assert _grouped(seen)
+    return seen, modules
+
+
 @pytest.mark.parametrize("kind,shape", [("layer_norm", (64, 768)), ("log_softmax", (64, 512)),
                                         ("rms_norm", (3, 40, 640))])
 def test_blocked_sum_in_a_group_is_one_reduction_along_the_row(kind, shape):
     # a row of 768 is blocked as 128 runs of 6 partial sums; inside a group it becomes one reduction
     # along the row with vector-wide partial sums (each within SUM_RUN terms), which the blocking's
     # handful of 4-lane partial sums cannot keep busy
-    src, shapes = _src(kind, "f32", shape)
-    modules: list[str] = []
-    with applied_scripts(modules) as seen:
-        for cpu in CPUS:
-            _compare(src, _args(shapes, "f32"), cpu, threads=1)
-    assert _grouped(seen) and modules and _blocked_views(modules) == 0
+    _, modules = _scheduled(kind, shape, CPUS)
+    assert modules and _blocked_views(modules) == 0
 
 
 @pytest.mark.parametrize("shape,blocked", [((2, 16384), True), ((16, 1000), False), ((24, 1001), False)])
@@ -305,23 +313,16 @@ def test_only_long_rows_keep_the_blocked_sum(shape, blocked):
     # 16384 / 64 partial sums would each add 256 terms, more than a run of the blocking (SUM_RUN):
     # it stays blocked; rows of 1000 or 1001 (no whole-vector tile: the last one is peeled and
     # masked) become one reduction; all match the reference
-    src, shapes = _src("rms_norm", "f32", shape)
-    modules: list[str] = []
-    with applied_scripts(modules) as seen:
-        _compare(src, _args(shapes, "f32"), "host", threads=1)
-    assert _grouped(seen) and (_blocked_views(modules) > 0) == blocked
+    _, modules = _scheduled("rms_norm", shape, ["host"])
+    assert (_blocked_views(modules) > 0) == blocked
 
 
 @pytest.mark.parametrize("kind,shape", [("softmax", (40, 1001)), ("log_softmax", (3, 20, 177))])
 def test_masked_rows_are_peeled(kind, shape):
     # the row loop of whole vector tiles runs without masks (a reduction's partial sums stay in
     # registers); only the last, partial tile is masked
-    src, shapes = _src(kind, "f32", shape)
-    modules: list[str] = []
-    with applied_scripts(modules) as seen:
-        for cpu in CPUS:
-            _compare(src, _args(shapes, "f32"), cpu, threads=1)
-    assert _grouped(seen) and all("transform.loop.peel" in s for s in seen if "fuse_into" in s)
+    seen, modules = _scheduled(kind, shape, CPUS)
+    assert all("transform.loop.peel" in s for s in seen if "fuse_into" in s)
     # every row loop of the reductions carries its partial sums as a vector (no masked round trip)
     assert any(re.search(r"scf\.for .* -> \(vector<(1x)+\d+xf32>\)", m) for m in modules)
 
