@@ -20,7 +20,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["Emitter", "TextEmitter", "exp_text", "log_text", "build_exp", "build_log", "FloatFormat", "F32", "F64"]
+__all__ = ["Emitter", "TextEmitter", "exp_text", "log_text", "build_exp", "build_log", "FloatFormat", "F32", "F64",
+           "vector_ops"]
 
 
 @dataclass(frozen=True)
@@ -268,3 +269,11 @@ def exp_text(x: str, ty: str = "f32", prefix: str = "exp") -> tuple[list[str], s
 def log_text(x: str, ty: str = "f32", prefix: str = "log") -> tuple[list[str], str]:
     """SSA lines computing log(``x``) and the name of the result (see ``exp_text``)."""
     return _text(build_log, x, ty, prefix)
+
+
+def vector_ops(build: Callable[[Emitter, Any], Any], ty: str = "f32") -> int:
+    """The instructions one vector of ``build`` (``build_exp``, ``build_log``) costs: its operations
+    but the constants (hoisted out of every loop) and the bitcasts (no instruction); what the thread
+    cost model charges per element (``cpu.thread_cost``), so that it follows the polynomials here."""
+    lines, _ = _text(build, "%x", f"vector<16x{ty}>" if ty else ty, "c")
+    return sum(1 for line in lines if "arith.constant" not in line and "arith.bitcast" not in line)
