@@ -299,11 +299,18 @@ def group_section(group: Group, tags: Sequence[int | None], unit: VectorUnit,
         tiled += f"    {handle}d = transform.merge_handles deduplicate {handle} : !transform.any_op\n"
         t, c, r = _inner_section(handle[1:], f"{handle}d", op, block, unit, inner_tiles)
         tiled, combines, rest = tiled + t, combines + c, rest + r
+    s += tiled
+    if "transform.loop.peel" in tiled:
+        # the whole tiles' sizes, constants after peeling, folded into static shapes; applied to the
+        # forall, which outlives the patterns (a peeled loop of one tile is inlined by them, and a
+        # handle to it would then name an erased op; the ops' handles follow them)
+        s += (f"    transform.apply_patterns to {forall} {{\n      transform.apply_patterns.canonicalization\n"
+              f"    }} : !transform.any_op\n")
     # the per-row combinations of split reductions first, alone in the block, as horizontal
     # reductions (the target's "innerparallel" lowering, right for the other reductions, extracts a
     # row's 64 partial results one by one), reassociated (a sum may add in any order: a tree of
     # shuffles and vector adds, not one dependent scalar add per partial result); then the rest
-    s += tiled + combines
+    s += combines
     if combines:
         s += (f"    transform.apply_patterns to {forall} {{\n"
               f"      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = \"innerreduction\"\n"
@@ -400,10 +407,7 @@ def _peeled(name: str, loop: str, vector_sizes: Sequence[int]) -> tuple[str, str
     accumulator per tile, each waiting for the last) and computes a mask per tile."""
     s = (f"    %{name}_c = transform.cast {loop} : !transform.any_op to !transform.op<\"scf.for\">\n"
          f"    %{name}_m, %{name}_t = transform.loop.peel %{name}_c : (!transform.op<\"scf.for\">) -> "
-         f"(!transform.any_op, !transform.any_op)\n"
-         # the whole tiles' sizes, constants after peeling, folded into static shapes
-         f"    transform.apply_patterns to %{name}_m {{\n      transform.apply_patterns.canonicalization\n"
-         f"    }} : !transform.any_op\n")
+         f"(!transform.any_op, !transform.any_op)\n")
     vec = ""
     for part in ("m", "t"):
         s += (f"    %{name}_{part}g = transform.structured.match ops{{[\"linalg.generic\"]}} in %{name}_{part} : "
