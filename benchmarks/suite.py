@@ -5,6 +5,8 @@
     python benchmarks/suite.py --only softmax    # the workloads whose name contains a word (no file)
     python benchmarks/suite.py --name suite-baseline   # writes benchmarks/results/suite-baseline.json
     python benchmarks/suite.py --isa x86-64-v3   # AVX2 code everywhere; writes suite-x86-64-v3.json
+    python benchmarks/suite.py --holdout random  # held-out programs at shapes drawn from a new seed
+                                                 # (printed; --holdout SEED repeats a draw); writes suite-holdout.json
 
 Each *kind* of program (elementwise chains, row and column reductions, softmax / log-softmax, layer
 and RMS norm, attention, 2-D and batched matmul, conv2d by stride, dilation, padding and channels,
@@ -60,6 +62,12 @@ ISA_ENV: dict[str, dict[str, str]] = {
 """The environment that holds the peers to one ISA (``--isa``): read by the libraries as they load."""
 
 ISA = sys.argv[sys.argv.index("--isa") + 1] if "--isa" in sys.argv[:-1] else "host"
+HOLDOUT = sys.argv[sys.argv.index("--holdout") + 1] if "--holdout" in sys.argv[:-1] else None
+"""The seed of the held-out set (``--holdout SEED``; ``random`` draws one), or None for the suite."""
+if HOLDOUT == "random":
+    HOLDOUT = str(int.from_bytes(os.urandom(3), "little"))
+if HOLDOUT is not None and not HOLDOUT.isdigit():
+    sys.exit("--holdout: a non-negative integer seed, or 'random'")
 if ISA not in ISA_ENV:
     sys.exit(f"--isa: one of {', '.join(ISA_ENV)}")
 os.environ.update(ISA_ENV[ISA])  # before numpy: OpenBLAS picks its kernels when it loads
@@ -115,6 +123,10 @@ class NumpyOps:
     def transpose(self, x): return np.ascontiguousarray(x.T)
     def pad(self, x, pads): return np.pad(x, pads)
     def take(self, x, idx): return np.take(x, idx, axis=0)
+    def tanh(self, x): return np.tanh(x)
+    def log(self, x): return np.log(x)
+    def permute(self, x, perm): return np.ascontiguousarray(np.transpose(x, perm))
+    def every_other(self, x): return np.ascontiguousarray(x[..., ::2])
 
     def softmax(self, x):
         e = np.exp(x - x.max(axis=-1, keepdims=True))
@@ -169,6 +181,10 @@ class TorchOps:
     def take(self, x, idx): return self.F.embedding(idx.long() if idx.dtype != self.t.int64 else idx, x)
     def softmax(self, x): return self.t.softmax(x, dim=-1)
     def log_softmax(self, x): return self.t.log_softmax(x, dim=-1)
+    def tanh(self, x): return self.t.tanh(x)
+    def log(self, x): return self.t.log(x)
+    def permute(self, x, perm): return x.permute(*perm).contiguous()
+    def every_other(self, x): return x[..., ::2].contiguous()
 
     def conv2d(self, x, w, stride=1, padding="valid", dilation=1):
         # NHWC / HWIO as MIND's: a channels-last NCHW view of x, the weight permuted (a view)
@@ -208,6 +224,10 @@ class JaxOps:
     def take(self, x, idx): return self.np.take(x, idx, axis=0)
     def softmax(self, x): return self.jax.nn.softmax(x, axis=-1)
     def log_softmax(self, x): return self.jax.nn.log_softmax(x, axis=-1)
+    def tanh(self, x): return self.np.tanh(x)
+    def log(self, x): return self.np.log(x)
+    def permute(self, x, perm): return self.np.transpose(x, perm)
+    def every_other(self, x): return x[..., ::2]
 
     def conv2d(self, x, w, stride=1, padding="valid", dilation=1):
         return self.jax.lax.conv_general_dilated(x, w, (stride, stride), padding.upper(),
@@ -458,6 +478,128 @@ def workloads() -> list[Workload]:
     ]
 
 
+# ------------------------------------------------------------------------------------ held-out programs
+
+class Shapes:
+    """Shapes drawn for the held-out set: sizes log-uniform between two element counts, so that one seed
+    gives operands from L1-sized to DRAM-sized, with odd extents as often as aligned ones."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def extent(self, lo: int, hi: int) -> int:
+        """An extent in [lo, hi], log-uniform; half of the time rounded to a multiple of 16."""
+        v = int(round(math.exp(self.rng.uniform(math.log(lo), math.log(hi)))))
+        if self.rng.random() < 0.5 and v >= 32:
+            v = v // 16 * 16
+        return max(lo, min(hi, v))
+
+    def matrix(self, lo: int = 1 << 14, hi: int = 1 << 23, min_cols: int = 8) -> tuple[int, int]:
+        """Rows and columns of a matrix of lo..hi elements."""
+        total = self.extent(lo, hi)
+        cols = self.extent(min_cols, max(min_cols, min(4096, total // 8)))
+        return max(1, total // cols), cols
+
+    def cube(self, lo: int = 1 << 14, hi: int = 1 << 23) -> tuple[int, int, int]:
+        """Three extents of a tensor of lo..hi elements."""
+        total = self.extent(lo, hi)
+        c = self.extent(3, min(2048, max(3, total // 64)))
+        b = self.extent(2, max(2, min(1024, total // c // 2)))
+        return max(1, total // (b * c)), b, c
+
+
+GELU = "0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))"
+LAYER_NORM_GAINLESS = """fn f(x: {x}) -> {x} {{
+  let d = x - mean(x, axes=[1], keepdims=true);
+  d / sqrt(mean(d * d, axes=[1], keepdims=true) + {eps})
+}}"""
+
+
+def _gelu(o, x):
+    return 0.5 * x * (1.0 + o.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+
+def _logsumexp(o, x):
+    m = o.max(x, 1, keepdims=True)
+    return m + o.log(o.sum(o.exp(x - m), 1, keepdims=True))
+
+
+def selected() -> list[Workload]:
+    """The workloads of this run: the suite, or the held-out set of ``--holdout``'s seed."""
+    return workloads() if HOLDOUT is None else holdout(int(HOLDOUT))
+
+
+def holdout(seed: int) -> list[Workload]:
+    """Programs the suite does not have, at shapes drawn from ``seed`` (``--holdout SEED``): the
+    compiler is measured on what it was not tuned on.  Each kind is written as a user would (the
+    builtins), and its shape is new for every seed."""
+    sh = Shapes(seed)
+    out: list[Workload] = []
+    r, c = sh.matrix()
+    out.append(Workload(f"gelu_f32_{r}x{c}", f"fn f(x: {T('f32', r, c)}) -> {T('f32', r, c)} {{ {GELU} }}", "f",
+                        _gen(_normal(r, c)), _gelu))
+    a, b, c = sh.cube()
+    out.append(Workload(f"mean_mid_f32_{a}x{b}x{c}",
+                        f"fn f(x: {T('f32', a, b, c)}) -> {T('f32', a, c)} {{ mean(x, axes=[1], keepdims=false) }}",
+                        "f", _gen(_normal(a, b, c)), lambda o, x: o.mean(x, 1)))
+    a, b, c = sh.cube()
+    out.append(Workload(f"max_last_f64_{a}x{b}x{c}",
+                        f"fn f(x: {T('f64', a, b, c)}) -> {T('f64', a, b)} {{ max(x, axes=[2], keepdims=false) }}",
+                        "f", _gen(_normal(a, b, c, dtype="f64")), lambda o, x: o.max(x, 2)))
+    r, c = sh.matrix()
+    out.append(Workload(f"col_sum_f32_{r}x{c}",
+                        f"fn f(x: {T('f32', r, c)}) -> {T('f32', c)} {{ sum(x, axes=[0], keepdims=false) }}",
+                        "f", _gen(_normal(r, c)), lambda o, x: o.sum(x, 0)))
+    a, b, c = sh.cube()
+    out.append(Workload(f"softmax3d_f32_{a}x{b}x{c}",
+                        f"fn f(x: {T('f32', a, b, c)}) -> {T('f32', a, b, c)} {{ softmax(x, axis=-1) }}", "f",
+                        _gen(_normal(a, b, c)), lambda o, x: o.softmax(x)))
+    r, c = sh.matrix(min_cols=32)
+    out.append(Workload(f"logsumexp_f32_{r}x{c}",
+                        f"fn f(x: {T('f32', r, c)}) -> {T('f32', r, 1)} {{\n"
+                        f"  let m = max(x, axes=[1], keepdims=true);\n"
+                        f"  m + log(sum(exp(x - m), axes=[1], keepdims=true))\n}}", "f",
+                        _gen(_normal(r, c)), _logsumexp))
+    r, c = sh.matrix(min_cols=32)
+    out.append(Workload(f"layer_norm_f64_{r}x{c}", LAYER_NORM_GAINLESS.format(x=T("f64", r, c), eps=EPS), "f",
+                        _gen(_normal(r, c, dtype="f64")),
+                        lambda o, x: (x - o.mean(x, 1, True)) / o.sqrt(
+                            o.mean((x - o.mean(x, 1, True)) ** 2, 1, True) + EPS)))
+    m, k, n = sh.extent(16, 1024), sh.extent(16, 1024), sh.extent(16, 1024)
+    out.append(Workload(f"matmul_tn_f32_{m}x{k}x{n}",
+                        f"fn f(a: {T('f32', k, m)}, b: {T('f32', k, n)}) -> {T('f32', m, n)} "
+                        f"{{ matmul(transpose(a), b) }}", "f", _gen(_normal(k, m), _normal(k, n)),
+                        lambda o, x, y: o.matmul(o.swap_last(x), y), flops=2.0 * m * k * n))
+    m, k, n = sh.extent(16, 700), sh.extent(16, 700), sh.extent(16, 700)
+    out.append(matmul("f64", m, k, n))
+    bh, s, d = sh.extent(1, 16), sh.extent(17, 400), sh.extent(16, 128)
+    out.append(attention(bh, s, d))
+    out.append(matmul("f32", sh.extent(16, 300), sh.extent(16, 300), sh.extent(16, 300),
+                      batch=(sh.extent(2, 48),)))
+    out.append(conv(sh.extent(1, 16), sh.extent(31, 129), 3, sh.extent(8, 64), 7, 2, "same"))
+    out.append(conv(sh.extent(1, 8), sh.extent(7, 33), sh.extent(64, 512), sh.extent(64, 512), 1))
+    out.append(conv(sh.extent(1, 8), sh.extent(17, 65), sh.extent(8, 64), sh.extent(8, 64), 3, 2, "valid", 2))
+    out.append(conv(sh.extent(1, 8), sh.extent(9, 65), sh.extent(4, 48), sh.extent(4, 48), 5, 1, "same"))
+    r, c = sh.matrix(min_cols=16)
+    c += c % 2
+    out.append(Workload(f"every_other_f32_{r}x{c}",
+                        f"fn f(x: {T('f32', r, c)}) -> {T('f32', r, c // 2)} {{ slice_stride(x, 1, 0, {c}, 2) }}",
+                        "f", _gen(_normal(r, c)), lambda o, x: o.every_other(x)))
+    a, b, c = sh.cube()
+    out.append(Workload(f"transpose021_f32_{a}x{b}x{c}",
+                        f"fn f(x: {T('f32', a, b, c)}) -> {T('f32', a, c, b)} "
+                        f"{{ transpose(x, permutation=[0, 2, 1]) }}", "f", _gen(_normal(a, b, c)),
+                        lambda o, x: o.permute(x, (0, 2, 1))))
+    a, b, c = sh.cube()
+    pads = [[0, 0], [1, 2], [3, 0]]
+    out.append(Workload(f"pad3d_f32_{a}x{b}x{c}",
+                        f"fn f(x: {T('f32', a, b, c)}) -> {T('f32', a, b + 3, c + 3)} {{ pad(x, pads={pads}) }}",
+                        "f", _gen(_normal(a, b, c)), lambda o, x: o.pad(x, [tuple(p) for p in pads])))
+    out.append(gather(sh.extent(100, 100000), sh.extent(8, 300), sh.extent(16, 8192)))
+    out.append(mlp(sh.extent(8, 512), sh.extent(16, 1024), sh.extent(16, 1024), sh.extent(2, 100), True))
+    return out
+
+
 # ------------------------------------------------------------------------------------ measuring
 
 def sample_median(f: Callable[[], Any], budget: float, min_reps: int = 5) -> float:
@@ -506,7 +648,7 @@ def child_cold(name: str, impl: str) -> dict[str, float]:
     ``MIND_CACHE_DIR``, MLIR and LLVM imported first; "jax": ``jax`` imported first), compile included:
     what a user's first run of a new program costs after the imports (``benchmarks/cpu.py``'s *cold*
     and *jax cold*)."""
-    w = next(w for w in workloads() if w.name == name)
+    w = next(w for w in selected() if w.name == name)
     arrays = w.inputs(np.random.default_rng(0))
     if impl == "mind":
         import llvmlite.binding  # noqa: F401
@@ -531,7 +673,8 @@ def fresh_cold(name: str, impl: str, cache: str) -> float | None:
     env = dict(os.environ, MIND_CACHE_DIR=tempfile.mkdtemp(prefix="cold-", dir=cache),
                PYTHONPYCACHEPREFIX=os.path.join(cache, "pycache"))  # bytecode, as an install has
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child-cold", name, impl, "--isa", ISA],
+    seed = [] if HOLDOUT is None else ["--holdout", HOLDOUT]
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child-cold", name, impl, "--isa", ISA, *seed],
                        capture_output=True,
                        text=True, env=env, cwd=ROOT, timeout=600)
     return json.loads(r.stdout.strip().splitlines()[-1])["cold_s"] if r.returncode == 0 else None
@@ -622,10 +765,13 @@ def run(only: str | None, budget: float) -> dict[str, Any]:
     for name, o in peers.items():
         result["machine"][name] = getattr(o, "t", getattr(o, "jax", None)).__version__
     result["limits"] = machine_limits(budget, peers)
-    fresh_cold("ew_chain_f32_256x512", "mind", os.environ["MIND_CACHE_DIR"])  # writes the bytecode
-    fresh_cold("ew_chain_f32_256x512", "jax", os.environ["MIND_CACHE_DIR"])
+    first = selected()[0].name
+    fresh_cold(first, "mind", os.environ["MIND_CACHE_DIR"])  # writes the bytecode
+    fresh_cold(first, "jax", os.environ["MIND_CACHE_DIR"])
+    if HOLDOUT is not None:
+        result["machine"]["holdout_seed"] = int(HOLDOUT)
     rows = []
-    for w in workloads():
+    for w in selected():
         if only and only not in w.name:
             continue
         try:
@@ -693,14 +839,16 @@ def render(result: dict[str, Any]) -> str:
     m = result["machine"]
     out.append(f"limits: copy {lim['copy_gbs']:.1f} GB/s ({lim['copy_by']}), GEMM {lim['gemm_gflops']:.0f} GFLOP/s "
                f"({lim['gemm_by']}); ISA {m['isa']}, code for {m.get('target_isa', 'host')}; {m['cpus']} CPUs; load average before/after "
-               f"{m['loadavg_before']} / {m['loadavg_after']}")
+               f"{m['loadavg_before']} / {m['loadavg_after']}" +
+               (f"; held-out programs, seed {m['holdout_seed']}" if "holdout_seed" in m else ""))
     return "\n".join(out)
 
 
 def main(argv: list[str]) -> None:
     quick = "--quick" in argv
     only = argv[argv.index("--only") + 1] if "--only" in argv else None
-    name = argv[argv.index("--name") + 1] if "--name" in argv else "suite" + ("" if ISA == "host" else f"-{ISA}")
+    name = argv[argv.index("--name") + 1] if "--name" in argv else \
+        "suite" + ("" if HOLDOUT is None else "-holdout") + ("" if ISA == "host" else f"-{ISA}")
     with tempfile.TemporaryDirectory(prefix="mind-suite-cache-") as cache:
         os.environ["MIND_CACHE_DIR"] = cache  # every compile cold
         result = run(only, budget=0.15 if quick else 0.5)

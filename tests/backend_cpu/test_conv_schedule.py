@@ -10,7 +10,11 @@ import numpy as np
 import pytest
 
 from mind.compiler.backend.cpu.api import compile_function
-from mind.compiler.backend.cpu.conv_schedule import ConvTiles, block_cost, choose_conv_tiles, conv_section
+from mind.compiler.backend.cpu.conv_gemm import ConvGemm, gemm_of_shapes
+from mind.compiler.backend.cpu.conv_schedule import (ConvTiles, block_cost, choose_conv_tiles, conv_section,
+                                                     direct_cost, pad_loop_order)
+from mind.compiler.backend.linalg.conv_phases import AxisPhase, axis_phases, phase_padding
+from mind.compiler.backend.linalg.lowerings import block_width
 from mind.ir.parser import parse_module
 from mind.reference.accuracy import check_op
 from mind.calling import select_function
@@ -86,6 +90,63 @@ def test_block_cost_terms():
     assert block_cost(7, 1, False) == 4 / 7           # 7 accumulators: loads (8 per 7 FMAs)
     assert block_cost(1, 4, False) == 1.5             # 1 pixel per streamed filter vector
     assert block_cost(4, 4, True) > block_cost(7, 2, True) == 0.5
+
+
+def test_tiles_take_several_images_when_the_filter_streams_from_l3():
+    # a filter gradient: 3 x 3 output pixels, the "filter" (the output gradient) megabytes; 4 images
+    # x 3 pixels x 2 vectors (24 accumulators), each filter vector serving 12 FMAs instead of 3
+    assert choose_conv_tiles(16, 3, 3, 32, 32, 32, 48) == ConvTiles(ow=3, f=32, c=1, n=4)
+    assert choose_conv_tiles(3, 3, 3, 16, 64, 64, 48) == ConvTiles(ow=3, f=16, c=1, n=3)
+    # the same block with a filter in L2 keeps one image (the blocks measured for it)
+    assert choose_conv_tiles(16, 3, 3, 32, 3, 3, 48) == ConvTiles(ow=3, f=32, c=1)
+    # a partial row never spans images
+    assert choose_conv_tiles(16, 3, 30, 32, 32, 32, 48).n == 1
+
+
+def test_direct_cost_rates_blocks():
+    assert direct_cost(8, 54, 54, 64, 3, 3, 64) == 0.5
+    assert direct_cost(1, 29, 29, 48, 1, 1, 24) > 1.0   # prime width: 1-pixel blocks
+    assert direct_cost(1, 0, 4, 4, 1, 1, 1) == float("inf")
+
+
+def test_gemm_of_shapes_is_the_cost_models_choice():
+    pixels, images = "[[0, 1, 2], [3]]", "[[0], [1, 2, 3]]"
+    # a whole-window conv (the filter gradient of a 1x1 conv) is always a GEMM of one row per image
+    assert gemm_of_shapes([512, 14, 14, 8], [14, 14, 8, 512], [512, 1, 1, 512], [1, 1], [1, 1]) == \
+        ConvGemm(512, 512, 1568, (images, pixels, images))
+    # a 1x1 conv: the GEMM only where the direct block is estimated slower (a prime width)
+    assert gemm_of_shapes([1, 29, 29, 24], [1, 1, 24, 48], [1, 29, 29, 48], [1, 1], [1, 1]) == \
+        ConvGemm(841, 48, 24, (pixels, pixels, pixels))
+    assert gemm_of_shapes([8, 14, 14, 512], [1, 1, 512, 512], [8, 14, 14, 512], [1, 1], [1, 1]) is None
+    # strided 1x1, a dilated whole window, a window smaller than the input: not a matmul of the tensors
+    assert gemm_of_shapes([1, 29, 29, 24], [1, 1, 24, 48], [1, 15, 15, 48], [2, 2], [1, 1]) is None
+    assert gemm_of_shapes([2, 5, 5, 3], [5, 5, 3, 4], [2, 1, 1, 4], [1, 1], [2, 2]) is None
+    assert gemm_of_shapes([2, 5, 5, 3], [4, 5, 3, 4], [2, 2, 1, 4], [1, 1], [1, 1]) is None
+
+
+def test_axis_phases_of_an_input_gradient():
+    # the input gradient of a stride-2 3x3 "same" conv over 64 rows: 32 gradient rows dilated by 2,
+    # padded (2, 1); even output rows take taps 0 and 2, odd ones tap 1
+    ph = axis_phases(32, 64, 3, 2, 1, 2)
+    assert ph == [AxisPhase(p=0, out=32, k0=0, step=2, taps=2, first=-1, dilation=1),
+                  AxisPhase(p=1, out=32, k0=1, step=2, taps=1, first=0, dilation=1)]
+    assert phase_padding(32, ph) == (1, 0)
+    # filter dilation 2 with input dilation 2: every tap lands on the same phase (step 1, dilation 1)
+    ph = axis_phases(5, 9, 2, 2, 2, 0)
+    assert [(a.p, a.k0, a.step, a.taps, a.dilation) for a in ph] == [(0, 0, 1, 2, 1)]
+    # a 1x1 filter with input dilation 3: one phase in three computes something
+    assert [a.p for a in axis_phases(4, 10, 1, 3, 1, 0)] == [0]
+
+
+def test_block_width_widens_prime_widths():
+    assert [block_width(w) for w in (7, 13, 23, 24, 25, 26, 29, 31, 37, 49, 58, 64)] == \
+        [7, 13, 23, 24, 25, 26, 32, 32, 40, 49, 60, 64]
+
+
+def test_pad_loop_order_follows_the_read():
+    assert pad_loop_order(3) == ()                  # no transpose: the copy's own order
+    assert pad_loop_order(0) == (1, 2, 3, 0)        # a filter gradient's [3, 1, 2, 0] input
+    assert pad_loop_order(2) == (0, 1, 3, 2)
 
 
 @pytest.mark.parametrize("bits", [32, 64])
@@ -164,7 +225,31 @@ CASES = [
     ("f48-one-vec", (1, 4, 8, 4), (3, 3, 4, 48), "f32", {}),           # 6 x 16, not 6 x 48
     ("ow24-f16", (1, 3, 26, 5), (3, 3, 5, 16), "f32", {}),             # 24 x 16
     ("f64-narrow", (1, 4, 9, 3), (3, 3, 3, 12), "f64", {}),            # 7 x 6
+    # input-dilated convs: one conv per output phase (taps by phase, windows padded once)
+    ("lhs-dil-phases", (2, 6, 5, 3), (3, 3, 3, 16), "f32", {"lhs_dil": (2, 2), "padding": ((2, 1), (2, 1))}),
+    ("lhs-dil-3x2-rhs", (1, 5, 4, 2), (3, 2, 2, 8), "f32",
+     {"lhs_dil": (3, 2), "rhs_dil": (2, 3), "padding": ((4, 0), (1, 3))}),
+    ("lhs-dil-empty-phases", (1, 4, 4, 3), (1, 1, 3, 16), "f32", {"lhs_dil": (3, 3)}),
+    ("lhs-dil-f64", (1, 3, 4, 2), (2, 3, 2, 8), "f64", {"lhs_dil": (2, 1), "padding": ((1, 1), (0, 2))}),
+    # convs that are matmuls (the prebuilt GEMM): a 1x1 conv of prime width, whole windows
+    ("1x1-prime-width", (2, 3, 29, 8), (1, 1, 8, 48), "f32", {}),
+    ("whole-window-f64", (4, 3, 5, 2), (3, 5, 2, 7), "f64", {}),
+    # a filter streamed from L3: blocks of several images
+    ("l3-filter-images", (4, 34, 34, 16), (32, 32, 16, 32), "f32", {}),
+    # prime output widths: computed 32 (40) wide, the first 29 (37) columns kept
+    ("prime-width-valid", (1, 4, 31, 24), (3, 3, 24, 48), "f32", {}),
+    ("prime-width-same-s2", (2, 3, 73, 5), (3, 3, 5, 16), "f32", {"strides": (1, 2), "padding": ((1, 1), (1, 1))}),
+    ("prime-width-i32", (1, 3, 31, 2), (1, 3, 2, 8), "i32", {"rhs_dil": (1, 1)}),
 ]
+
+
+def _calls_the_gemm(fn) -> bool:
+    from mind.compiler.backend.cpu.engine import mlir_to_llvm_ir
+    from mind.compiler.backend.cpu.options import CpuOptions
+    from mind.compiler.backend.linalg.emit import emit_mlir
+
+    text, name = emit_mlir(fn, {})
+    return "call void @mind_gemm_f" in mlir_to_llvm_ir(text, name, CpuOptions.resolve(threads=1)).llvm_ir
 
 
 @pytest.mark.parametrize("name,xs,ws,dt,kw", CASES, ids=[c[0] for c in CASES])
@@ -174,11 +259,11 @@ def test_scheduled_conv_matches_reference(name, xs, ws, dt, kw):
     x, w = _data(rng, xs, dt), _data(rng, ws, dt)
     run = compile_function(fn, threads=1)
     k = run.kernel({})
-    assert k.scheduled
-    got = np.empty(out_shape, _NP[dt])
-    k(x, w, out=[got])
     attrs = {"strides": kw.get("strides", (1, 1)), "padding": kw.get("padding", ((0, 0), (0, 0))),
              "lhs_dilation": kw.get("lhs_dil", (1, 1)), "rhs_dilation": kw.get("rhs_dil", (1, 1))}
+    assert k.scheduled or _calls_the_gemm(fn)  # a conv that is a matmul (or whose phases all are)
+    got = np.empty(out_shape, _NP[dt])
+    k(x, w, out=[got])
     want = ref_conv2d(x, w, **attrs)
     # the spec's accuracy class of conv2d (exact for integers, a dot-product bound for floats)
     assert check_op("conv2d", [x, w], attrs, got, want) is None
@@ -346,3 +431,88 @@ def test_fused_epilogue_accumulator_has_no_tile_buffer():
     fn, _ = _conv_fn((2, 6, 14, 16), (3, 3, 16, 32), "f32")
     script, text = _bufferized(fn)
     assert "cast_away_vector_leading_one_dim" not in script and "memref.alloc" not in text
+
+
+@pytest.mark.parametrize("xs,ws,threads", [
+    ((2, 3, 29, 8), (1, 1, 8, 48), 1),        # a 1x1 conv of prime width: [174, 8] @ [8, 48]
+    ((64, 7, 7, 8), (7, 7, 8, 64), 2),        # a whole window: [64, 392] @ [392, 64], split by threads
+])
+def test_matmul_convs_call_the_gemm(xs, ws, threads):
+    from mind.compiler.backend.cpu.engine import mlir_to_llvm_ir
+    from mind.compiler.backend.cpu.kernel_library import host_isa
+    from mind.compiler.backend.cpu.options import CpuOptions
+    from mind.compiler.backend.linalg.emit import emit_mlir
+
+    if host_isa() is None:
+        pytest.skip("this CPU runs none of the prebuilt GEMM's instruction sets")
+    fn, out_shape = _conv_fn(xs, ws, "f32")
+    text, name = emit_mlir(fn, {})
+    llvm_ir = mlir_to_llvm_ir(text, name, CpuOptions.resolve(threads=threads)).llvm_ir
+    assert "call void @mind_gemm_f32" in llvm_ir
+    assert "store <" not in llvm_ir  # no zero fill of the output: the call overwrites it
+    rng = np.random.default_rng(5)
+    x, w = _data(rng, xs, "f32"), _data(rng, ws, "f32")
+    got = compile_function(fn, threads=threads)([x, w])[0]
+    attrs = {"strides": (1, 1), "padding": ((0, 0), (0, 0)), "lhs_dilation": (1, 1), "rhs_dilation": (1, 1)}
+    assert check_op("conv2d", [x, w], attrs, got, ref_conv2d(x, w, **attrs)) is None
+
+
+def test_input_dilated_conv_has_no_dilated_copy():
+    # the input gradient of a stride-2 conv: four convs of the undilated input (one per phase),
+    # two of them with one tap per dim; no conv over the dilated input
+    from mind.compiler.backend.linalg.emit import emit_mlir
+
+    fn, _ = _conv_fn((2, 8, 8, 16), (3, 3, 16, 8), "f32", lhs_dil=(2, 2), padding=((2, 1), (2, 1)))
+    text, _name = emit_mlir(fn, {})
+    convs = [ln for ln in text.splitlines() if "linalg.conv_2d_nhwc_hwcf" in ln]
+    assert len(convs) == 4
+    assert all("tensor<2x16x16x16xf32>" not in ln and "tensor<2x17x17x16xf32>" not in ln for ln in convs)
+    assert sum("tensor<1x1x16x8xf32>" in ln for ln in convs) == 1 and sum("tensor<2x2x16x8xf32>" in ln for ln in convs) == 1
+
+
+def test_transposed_padding_copy_is_interchanged():
+    # a filter gradient's input layout: the copy's loops put the read's contiguous loop innermost
+    text = ("func @main(%x: f32[4, 6, 6, 16], %w: f32[3, 3, 4, 8]) -> (f32[16, 6, 6, 8]) {\n"
+            "  %0 = transpose(%x) {permutation = [3, 1, 2, 0]} : f32[16, 6, 6, 4]\n"
+            "  %1 = conv2d(%0, %w) {strides = [1, 1], padding = [[1, 1], [1, 1]], lhs_dilation = [1, 1], "
+            "rhs_dilation = [1, 1]} : f32[16, 6, 6, 8]\n  return %1\n}\n")
+    fn = select_function(parse_module(text, "t"), None)
+    assert "iterator_interchange = [1, 2, 3, 0]" in _script(fn)
+    rng = np.random.default_rng(2)
+    x, w = _data(rng, (4, 6, 6, 16), "f32"), _data(rng, (3, 3, 4, 8), "f32")
+    got = compile_function(fn, threads=2)([x, w])[0]
+    xt = np.ascontiguousarray(x.transpose(3, 1, 2, 0))
+    attrs = {"strides": (1, 1), "padding": ((1, 1), (1, 1)), "lhs_dilation": (1, 1), "rhs_dilation": (1, 1)}
+    assert check_op("conv2d", [xt, w], attrs, got, ref_conv2d(xt, w, **attrs)) is None
+
+
+def test_input_dilated_conv_on_two_threads_with_a_gemm_phase():
+    # a phase with one tap per dim is a 1x1 conv the GEMM computes (threaded driver: >= 2^20
+    # multiply-adds) while the other phases are parallel loops: the kernel both forks and calls the
+    # driver, which once defined the serial switch twice (E6012 'redefinition of global')
+    fn, out_shape = _conv_fn((8, 16, 32, 32), (3, 3, 32, 16), "f32", lhs_dil=(2, 2), padding=((2, 1), (2, 1)))
+    rng = np.random.default_rng(9)
+    x, w = _data(rng, (8, 16, 32, 32), "f32"), _data(rng, (3, 3, 32, 16), "f32")
+    got = compile_function(fn, threads=2)([x, w])[0]
+    attrs = {"strides": (1, 1), "padding": ((2, 1), (2, 1)), "lhs_dilation": (2, 2), "rhs_dilation": (1, 1)}
+    assert check_op("conv2d", [x, w], attrs, got, ref_conv2d(x, w, **attrs)) is None
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_input_dilated_conv_keeps_the_nans_of_zeros_times_infinities(bad):
+    # the taps a phase leaves out multiply the dilation's zeros: 0 * inf is NaN in the conv over the
+    # dilated input, so the outputs those taps reach are NaN (found by test_differential.py: a
+    # [1, 1, 2, 1] filter holding a NaN, lhs_dilation (2, 1))
+    for xs, ws, kw in (((1, 2, 1, 2), (1, 1, 2, 1), {"lhs_dil": (2, 1)}),
+                       ((2, 5, 6, 3), (3, 3, 3, 4), {"lhs_dil": (2, 2), "padding": ((2, 1), (2, 1))}),
+                       ((1, 4, 4, 2), (1, 1, 2, 3), {"lhs_dil": (3, 3)})):
+        fn, out_shape = _conv_fn(xs, ws, "f32", **kw)
+        rng = np.random.default_rng(4)
+        x, w = _data(rng, xs, "f32"), _data(rng, ws, "f32")
+        w.flat[w.size // 2] = bad
+        got = compile_function(fn, threads=1)([x, w])[0]
+        attrs = {"strides": (1, 1), "padding": kw.get("padding", ((0, 0), (0, 0))), "lhs_dilation": kw["lhs_dil"],
+                 "rhs_dilation": (1, 1)}
+        want = ref_conv2d(x, w, **attrs)
+        assert np.isnan(want).any()
+        assert check_op("conv2d", [x, w], attrs, got, want) is None

@@ -81,6 +81,16 @@ def test_the_emitted_subset_is_adaptable_and_calls_only_the_support_object():
     assert kmpc_gomp.link_kmpc_on_gomp("define void @g() {\n  ret void\n}\n") == "define void @g() {\n  ret void\n}\n"
 
 
+def test_the_serial_switch_is_defined_once_after_a_last_line_without_newline():
+    # LLVM's printed module ends without a newline; a kernel with parallel loops that also calls the
+    # threaded GEMM driver gets the definition twice over (link_kmpc_on_gomp, then bind_runtime)
+    text = "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1 immarg)"
+    once = kmpc_gomp.define_serial_switch(text)
+    twice = kmpc_gomp.define_serial_switch(once)
+    assert twice == once and once.count(f"@{kmpc_gomp.SERIAL_SWITCH} = global") == 1
+    assert once.splitlines()[0] == text
+
+
 def test_the_support_module_needs_only_libgomp_and_the_kernels_switch():
     from mind.compiler.backend.cpu.runtime import external_functions
     text = kmpc_gomp.support_module()

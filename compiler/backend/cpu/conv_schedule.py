@@ -52,7 +52,7 @@ from .vector_unit import AVX512, VectorUnit
 
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
-__all__ = ["ConvTiles", "block_cost", "choose_conv_tiles", "conv_section", "plan_conv", "feeds_conv", "CONV_OP"]
+__all__ = ["ConvTiles", "block_cost", "choose_conv_tiles", "direct_cost", "conv_section", "plan_conv", "feeds_conv", "CONV_OP"]
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
 
@@ -63,37 +63,59 @@ _F_VECS = (1, 2, 4)  # filter-row vectors per register block: power-of-two vecto
 # Fitted on 1-thread timings of the blocks of F = 64 and F = 128 (docs/backend-cpu.md, Measurements).
 _STREAM_WHOLE_ROWS = 1.5
 _STREAM_STRIDED_ROWS = 3.5
+# the same from L3, when the filter slice a block reads is larger than L2 (a filter gradient's
+# "filter" is the output gradient, megabytes): fitted on 1-thread timings of filter-gradient convs.
+_STREAM_FROM_L3 = 5.0
 
 
 class ConvTiles(FrozenRecord):
-    """Register block ``ow x f`` of the output (N and OH tiles are 1) and the channel step ``c``."""
+    """Register block ``n x ow x f`` of the output (the OH tile is 1) and the channel step ``c``."""
 
-    __slots__ = ("ow", "f", "c")
+    __slots__ = ("ow", "f", "c", "n")
 
     ow: int
     f: int
     c: int
+    n: int
 
-    def __init__(self, ow: int, f: int, c: int) -> None:
+    def __init__(self, ow: int, f: int, c: int, n: int = 1) -> None:
         _set(self, "ow", ow)
         _set(self, "f", f)
         _set(self, "c", c)
+        _set(self, "n", n)
 
 
-def block_cost(ow: int, vecs: int, strided: bool) -> float:
+def block_cost(ow: int, vecs: int, strided: bool, from_l3: bool = False) -> float:
     """Estimated cycles per FMA of an ``ow`` pixels x ``vecs`` vectors register block (AVX-512, 2 FMA
     pipes of 4 cycles latency, 2 loads per cycle): the most of the FMA throughput (0.5), the latency
     (fewer than 8 accumulators leave the pipes waiting: 2 / acc), the loads (``ow`` broadcasts and
-    ``vecs`` filter vectors per step: (ow + vecs) / (2 acc)) and the filter stream from L2 (k / ow,
-    ``k`` larger when the block reads its filter rows strided, see ``_STREAM_*``)."""
+    ``vecs`` filter vectors per step: (ow + vecs) / (2 acc)) and the filter stream from L2, or from L3
+    when the block's filter does not fit L2 (k / ow, ``k`` larger when the block reads its filter
+    rows strided or from L3, see ``_STREAM_*``).  ``ow`` counts the block's pixels of all its images."""
     acc = ow * vecs
-    k = _STREAM_STRIDED_ROWS if strided else _STREAM_WHOLE_ROWS
+    k = _STREAM_FROM_L3 if from_l3 else _STREAM_STRIDED_ROWS if strided else _STREAM_WHOLE_ROWS
     return max(0.5, 2.0 / acc, (ow + vecs) / (2.0 * acc), k / ow)
 
 
 def choose_conv_tiles(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int,
                       elem_bits: int = 32, unit: VectorUnit = AVX512) -> ConvTiles | None:
-    """Tiles for an ``[n, oh, ow, f]`` output reduced over ``[kh, kw, c]``; None if nothing to do.
+    """Tiles for an ``[n, oh, ow, f]`` output reduced over ``[kh, kw, c]``; None if nothing to do
+    (see ``_best_block``)."""
+    best = _best_block(n, oh, ow, f, kh, kw, c, elem_bits, unit)
+    return None if best is None else best[1]
+
+
+def direct_cost(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int,
+                elem_bits: int = 32, unit: VectorUnit = AVX512) -> float:
+    """Estimated cycles per FMA of the direct schedule's best block (``block_cost``; inf if none)."""
+    best = _best_block(n, oh, ow, f, kh, kw, c, elem_bits, unit)
+    return float("inf") if best is None else -best[0][0]
+
+
+def _best_block(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int, elem_bits: int,
+                unit: VectorUnit) -> tuple[tuple[float, int, int, int], ConvTiles] | None:
+    """(score, tiles) of the best register block for an ``[n, oh, ow, f]`` output reduced over
+    ``[kh, kw, c]``; None if nothing to do.
 
     Candidates: ``f`` of 1, 2 or 4 whole vectors when F is a multiple of the vector width, else the
     largest divisor of F that fits one vector (a narrow register).  A row of 3 or 5 vectors, or one
@@ -104,6 +126,10 @@ def choose_conv_tiles(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int
     accumulators, then to the wider ``f``.
     ``c`` is 1: one outer product per step, as in the matmul schedule (the input values are broadcast
     from memory; more channels per step measured no faster).
+    ``n``: when ``ow`` is the whole row and the filter streams from L3, the block may take the rows
+    of ``n`` images (a divisor of N), each filter vector then serving ``n * ow`` FMAs: what a short
+    row (a filter gradient's output, 3 x 3 pixels, whose "filter" is the output gradient) needs.
+    A filter in L2 keeps one image per block (the blocks measured for it).
     """
     if min(n, oh, ow, f, kh, kw, c) < 1:
         return None
@@ -113,22 +139,26 @@ def choose_conv_tiles(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int
         fts = [lanes * v for v in _F_VECS if (f // lanes) % v == 0]
     else:
         fts = [largest_divisor_at_most(f, lanes)]
-    best: tuple[tuple[float, int, int], ConvTiles] | None = None
+    best: tuple[tuple[float, int, int, int], ConvTiles] | None = None
     for ft in fts:
         vecs = -(-ft // lanes)
         cap = acc_regs // vecs
+        from_l3 = kh * kw * c * ft * elem_bits // 8 > unit.l2_bytes
         for owt in range(1, min(ow, cap) + 1):
             if ow % owt:
                 continue
-            score = (-round(block_cost(owt, vecs, ft < f), 9), owt * vecs, ft)
-            if best is None or score > best[0]:
-                best = (score, ConvTiles(owt, ft, 1))
+            for nt in range(1, (min(n, cap // owt) if owt == ow and from_l3 else 1) + 1):
+                if n % nt:
+                    continue
+                score = (-round(block_cost(nt * owt, vecs, ft < f, from_l3), 9), nt * owt * vecs, -nt, ft)
+                if best is None or score > best[0]:
+                    best = (score, ConvTiles(owt, ft, 1, nt))
     assert best is not None
-    return best[1]
+    return best
 
 
 def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, pad_hops: int = 0,
-                 fuse_epilogue: bool = False) -> str:
+                 fuse_epilogue: bool = False, pad_order: tuple[int, ...] = ()) -> str:
     """The transform-script section scheduling the conv tagged ``tag`` (see the module docstring).
 
     ``fuse_epilogue``: the conv's only user is an elementwise generic (bias, relu, ...); that one is
@@ -154,11 +184,11 @@ def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, pad_hops: int =
     if fuse_epilogue:
         s += f"    %ce{tag} = transform.get_consumers_of_result {cv}[0] : ({a}) -> {a}\n"
         s += (f"    %cet{tag}, {cpf} = transform.structured.tile_using_forall %ce{tag} tile_sizes "
-              f"{sizes([1, 1, t.ow, t.f])} : ({a}) -> ({a}, {a})\n")
+              f"{sizes([t.n, 1, t.ow, t.f])} : ({a}) -> ({a}, {a})\n")
         s += (f"    {cp}, %cpl{tag} = transform.structured.fuse_into_containing_op {cv} into {cpf}"
               f" : ({a}, {a}) -> ({a}, {a})\n")
     else:
-        s += (f"    {cp}, {cpf} = transform.structured.tile_using_forall {cv} tile_sizes {sizes([1, 1, t.ow, t.f])}"
+        s += (f"    {cp}, {cpf} = transform.structured.tile_using_forall {cv} tile_sizes {sizes([t.n, 1, t.ow, t.f])}"
               f" : ({a}) -> ({a}, {a})\n")
     if fuse_fill:
         s += (f"    {ff}, {ffl} = transform.structured.fuse_into_containing_op {fl} into {cpf}"
@@ -166,6 +196,10 @@ def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, pad_hops: int =
     s += (f"    {cr}, {crl}:3 = transform.structured.tile_using_for {cp} tile_sizes {sizes([0, 0, 0, 0, 1, 1, t.c])}"
           f" : ({a}) -> ({a}, {a}, {a}, {a})\n")
     s += f"    {cd} = transform.structured.decompose {cr} : ({a}) -> {a}\n"
+    if pad_hops and pad_order:
+        s += (f"    %cpi{tag} = transform.structured.interchange {src} iterator_interchange = {list(pad_order)}"
+              f" : ({a}) -> {a}\n")
+        src = f"%cpi{tag}"
     if pad_hops:
         s += (f"    %cpt{tag}, %cptf{tag} = transform.structured.tile_using_forall {src} tile_sizes [1]"
               f" : ({a}) -> ({a}, {a})\n")
@@ -247,7 +281,9 @@ def plan_conv(unit: VectorUnit, op: Any, tag: int) -> str | None:
     fuse_fill = isinstance(init, ir.OpResult) and init.owner.name == "linalg.fill"
     # (one image: nothing to split, and a one-iteration forall folds into an extract/insert_slice
     # pair on the zeros, whose later untying by payload.untie_shared_inits needs a memref.copy)
-    return conv_section(tag, t, fuse_fill, _pad_hops(op) if n > 1 else 0, fuse_fill and _fusable_epilogue(op))
+    hops, order = _pad_hops(op)
+    return conv_section(tag, t, fuse_fill, hops if n > 1 or order else 0, fuse_fill and _fusable_epilogue(op),
+                        order)
 
 
 def feeds_conv(op: Any) -> bool:
@@ -318,25 +354,42 @@ def _fusable_epilogue(op: Any) -> bool:
     return not any(b.operation.name in _EPILOGUE_BODY_OPS for b in block.operations)
 
 
-def _pad_hops(op: Any) -> int:
-    """1 or 2 if the conv input is ``emit``'s padding generic (through at most one extract_slice)."""
+def _pad_hops(op: Any) -> tuple[int, tuple[int, ...]]:
+    """(1 or 2, loop order) if the conv input is ``emit``'s padding generic (through at most one
+    extract_slice), else (0, ()); the loop order is ``pad_loop_order`` of the generic's read."""
     from mlir import ir
     v = op.operands[0]
     for hops in (1, 2):
         if not isinstance(v, ir.OpResult):
-            return 0
+            return 0, ()
         owner = v.owner
         if owner.name == "tensor.extract_slice" and hops == 1:
             v = owner.operands[0]
             continue
         if owner.name != "linalg.generic" or len(owner.results) != 1 or len(list(v.uses)) != 1:
-            return 0
+            return 0, ()
         if any("parallel" not in str(k) for k in owner.attributes["iterator_types"]):
-            return 0
+            return 0, ()
         init = owner.operands[len(owner.operands) - 1]
         if not isinstance(init, ir.OpResult) or init.owner.name != "linalg.fill":
-            return 0
+            return 0, ()
         if any(static_shape(o.type) is None for o in owner.operands) or len(owner.attributes["iterator_types"]) != 4:
-            return 0
-        return hops
-    return 0
+            return 0, ()
+        maps = [ir.AffineMapAttr(m).value for m in owner.attributes["indexing_maps"]]
+        last = maps[0].results[len(maps[0].results) - 1] if len(maps) == 2 and maps[0].results else None
+        minor = last.position if isinstance(last, ir.AffineDimExpr) else 3
+        return hops, pad_loop_order(minor)
+    return 0, ()
+
+
+def pad_loop_order(read_minor: int) -> tuple[int, ...]:
+    """Loop order of the padding copy (NHWC loops; its write is contiguous along loop 3) whose read
+    is contiguous along loop ``read_minor``: that loop second innermost, the others outside in order.
+
+    Why: a transpose in front of a conv (the layouts of a filter gradient: ``[3, 1, 2, 0]``) fuses
+    into the copy, whose read then walks its innermost loop with a stride of a whole image; with the
+    two minor loops innermost, one (y, x) step reads and writes a few dozen cache lines, each
+    whole.  The identity when the read is contiguous along the write's loop (no transpose)."""
+    if read_minor == 3:
+        return ()
+    return tuple(d for d in range(3) if d != read_minor) + (3, read_minor)

@@ -287,10 +287,14 @@ def adaptable(ir_text: str) -> bool:
 
 
 def define_serial_switch(ir_text: str) -> str:
-    """``ir_text`` defining ``SERIAL_SWITCH`` (exported, 0) if it does not yet."""
+    """``ir_text`` defining ``SERIAL_SWITCH`` (exported, 0) if it does not yet.  On a line of its own:
+    LLVM's printed modules end without a newline, and a definition glued to their last line was not
+    seen by a second call (a module with parallel loops that calls the threaded GEMM driver then
+    defined the switch twice: 'redefinition of global')."""
     if re.search(rf"^@{SERIAL_SWITCH} = (?:dso_local )?global ", ir_text, re.M):
         return ir_text
-    return ir_text + f"@{SERIAL_SWITCH} = global i32 0, align 4\n"
+    sep = "" if not ir_text or ir_text.endswith("\n") else "\n"
+    return ir_text + sep + f"@{SERIAL_SWITCH} = global i32 0, align 4\n"
 
 
 def link_kmpc_on_gomp(ir_text: str) -> str:
