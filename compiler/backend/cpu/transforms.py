@@ -34,7 +34,7 @@ from ..linalg.payload import (DEFAULT_MAPS, element_bits, generic_loops, map_kin
 from ..linalg.schedule import schedule_module
 from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .conv_schedule import CONV_OP, feeds_conv, plan_conv
-from .fusion_groups import _MASKED, CHAINS, plan_groups
+from .fusion_groups import _MASKED, CHAINS, plan_groups, unblock_sums
 from .vector_unit import AVX512, VectorUnit
 
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
@@ -522,5 +522,8 @@ def schedule(module: Any, min_work: int = MIN_SCHEDULE_WORK, skip: Any = None,
     the reductions fused with their broadcasting consumers (``fusion_groups``) and
     ``VECTOR_LOWERING`` (``min_work``: the cost model, 0 for every op that has a plan; ``skip``: ops
     left to someone else, the prebuilt GEMM's; ``unit``: the target's vector registers)."""
-    groups = partial(plan_groups, unit, lambda op: _plan_generic(unit, op, 0) is not None, partial(_inner_tiles, unit))
+    def plannable(op: Any) -> bool:
+        return _plan_generic(unit, op, 0) is not None
+    unblock_sums(module, unit, plannable, skip, min_work)  # the groups' blocked sums, before the walk
+    groups = partial(plan_groups, unit, plannable, partial(_inner_tiles, unit))
     return schedule_module(module, planners(unit), VECTOR_LOWERING, min_work, skip, groups)
