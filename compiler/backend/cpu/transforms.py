@@ -16,8 +16,8 @@ process; each is handled at its cause, with regression tests (``tests/backend_cp
   (``linalg.payload.vectorizable_reduction``).
 * an out-of-bounds write on a tensor: a pad's copy in one block folds away, and canonicalization
   turns the pad's ``insert_slice`` of an offset-0 slice of a one-tile ``vector.transfer_write`` into
-  an out-of-bounds write, which ``split_transfer_full_partial`` casts to a memref (an assertion):
-  such a copy gets two or more blocks, or stays loops (``_computed_prefix``).
+  an out-of-bounds write, which ``split_transfer_full_partial`` casts to a memref (an assertion): a
+  copy of a computed value gets two or more blocks, or stays loops (``_computed``).
 
 MLIR is imported inside functions only.
 """
@@ -454,7 +454,7 @@ def _plan_copy(unit: VectorUnit, op: Any, tag: int) -> str | None:
     rows = [1] * (len(shape) - 2) + [largest_divisor_at_most(shape[-2], max(1, COPY_TILE_ELEMENTS // row))
                                       for _ in shape[-2:-1]]
     tiles = ElementwiseTiles(tuple(rows) + (row if len(shape) == 1 else 0,), (0,) * len(shape))
-    if all(t in (0, d) for t, d in zip(tiles.parallel, shape)) and _computed_prefix(op.operands[0]):
+    if all(t in (0, d) for t, d in zip(tiles.parallel, shape)) and _computed(op.operands[0]):
         split = _two_or_more_blocks(shape, unit.lanes(element_bits(op.operands[1].type)))
         if split is None:
             return None
@@ -475,28 +475,23 @@ def _two_or_more_blocks(shape: Sequence[int], lanes: int) -> tuple[int, ...] | N
     return tuple(1 for _ in shape[:axis]) + (cut,) + tuple(0 for _ in shape[axis + 1:])
 
 
-def _computed_prefix(x: Any) -> bool:
-    """Whether ``x`` is a ``tensor.extract_slice`` at offsets 0 with unit steps of a value some op
-    computes: a copy of it in one block must stay loops, or the transform script aborts.
+def _computed(x: Any) -> bool:
+    """Whether an op computes ``x`` (not a function argument or a constant): a copy of it in one
+    block must get more blocks or stay loops, or the transform script may abort.
 
     Tiled as one block, the copy's forall has one iteration, which canonicalization inlines, and its
-    vector read and write fold away: the pad's ``insert_slice`` then takes the ``extract_slice``
-    itself.  When the sliced value is the ``vector.transfer_write`` of an op vectorized as one tile,
-    MLIR's ``SwapExtractSliceOfTransferWrite`` rewrites ``insert_slice(extract_slice(write))`` into a
-    write of the whole vector into the slice of the destination, out of bounds (a vector of 5 into a
-    tensor of 1), and ``split_transfer_full_partial`` casts the out-of-bounds transfer's tensor to a
-    ``MemRefType`` (an assertion: the process aborts).  Whether the producer ends up as one tile is
-    the producer's plan, and its other uses may fold away, so every computed value counts: such a copy
-    gets two or more blocks (``_two_or_more_blocks``: the forall stays, and the pad inserts its result),
-    else stays loops."""
+    vector read and write fold away: the pad's ``insert_slice`` then takes the copy's source, or
+    what that folds to (a one-tile transpose of a 1x1 slice folds to the slice).  When that is a
+    ``tensor.extract_slice`` at offset 0 with unit steps of the ``vector.transfer_write`` of an op
+    vectorized as one tile, MLIR's ``SwapExtractSliceOfTransferWrite`` rewrites
+    ``insert_slice(extract_slice(write))`` into a write of the whole vector into the slice of the
+    destination, out of bounds (a vector of 5 into a tensor of 1), and ``split_transfer_full_partial``
+    casts the out-of-bounds transfer's tensor to a ``MemRefType`` (an assertion: the process aborts).
+    What the source folds to is its producers' plans, and their other uses may fold away too, so
+    every computed value counts: such a copy gets two or more blocks (``_two_or_more_blocks``: the
+    forall stays, and the pad inserts its result), else stays loops."""
     from mlir import ir
-    if not isinstance(x, ir.OpResult) or x.owner.name != "tensor.extract_slice":
-        return False
-    attrs = x.owner.attributes
-    if any(v != 0 for v in attrs["static_offsets"]) or any(v != 1 for v in attrs["static_strides"]):
-        return False
-    source = x.owner.operands[0]
-    return isinstance(source, ir.OpResult) and source.owner.name != "arith.constant"
+    return isinstance(x, ir.OpResult) and x.owner.name != "arith.constant"
 
 
 def planners(unit: VectorUnit = AVX512) -> dict[str, Any]:
