@@ -9,6 +9,10 @@ compares with the reference interpreter.  The root causes are described in
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -280,3 +284,71 @@ def test_batched_matmul_of_a_view_with_dense_strides_calls_the_library():
                  "  %3 = matmul(%1, %2) : f32[1, 1, 1]\n"
                  "  return %3\n}\n", [np.array([[[1.5, 2.0]]], np.float32)], matmul="library")
     np.testing.assert_array_equal(got[0], np.full((1, 1, 1), -3.0, np.float32))
+
+
+# Run in a child process: the failure is an assertion inside MLIR that kills the process.
+_IN_A_CHILD = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from mind.compiler.backend.cpu.api import compile_function
+    from mind.calling import run_reference, select_function
+    from mind.ir.parser import parse_module
+    fn = select_function(parse_module(sys.argv[1], "t"), None)
+    run = compile_function(fn, threads=1, cache=False, schedule="all")
+    args = [np.arange(-3, n - 3).astype(p.type.dtype.numpy).reshape(p.type.shape)
+            for p, n in zip(fn.params, (int(np.prod(p.type.shape)) for p in fn.params))]
+    for got, want in zip(run(args), run_reference(fn, args)):
+        np.testing.assert_array_equal(got, want)
+    assert next(iter(run._kernels.values())).scheduled
+    print("ok")
+""")
+
+def _pad_of_a_prefix(t: str, shape: tuple[int, ...], prefix: tuple[int, ...]) -> str:
+    """``pad(slice(x * x))``: the slice at offset 0, one more element at the end of the last axis."""
+    dims = lambda s: ", ".join(map(str, s))
+    padded = prefix[:-1] + (prefix[-1] + 1,)
+    zeros, ones = [0] * len(shape), [1] * len(shape)
+    return (f"func @main(%x: {t}[{dims(shape)}], %c: {t}[]) -> ({t}[{dims(padded)}]) {{\n"
+            f"  %0 = mul(%x, %x) : {t}[{dims(shape)}]\n"
+            f"  %1 = slice(%0) {{start = {zeros}, stop = {list(prefix)}, step = {ones}}} : {t}[{dims(prefix)}]\n"
+            f"  %2 = pad(%1, %c) {{lo = {zeros}, hi = {zeros[:-1] + [1]}, interior = {zeros}}} : {t}[{dims(padded)}]\n"
+            f"  return %2\n}}\n")
+
+
+# one block of fewer elements than a vector stays loops; a larger one is cut into two blocks
+_PADDED_PREFIXES = {
+    "1d-loops": _pad_of_a_prefix("i32", (5,), (1,)),
+    "2d-loops": _pad_of_a_prefix("f32", (2, 4), (1, 4)),
+    "1d-blocks": _pad_of_a_prefix("f32", (64,), (32,)),
+    "2d-blocks": _pad_of_a_prefix("f64", (2, 32), (1, 32)),
+    # the copy reads a 1x1 transpose of the slice, which folds to the slice (thorough run, seed 404)
+    "transposed": "func @main(%x: f32[2, 1], %c: f32[]) -> (f32[1, 2]) {\n"
+                  "  %0 = transpose(%x) {permutation = [1, 0]} : f32[1, 2]\n"
+                  "  %1 = slice(%0) {start = [0, 0], stop = [1, 1], step = [1, 1]} : f32[1, 1]\n"
+                  "  %2 = transpose(%1) {permutation = [1, 0]} : f32[1, 1]\n"
+                  "  %3 = pad(%2, %c) {lo = [0, 1], hi = [0, 0], interior = [0, 0]} : f32[1, 2]\n"
+                  "  return %3\n}\n",
+}
+
+
+@pytest.mark.parametrize("program", sorted(_PADDED_PREFIXES))
+def test_pad_of_a_prefix_of_one_vectorized_tile_does_not_abort(program):
+    # The pad's copy, one block, folded away with its forall; the pad's insert_slice then took the
+    # slice (offset 0) of the producer's vector.transfer_write, one tile of the whole tensor, and
+    # MLIR's SwapExtractSliceOfTransferWrite made it an out-of-bounds write of the whole vector into
+    # the slice of the destination (vector<5xi32> into tensor<1xi32>), which
+    # split_transfer_full_partial cast to a MemRefType: an assertion, the process aborted (found by
+    # the thorough fusion differential test).  A one-block copy of a computed value gets two or more
+    # blocks or stays loops (`transforms._computed`).
+    r = subprocess.run([sys.executable, "-c", _IN_A_CHILD, _PADDED_PREFIXES[program]], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_a_one_block_copy_of_a_computed_value_is_cut_into_blocks_of_a_vector_or_stays_loops():
+    from mind.compiler.backend.cpu.transforms import _two_or_more_blocks
+    assert _two_or_more_blocks((200000,), 16) == (100000,)
+    assert _two_or_more_blocks((1, 32), 8) == (1, 16)
+    assert _two_or_more_blocks((1, 3, 64), 16) == (1, 1, 0)
+    assert _two_or_more_blocks((1, 4), 16) is None and _two_or_more_blocks((1, 1), 1) is None
+    assert _two_or_more_blocks((13,), 4) is None  # 13 blocks of one element: loops

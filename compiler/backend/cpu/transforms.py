@@ -5,8 +5,8 @@ fuse and vectorize each kind of linalg op (``planners``, keyed by op name), then
 The walk, the tags and the script's pieces are the target-neutral ones of ``linalg.schedule`` and
 ``linalg.transform_script``; what is the CPU's is the register blocks (16 or 32 vector registers of
 ``VectorUnit`` of the options' ``cpu``), the ``scf.forall`` blocks that OpenMP threads run, and the cost model
-(``MIN_SCHEDULE_WORK``).  Two MLIR behaviours once made schedules miscompile; both are handled at
-their cause, with regression tests (``tests/backend_cpu/test_schedule_regressions.py``):
+(``MIN_SCHEDULE_WORK``).  Two MLIR behaviours once made schedules miscompile and a third aborted the
+process; each is handled at its cause, with regression tests (``tests/backend_cpu/test_schedule_regressions.py``):
 
 * shared inits: ``cse`` merges identical ``tensor.empty`` + ``linalg.fill`` inits, and
   ``eliminate-empty-tensors`` then lets one op compute in the out-parameter of another result, which
@@ -14,6 +14,10 @@ their cause, with regression tests (``tests/backend_cpu/test_schedule_regression
 * loop-invariant reductions: the linalg vectorizer folds ``out + c`` over a reduction loop into a
   single ``out + c`` when ``c`` does not depend on the reduced elements
   (``linalg.payload.vectorizable_reduction``).
+* an out-of-bounds write on a tensor: a pad's copy in one block folds away, and canonicalization
+  turns the pad's ``insert_slice`` of an offset-0 slice of a one-tile ``vector.transfer_write`` into
+  an out-of-bounds write, which ``split_transfer_full_partial`` casts to a memref (an assertion): a
+  copy of a computed value gets two or more blocks, or stays loops (``_computed``).
 
 MLIR is imported inside functions only.
 """
@@ -450,7 +454,44 @@ def _plan_copy(unit: VectorUnit, op: Any, tag: int) -> str | None:
     rows = [1] * (len(shape) - 2) + [largest_divisor_at_most(shape[-2], max(1, COPY_TILE_ELEMENTS // row))
                                       for _ in shape[-2:-1]]
     tiles = ElementwiseTiles(tuple(rows) + (row if len(shape) == 1 else 0,), (0,) * len(shape))
+    if all(t in (0, d) for t, d in zip(tiles.parallel, shape)) and _computed(op.operands[0]):
+        split = _two_or_more_blocks(shape, unit.lanes(element_bits(op.operands[1].type)))
+        if split is None:
+            return None
+        tiles = ElementwiseTiles(split, (0,) * len(shape))
     return elementwise_section(tag, "linalg.copy", tiles)
+
+
+def _two_or_more_blocks(shape: Sequence[int], lanes: int) -> tuple[int, ...] | None:
+    """Forall tiles that cut a copy of ``shape`` into at least two blocks of at least ``lanes``
+    elements (the first axis longer than 1 by its largest divisor up to half of it), or None (a copy
+    so small, or of a prime count of single elements, stays loops)."""
+    axis = next((i for i, d in enumerate(shape) if d > 1), None)
+    if axis is None:
+        return None
+    cut = largest_divisor_at_most(shape[axis], shape[axis] // 2)
+    if cut * product(shape[axis + 1:]) < lanes:
+        return None
+    return tuple(1 for _ in shape[:axis]) + (cut,) + tuple(0 for _ in shape[axis + 1:])
+
+
+def _computed(x: Any) -> bool:
+    """Whether an op computes ``x`` (not a function argument or a constant): a copy of it in one
+    block must get more blocks or stay loops, or the transform script may abort.
+
+    Tiled as one block, the copy's forall has one iteration, which canonicalization inlines, and its
+    vector read and write fold away: the pad's ``insert_slice`` then takes the copy's source, or
+    what that folds to (a one-tile transpose of a 1x1 slice folds to the slice).  When that is a
+    ``tensor.extract_slice`` at offset 0 with unit steps of the ``vector.transfer_write`` of an op
+    vectorized as one tile, MLIR's ``SwapExtractSliceOfTransferWrite`` rewrites
+    ``insert_slice(extract_slice(write))`` into a write of the whole vector into the slice of the
+    destination, out of bounds (a vector of 5 into a tensor of 1), and ``split_transfer_full_partial``
+    casts the out-of-bounds transfer's tensor to a ``MemRefType`` (an assertion: the process aborts).
+    What the source folds to is its producers' plans, and their other uses may fold away too, so
+    every computed value counts: such a copy gets two or more blocks (``_two_or_more_blocks``: the
+    forall stays, and the pad inserts its result), else stays loops."""
+    from mlir import ir
+    return isinstance(x, ir.OpResult) and x.owner.name != "arith.constant"
 
 
 def planners(unit: VectorUnit = AVX512) -> dict[str, Any]:
