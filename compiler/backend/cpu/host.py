@@ -91,5 +91,7 @@ def source_fingerprint() -> str:
     def read() -> str:
         from mind.disk import sources_fingerprint
         here = os.path.dirname(os.path.abspath(__file__))
-        return sources_fingerprint([("backend/cpu", here), ("backend/linalg", os.path.join(os.path.dirname(here), "linalg"))])
+        import mind.runtime  # the heap cache's structure (``runtime.link_heap``) is laid out there
+        return sources_fingerprint([("backend/cpu", here), ("backend/linalg", os.path.join(os.path.dirname(here), "linalg")),
+                                    ("runtime", os.path.dirname(os.path.abspath(mind.runtime.__file__)))])
     return _once("source", read)
