@@ -83,7 +83,8 @@ def toolchain_fingerprint() -> str:
 
 def source_fingerprint() -> str:
     """``disk.sources_fingerprint`` of the backend's own sources (the target-neutral middle that turns
-    Core IR into MLIR and schedules it, and the CPU's parts that make object code).
+    Core IR into MLIR and schedules it, the CPU's parts that make object code, and the runtime,
+    whose heap structure the code reads: ``mind.runtime.heap``).
 
     The Core-IR key (``cache.ir_cache_key``) does not hash the emitted MLIR, so any edit of the
     emitter, schedules, pipelines or codegen must miss.

@@ -6,6 +6,8 @@ call of ``memrefCopy``, which lives in MLIR's C runner-utils library.  That libr
 the pinned MLIR wheels, and a kernel must not depend on a shared library beside the
 OpenMP runtime anyway.  Each function here is the C library's semantics written in LLVM IR, added to
 a module that declares it (``link_runtime``), so the kernel is self-contained.
+``link_heap`` routes the module's ``malloc``/``free`` calls through allocation functions defined
+the same way, which keep large freed blocks for the next call (``mind.runtime.heap``).
 ``external_functions`` lists what a module still needs from outside (libc, the OpenMP runtime): the
 engine checks that each resolves before it loads the code, since a call through an unresolved
 symbol would crash the process instead of raising E6012.
@@ -161,13 +163,30 @@ done:
 # A failed malloc gives the whole cache back (__mind_heap_drain) and tries once more.
 _HEAP_FUNCTIONS = """\
 @{sym} = global ptr null, align 8
-define internal ptr @__mind_malloc(i64 %size, ptr %h) {{
+define internal ptr @__mind_heap_for(i64 %size) {{
+entry:
+  %h = load atomic ptr, ptr @{sym} acquire, align 8
+  %noheap = icmp eq ptr %h, null
+  br i1 %noheap, label %none, label %sized
+sized:
+  %minp = getelementptr inbounds i64, ptr %h, i64 {min_word}
+  %min = load atomic i64, ptr %minp monotonic, align 8
+  %small = icmp ult i64 %size, %min
+  br i1 %small, label %none, label %done
+none:
+  ret ptr null
+done:
+  ret ptr %h
+}}
+define internal ptr @__mind_malloc(i64 %size) {{
 entry:
   %raw = call ptr @malloc(i64 %size)
   %failed = icmp eq ptr %raw, null
-  %cached = icmp ne ptr %h, null
-  %retry = and i1 %failed, %cached
-  br i1 %retry, label %drain, label %done
+  br i1 %failed, label %cached, label %done
+cached:
+  %h = load atomic ptr, ptr @{sym} acquire, align 8
+  %noheap = icmp eq ptr %h, null
+  br i1 %noheap, label %done, label %drain
 drain:
   call void @{drain}(ptr %h)
   %raw2 = call ptr @malloc(i64 %size)
@@ -177,14 +196,9 @@ done:
 }}
 define internal ptr @__mind_alloc(i64 %n) #{attr} {{
 entry:
-  %h = load atomic ptr, ptr @{sym} acquire, align 8
+  %h = call ptr @__mind_heap_for(i64 %n)
   %noheap = icmp eq ptr %h, null
-  br i1 %noheap, label %plain, label %sized
-sized:
-  %minp = getelementptr inbounds i64, ptr %h, i64 {min_word}
-  %min = load atomic i64, ptr %minp monotonic, align 8
-  %small = icmp ult i64 %n, %min
-  br i1 %small, label %plain, label %round
+  br i1 %noheap, label %plain, label %round
 round:
   %n1 = add i64 %n, {page_mask}
   %cap = and i64 %n1, -{page}
@@ -216,15 +230,11 @@ pick:
   %none = icmp slt i64 %best1, 0
   br i1 %none, label %fresh, label %take
 take:
-  %ti = add i64 %best1, {slot_word}
-  %tp = getelementptr inbounds i64, ptr %h, i64 %ti
-  %blk = atomicrmw xchg ptr %tp, ptr null acq_rel, align 8
+  %blk = call ptr @__mind_heap_take(ptr %h, i64 %best1)
   %gone = icmp eq ptr %blk, null
   br i1 %gone, label %fresh, label %check
 check:
   %bsz = load i64, ptr %blk, align 8
-  %heldp = getelementptr inbounds i64, ptr %h, i64 {held_word}
-  %old = atomicrmw sub ptr %heldp, i64 %bsz monotonic, align 8
   %ok1 = icmp uge i64 %bsz, %cap
   %ok2 = icmp ule i64 %bsz, %cap2
   %ok = and i1 %ok1, %ok2
@@ -244,7 +254,7 @@ plain:
 get:
   %size = phi i64 [ %fsz, %fresh ], [ %psz, %plain ]
   %capacity = phi i64 [ %cap, %fresh ], [ %n, %plain ]
-  %raw = call ptr @__mind_malloc(i64 %size, ptr %h)
+  %raw = call ptr @__mind_malloc(i64 %size)
   %failed = icmp eq ptr %raw, null
   br i1 %failed, label %nomem, label %store
 store:
@@ -261,19 +271,15 @@ entry:
 look:
   %raw = getelementptr inbounds i8, ptr %q, i64 -{header}
   %size = load i64, ptr %raw, align 8
-  %h = load atomic ptr, ptr @{sym} acquire, align 8
+  %h = call ptr @__mind_heap_for(i64 %size)
   %noheap = icmp eq ptr %h, null
   br i1 %noheap, label %release, label %sized
 sized:
-  %minp = getelementptr inbounds i64, ptr %h, i64 {min_word}
-  %min = load atomic i64, ptr %minp monotonic, align 8
-  %small = icmp ult i64 %size, %min
   %limitp = getelementptr inbounds i64, ptr %h, i64 {limit_word}
   %limit = load atomic i64, ptr %limitp monotonic, align 8
   %huge = icmp ugt i64 %size, %limit
-  %skip = or i1 %small, %huge
   %heldp = getelementptr inbounds i64, ptr %h, i64 {held_word}
-  br i1 %skip, label %release, label %reserve
+  br i1 %huge, label %release, label %reserve
 reserve:
   %try = phi i32 [ 0, %sized ], [ %try1, %evicted ]
   %old = atomicrmw add ptr %heldp, i64 %size monotonic, align 8
@@ -304,14 +310,7 @@ evict:
   %vp = getelementptr inbounds i64, ptr %h, i64 {victim_word}
   %v = atomicrmw add ptr %vp, i64 1 monotonic, align 8
   %vi = urem i64 %v, {slots}
-  %vsi = add i64 %vi, {slot_word}
-  %vsp = getelementptr inbounds i64, ptr %h, i64 %vsi
-  %victim = atomicrmw xchg ptr %vsp, ptr null acq_rel, align 8
-  %novictim = icmp eq ptr %victim, null
-  br i1 %novictim, label %evicted, label %drop
-drop:
-  %vsz = load i64, ptr %victim, align 8
-  %vback = atomicrmw sub ptr %heldp, i64 %vsz monotonic, align 8
+  %victim = call ptr @__mind_heap_take(ptr %h, i64 %vi)
   call void @free(ptr %victim)
   br label %evicted
 evicted:
@@ -323,23 +322,28 @@ release:
 done:
   ret void
 }}
-define void @{drain}(ptr %h) #{attr} {{
+define internal ptr @__mind_heap_take(ptr %h, i64 %i) {{
 entry:
-  %heldp = getelementptr inbounds i64, ptr %h, i64 {held_word}
-  br label %loop
-loop:
-  %i = phi i64 [ 0, %entry ], [ %i1, %next ]
   %si = add i64 %i, {slot_word}
   %sp = getelementptr inbounds i64, ptr %h, i64 %si
   %blk = atomicrmw xchg ptr %sp, ptr null acq_rel, align 8
   %empty = icmp eq ptr %blk, null
-  br i1 %empty, label %next, label %drop
-drop:
+  br i1 %empty, label %done, label %count
+count:
   %bsz = load i64, ptr %blk, align 8
+  %heldp = getelementptr inbounds i64, ptr %h, i64 {held_word}
   %back = atomicrmw sub ptr %heldp, i64 %bsz monotonic, align 8
+  br label %done
+done:
+  ret ptr %blk
+}}
+define void @{drain}(ptr %h) #{attr} {{
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]
+  %blk = call ptr @__mind_heap_take(ptr %h, i64 %i)
   call void @free(ptr %blk)
-  br label %next
-next:
   %i1 = add i64 %i, 1
   %end = icmp eq i64 %i1, {slots}
   br i1 %end, label %done, label %loop
