@@ -5,10 +5,11 @@ pays for fresh pages shows here (``mind.runtime.heap``; ``docs/backend-cpu.md``,
 The suite's programs with the largest intermediates, and two that are not in it: a 3-layer MLP
 train step of batch 2048 and a GELU chain whose intermediates are not fused (a column mean
 between its GELUs).  Times are medians of the process's CPU time per call (``time.process_time``),
-so other processes on a loaded machine count less; compare builds by running this script with each
-build's Python, alternately.
+so other processes on a loaded machine count less.  ``--no-heap-cache`` runs the same build with
+the cache holding nothing; compare by running both, alternately, one program per process (what
+ran before in a process changes glibc's thresholds, and so what a later program pays).
 
-    python benchmarks/intermediates.py [--threads N] [--reps R] [--only WORD]
+    python benchmarks/intermediates.py [--threads N] [--reps R] [--only WORD] [--no-heap-cache]
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def gelu_chain(r: int, c: int) -> Workload:
 
 def programs() -> list[Workload]:
     by_name = {w.name: w for w in suite.workloads()}
-    return [by_name[n] for n in SUITE] + [mlp3_train(2048, 784, 512, 10), gelu_chain(4096, 1024)]
+    return [by_name[n] for n in SUITE] + [mlp3_train(2048, 784, 512, 10), gelu_chain(4096, 1024), gelu_chain(8192, 1024)]
 
 
 def cpu_median(f, reps: int) -> float:
@@ -88,10 +89,14 @@ def main(argv: list[str]) -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--only", default=None)
+    p.add_argument("--no-heap-cache", action="store_true", help="kernels' freed blocks go to free (the A side)")
     args = p.parse_args(argv)
     import torch
 
     import mind
+    if args.no_heap_cache:
+        from mind.runtime import heap
+        heap.set_limit(0)
     torch.set_num_threads(args.threads)
     ops = TorchOps()
     for w in programs():

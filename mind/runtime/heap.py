@@ -31,7 +31,8 @@ import threading
 from typing import Any, Callable
 
 __all__ = ["SYMBOL", "DRAIN_SYMBOL", "SLOTS", "HEADER_BYTES", "PAGE_BYTES", "MIN_BLOCK", "LIMIT_WORD", "HELD_WORD",
-           "MIN_WORD", "VICTIM_WORD", "SLOT_WORD", "attach", "attach_library", "cached_bytes", "release", "limit"]
+           "MIN_WORD", "VICTIM_WORD", "SLOT_WORD", "attach", "attach_library", "cached_bytes", "release", "limit",
+           "set_limit"]
 
 SYMBOL = "__mind_heap"
 """The exported pointer of a kernel's module that ``attach`` sets to the structure's address."""
@@ -120,6 +121,16 @@ def cached_bytes() -> int:
 def limit() -> int:
     """The most bytes the cache holds."""
     return int(_HEAP.limit)
+
+
+def set_limit(nbytes: int) -> int:
+    """Let the cache hold at most ``nbytes`` from now on (0: none, every block goes to ``free``);
+    returns the limit before.  What it holds beyond the new limit is given back at once."""
+    before = int(_HEAP.limit)
+    _HEAP.limit = max(0, int(nbytes))
+    if cached_bytes() > _HEAP.limit:
+        release()
+    return before
 
 
 def release() -> int:

@@ -126,16 +126,18 @@ def test_memory_stays_bounded_over_calls_of_alternating_shapes(f, monkeypatch):
 def test_a_full_cache_gives_blocks_back_and_stays_within_its_limit(f):
     rng = np.random.default_rng(3)
     xs = [rng.standard_normal((n, 256), dtype=np.float32) for n in (512, 1024, 2048)]
-    limit = heap._HEAP.limit
-    heap.release()
-    heap._HEAP.limit = 3 << 20  # room for the 2 MiB block or the 1 MiB and the 512 KiB ones, not all
+    limit = heap.set_limit(3 << 20)  # room for the 2 MiB block or the 1 MiB and 512 KiB ones, not all
     try:
         for i in range(30):
             x = xs[i % len(xs)]
             check(f(x), x)
             assert 0 < heap.cached_bytes() <= 3 << 20
+        heap.set_limit(0)
+        assert heap.cached_bytes() == 0
+        check(f(xs[0]), xs[0])
+        assert heap.cached_bytes() == 0  # nothing kept
     finally:
-        heap._HEAP.limit = limit
+        heap.set_limit(limit)
 
 
 def test_a_kernel_nobody_attached_calls_malloc_and_free(f):
@@ -176,3 +178,20 @@ def test_kernels_are_byte_identical_with_the_cache():
     ir = emit_stage(mind._function_of(source, "f"), "llvm")
     assert ir == emit_stage(mind._function_of(source, "f"), "llvm")
     assert re.search(r"call noalias ptr @__mind_alloc\(i64 \d+\)", ir)
+
+
+def test_a_built_artifact_caches_its_intermediates_too(tmp_path):
+    import mind.runtime
+    from mind.cli.main import main
+
+    src = tmp_path / "t.mind"
+    src.write_text(SOURCE)
+    assert main(["build", str(src), "--fn", "f", "--shapes", "x=f32[512,256]", "--out", str(tmp_path / "a")]) == 0
+    art = mind.runtime.load(str(tmp_path / "a"))
+    x = np.random.default_rng(6).standard_normal((512, 256), dtype=np.float32)
+    heap.release()
+    check(art(x), x)
+    held = heap.cached_bytes()
+    assert held >= 4 * 256 * 512
+    check(art(x), x)
+    assert heap.cached_bytes() == held
