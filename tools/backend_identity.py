@@ -46,8 +46,9 @@ def _sha(data: str | bytes) -> str:
 # (the one place that names the backend's functions: kept in step with the backend's API)
 
 def _mlir(fn: Any, env: dict[str, int]) -> tuple[str, str]:
-    from mind.compiler.backend.linalg.emit import emit_mlir
-    return emit_mlir(fn, env)
+    from mind.compiler.backend.cpu.api import emit_cpu_mlir
+    from mind.compiler.backend.cpu.options import CpuOptions
+    return emit_cpu_mlir(fn, env, CpuOptions.resolve(threads=1).library)
 
 
 def _llvm(text: str, name: str, threads: int, schedule: bool | str) -> str:

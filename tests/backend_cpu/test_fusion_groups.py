@@ -267,3 +267,76 @@ def test_blocked_sum_first_level_takes_several_rows_per_tile():
     # a row reduction along the last loop, or an op with its rows not tiled by one: unchanged
     assert _chained_rows([1, 64], [16, 512], [par, red], {0: 16}, 16) == [1, 64]
     assert _chained_rows([2, 8, 4], [16, 128, 4], [par, red, par], {0: 16}, 16) == [2, 8, 4]
+
+
+def test_row_combination_is_a_tree():
+    # a row's vector-wide partial sums are combined with reassociation (LLVM's shuffle tree), not as
+    # one dependent scalar add per partial result; the max's combination is exact in any order
+    from mind.compiler.backend.cpu.api import emit_stage
+    src = softmax_src("softmax", "f32", (128, 77))
+    llvm = emit_stage(mind._function_of(src, "f"), "llvm")
+    reductions = [line for line in llvm.splitlines() if "call" in line and "llvm.vector.reduce." in line]
+    assert any("reduce.fadd" in line for line in reductions)
+    assert all("reassoc" in line for line in reductions)
+    _compare(src, _args([(128, 77)], "f32"), "host", threads=1)
+
+
+def _blocked_views(modules: list[str]) -> int:
+    """The blocked sums' views (``[rows, q, n / q]``) left in the scheduled payloads."""
+    return sum(len(re.findall(r"tensor\.expand_shape", m)) for m in modules)
+
+
+def _scheduled(kind: str, shape: tuple[int, ...], cpus: list[str]) -> tuple[list[str], list[str]]:
+    """(the scripts applied, the payloads after them) of ``kind`` at ``shape`` on one thread, each
+    result checked against the reference on every cpu of ``cpus``."""
+    src, shapes = _src(kind, "f32", shape)
+    modules: list[str] = []
+    with applied_scripts(modules) as seen:
+        for cpu in cpus:
+            _compare(src, _args(shapes, "f32"), cpu, threads=1)
+    assert _grouped(seen)
+    return seen, modules
+
+
+@pytest.mark.parametrize("kind,shape", [("layer_norm", (64, 768)), ("log_softmax", (64, 512)),
+                                        ("rms_norm", (3, 40, 640))])
+def test_blocked_sum_in_a_group_is_one_reduction_along_the_row(kind, shape):
+    # a row of 768 is blocked as 128 runs of 6 partial sums; inside a group it becomes one reduction
+    # along the row with vector-wide partial sums (each within SUM_RUN terms), which the blocking's
+    # handful of 4-lane partial sums cannot keep busy
+    _, modules = _scheduled(kind, shape, CPUS)
+    assert modules and _blocked_views(modules) == 0
+
+
+@pytest.mark.parametrize("shape,blocked", [((2, 16384), True), ((16, 1000), False), ((24, 1001), False)])
+def test_only_long_rows_keep_the_blocked_sum(shape, blocked):
+    # 16384 / 64 partial sums would each add 256 terms, more than a run of the blocking (SUM_RUN):
+    # it stays blocked; rows of 1000 or 1001 (no whole-vector tile: the last one is peeled and
+    # masked) become one reduction; all match the reference
+    _, modules = _scheduled("rms_norm", shape, ["host"])
+    assert (_blocked_views(modules) > 0) == blocked
+
+
+@pytest.mark.parametrize("kind,shape", [("softmax", (40, 1001)), ("log_softmax", (3, 20, 177))])
+def test_masked_rows_are_peeled(kind, shape):
+    # the row loop of whole vector tiles runs without masks (a reduction's partial sums stay in
+    # registers); only the last, partial tile is masked
+    seen, modules = _scheduled(kind, shape, CPUS)
+    assert all("transform.loop.peel" in s for s in seen if "fuse_into" in s)
+    # every row loop of the reductions carries its partial sums as a vector (no masked round trip)
+    assert any(re.search(r"scf\.for .* -> \(vector<(1x)+\d+xf32>\)", m) for m in modules)
+
+
+def test_small_group_with_costly_bodies_is_scheduled(monkeypatch):
+    monkeypatch.setenv("MIND_CPU_SCHEDULE", "1")  # the default cost model, not every op
+    # 64x77 elements are below the per-op cost model's iterations, but fusion computes the norm's
+    # sqrt (exp(log(x) / 2) in f64) for every element: as scalar loops that is ~170 us a call, so the
+    # group counts its bodies' operations (group_work) and is scheduled
+    src, shapes = _src("rms_norm", "f64", (64, 77))
+    with applied_scripts() as seen:
+        _compare(src, _args(shapes, "f64"), "host", threads=1)
+    assert _grouped(seen)
+    # a classifier head's log-softmax of 32x10 is still too small to pay for its compile
+    with applied_scripts() as seen:
+        _compare(softmax_src("log_softmax", "f32", (32, 10)), _args([(32, 10)], "f32"), "host", threads=1)
+    assert not _grouped(seen)

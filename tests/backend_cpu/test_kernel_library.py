@@ -154,31 +154,32 @@ def test_cache_keys_name_what_matmuls_call():
 _JITS: dict[str, object] = {}
 
 
-def _gemm(isa: str, elem: str):
+def _gemm(isa: str, elem: str, strided_lhs: bool = False):
     from mind.compiler.backend.cpu.codegen import JitObject
     jit = _JITS.get(isa)
     if jit is None:
         jit = _JITS[isa] = JitObject([KL.object_bytes(KL.gemm_object(isa))], "host")
-    addr = jit.address("_mlir_ciface_" + gemm_symbol(elem))
+    addr = jit.address("_mlir_ciface_" + gemm_symbol(elem, strided_lhs))
     assert addr
     return ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_bool)(addr)
 
 
-def _descriptor(view: np.ndarray, base: np.ndarray):
-    """A strided descriptor of ``view`` (a 2-D view of ``base`` with unit column stride)."""
+def _descriptor(view: np.ndarray, base: np.ndarray, unit_columns: bool = True):
+    """A strided descriptor of ``view`` (a 2-D view of ``base``, with unit column stride unless
+    ``unit_columns`` is False)."""
     d = descriptor_type(2)()
     d.allocated = d.aligned = base.ctypes.data
     item = base.itemsize
     d.offset = (view.ctypes.data - base.ctypes.data) // item
     d.sizes[0], d.sizes[1] = view.shape
     d.strides[0], d.strides[1] = view.strides[0] // item, view.strides[1] // item
-    assert d.strides[1] == 1
+    assert d.strides[1] == 1 or not unit_columns
     return d
 
 
-def _call(isa, elem, a_view, a_base, b_view, b_base, c_view, c_base, accumulate):
-    descs = [_descriptor(a_view, a_base), _descriptor(b_view, b_base), _descriptor(c_view, c_base)]
-    _gemm(isa, elem)(*[ctypes.addressof(d) for d in descs], accumulate)
+def _call(isa, elem, a_view, a_base, b_view, b_base, c_view, c_base, accumulate, strided_lhs=False):
+    descs = [_descriptor(a_view, a_base, not strided_lhs), _descriptor(b_view, b_base), _descriptor(c_view, c_base)]
+    _gemm(isa, elem, strided_lhs)(*[ctypes.addressof(d) for d in descs], accumulate)
 
 
 def _placed(rng, rows, cols, dtype, pad_rows, pad_cols, fill):
@@ -189,17 +190,21 @@ def _placed(rng, rows, cols, dtype, pad_rows, pad_cols, fill):
     return view, base
 
 
-def _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=0):
+def _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=0, strided_lhs=False):
     rng = np.random.default_rng(seed)
     dt = NP[elem]
-    a, abase = _placed(rng, m, k, dt, pads[0], pads[1], np.nan)  # a read outside the views would be NaN
+    if strided_lhs:  # A column-major: the transpose of a placed K x M view
+        at, abase = _placed(rng, k, m, dt, pads[0], pads[1], np.nan)
+        a = at.T
+    else:
+        a, abase = _placed(rng, m, k, dt, pads[0], pads[1], np.nan)  # a read outside the views would be NaN
     b, bbase = _placed(rng, k, n, dt, pads[2], pads[3], np.nan)
     c, cbase = _placed(rng, m, n, dt, pads[4], pads[5], 7.0)
     if not accumulate:
         c[...] = np.nan  # overwritten, never read
     c0 = c.astype(np.float64)
     outside = cbase.copy()
-    _call(isa, elem, a, abase, b, bbase, c, cbase, accumulate)
+    _call(isa, elem, a, abase, b, bbase, c, cbase, accumulate, strided_lhs)
     exact = a.astype(np.float64) @ b.astype(np.float64) + (c0 if accumulate else 0.0)
     bound = (k + 1) * EPS[elem] * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)) +
                                    (np.abs(c0) if accumulate else 0.0))
@@ -227,6 +232,15 @@ def test_gemm_edges_of_every_tile(isa, elem):
        pads=st.tuples(*[st.integers(0, 9)] * 6), accumulate=st.booleans(), elem=st.sampled_from(["f32", "f64"]))
 def test_gemm_on_strided_views_matches_float64(isa, m, n, k, pads, accumulate, elem):
     _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=m * 7 + n)
+
+
+@pytest.mark.parametrize("isa", RUNNABLE)
+@given(m=st.integers(1, 40), n=st.integers(1, 300), k=st.integers(1, 300),
+       pads=st.tuples(*[st.integers(0, 9)] * 6), accumulate=st.booleans(), elem=st.sampled_from(["f32", "f64"]))
+def test_strided_lhs_gemm_reads_a_transposed_view(isa, m, n, k, pads, accumulate, elem):
+    """The ``strided_lhs`` variant with A column-major (the transpose of a view at an offset, NaN
+    around it): what ``matmul(transpose(a), b)`` calls without materializing the transpose."""
+    _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=m * 5 + k, strided_lhs=True)
 
 
 @pytest.mark.parametrize("isa", RUNNABLE)
@@ -339,6 +353,34 @@ def test_programs_call_the_library(m, k, n, threads):
     assert ("call void @mind_gemm_f32_parallel(" in llvm_ir) == (threads > 1)  # the split is prebuilt,
     assert "__kmpc" not in llvm_ir  # so the kernel has no OpenMP region of its own
     assert "store <" not in llvm_ir  # no zero fill of the output: the call overwrites it
+
+
+@needs_library
+@pytest.mark.parametrize("elem", ["f32", "f64"])
+@pytest.mark.parametrize("m,k,n,threads", [(37, 51, 29, 1), (256, 64, 70, 2), (16, 300, 1000, 2), (9, 1, 5, 1)])
+def test_transposed_lhs_is_read_in_place(m, k, n, threads, elem):
+    """``matmul(transpose(a), b)`` calls the ``strided_lhs`` GEMM on ``a`` itself (no transpose in
+    the kernel's loops), serial or split by the driver; a transpose that is also a result still is."""
+    import mind
+    from mind.compiler.backend.cpu.api import emit_stage
+    rng = np.random.default_rng(m + n)
+    a = rng.standard_normal((k, m)).astype(NP[elem])
+    b = rng.standard_normal((k, n)).astype(NP[elem])
+    t = f"Tensor<{elem}, [{k}, {m}]>"
+    src = (f"fn f(a: {t}, b: Tensor<{elem}, [{k}, {n}]>) -> Tensor<{elem}, [{m}, {n}]> {{ matmul(transpose(a), b) }}\n"
+           f"fn g(a: {t}, b: Tensor<{elem}, [{k}, {n}]>) -> (Tensor<{elem}, [{m}, {n}]>, Tensor<{elem}, [{m}, {k}]>) {{\n"
+           f"  let at = transpose(a);\n  (matmul(at, b), at)\n}}")
+    bound = _bound(a.T, b, EPS[elem])
+    for fn in ("f", "g"):
+        outs = mind.compile(src, fn=fn, threads=threads, cache=False)(a, b)
+        got = outs if fn == "f" else outs[0]
+        assert np.all(np.abs(got - a.T.astype(np.float64) @ b) <= bound), fn
+        if fn == "g":
+            np.testing.assert_array_equal(outs[1], a.T)
+    llvm_ir = emit_stage(mind._function_of(src, "f"), "llvm", threads=threads)
+    symbol = gemm_symbol(elem, True) + ("_parallel" if threads > 1 and m * n * k >= 1 << 20 else "")
+    assert f"call void @{symbol}(" in llvm_ir
+    assert "shufflevector" not in llvm_ir and "load <" not in llvm_ir  # nothing transposed by the kernel
 
 
 @needs_library

@@ -5,13 +5,17 @@ and for AVX2."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from mind.calling import select_function
 from mind.compiler.backend.cpu.api import compile_function
 from mind.compiler.backend.cpu.kernel_library import host_isa
-from mind.compiler.backend.cpu.transforms import choose_elementwise_tiles
+from mind.compiler.backend.cpu.transforms import _column_tiles, choose_elementwise_tiles
 from mind.compiler.backend.cpu.vector_unit import AVX512, VECTOR_UNITS
 from mind.ir.parser import parse_module
 from mind.reference.accuracy import check_op
@@ -33,6 +37,37 @@ def test_a_column_reduction_is_tiled_in_contiguous_blocks(cols, bits, unit):
     if any(block % (k * lanes) == 0 for k in range(1, 5)):
         assert tile % lanes == 0  # whole vectors where they divide the block
     assert t.reduction[0] * tile <= 8 * lanes  # the rows of a tile keep to the register budget
+
+
+@pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
+@pytest.mark.parametrize("bits", [32, 64])
+def test_accumulators_carried_in_registers_are_whole_vectors(unit, bits):
+    # a loop-carried vector of 3 or 2.5 registers (48, 40 f32) is scalarized by LLVM: a block that is
+    # one tile is 1, 2 or 4 vectors or a whole loop narrower than one, else whole vectors, masked
+    lanes = unit.lanes(bits)
+    for size in list(range(1, 300)) + [333, 777, 1000, 1001, 4096, 32768]:
+        block, tile, masked = _column_tiles(size, lanes, masked=True)
+        if tile:  # a block swept in tiles reads and writes its accumulators every step
+            assert tile >= lanes or tile & (tile - 1) == 0 and tile > 1
+        else:
+            assert block in (lanes, 2 * lanes, 4 * lanes) or block == size < lanes
+        width = tile or block
+        assert masked == (size % width != 0 or size % block != 0)
+        assert _column_tiles(size, lanes) == (block, tile, False) or masked  # unmasked plans unchanged
+        unmasked = _column_tiles(size, lanes)
+        assert not unmasked[2] and size % unmasked[0] == 0
+
+
+def test_a_middle_axis_tile_takes_rows_for_independent_chains():
+    # [2, 8, 125, 17] f64 summed over axis 2 (a blocked sum's level): 17 is one masked tile of 4
+    # vectors (the fewest, in a power of two, that cover it), and 2 rows of the axis outside make 8 chains
+    kinds = ["parallel", "parallel", "reduction", "parallel"]
+    t = choose_elementwise_tiles([2, 8, 125, 17], kinds, 64, AVX512, masked=True)
+    assert t.masked and t.parallel[3] == 32 and t.parallel[1] * 4 >= 8
+    narrow = choose_elementwise_tiles([256, 125, 4], ["parallel", "reduction", "parallel"], 32, AVX512)
+    assert narrow.parallel[0] == 8  # quarter vectors: 8 rows
+    # beyond L2 the op streams: one row per tile, one sequential stream
+    assert choose_elementwise_tiles([64, 24, 125, 17], kinds, 64, AVX512, masked=True).parallel[1] == 1
 
 
 def test_narrow_column_reductions_and_row_reductions_keep_their_tiles():
@@ -58,8 +93,14 @@ CASES = [
     ("reduce_sum", "f32", (257, 777), [0], True),
     ("reduce_max", "f64", (5, 37, 520), [1], False),
     ("reduce_sum", "f64", (3, 61, 1536), [0, 1], False),
-    ("reduce_sum", "f64", (480, 270), [0, 1], False),   # the blocked sum: [120, 1080] first
-    ("reduce_sum", "f32", (64, 65536), [0, 1], False),  # the blocked sum's first level: [128, 32768]
+    ("reduce_sum", "f64", (480, 270), [0, 1], False),   # the blocked sum: rows of 32, [45, 90, 32] first
+    ("reduce_sum", "f32", (64, 65536), [0, 1], False),  # the blocked sum's first level: [512, 128, 64]
+    ("reduce_sum", "f32", (2000, 333), [0], False),     # blocked over axis 0, masked 4-vector tiles
+    ("reduce_sum", "f64", (16, 3000, 17), [1], True),   # blocked middle axis: masked 2-vector tile, chains
+    ("reduce_max", "f64", (7, 130, 37), [1], False),
+    ("reduce_max", "f32", (3000, 5), [0], False),       # narrower than a vector: one masked vector
+    ("reduce_sum", "f32", (9, 200, 6), [1], False),
+    ("reduce_sum", "f32", (24, 125, 40), [1], False),   # 2.5 vectors: masked 4
 ]
 THREADS_AND_CPUS = [(1, "host"), (2, "host")] + ([(2, "x86-64-v3")] if host_isa() is not None else [])
 
@@ -77,5 +118,34 @@ def test_column_and_blocked_reductions_match_the_reference(op, dtype, shape, axe
     op_ = fn.ops[0]
     want = OP_FUNCTIONS[op](x, **dict(op_.attrs))
     assert check_op(op, [x], dict(op_.attrs), got, want, dtype=op_.result.type.dtype) is None
-    if op == "reduce_sum":  # the blocked sums stay close to NumPy's pairwise sum, not only within the bound
-        np.testing.assert_allclose(got, x.sum(axis=tuple(axes), keepdims=keepdims), rtol=1e-5 if dtype == "f32" else 1e-12)
+    if op == "reduce_sum":  # the blocked sums are about as accurate as NumPy's, not only within the bound
+        exact = x.astype(np.longdouble).sum(axis=tuple(axes), keepdims=keepdims)
+        magnitude = np.abs(x).astype(np.longdouble).sum(axis=tuple(axes), keepdims=keepdims)
+        err = float(np.max(np.abs(got - exact) / magnitude))  # relative to the terms: no cancellation
+        numpy_err = float(np.max(np.abs(x.sum(axis=tuple(axes), keepdims=keepdims) - exact) / magnitude))
+        assert err <= max(4 * numpy_err, 8 * float(np.finfo(x.dtype).eps))
+
+
+SIZES = [1, 2, 3, 4, 5, 7, 8, 16, 17, 31, 40, 64, 127, 129, 257, 333, 16411]
+
+
+@given(st.data())
+def test_random_reductions_match_the_reference(data):
+    # any axes of shapes whose extents are primes, odd widths, whole vectors and a prime above 128²
+    # (split sums), every op scheduled, with signed zeros and infinities among the terms
+    rank = data.draw(st.integers(1, 4))
+    shape = tuple(data.draw(st.lists(st.sampled_from(SIZES), min_size=rank, max_size=rank)))
+    assume(math.prod(shape) <= 200_000)
+    axes = sorted(data.draw(st.sets(st.integers(0, rank - 1))))
+    op, dtype = data.draw(st.sampled_from(["reduce_sum", "reduce_max"])), data.draw(st.sampled_from(["f32", "f64"]))
+    threads, cpu = data.draw(st.sampled_from(THREADS_AND_CPUS))
+    fn = _reduction(op, dtype, shape, axes, data.draw(st.booleans()))
+    x = np.random.default_rng(data.draw(st.integers(0, 2**16))).standard_normal(shape).astype(dtype.replace("f", "float"))
+    special = data.draw(st.sampled_from([None, -0.0, np.inf, -np.inf]))
+    if special is not None:
+        x.reshape(-1)[data.draw(st.integers(0, x.size - 1))] = special
+    run = compile_function(fn, threads=threads, cpu=cpu, cache=False, schedule="all")
+    got = run([x])[0]
+    op_ = fn.ops[0]
+    want = OP_FUNCTIONS[op](x, **dict(op_.attrs))
+    assert check_op(op, [x], dict(op_.attrs), got, want, dtype=op_.result.type.dtype) is None

@@ -190,3 +190,62 @@ def test_matmul_register_block_lowers_to_a_compact_inner_loop():
     assert low.scheduled
     assert low.llvm_ir.count("\n") < 1200
     assert low.llvm_ir.count("@llvm.fmuladd.v32f32(") >= 8
+
+
+def _scalar_work(text: str, **options) -> int:
+    from mind.compiler.backend.cpu.lowering import lower_to_llvm_dialect
+    from mind.compiler.backend.linalg.emit import emit_mlir
+    mlir_text, name = emit_mlir(_fn(text), {})
+    report: dict = {}
+    options.setdefault("schedule", True)  # the cost model (the tests' default schedules every op)
+    lower_to_llvm_dialect(mlir_text, name, CpuOptions.resolve(**options), report=report)
+    return report["scalar_work"]
+
+
+def test_a_fill_the_schedule_vectorized_is_not_counted_as_scalar_loops():
+    # a convolution's zero init is fused into its tiles and vectorized there: nothing is left to
+    # scalar loops, so the kernel gets the short LLVM pipeline (weighed before the script ran, the
+    # whole fill counted, 8*27*27*128 elements, and sent the kernel to LLVM's loop pipeline)
+    from mind.compiler.backend.cpu.transforms import MIN_SCHEDULE_WORK
+    text = ("func @main(%x: f32[8, 56, 56, 64], %w: f32[3, 3, 64, 128]) -> (f32[8, 27, 27, 128]) {\n"
+            "  %0 = conv2d(%x, %w) {strides = [2, 2], padding = [[0, 0], [0, 0]], lhs_dilation = [1, 1], "
+            "rhs_dilation = [1, 1]} : f32[8, 27, 27, 128]\n"
+            "  return %0\n}\n")
+    for threads in (1, 2):
+        assert _scalar_work(text, threads=threads) < MIN_SCHEDULE_WORK
+
+
+def test_ops_left_as_loops_count_their_whole_work():
+    # below the cost model's threshold: the whole op is one loop nest; a padded conv's copy into its window, fused
+    # into the conv's tiles without being vectorized, counts its tile times the tiles' trips
+    from mind.compiler.backend.cpu.transforms import MIN_SCHEDULE_WORK
+    assert _scalar_work("func @main(%x: f32[40, 40]) -> (f32[40, 40]) {\n  %0 = add(%x, %x) : f32[40, 40]\n"
+                        "  return %0\n}\n", threads=1) == 40 * 40
+    text = ("func @main(%x: f32[4, 64, 64, 32], %w: f32[3, 3, 32, 32]) -> (f32[4, 64, 64, 32]) {\n"
+            "  %0 = conv2d(%x, %w) {strides = [1, 1], padding = [[1, 1], [1, 1]], lhs_dilation = [1, 1], "
+            "rhs_dilation = [1, 1]} : f32[4, 64, 64, 32]\n"
+            "  return %0\n}\n")
+    assert _scalar_work(text, threads=2) >= MIN_SCHEDULE_WORK
+
+
+def test_loop_work_multiplies_the_trips_of_the_loops_around_an_op():
+    from mlir import ir
+
+    from mind.compiler.backend.linalg.context import new_context
+    from mind.compiler.backend.linalg.schedule import largest_loop_work
+    body = ("  %c0 = arith.constant 0 : index\n  %c2 = arith.constant 2 : index\n  %c8 = arith.constant 8 : index\n"
+            "  %z = arith.constant 0.0 : f32\n"
+            "  %r = scf.forall (%i) = (0) to (12) step (4) shared_outs(%o = %t) -> (tensor<8x8xf32>) {\n"
+            "    %u = scf.for %k = %c0 to UPPER step %c2 iter_args(%a = %o) -> (tensor<8x8xf32>) {\n"
+            "      %f = linalg.fill ins(%z : f32) outs(%a : tensor<8x8xf32>) -> tensor<8x8xf32>\n"
+            "      scf.yield %f : tensor<8x8xf32>\n    }\n"
+            "    scf.forall.in_parallel {\n"
+            "      tensor.parallel_insert_slice %u into %o[0, 0] [8, 8] [1, 1] : tensor<8x8xf32> into tensor<8x8xf32>\n"
+            "    }\n  }\n  return %r : tensor<8x8xf32>\n")
+    with new_context() as ctx:
+        static = ir.Module.parse("func.func @f(%t: tensor<8x8xf32>) -> tensor<8x8xf32> {\n"
+                                 + body.replace("UPPER", "%c8") + "}\n", ctx)
+        assert largest_loop_work(static) == 64 * 3 * 4  # the fill's 64 elements, 3 x 4 trips
+        dynamic = ir.Module.parse("func.func @f(%t: tensor<8x8xf32>, %n: index) -> tensor<8x8xf32> {\n"
+                                  + body.replace("UPPER", "%n") + "}\n", ctx)
+        assert largest_loop_work(dynamic) == 1 << 62  # a bound that is not a constant: large

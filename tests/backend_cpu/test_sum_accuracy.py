@@ -3,10 +3,14 @@ with the spec's signed zeros and special values kept."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 import mind
+import mind.compiler.backend.cpu.lowering as lowering
+from mind.compiler.backend.linalg.lowerings import SUM_RUN, SUM_WIDTH_BYTES, sum_levels, sum_width
 
 
 def _sum_fn(shape: tuple[int, ...], axes: list[int], dt: str = "f32") -> str:
@@ -17,7 +21,8 @@ def _sum_fn(shape: tuple[int, ...], axes: list[int], dt: str = "f32") -> str:
 
 
 @pytest.mark.parametrize("shape,axes", [((6480,), [0]), ((80, 81), [0, 1]), ((512, 1000), [0, 1]),
-                                        ((64, 4096), [1]), ((3, 127, 129), [1, 2])])
+                                        ((64, 4096), [1]), ((3, 127, 129), [1, 2]), ((16, 3000, 17), [1]),
+                                        ((3000, 40), [0]), ((2, 1024, 1024), [0, 1, 2])])
 def test_float_sum_as_accurate_as_numpy(shape, axes):
     # before blocking: 1.6e-5 relative for 512x1000 (one running sum), NumPy 1e-9
     x = np.random.default_rng(0).random(shape).astype(np.float32)
@@ -28,12 +33,65 @@ def test_float_sum_as_accurate_as_numpy(shape, axes):
     assert err <= max(4 * numpy_err, 1e-7)
 
 
-def test_blocked_sum_keeps_signed_zeros_and_specials():
-    src = _sum_fn((4, 300), [1])
-    x = np.full((4, 300), -0.0, np.float32)
+@pytest.mark.parametrize("shape,axes", [((1009, 997), [0, 1]), ((3, 16411), [1]), ((3, 127, 257), [0, 1, 2])])
+def test_long_sums_with_a_large_prime_factor_are_split(shape, axes):
+    # one running sum before the split (1009 x 997: 5.3e-6 relative, 16411: 3.4e-6); now a few
+    # rounding errors of the result (the last level of each part adds up to 128 partial sums);
+    # 3 x 127 x 257 once split its first part again and again (a RecursionError while emitting)
+    x = np.random.default_rng(0).random(shape).astype(np.float32)
+    got = np.asarray(mind.compile(_sum_fn(shape, axes))(x), np.float64)
+    exact = x.astype(np.float64).sum(axis=tuple(axes))
+    assert np.max(np.abs(got - exact) / np.abs(exact)) <= 8 * np.finfo(np.float32).eps
+
+
+@pytest.mark.parametrize("n", [300, 16411])  # 16411: a prime, split into 16384 terms and 27
+def test_blocked_sum_keeps_signed_zeros_and_specials(n):
+    src = _sum_fn((4, n), [1])
+    x = np.full((4, n), -0.0, np.float32)
     x[1, 7] = 0.0
-    x[2, 299] = np.inf
-    x[3, 0], x[3, 1] = np.inf, -np.inf
+    x[2, n - 1] = np.inf
+    x[3, 0], x[3, n - 1] = np.inf, -np.inf
     got = mind.compile(src)(x)
     assert np.signbit(got[0]) and got[0] == 0 and not np.signbit(got[1]) and got[1] == 0
     assert got[2] == np.inf and np.isnan(got[3])
+
+
+@pytest.mark.parametrize("n", [129, 1000, 6480, 16384, 16385, 129600, 1 << 22, 31 * 37 * 41, 4000 * 3001, 1009 * 997])
+@pytest.mark.parametrize("elem_bytes", [4, 8])
+def test_blocks_cover_the_terms_in_short_runs(n, elem_bytes):
+    w = sum_width(n, elem_bytes)
+    levels = sum_levels(n // w)
+    left = n // w
+    for q in levels:
+        assert 1 < q <= SUM_RUN and left % q == 0
+        left //= q
+    assert n % w == 0 and w <= SUM_RUN
+    if n // max(d for d in range(1, SUM_RUN + 1) if n % d == 0) > SUM_RUN:  # more than one level
+        assert w * elem_bytes <= SUM_WIDTH_BYTES
+    # every run is short unless the rows have a prime factor above SUM_RUN (3001, 1009 x 997)
+    assert left <= SUM_RUN or all(left % d for d in range(2, SUM_RUN + 1))
+
+
+@pytest.mark.parametrize("shape,dt", [((2048, 2048), "f64"), ((480, 270), "f64"), ((64, 65536), "f32")])
+def test_the_first_level_reads_rows_of_the_width_after_fusion(shape, dt):
+    # elementwise fusion expands each level's operand into the level before; a width that shrank
+    # from level to level became the first level's innermost loop (2048x2048 f64: rows of 2
+    # elements, 15x slower than NumPy), which a width kept through the levels never does
+    seen: list[str] = []
+    real = lowering.cpu_schedule
+
+    def spy(module, *args, **kwargs):
+        seen.append(str(module))
+        return real(module, *args, **kwargs)
+    lowering.cpu_schedule = spy
+    try:
+        x = np.ones(shape, {"f32": np.float32, "f64": np.float64}[dt])
+        assert mind.compile(_sum_fn(shape, [0, 1], dt), threads=1, cache=False)(x) == x.size
+    finally:
+        lowering.cpu_schedule = real
+    n, itemsize = shape[0] * shape[1], x.itemsize
+    reads = [tuple(int(d) for d in m.group(1).split("x")) for m in
+             re.finditer(r"linalg\.generic .*?ins\(%\S+ : tensor<([0-9x]+)x" + dt, seen[0])]
+    first = [r for r in reads if np.prod(r) == n]
+    assert first and all(r[-1] == sum_width(n, itemsize) for r in first)
+    assert sum_width(n, itemsize) * itemsize >= 64  # at least a cache line (a vector) of partial sums

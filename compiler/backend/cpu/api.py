@@ -45,7 +45,7 @@ from .engine import compile_kernel, load_cached
 from .options import CpuOptions
 from .thread_cost import kernel_cost
 
-__all__ = ["compile_function", "emit_stage", "CpuFunction", "kernel_signature"]
+__all__ = ["compile_function", "emit_stage", "emit_cpu_mlir", "CpuFunction", "kernel_signature"]
 
 MAX_KERNEL_ARGUMENTS = 1024
 """A kernel takes one pointer per parameter and one per result, and it is called through ctypes,
@@ -136,7 +136,7 @@ class CpuFunction:
             k = load_cached(alias, options, signature=signature)
             if k is not None:
                 return k
-        text, name = emit_mlir(self.fn, env)
+        text, name = emit_cpu_mlir(self.fn, env, options.library)
         return compile_kernel(text, name, options, alias=alias, signature=signature)
 
     supports_out = True
@@ -249,21 +249,29 @@ def _concrete_env(fn: Function) -> dict[str, int]:
     return {}
 
 
+def emit_cpu_mlir(fn: Function, env: Mapping[str, int], library: str | None) -> tuple[str, str]:
+    """The MLIR text of ``fn`` as the CPU backend compiles it (``emit.emit_mlir``): pads fill only
+    their border, and matmuls read a transposed lhs in place where the prebuilt GEMM of ``library``
+    does (``library_calls.transposed_lhs``)."""
+    from .library_calls import transposed_lhs  # the GEMM's build side: never imported on a cache hit
+    return emit_mlir(fn, env, transposed_lhs(library), pad_border=True)
+
+
 def emit_stage(module: Module | Function, stage: str, fn: str | None = None, **options: Any) -> str:
     """The MLIR text (``"mlir"``) or LLVM IR (``"llvm"``) of every function of ``module`` (or of
     ``fn``), compiled with ``options`` (one thread unless they say otherwise)."""
     if stage not in ("mlir", "llvm"):
         raise error("E6002", f"unknown stage `{stage}`", help="stages: mlir, llvm")
-    resolved = CpuOptions.resolve({"threads": 1, **options}) if stage == "llvm" else None
+    resolved = CpuOptions.resolve({"threads": 1, **options})
     fns = [module] if isinstance(module, Function) else list(module.functions)
     if fn is not None:
         fns = [f for f in fns if f.name == fn]
     parts = []
     for f in fns:
-        text, name = emit_mlir(f, _concrete_env(f))
+        text, name = emit_cpu_mlir(f, _concrete_env(f), resolved.library)
         if stage == "mlir":
             parts.append(text)
         else:
             from .engine import mlir_to_llvm_ir
-            parts.append(mlir_to_llvm_ir(text, name, resolved).llvm_ir)  # type: ignore[arg-type]
+            parts.append(mlir_to_llvm_ir(text, name, resolved).llvm_ir)
     return "\n".join(parts)

@@ -18,7 +18,8 @@ softmax a training step keeps for its gradient) becomes a result of the forall, 
 once per block;
 it has at least one reduction; and every op of it keeps the consumer's leading loops (``prefix``) as
 its own leading parallel loops, indexed as such by every operand that flows inside the group.  The
-reductions then compute per block what the consumer's block reads.  MLIR is imported inside
+reductions then compute per block what the consumer's block reads.  A blocked row sum that a group
+reads is first made one reduction along the row (``unblock_sums``).  MLIR is imported inside
 functions only.
 """
 
@@ -26,12 +27,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from ..linalg.lowerings import SUM_RUN
 from ..linalg.payload import element_bits, generic_loops, product, static_shape
 from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .vector_unit import VectorUnit
 
 __all__ = ["L2_SHARE", "MIN_BLOCKS", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
-           "group_section", "plan_groups"]
+           "group_section", "plan_groups", "unblock_sums", "group_work", "BODY_OPS"]
 
 L2_SHARE = 2
 """A block's live rows take at most 1/L2_SHARE of L2: the rest holds the next block's prefetched
@@ -251,6 +253,13 @@ _MASKED = """\
 """
 
 
+_REASSOCIATE = """\
+    %{v} = transform.structured.match ops{{["vector.reduction"]}} in {forall} : (!transform.any_op) -> !transform.any_op
+    %{v}_p = transform.param.constant #arith.fastmath<reassoc> -> !transform.any_param
+    transform.annotate %{v} "fastmath" = %{v}_p : !transform.any_op, !transform.any_param
+"""
+
+
 def _cse(var: str) -> str:
     return (f"    %{var} = transform.structured.match ops{{[\"func.func\"]}} in %root : (!transform.any_op) -> "
             f"!transform.any_op\n    transform.apply_cse to %{var} : !transform.any_op\n")
@@ -290,14 +299,23 @@ def group_section(group: Group, tags: Sequence[int | None], unit: VectorUnit,
         tiled += f"    {handle}d = transform.merge_handles deduplicate {handle} : !transform.any_op\n"
         t, c, r = _inner_section(handle[1:], f"{handle}d", op, block, unit, inner_tiles)
         tiled, combines, rest = tiled + t, combines + c, rest + r
+    s += tiled
+    if "transform.loop.peel" in tiled:
+        # the whole tiles' sizes, constants after peeling, folded into static shapes; applied to the
+        # forall, which outlives the patterns (a peeled loop of one tile is inlined by them, and a
+        # handle to it would then name an erased op; the ops' handles follow them)
+        s += (f"    transform.apply_patterns to {forall} {{\n      transform.apply_patterns.canonicalization\n"
+              f"    }} : !transform.any_op\n")
     # the per-row combinations of split reductions first, alone in the block, as horizontal
     # reductions (the target's "innerparallel" lowering, right for the other reductions, extracts a
-    # row's 64 partial results one by one); then the rest
-    s += tiled + combines
+    # row's 64 partial results one by one), reassociated (a sum may add in any order: a tree of
+    # shuffles and vector adds, not one dependent scalar add per partial result); then the rest
+    s += combines
     if combines:
         s += (f"    transform.apply_patterns to {forall} {{\n"
               f"      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = \"innerreduction\"\n"
               f"    }} : !transform.any_op\n")
+        s += _REASSOCIATE.format(v=f"gh{g}", forall=forall)
     # masked transfers (rows without a whole-vector divisor) as transfers with a mask operand,
     # which the target's vector lowering turns into masked loads and stores
     return s + rest + _MASKED.format(v=f"gm{g}")
@@ -336,13 +354,20 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
         t, masked = row_tile(ranges[-1], unit.lanes(max(element_bits(v.type) for v in op.operands)))
         rows = [1] * (len(ranges) - 1)
         if all(k == "parallel" for k in kinds):
-            return tile_for(f"{name}i", handle, rows + [t]), "", _vectorize(f"%{name}i", rows + [t], masked)
+            s = tile_for(f"{name}i", handle, rows + [t])
+            if not masked:
+                return s, "", vectorize(f"%{name}i")
+            peel, vec = _peeled(f"{name}i", f"%{name}i_l" + (f"#{len(rows)}" if rows else ""), rows + [t])
+            return s + peel, "", vec
         if kinds[-1] != "parallel" and all(k == "parallel" for k in kinds[:-1]):
             s = tile_for(f"{name}r", handle, rows + [0])
             s += (f"    %{name}f, %{name}s, %{name}c, %{name}l = transform.structured.tile_reduction_using_for "
                   f"%{name}r by tile_sizes = {sizes([0] * len(rows) + [t])} : (!transform.any_op) -> "
                   f"(!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n")
-            return s, vectorize(f"%{name}c"), vectorize(f"%{name}f") + _vectorize(f"%{name}s", rows + [t], masked)
+            if not masked:
+                return s, vectorize(f"%{name}c"), vectorize(f"%{name}f") + vectorize(f"%{name}s")
+            peel, vec = _peeled(f"{name}s", f"%{name}l", rows + [t])
+            return s + peel, vectorize(f"%{name}c"), vectorize(f"%{name}f") + vec
     tiles = inner_tiles(op, block)
     if loops is not None:
         tiles = _chained_rows(tiles, ranges, kinds, block, unit.lanes(max(element_bits(v.type) for v in op.operands)))
@@ -375,10 +400,41 @@ def _chained_rows(tiles: list[int], ranges: Sequence[int], kinds: Sequence[str],
     return out
 
 
-def _vectorize(handle: str, vector_sizes: Sequence[int], masked: bool) -> str:
-    if not masked:
-        return vectorize(handle)
-    return f"    transform.structured.vectorize {handle} vector_sizes {sizes(vector_sizes)} : !transform.any_op\n"
+def _peeled(name: str, loop: str, vector_sizes: Sequence[int]) -> tuple[str, str]:
+    """(peeling, vectorizing) a row loop whose last tile is partial: the loop split into whole tiles,
+    vectorized without masks, and the one partial tile, vectorized with a mask.  Why: a masked tile in
+    every iteration keeps a reduction's partial sums in memory (a masked load and store of the
+    accumulator per tile, each waiting for the last) and computes a mask per tile."""
+    s = (f"    %{name}_c = transform.cast {loop} : !transform.any_op to !transform.op<\"scf.for\">\n"
+         f"    %{name}_m, %{name}_t = transform.loop.peel %{name}_c : (!transform.op<\"scf.for\">) -> "
+         f"(!transform.any_op, !transform.any_op)\n")
+    vec = ""
+    for part in ("m", "t"):
+        s += (f"    %{name}_{part}g = transform.structured.match ops{{[\"linalg.generic\"]}} in %{name}_{part} : "
+              f"(!transform.any_op) -> !transform.any_op\n")
+    vec += vectorize(f"%{name}_mg")
+    vec += f"    transform.structured.vectorize %{name}_tg vector_sizes {sizes(vector_sizes)} : !transform.any_op\n"
+    return s, vec
+
+
+BODY_OPS = 8
+"""The operations per iteration that the cost model's ``min_work`` (iterations) stands for: a group
+whose bodies do more (an ``exp``/``log`` polynomial, a norm's ``sqrt`` as ``exp(log(x) / 2)`` that
+elementwise fusion computes for every element of the row) counts its operations in such units."""
+
+
+def group_work(group: Group) -> int:
+    """The work a group's cost is compared with ``min_work`` by: the consumer's iterations, or, when
+    larger, the operations of every generic of the group (iterations times body operations) in units
+    of ``BODY_OPS``.  Why: left unscheduled, a group is scalar loops that recompute whatever fusion
+    put in a body for every element (a per-row ``log`` or ``sqrt``: 170 us for an f64 RMS norm of
+    64x77 elements, 15 us for torch), so its cost is its operations, not its elements."""
+    ops = 0
+    for op in group.ops:
+        loops = generic_loops(op) if op.name == "linalg.generic" else None
+        if loops is not None:
+            ops += product(loops[0]) * (len(op.regions[0].blocks[0].operations) - 1)
+    return max(product(group.ranges), ops // BODY_OPS)
 
 
 GroupPlan = tuple[list[Any], Callable[[Sequence[int | None]], str]]
@@ -391,7 +447,159 @@ def plan_groups(unit: VectorUnit, plannable: Callable[[Any], bool],
     the builder of its section from its ops' tags (``linalg.schedule.schedule_module``)."""
     plans: list[GroupPlan] = []
     for group in find_groups(candidates, plannable):
-        if product(group.ranges) < min_work:
+        if group_work(group) < min_work:
             continue
         plans.append((group.ops, lambda tags, g=group: group_section(g, tags, unit, inner_tiles)))
     return plans
+
+
+# ------------------------------------------------------------------- blocked sums inside a group
+
+def unblock_sums(module: Any, unit: VectorUnit, plannable: Callable[[Any], bool],
+                 skip: Callable[[Any], bool] | None, min_work: int) -> int:
+    """Rewrite each blocked row sum (``lowerings.reduce_sum``: a view ``[rows, q, p]`` of the row, a
+    first level adding its q runs into p partial sums, a last level adding those) that a group of
+    at least ``min_work`` iterations reads into one reduction along the row, when the group's
+    vector-wide partial sums (``row_tile``) keep every partial sum within ``SUM_RUN`` terms, the
+    blocking's own bound.  Returns how many were rewritten.
+
+    Why: the blocking's p partial sums are a handful (a row of 512 is 128 runs of 4), so its first
+    level is vectors of 4 lanes gathered across rows with shuffles, where one reduction along the row
+    keeps vector-wide partial sums (64 for f32 on AVX-512) and combines them once per row as a tree;
+    each partial sum then adds at most as many terms as a run of the blocking, and the spec's bound
+    for a sum holds for every order of the additions."""
+    from mlir import ir
+    ops: list[Any] = []
+
+    def visit(op: Any) -> ir.WalkResult:
+        if op.name.startswith("linalg.") and op.name not in ("linalg.yield", "linalg.index") and \
+                not (skip and skip(op)):
+            ops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    chains = []
+    try:  # as the planners (``schedule_module``): an op of a form not foreseen is left as it is
+        for group in find_groups(ops, plannable):
+            if group_work(group) < min_work:
+                continue
+            members = {hash(op.operation) for op in group.ops}
+            for last in group.ops:
+                chain = _blocked_chain(last, members, unit)
+                if chain is not None:
+                    chains.append(chain)
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return 0
+    for chain in chains:
+        _unblock(*chain)
+    return len(chains)
+
+
+def _body_ops(op: Any) -> list[Any]:
+    return list(op.regions[0].blocks[0].operations)
+
+
+def _adds_to_out(op: Any) -> bool:
+    """Whether ``op``'s body yields ``out + x`` (``x`` computed without ``out``): an accumulation whose
+    terms may be regrouped."""
+    block = op.regions[0].blocks[0]
+    body = _body_ops(op)
+    out = block.arguments[len(block.arguments) - 1]
+    yielded = body[-1].operands[0] if len(body[-1].operands) == 1 else None
+    add = _owner(yielded) if yielded is not None else None
+    if add is None or add.name != "arith.addf" or len(list(out.uses)) != 1:
+        return False
+    return any(v == out for v in add.operands)
+
+
+def _zero_fill(v: Any) -> bool:
+    """Whether ``v`` is a fill of a float zero (the blocked sum's partial sums start at -0)."""
+    from mlir import ir
+    fill = _owner(v)
+    if fill is None or fill.name != "linalg.fill":
+        return False
+    scalar = _owner(fill.operands[0])
+    if scalar is None or scalar.name != "arith.constant":
+        return False
+    value = scalar.attributes["value"]
+    return isinstance(value, ir.FloatAttr) and ir.FloatAttr(value).value == 0.0
+
+
+def _blocked_chain(last: Any, members: set[int], unit: VectorUnit) -> tuple[Any, Any, list[Any]] | None:
+    """(the first level, the last level, the first level's input maps over the row) of a blocked
+    sum ending in ``last``, when it can be one reduction along the row (``unblock_sums``), else
+    None."""
+    from mlir import ir
+    if last.name != "linalg.generic" or len(last.results) != 1:
+        return None
+    loops = generic_loops(last)
+    if loops is None or len(last.operands) != 2 or not _adds_to_out(last) or not _zero_fill(last.operands[1]):
+        return None
+    ranges, kinds = loops
+    k = len(ranges) - 1
+    if kinds != ["parallel"] * k + ["reduction"]:
+        return None
+    first = _owner(last.operands[0])
+    if first is None or first.name != "linalg.generic" or hash(first.operation) not in members or \
+            len(first.results) != 1 or len(list(first.results[0].uses)) != 1:
+        return None
+    loops1 = generic_loops(first)
+    if loops1 is None or loops1[1] != ["parallel"] * k + ["reduction", "parallel"] or loops1[0][:k] != ranges[:k] or \
+            not _adds_to_out(first) or not _zero_fill(first.operands[-1]):
+        return None
+    q, p = loops1[0][k], loops1[0][k + 1]
+    n = q * p
+    elem = element_bits(first.results[0].type)
+    t, _ = row_tile(n, unit.lanes(elem))
+    if -(-n // t) > SUM_RUN:
+        return None
+    maps = [ir.AffineMapAttr(a).value for a in first.attributes["indexing_maps"]]
+    row_dims = list(range(k))
+    new_maps = []
+    for v, amap in zip(first.operands[:-1], maps[:-1]):
+        dims = [e.position if isinstance(e, ir.AffineDimExpr) else None for e in amap.results]
+        view = _owner(v)
+        if dims == list(range(k + 2)) and view is not None and view.name == "tensor.expand_shape" and \
+                static_shape(view.operands[0].type) == ranges[:k] + [n] and \
+                [[ir.IntegerAttr(a).value for a in ir.ArrayAttr(g)]
+                 for g in view.attributes["reassociation"]][k:] == [[k, k + 1]]:
+            new_maps.append((view.operands[0], ir.AffineMap.get_identity(k + 1)))
+        elif all(d is not None and d in row_dims for d in dims):
+            new_maps.append((v, ir.AffineMap.get(k + 1, 0, [ir.AffineDimExpr.get(d) for d in dims])))
+        else:
+            return None
+    return first, last, new_maps
+
+
+def _unblock(first: Any, last: Any, inputs: list[tuple[Any, Any]]) -> None:
+    """Replace ``last`` (and ``first``, and its view and init when nothing else reads them) by one
+    reduction along the row with ``first``'s body."""
+    from mlir import ir
+    out_map = ir.AffineMapAttr(list(last.attributes["indexing_maps"])[-1]).value
+    maps = [m for _, m in inputs] + [out_map]
+    with last.location:
+        new = ir.Operation.create(
+            "linalg.generic", results=[last.results[0].type],
+            operands=[v for v, _ in inputs] + [last.operands[1]], regions=1, ip=ir.InsertionPoint(last),
+            attributes={"indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
+                        "iterator_types": last.attributes["iterator_types"],
+                        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(inputs), 1])})
+        old = first.regions[0].blocks[0]
+        block = new.regions[0].blocks.append(*[a.type for a in old.arguments])
+        mapping = list(zip(old.arguments, block.arguments))
+
+        def mapped(v: Any) -> Any:
+            return next((n for o, n in mapping if o == v), v)
+        for op in list(old.operations):
+            clone = op.clone(ip=ir.InsertionPoint(block))
+            for i, v in enumerate(clone.operands):
+                clone.operands[i] = mapped(v)
+            mapping.extend(zip(op.results, clone.results))
+    last.results[0].replace_all_uses_with(new.results[0])
+    view_inits = [_owner(v) for v in first.operands]
+    last.erase()
+    first.erase()
+    for op in view_inits:
+        if op is not None and op.name in ("tensor.expand_shape", "linalg.fill") and \
+                not any(True for r in op.results for _ in r.uses):
+            op.erase()

@@ -23,7 +23,8 @@ from mind.spec.record import FrozenRecord
 
 _set = object.__setattr__
 
-__all__ = ["GemmShape", "gemm_function", "gemm_symbol", "operand_type", "VARIANTS", "GEMM_K_SLAB", "GEMM_N_BLOCK"]
+__all__ = ["GemmShape", "gemm_function", "gemm_symbol", "operand_type", "lhs_type", "VARIANTS", "LHS_LAYOUTS",
+           "GEMM_K_SLAB", "GEMM_N_BLOCK"]
 
 GEMM_K_SLAB = 128
 """K rows of B per slab: a 128 x 128 block of B (64 KiB of f32) is reused by every row tile."""
@@ -63,9 +64,17 @@ VARIANTS: dict[str, dict[str, GemmShape]] = {
 """Per instruction set of ``kernel_library.ISAS`` and element type: the register tile."""
 
 
-def gemm_symbol(elem: str) -> str:
-    """The library function for one element type."""
-    return f"mind_gemm_{elem}"
+LHS_LAYOUTS = (False, True)
+"""The GEMMs of each element type: A with contiguous rows, and A with any strides (``strided_lhs``: a
+transposed A, ``matmul(transpose(a), b)`` and the weight gradients autodiff writes, read in place).
+Why a variant and not one kernel: the kernel reads A one element at a time (a broadcast per row and
+k), so a column-major A costs it nothing, but a dynamic column stride is one more multiply-add per
+address that the row-major path should not pay."""
+
+
+def gemm_symbol(elem: str, strided_lhs: bool = False) -> str:
+    """The library function for one element type (and A's layout, ``LHS_LAYOUTS``)."""
+    return f"mind_gemm_{elem}" + ("_strided_lhs" if strided_lhs else "")
 
 
 def operand_type(elem: str) -> str:
@@ -73,13 +82,19 @@ def operand_type(elem: str) -> str:
     return f"memref<?x?x{elem}, strided<[?, 1], offset: ?>>"
 
 
+def lhs_type(elem: str, strided_lhs: bool) -> str:
+    """A's memref type: ``operand_type``, or with a dynamic column stride too (``strided_lhs``)."""
+    return f"memref<?x?x{elem}, strided<[?, ?], offset: ?>>" if strided_lhs else operand_type(elem)
+
+
 class _Text:
     """Numbered SSA names and indented lines."""
 
-    def __init__(self) -> None:
+    def __init__(self, a_type: str) -> None:
         self.lines: list[str] = []
         self.n = 0
         self.depth = 1
+        self.a_type = a_type
 
     def fresh(self, hint: str) -> str:
         self.n += 1
@@ -145,7 +160,7 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
     bs = [load("%B", "%k", v) for v in range(vectors)]
     new: list[str] = []
     for r in range(rows):
-        a = t.op(f"memref.load %A[{row_idx[r]}, %k] : {mty}", "a")
+        a = t.op(f"memref.load %A[{row_idx[r]}, %k] : {t.a_type}", "a")
         av = t.op(f"vector.broadcast {a} : {g.elem} to {vty}", "av")
         for v in range(vectors):
             new.append(t.op(f"vector.fma {av}, {bs[v]}, {accs[vectors * r + v]} : {vty}", "f"))
@@ -193,18 +208,20 @@ def _column_tiles(t: _Text, g: GemmShape, rows: int, i: str, nb: str, ne: str, k
     t.line("}")
 
 
-def gemm_function(name: str, g: GemmShape) -> str:
+def gemm_function(name: str, g: GemmShape, strided_lhs: bool = False) -> str:
     """``func.func @name(%A, %B, %C, %accumulate: i1)``: C += A @ B if ``accumulate``, else C = A @ B
     (C is then only written, never read: the zero fill in front of a matmul is not needed), every
-    operand of ``operand_type(g.elem)``.  A, B and C must not overlap.
+    operand of ``operand_type(g.elem)`` but A, of ``lhs_type(g.elem, strided_lhs)``.  A, B and C must
+    not overlap.
 
     The function carries ``llvm.emit_c_interface`` so that tests can call it through a descriptor
     wrapper (``_mlir_ciface_<name>``); programs call it with the expanded memref arguments."""
     mty = operand_type(g.elem)
-    t = _Text()
+    aty = lhs_type(g.elem, strided_lhs)
+    t = _Text(aty)
     zero, one = t.index(0), t.index(1)
-    m = t.op(f"memref.dim %A, {zero} : {mty}", "m")
-    k = t.op(f"memref.dim %A, {one} : {mty}", "k")
+    m = t.op(f"memref.dim %A, {zero} : {aty}", "m")
+    k = t.op(f"memref.dim %A, {one} : {aty}", "k")
     n = t.op(f"memref.dim %B, {one} : {mty}", "n")
     rows_c = t.index(g.rows)
     m_whole = t.op(f"arith.subi {m}, {t.op(f'arith.remui {m}, {rows_c} : index', 'rem')} : index", "mw")
@@ -233,6 +250,6 @@ def gemm_function(name: str, g: GemmShape) -> str:
     t.line("}")
     t.line("return")
     body = "\n".join(t.lines)
-    return (f"func.func @{name}(%A: {mty}, %B: {mty}, %C: {mty}, %accumulate: i1) "
+    return (f"func.func @{name}(%A: {aty}, %B: {mty}, %C: {mty}, %accumulate: i1) "
             f"attributes {{llvm.emit_c_interface}} {{\n"
             f"{body}\n}}\n")

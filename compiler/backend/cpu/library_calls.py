@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..linalg.payload import DEFAULT_MAPS, SHARED_RHS_MAPS
+from ..linalg.payload import DEFAULT_MAPS, SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS
 from .conv_gemm import CONV_OP, conv_gemm, conv_helper
 from .gemm_driver import driver_symbol
-from .gemm_kernel import VARIANTS, gemm_symbol, operand_type
+from .gemm_kernel import LHS_LAYOUTS, VARIANTS, gemm_symbol, lhs_type, operand_type
 
 __all__ = ["eligible_matmul", "handled_by_library", "insert_library_calls", "PARALLEL_MIN_WORK", "HELPER_PREFIX",
-           "RANKS"]
+           "RANKS", "ELEMENTS", "transposed_lhs"]
 
 PARALLEL_MIN_WORK = 1 << 20
 """Multiply-adds below which a matmul runs on one thread even in a threaded kernel: so little work
@@ -41,6 +41,16 @@ HELPER_PREFIX = "__mind_matmul_"
 RANKS = {"linalg.matmul": 2, "linalg.batch_matmul": 3}
 """The contractions the library computes, with their operands' rank (a batched one, one GEMM per
 matrix of the batch)."""
+
+ELEMENTS = ("f32", "f64")
+"""The element types the library computes."""
+
+
+def transposed_lhs(library: str | None) -> frozenset[str]:
+    """The element types whose matmuls the emitter may write with a transposed lhs read in place
+    (``linalg.emitter.Emitter``): those of the library when there is one (its ``strided_lhs`` GEMM
+    reads it), none otherwise (a scheduled matmul takes the default maps only)."""
+    return frozenset(ELEMENTS) if library is not None else frozenset()
 
 
 def eligible_matmul(op: Any) -> str | None:
@@ -55,7 +65,7 @@ def eligible_matmul(op: Any) -> str | None:
         return None
     operands = list(op.operands)
     maps = str(op.attributes["indexing_maps"]) if len(operands) == 3 else None
-    if maps == DEFAULT_MAPS[op.name]:
+    if maps == DEFAULT_MAPS[op.name] or (op.name == "linalg.matmul" and maps == TRANSPOSED_LHS_MAPS):
         ranks = [rank] * 3
     elif op.name == "linalg.batch_matmul" and maps == SHARED_RHS_MAPS:
         ranks = [3, 2, 3]
@@ -69,9 +79,27 @@ def eligible_matmul(op: Any) -> str | None:
     if len(elems) != 1:
         return None
     elem = elems.pop()
-    if elem not in ("f32", "f64"):
+    if elem not in ELEMENTS:
         return None
     return elem
+
+
+def _reads_lhs_transposed(op: Any) -> bool:
+    return len(list(op.operands)) == 3 and str(op.attributes["indexing_maps"]) == TRANSPOSED_LHS_MAPS
+
+
+def _transposed_type(t: Any) -> str:
+    """The type of ``memref.transpose`` of the 2-D memref type ``t`` (its sizes and strides swapped)."""
+    from mlir import ir
+    mt = ir.MemRefType(t)
+    strides, offset = mt.get_strides_and_offset()
+    dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+
+    def text(v: int) -> str:
+        return "?" if v == dyn else str(v)
+    rows, cols = mt.shape
+    return (f"memref<{cols}x{rows}x{mt.element_type}, strided<[{text(strides[1])}, {text(strides[0])}], "
+            f"offset: {text(offset)}>>")
 
 
 def handled_by_library(op: Any) -> bool:
@@ -197,20 +225,24 @@ def _split(isa: str, elem: str, m: int, n: int, k: int, threads: int) -> tuple[s
 
 
 def _helper(name: str, isa: str, elem: str, types: list[str], contiguous: list[bool],
-            shape: tuple[int, int, int], threads: int, accumulate: bool) -> str:
+            shape: tuple[int, int, int], threads: int, accumulate: bool, transposed: str | None = None) -> str:
     """A private function ``name(A, B, C)`` for operands of ``types``: C (+)= A @ B through the library.
 
     ``contiguous[i]``: operand i has unit stride along its rows (else it goes through a copy);
     ``accumulate``: False when the zero fill of C was dropped (the library then writes C without
-    reading it)."""
+    reading it); ``transposed``: A is given as its transpose ``[K, M]`` (``TRANSPOSED_LHS_MAPS``), of
+    which this type is the ``memref.transpose``: the ``strided_lhs`` GEMM reads it in place."""
     m, n, k = shape
     dyn = operand_type(elem)
     lines: list[str] = []
     args = ["%a", "%b", "%c"]
     current = list(types)
     copies: list[tuple[int, str]] = []
+    if transposed is not None:
+        lines.append(f"%at = memref.transpose %a (d0, d1) -> (d1, d0) : {types[0]} to {transposed}")
+        args[0], current[0] = "%at", transposed
     for i, dims in enumerate(((m, k), (k, n), (m, n))):
-        if contiguous[i]:
+        if contiguous[i] or (i == 0 and transposed is not None):
             continue
         dense = f"memref<{dims[0]}x{dims[1]}x{elem}>"
         tmp = f"%t{i}"
@@ -220,9 +252,10 @@ def _helper(name: str, isa: str, elem: str, types: list[str], contiguous: list[b
         copies.append((i, dense))
         args[i], current[i] = tmp, dense
     for i in range(3):
-        lines.append(f"%d{i} = memref.cast {args[i]} : {current[i]} to {dyn}")
+        lines.append(f"%d{i} = memref.cast {args[i]} : {current[i]} to "
+                     f"{lhs_type(elem, transposed is not None) if i == 0 else dyn}")
     lines.append(f"%acc = arith.constant {'true' if accumulate else 'false'}")
-    lines += _gemm_call(isa, elem, (m, n, k), threads)
+    lines += _gemm_call(isa, elem, (m, n, k), threads, transposed is not None)
     for i, dense in copies:
         if i == 2:
             lines.append(f"memref.copy %t2, %c : {dense} to {types[2]}")
@@ -230,17 +263,19 @@ def _helper(name: str, isa: str, elem: str, types: list[str], contiguous: list[b
     return _function(name, types, lines)
 
 
-def _gemm_call(isa: str, elem: str, shape: tuple[int, int, int], threads: int) -> list[str]:
+def _gemm_call(isa: str, elem: str, shape: tuple[int, int, int], threads: int,
+               strided_lhs: bool = False) -> list[str]:
     """The call of the GEMM on ``%d0 @ %d1 -> %d2`` (``%acc``): the serial one, or the threaded driver
-    with one block of rows or columns per thread (``_split``)."""
-    dyn = operand_type(elem)
+    with one block of rows or columns per thread (``_split``); ``strided_lhs``: the variant whose A
+    has any strides (``gemm_kernel.LHS_LAYOUTS``)."""
+    dyn, aty = operand_type(elem), lhs_type(elem, strided_lhs)
     axis, parts, block = _split(isa, elem, *shape, threads)
     if not axis:
-        return [f"func.call @{gemm_symbol(elem)}(%d0, %d1, %d2, %acc) : ({dyn}, {dyn}, {dyn}, i1) -> ()"]
+        return [f"func.call @{gemm_symbol(elem, strided_lhs)}(%d0, %d1, %d2, %acc) : ({aty}, {dyn}, {dyn}, i1) -> ()"]
     return [f"%parts = arith.constant {parts} : i32", f"%axis = arith.constant {0 if axis == 'm' else 1} : i32",
             f"%block = arith.constant {block} : index",
-            f"func.call @{driver_symbol(elem)}(%d0, %d1, %d2, %acc, %parts, %axis, %block) : "
-            f"({dyn}, {dyn}, {dyn}, i1, i32, i32, index) -> ()"]
+            f"func.call @{driver_symbol(elem, strided_lhs)}(%d0, %d1, %d2, %acc, %parts, %axis, %block) : "
+            f"({aty}, {dyn}, {dyn}, i1, i32, i32, index) -> ()"]
 
 
 def _function(name: str, types: list[str], lines: list[str]) -> str:
@@ -284,6 +319,10 @@ def insert_library_calls(module: Any, isa: str, threads: int) -> int:
             helpers.append(_batched_helper(name, isa, elem, types, [_dense(v.type) for v in operands],
                                            [len(a) == 3, len(b) == 3, True], (a[0], a[1], b[-1], a[2]), threads,
                                            accumulate=fill is None))
+        elif _reads_lhs_transposed(op):
+            helpers.append(_helper(name, isa, elem, types, [_contiguous_rows(v.type) for v in operands],
+                                   (a[1], b[1], a[0]), threads, accumulate=fill is None,
+                                   transposed=_transposed_type(operands[0].type)))
         else:
             helpers.append(_helper(name, isa, elem, types, [_contiguous_rows(v.type) for v in operands],
                                    (a[0], b[1], a[1]), threads, accumulate=fill is None))
@@ -295,10 +334,12 @@ def insert_library_calls(module: Any, isa: str, threads: int) -> int:
         op.erase()
     decls = []
     for e in sorted({e for _, e in found}):
-        operands = ", ".join([operand_type(e)] * 3)
-        decls.append(f"func.func private @{gemm_symbol(e)}({operands}, i1)")
-        if any(f"@{driver_symbol(e)}(" in h for h in helpers):
-            decls.append(f"func.func private @{driver_symbol(e)}({operands}, i1, i32, i32, index)")
+        for strided in LHS_LAYOUTS:
+            operands = ", ".join([lhs_type(e, strided)] + [operand_type(e)] * 2)
+            if not strided or any(f"@{gemm_symbol(e, strided)}(" in h for h in helpers):
+                decls.append(f"func.func private @{gemm_symbol(e, strided)}({operands}, i1)")
+            if any(f"@{driver_symbol(e, strided)}(" in h for h in helpers):
+                decls.append(f"func.func private @{driver_symbol(e, strided)}({operands}, i1, i32, i32, index)")
     extra = ir.Module.parse("module {\n" + "\n".join(decls) + "\n" + "".join(helpers) + "}\n")
     anchor = list(module.body.operations)[-1]
     for op in list(extra.body.operations):

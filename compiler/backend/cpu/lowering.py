@@ -18,7 +18,7 @@ from ..linalg.context import (SHARED, Diagnostics, LoweringError, find_func, new
                               translate_to_llvm_ir)
 from ..linalg.payload import splats_as_fills, untie_shared_inits
 from ..linalg.pipeline import PipelineError, bufferize, prefusion
-from ..linalg.schedule import largest_unscheduled_work
+from ..linalg.schedule import largest_loop_work
 from ..linalg.transform_script import apply_script
 from .abi import ELEMENT_TYPES, ArgSpec, Signature
 from .library_calls import handled_by_library, insert_library_calls
@@ -134,7 +134,8 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
     instruction set of ``kernel_library``: the matmuls it can compute (any size) call its GEMM
     instead (``library_calls``), None schedules them.
     Returns (module, signature, scheduled).  The module lives in ``ctx`` (a new context if None).
-    ``report`` (a dict) receives ``scalar_work``, the largest ``op_work`` left to scalar loops,
+    ``report`` (a dict) receives ``scalar_work``, the largest work left to scalar loops after the
+    schedule (``schedule.largest_loop_work``),
     ``library_calls``, how many matmuls call the library, and ``fallback``, the stage ("fusion",
     "schedule") whose failure sent the module down the unfused, unscheduled path.
     The long MLIR calls go through ``linalg.mlir_capi`` and release the GIL.
@@ -180,12 +181,12 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         untie_shared_inits(module, tag_empties=True)
                         skip = handled_by_library if library is not None else None
                         script = cpu_schedule(module, min_work, skip, vector_unit(options.cpu))
-                        if report is not None:
-                            report["scalar_work"] = largest_unscheduled_work(module, skip)
                         if script is not None:
                             apply_script(module, script)
                             scheduled = True
                             untie_shared_inits(module)
+                        if report is not None:
+                            report["scalar_work"] = largest_loop_work(module, skip)
                     except (NameError, TypeError, AssertionError):
                         raise  # a mistake of ours, not a schedule that MLIR rejects: never hidden
                     except Exception:  # noqa: BLE001 - a schedule that MLIR rejects: use scalar loops

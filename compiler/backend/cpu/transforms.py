@@ -28,9 +28,9 @@ from mind.spec.record import FrozenRecord
 from ..linalg.payload import (DEFAULT_MAPS, element_bits, generic_loops, map_kind, product, row_reads,
                               static_shape, vectorizable_reduction)
 from ..linalg.schedule import schedule_module
-from ..linalg.transform_script import largest_divisor_at_most, match, tile_for, tile_forall, vectorize
+from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .conv_schedule import CONV_OP, feeds_conv, plan_conv
-from .fusion_groups import plan_groups
+from .fusion_groups import _MASKED, CHAINS, plan_groups, unblock_sums
 from .vector_unit import AVX512, VectorUnit
 
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
@@ -65,16 +65,19 @@ class MatmulTiles(FrozenRecord):
 
 class ElementwiseTiles(FrozenRecord):
     """Forall tiles on parallel loops, then sequential tiles (``reduction``: the reduction loops, and
-    the contiguous parallel loop of a column reduction inside its forall block; 0 = not tiled)."""
+    the contiguous parallel loop of a column reduction inside its forall block; 0 = not tiled);
+    ``masked``: the last loop's tile need not divide it (its last tile is vectorized with a mask)."""
 
-    __slots__ = ("parallel", "reduction")
+    __slots__ = ("parallel", "reduction", "masked")
 
     parallel: tuple[int, ...]
     reduction: tuple[int, ...]
+    masked: bool
 
-    def __init__(self, parallel: tuple[int, ...], reduction: tuple[int, ...]) -> None:
+    def __init__(self, parallel: tuple[int, ...], reduction: tuple[int, ...], masked: bool = False) -> None:
         _set(self, "parallel", parallel)
         _set(self, "reduction", reduction)
+        _set(self, "masked", masked)
 
 
 def choose_matmul_tiles(m: int, n: int, k: int, elem_bits: int = 32, batch: bool = False,
@@ -104,13 +107,14 @@ def choose_matmul_tiles(m: int, n: int, k: int, elem_bits: int = 32, batch: bool
 
 
 def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_bits: int = 32,
-                             unit: VectorUnit = AVX512) -> ElementwiseTiles:
+                             unit: VectorUnit = AVX512, masked: bool = False) -> ElementwiseTiles:
     """Innermost loop gets up to 4 vectors, the one above up to 2 rows, outer loops 1.
 
     Reduction loops (tiled sequentially after the parallel forall) share what is left of a budget of
     8 vectors per tile, innermost first, so that no tile becomes a huge vector (``linalg.schedule``).
     A column reduction (the innermost loop parallel, a reduction loop outside it) is tiled by
-    ``_column_tiles`` instead.
+    ``_column_tiles`` instead, with ``CHAINS`` vectors of accumulators per tile (``_chain_rows``);
+    ``masked`` lets it tile an odd contiguous loop by whole vectors with a masked last tile.
     """
     lanes = unit.lanes(elem_bits)
     par: list[int] = []
@@ -131,29 +135,71 @@ def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_b
             red.append(0)
     last = len(ranges) - 1
     if red_dims and par_dims and par_dims[-1] == last > max(red_dims):
-        column = _column_tiles(ranges[last], lanes)
-        if column is not None:
-            par[last], red[last] = column
+        par[last], red[last], masked = _column_tiles(ranges[last], lanes, masked)
+        if not red[last] and product(ranges) * elem_bits // 8 <= unit.l2_bytes:
+            _chain_rows(par, red, ranges, kinds, lanes)
+    else:
+        masked = False
     vector = [red[i] or par[i] for i in par_dims]  # the parallel extents of the vectorized tile
     budget = max(1, (8 * lanes) // max(1, product(p for p in vector if p)))
     for i in reversed(red_dims):
         t = largest_divisor_at_most(ranges[i], max(1, min(4 * lanes, budget)))
         red[i] = t
         budget = max(1, budget // t)
-    return ElementwiseTiles(tuple(par), tuple(red))
+    return ElementwiseTiles(tuple(par), tuple(red), masked)
 
 
-def _column_tiles(size: int, lanes: int) -> tuple[int, int] | None:
-    """A column reduction's contiguous loop: a forall block of up to 16 vectors (but a quarter of the
-    loop when that is more than 4 vectors, so that threads have blocks to share), swept row by row
-    in sequential tiles of up to 4 vectors (whole vectors where they divide the block).  Why: each
-    step then reads a contiguous run of every row it reduces, where a forall block of one 4-vector
-    tile read 256 bytes per row of the whole matrix (a 4096x1000 f32 column max: 1.6 ms on two
-    threads, 0.4-0.5 ms in blocks of 250 columns).  None when the block would be one tile."""
-    block = largest_divisor_at_most(size, min(16 * lanes, max(4 * lanes, size // 4)))
+def _chain_rows(par: list[int], red: list[int], ranges: Sequence[int], kinds: Sequence[str], lanes: int) -> None:
+    """Rows of the parallel loop right outside the reduction loops in each tile of a reduction whose
+    innermost loop is parallel (a sum over a middle axis, a blocked sum's level, a column reduction
+    of a batch), so that a tile holds ``CHAINS`` vectors of accumulators: each vector is one
+    dependent chain of adds along the reduction loop, and fewer chains than an add's latency times
+    the adds issued per cycle leave the adders idle (a tile of 17 f64 per row: three chains).  Only
+    for a block that is one tile (its accumulators in registers) and an op whose iteration space
+    fits the unit's L2: streaming from further out, one row at a time (one sequential stream per
+    tile, what the prefetchers follow) ran faster than rows side by side (a row sum of 4096x1024 f32,
+    one thread: 311 us against 378 with 8 rows per tile, while 256x500 gained 19 -> 9.5 us)."""
+    red_dims = [i for i, k in enumerate(kinds) if k != "parallel"]
+    outer = [i for i in range(min(red_dims)) if kinds[i] == "parallel"]
+    if not outer:
+        return
+    inner = product(red[i] or par[i] for i in range(max(red_dims) + 1, len(ranges)))
+    chains = -(-inner // lanes)
+    if chains < CHAINS:
+        par[outer[-1]] = largest_divisor_at_most(ranges[outer[-1]], -(-CHAINS // chains))
+
+
+def _column_tiles(size: int, lanes: int, masked: bool = False) -> tuple[int, int, bool]:
+    """A column reduction's contiguous loop: (forall block, sequential tile or 0 when the block is
+    one tile, masked).  Blocks of up to 16 vectors (but a quarter of the loop when that is more than
+    4 vectors, so that threads have blocks to share), swept row by row in tiles of up to 4 vectors
+    (whole vectors where they divide the block).  Why: each step then reads a contiguous run of
+    every row it reduces, where a forall block of one 4-vector tile read 256 bytes per row of the
+    whole matrix (a 4096x1000 f32 column max: 1.6 ms on two threads, 0.4-0.5 ms in blocks of 250
+    columns).
+
+    A block that is one tile keeps its accumulators in registers across the reduction loop, which
+    LLVM's AVX-512 lowering does for whole vectors in counts of 1, 2 or 4 and for a loop narrower
+    than one vector: a loop-carried 37 or 40 f32 or 17 f64 is scalarized through the stack (24x125x40 f32
+    summed over its middle axis: 2.6x slower than whole vectors), while 7 f64 ran faster than a
+    masked vector of 8 (a row sum of 1000x777 f64, whose first level has rows of 7: 105 against
+    133 us per call on one thread).  With ``masked``,
+    such a loop takes whole vectors instead, the fewest powers of two up to 4 that cover it, in
+    blocks of one tile (a masked tile swept inside a larger block, its accumulators read and written
+    every step, ran 2.4x slower: 2000x333 f32 over axis 0 on AVX2), the last one masked; and so does
+    a block swept in tiles narrower than a vector that are not a power of two (3 of 111 f64)."""
+    bound = min(16 * lanes, max(4 * lanes, size // 4))
+    block = largest_divisor_at_most(size, bound)
     whole = [d for d in range(lanes, 4 * lanes + 1, lanes) if block % d == 0]
     tile = whole[-1] if whole else largest_divisor_at_most(block, 4 * lanes)
-    return (block, tile) if block > tile else None
+    narrow = 2 <= tile < lanes and tile & (tile - 1) == 0  # a power of two narrower than a vector
+    if block > tile:  # accumulators read and written every step: any width of whole vectors
+        fits = tile >= lanes or narrow
+    else:  # accumulators carried in registers through the reduction loop
+        fits = tile in (lanes, 2 * lanes, 4 * lanes) or tile == size < lanes
+    if fits or not masked:
+        return block, (tile if block > tile else 0), False
+    return lanes * min(4, 1 << (-(-size // lanes) - 1).bit_length()), 0, True
 
 
 def matmul_section(tag: int, t: MatmulTiles) -> str:
@@ -199,8 +245,10 @@ def fill_tiles(shape: Sequence[int]) -> list[int]:
     return sizes
 
 
-def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles, nd_extract: bool = False) -> str:
-    """Forall over parallel loops, then scf.for over reduction loops (if any), then vectorize."""
+def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles, nd_extract: bool = False,
+                        ranges: Sequence[int] = ()) -> str:
+    """Forall over parallel loops, then scf.for over reduction loops (if any), then vectorize (a
+    masked tiling with vector sizes of its whole tiles, ``ranges`` the op's loop ranges)."""
     s = match(f"%ew{tag}", op_name, tag)
     src = f"%ew{tag}"
     if any(t.parallel):
@@ -209,8 +257,11 @@ def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles, nd_extract:
     if any(t.reduction):
         s += tile_for(f"er{tag}", src, t.reduction)
         src = f"%er{tag}"
-    s += vectorize(src, nd_extract)
-    return s
+    if not t.masked:
+        return s + vectorize(src, nd_extract)
+    vector = [r or p or n for p, r, n in zip(t.parallel, t.reduction, ranges)]
+    return s + f"    transform.structured.vectorize {src} vector_sizes {sizes(vector)} : !transform.any_op\n" + \
+        _MASKED.format(v=f"em{tag}")
 
 
 VECTOR_LOWERING = """\
@@ -237,7 +288,7 @@ VECTOR_LOWERING = """\
     transform.apply_patterns to %func {
       transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
       transform.apply_patterns.vector.lower_shape_cast
-      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_1d"
+      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
       transform.apply_patterns.vector.lower_broadcast
       transform.apply_patterns.vector.lower_outerproduct
     } : !transform.any_op
@@ -274,11 +325,12 @@ def _plan_generic(unit: VectorUnit, op: Any, tag: int) -> str | None:
     # the widest element type sets the lane count: with the narrowest (an i8 mask), f32 operands of
     # the same op got 256-element tiles, 16 registers per row, and 4x the IR of a register-sized tile
     bits = max(element_bits(v.type) for v in op.operands)
-    tiles = choose_elementwise_tiles(ranges, kinds, bits, unit)
-    if all(k == "parallel" for k in kinds) and len(ranges) >= 2 and any(
-            _moves_inner_dim(ir.AffineMapAttr(a).value) for a in op.attributes["indexing_maps"]):
-        tiles = _transpose_tiles(ranges, bits, unit)
-    return elementwise_section(tag, "linalg.generic", tiles)
+    tiles = choose_elementwise_tiles(ranges, kinds, bits, unit, masked=True)
+    if all(k == "parallel" for k in kinds) and len(ranges) >= 2:
+        plane = _transpose_plane(op)
+        if plane is not None:
+            tiles = _transpose_tiles(ranges, plane, bits, unit)
+    return elementwise_section(tag, "linalg.generic", tiles, ranges=ranges)
 
 
 def _plan_row_reads(unit: VectorUnit, op: Any, tag: int, ranges: Sequence[int], kinds: Sequence[str]) -> str | None:
@@ -305,13 +357,33 @@ def _moves_inner_dim(amap: Any) -> bool:
         results[-1].position != amap.n_dims - 1 and map_kind(amap) == "permutation"
 
 
-def _transpose_tiles(ranges: Sequence[int], bits: int, unit: VectorUnit) -> ElementwiseTiles:
-    """Square tiles of one vector by one vector on the last two loops of a transposing copy: each
-    tile reads whole vector rows of the input and writes whole vector rows of the output, transposed
-    in registers (the elementwise tiles, 2 rows of 4 vectors, read one element per input row: a
-    gather; 2048x2048 f32: 27.7 ms with them, 6.9 / 5.2 / 2.6 ms with 4 / 8 / 16-element squares)."""
+def _transpose_plane(op: Any) -> tuple[int, int] | None:
+    """(the loop along an operand's contiguous axis, the innermost loop: the result's) of a generic
+    that reads an operand transposed (``_moves_inner_dim``), else None."""
+    from mlir import ir
+    for a in op.attributes["indexing_maps"]:
+        amap = ir.AffineMapAttr(a).value
+        if _moves_inner_dim(amap):
+            return list(amap.results)[-1].position, amap.n_dims - 1
+    return None
+
+
+def _transpose_tiles(ranges: Sequence[int], plane: tuple[int, int], bits: int, unit: VectorUnit) -> ElementwiseTiles:
+    """Square tiles of one vector by one vector on the two loops of the transposing ``plane`` (the
+    loop along the operand's contiguous axis and the result's innermost), 1 on every other loop:
+    each tile reads whole vector rows of the operand and writes whole vector rows of the result,
+    transposed in registers (``VECTOR_LOWERING``: a 16 x 16 tile of 32-bit elements with the
+    4-stage AVX-512 shuffle network).  Why the plane and not the last two loops:
+    ``permutation=[2, 1, 0]`` of ``[3, 4096, 513]`` has its transposed axes first and last, and
+    tiles of the last two loops read one element per operand row.  The elementwise tiles, 2 rows of
+    4 vectors, read one element per operand row (2048 x 2048 f32: 27.7 ms with them, 6.9 / 5.2 /
+    2.6 ms with 4 / 8 / 16-element squares).  A loop without a vector-wide divisor keeps its largest
+    divisor up to a vector (``docs/backend-cpu.md``: splitting it at its last whole vector made
+    bufferization copy the result once more)."""
     side = unit.lanes(bits)
-    par = [1] * (len(ranges) - 2) + [largest_divisor_at_most(n, side) for n in ranges[-2:]]
+    par = [1] * len(ranges)
+    for d in plane:
+        par[d] = largest_divisor_at_most(ranges[d], side)
     return ElementwiseTiles(tuple(par), (0,) * len(ranges))
 
 
@@ -404,5 +476,8 @@ def schedule(module: Any, min_work: int = MIN_SCHEDULE_WORK, skip: Any = None,
     the reductions fused with their broadcasting consumers (``fusion_groups``) and
     ``VECTOR_LOWERING`` (``min_work``: the cost model, 0 for every op that has a plan; ``skip``: ops
     left to someone else, the prebuilt GEMM's; ``unit``: the target's vector registers)."""
-    groups = partial(plan_groups, unit, lambda op: _plan_generic(unit, op, 0) is not None, partial(_inner_tiles, unit))
+    def plannable(op: Any) -> bool:
+        return _plan_generic(unit, op, 0) is not None
+    unblock_sums(module, unit, plannable, skip, min_work)  # the groups' blocked sums, before the walk
+    groups = partial(plan_groups, unit, plannable, partial(_inner_tiles, unit))
     return schedule_module(module, planners(unit), VECTOR_LOWERING, min_work, skip, groups)

@@ -32,6 +32,19 @@ def _slice_attrs(offsets: Sequence[int], sizes: Sequence[int], steps: Sequence[i
                    for i, v in enumerate((offsets, sizes, steps)))
 
 
+def _border(lo: Sequence[int], inner: Sequence[int], shape: Sequence[int]) -> list[tuple[list[int], tuple[int, ...]]]:
+    """The boxes (offsets, sizes) of ``shape`` outside the window ``inner`` at ``lo``, disjoint: for
+    each axis d, the part before and after the window along d, within the window along the axes
+    before d and whole along those after it (at most two boxes per axis, none of size 0)."""
+    boxes = []
+    for d in range(len(shape)):
+        for start, size in ((0, lo[d]), (lo[d] + inner[d], shape[d] - lo[d] - inner[d])):
+            if size > 0:
+                offsets = list(lo[:d]) + [start] + [0] * (len(shape) - d - 1)
+                boxes.append((offsets, tuple(inner[:d]) + (size,) + tuple(shape[d + 1:])))
+    return boxes
+
+
 class TensorValue:
     """A tensor SSA value during emission: its name, static shape, element type and dtype."""
 
@@ -97,10 +110,21 @@ GenericBody = Callable[[Body, list[str], str], str]
 
 
 class Emitter:
-    def __init__(self) -> None:
+    """What the target takes (``emit.emit_mlir``'s arguments, the CPU's from ``cpu.api``):
+    ``transposed_lhs``: the element types whose 2-D matmuls the target computes with the lhs read
+    transposed in place (its GEMM takes an lhs of any strides): ``matmul(transpose(a), b)`` is then
+    one ``linalg.matmul`` of ``a`` with ``payload.TRANSPOSED_LHS_MAPS``, and the transpose is not
+    materialized (it stays only if something else reads it); ``pad_border``: a pad without interior
+    padding fills only its border, box by box (``pad``; the CUDA backend's mapping takes one fill
+    of the whole result)."""
+
+    def __init__(self, transposed_lhs: frozenset[str] = frozenset(), pad_border: bool = False) -> None:
         self.lines: list[str] = []
         self.n = 0
         self.reshaped_from: dict[str, TensorValue] = {}  # a reshape's result -> the value it reshapes
+        self.transposed_lhs = transposed_lhs
+        self.pad_border = pad_border
+        self.transposed_from: dict[str, TensorValue] = {}  # a 2-D transpose's result -> its operand
 
     def fresh(self, hint: str = "v") -> str:
         self.n += 1
@@ -205,37 +229,57 @@ class Emitter:
         """A tensor of ``shape`` whose element at each index is ``x`` read through ``in_map``."""
         return self.generic(shape, x.elem, [x], [in_map], ["parallel"] * len(shape), lambda b, args, o: args[0])
 
-    def extract_slice(self, x: TensorValue, offsets: Sequence[int], sizes: Sequence[int]) -> TensorValue:
-        """The unit-step window of ``x`` at ``offsets`` of ``sizes`` (a view, no copy)."""
+    def extract_slice(self, x: TensorValue, offsets: Sequence[int], sizes: Sequence[int],
+                      steps: Sequence[int] | None = None) -> TensorValue:
+        """The window of ``x`` at ``offsets`` of ``sizes`` (unit steps unless ``steps``: a view, no copy)."""
         cut = self.fresh("x")
         sub = tensor_type(tuple(sizes), x.elem)
-        self.emit(f"{cut} = tensor.extract_slice {x.name}{_slice_attrs(offsets, sizes, None)} : {x.ty} to {sub}")
+        self.emit(f"{cut} = tensor.extract_slice {x.name}{_slice_attrs(offsets, sizes, steps)} : {x.ty} to {sub}")
         return TensorValue(cut, tuple(sizes), x.elem, x.dtype)
 
     def pad(self, x: TensorValue, value: str, lo: Sequence[int], interior: Sequence[int], shape: tuple[int, ...]) -> str:
         """``x`` placed at ``lo + i * (interior + 1)`` in a tensor of ``shape`` filled with ``value``.
 
-        What a pad is: a fill of the result, then a copy of ``x`` into its window (a ``linalg.copy``
-        put in place by an ``insert_slice`` with steps ``interior + 1``; bufferized, the copy writes
-        the window of the fill's buffer).  Both are
-        plain ops the schedule tiles and vectorizes (the copy whole vectors along ``x``'s last axis),
-        no element computes a clamped index, and elementwise fusion cannot fold the pad into a
-        consumer as computed reads (it does not fuse through ``insert_slice``); a producer of ``x``
-        still fuses into the copy.  The earlier form, one generic over the result reading ``x`` at
-        clamped indices (``tensor.extract``), stayed scalar: vectorized, it became ``vector.gather``s
-        with linearized indices, wrong on a strided view (``docs/backend-cpu.md``, Schedules).
+        What a pad is: the result's border filled with ``value``, and a copy of ``x`` into its window
+        (a ``linalg.copy`` put in place by an ``insert_slice`` with steps ``interior + 1``; bufferized,
+        the copy writes the window of the result).  Without interior padding (and ``pad_border``) the border is the boxes
+        of ``_border``, each a fill of its own slice of the result, so every element is written once
+        (a fill of the whole result wrote the window twice: 2000x2000 by 3, 1.3 -> 1.0 ms); with it,
+        the whole result is filled first.  Fills and copy are plain ops the schedule tiles and
+        vectorizes, no element computes a clamped index, and elementwise fusion cannot fold the pad
+        into a consumer as computed reads (it does not fuse through ``insert_slice``); a producer of
+        ``x`` still fuses into the copy.  The earlier form, one generic over the result reading ``x``
+        at clamped indices (``tensor.extract``), stayed scalar: vectorized, it became
+        ``vector.gather``s with linearized indices, wrong on a strided view (``docs/backend-cpu.md``,
+        Schedules).
         """
         steps = [i + 1 for i in interior]
-        filled = TensorValue(self.filled(shape, x.elem, scalar=value), shape, x.elem, x.dtype)
+        dense = self.pad_border and not any(interior)
+        t = tensor_type(shape, x.elem)
+        r = self.empty(shape, x.elem) if dense else self.filled(shape, x.elem, scalar=value)
+        for i, (offsets, box) in enumerate(_border(lo, x.shape, shape) if dense else []):
+            # the first box's init is its own tensor (bufferization places it in the result); the
+            # others' a slice of the result (identical fills of fresh tensors would be merged by cse,
+            # and one of them copied into place)
+            box_ty = tensor_type(box, x.elem)
+            init = self.empty(box, x.elem) if i == 0 else \
+                self.extract_slice(TensorValue(r, shape, x.elem, x.dtype), offsets, box).name
+            f = self.fresh("f")
+            self.emit(f"{f} = linalg.fill ins({value} : {x.elem}) outs({init} : {box_ty}) -> {box_ty}")
+            r = self._insert(f, box_ty, r, t, offsets, box, None)
         # The copy's init is a fresh tensor that bufferization (eliminate-empty-tensors) places in
-        # the window itself; an extract_slice of the fill as its init made the fill a shared init,
+        # the window itself; an extract_slice of a fill as its init made the fill a shared init,
         # which ``payload.untie_shared_inits`` splits in two (a second fill, and a copy between them).
         placed = self.fresh("c")
         self.emit(f"{placed} = linalg.copy ins({x.name} : {x.ty}) outs({self.empty(x.shape, x.elem)} : {x.ty}) "
                   f"-> {x.ty}")
+        return self._insert(placed, x.ty, r, t, lo, x.shape, steps)
+
+    def _insert(self, part: str, part_ty: str, into: str, into_ty: str, offsets: Sequence[int],
+                sizes: Sequence[int], steps: Sequence[int] | None) -> str:
         r = self.fresh("i")
-        self.emit(f"{r} = tensor.insert_slice {placed} into {filled.name}{_slice_attrs(lo, x.shape, steps)} : "
-                  f"{x.ty} into {filled.ty}")
+        self.emit(f"{r} = tensor.insert_slice {part} into {into}{_slice_attrs(offsets, sizes, steps)} : "
+                  f"{part_ty} into {into_ty}")
         return r
 
     def reshape(self, x: TensorValue, shape: tuple[int, ...]) -> TensorValue:

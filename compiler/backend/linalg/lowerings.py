@@ -20,7 +20,7 @@ from .conv_phases import AxisPhase, axis_phases, phase_padding
 from .emitter import Body, Emitter, TensorValue
 from .mathlib import exp_text, log_text
 from .transform_script import largest_divisor_at_most
-from .payload import SHARED_RHS_MAPS
+from .payload import SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS
 from .mlir_text import ELEM, affine_map, float_bits, identity_map, is_float, tensor_type, zero
 
 __all__ = ["OpApplication", "LOWERINGS", "Lowering"]
@@ -141,47 +141,142 @@ def _reduce(em: Emitter, op: OpApplication, init_lit: str, combine: Callable[[Bo
 SUM_RUN = 128
 """The most terms a float sum adds one after another (``reduce_sum``'s blocked summation)."""
 
+SUM_WIDTH_BYTES = 256
+"""How wide (bytes) the contiguous row of partial sums of a long trailing sum may be: four 64-byte
+vectors, eight 32-byte ones (``sum_width``)."""
+
+
+def sum_width(n: int, elem_bytes: int) -> int:
+    """The width ``w`` of the partial sums of a float sum of ``n`` contiguous terms (``reduce_sum``):
+    the terms are viewed as ``n / w`` rows of ``w``, the rows added in levels (``sum_levels``), then
+    the ``w`` partial sums.
+
+    When the largest divisor ``q`` of n up to ``SUM_RUN`` leaves at most ``SUM_RUN`` partial sums,
+    ``w = n / q``: one level.  Longer sums keep a width of at most ``SUM_WIDTH_BYTES`` through every
+    level, so each level reads contiguous chunks of ``q`` rows of ``w``, and MLIR's reshape
+    propagation (elementwise fusion expands a level's operand into the level before it) only splits
+    the count of rows, never the contiguous axis: a width that shrank from level to level became
+    the innermost loop of the first level after fusion (a 2048x2048 f64 sum: rows of 2 elements,
+    15x slower than NumPy).  The width is the divisor whose rows split into levels of at most
+    ``SUM_RUN`` (every term in short runs), in the fewest levels, then the widest."""
+    q = largest_divisor_at_most(n, SUM_RUN)
+    if n // q <= SUM_RUN:
+        return n // q
+    cap = max(1, SUM_WIDTH_BYTES // elem_bytes)
+
+    def rank(w: int) -> tuple[bool, int, int]:
+        levels = sum_levels(n // w)
+        left = n // w
+        for q in levels:
+            left //= q
+        return left <= SUM_RUN, -len(levels), w
+    return max((d for d in range(1, min(n, cap) + 1) if n % d == 0), key=rank)
+
+
+def sum_levels(rows: int) -> list[int]:
+    """The levels of a blocked sum of ``rows`` rows: divisors of at most ``SUM_RUN`` while more than
+    ``SUM_RUN`` rows are left (a row count without one keeps the rest for the last level)."""
+    qs: list[int] = []
+    while rows > SUM_RUN:
+        q = largest_divisor_at_most(rows, SUM_RUN)
+        if q == 1:
+            break
+        qs.append(q)
+        rows //= q
+    return qs
+
 
 def reduce_sum(em: Emitter, op: OpApplication) -> str:
-    """A float sum over trailing axes of more than ``SUM_RUN`` terms is blocked: the ``n`` terms are
-    viewed as ``[q, n / q]`` (q ≤ ``SUM_RUN`` the largest divisor of n) and the q rows added
-    elementwise into ``n / q`` partial sums, again until at most ``SUM_RUN`` are left, which the last
-    reduction adds.  Why: each term then goes through about log_q(n) additions of short runs, not one
-    running sum of n (an f32 sum of 4M terms: 1.6e-5 relative error against 2.5e-9 for NumPy's
-    pairwise sum), and the partial sums are vectors of independent accumulators, where one running
-    sum is a chain of dependent additions.  A prime n has no blocks (one running sum)."""
+    """A float sum over a run of adjacent axes of more than ``SUM_RUN`` terms is blocked: with the
+    operand viewed as ``[A, R, C]`` (A the axes before the run, R its terms, C the axes after it),
+    the R terms are added in levels of ``q`` ≤ ``SUM_RUN`` rows each (``[A, R / q, q, C]`` reduced
+    over ``q``), until at most ``SUM_RUN`` are left, which the last level adds.  A sum over trailing
+    axes (C = 1) first views its terms as rows of ``w`` partial sums (``sum_width``), added at the
+    end.  Why: each term then goes through a few additions of short runs, not one running sum of R
+    (an f32 sum of 4M terms: 1.6e-5 relative error against 2.5e-9 for NumPy's pairwise sum), and
+    the partial sums are vectors of independent accumulators along the contiguous axis, where one
+    running sum is a chain of dependent additions.  A long trailing sum whose terms have a prime
+    factor above ``SUM_RUN`` is split (``_split_sum``); a prime R along other axes has no blocks
+    (one running sum)."""
     elem = op.elem
-    x, axes = op.xs[0], tuple(op.attrs["axes"])
+    x, axes = op.xs[0], sorted(op.attrs["axes"])
     count = 1
     for a in axes:
         count *= x.shape[a]
     init = float_bits(-0.0 if count > 0 else 0.0, elem) if is_float(elem) else "0"
-    add_ = "addf" if is_float(elem) else "addi"
+    if not (is_float(elem) and count > SUM_RUN and axes == list(range(axes[0], axes[-1] + 1))):
+        return _reduce(em, op, init, _add(elem))
+    outer = x.shape[:axes[0]]
+    inner = 1
+    for d in x.shape[axes[-1] + 1:]:
+        inner *= d
+    if inner == 1:
+        part = _trailing_sum(em, op, em.reshape(x, outer + (count,)), init)
+    else:
+        part = _levels_then_last(em, op, x, outer, count, (inner,), init)
+    return em.reshape(part, op.shape).name
 
-    def add(b: Body, acc: str, v: str) -> str:
-        return b.binary(add_, acc, v, elem)
-    rank = len(x.shape)
-    if not (is_float(elem) and count > SUM_RUN and axes and sorted(axes) == list(range(rank - len(axes), rank))):
-        return _reduce(em, op, init, add)
-    kept = x.shape[:rank - len(axes)]
-    part = em.reshape(x, kept + (count,))
-    n = count
-    while n > SUM_RUN:
-        q = largest_divisor_at_most(n, SUM_RUN)
-        if q == 1:
-            break
-        rows = em.reshape(part, kept + (q, n // q))
-        k = len(kept)
-        loops = k + 2
-        out_map = affine_map(loops, [f"d{i}" for i in range(loops) if i != k])
-        iterators = ["reduction" if i == k else "parallel" for i in range(loops)]
-        n //= q
-        red = em.generic(kept + (n,), elem, [rows], [identity_map(loops)], iterators,
-                         lambda b, args, acc: add(b, acc, args[0]), init=em.filled(kept + (n,), elem, init),
-                         out_map=out_map)
-        part = TensorValue(red, kept + (n,), elem, op.dtype)
-    last = OpApplication(op.name, [part], {**op.attrs, "axes": [len(kept)]}, op.dtype, op.shape)
-    return _reduce(em, last, init, add)
+
+def _add(elem: str) -> Callable[[Body, str, str], str]:
+    add_ = "addf" if is_float(elem) else "addi"
+    return lambda b, acc, v: b.binary(add_, acc, v, elem)
+
+
+def _levels_then_last(em: Emitter, op: OpApplication, x: TensorValue, outer: tuple[int, ...], rows: int,
+                      tail: tuple[int, ...], init: str) -> TensorValue:
+    """``x`` (viewed as ``outer + (rows,) + tail``) summed over ``rows``: ``sum_levels`` levels of
+    ``[.., rows / q, q, ..]`` reduced over ``q``, then the rows left; a result of ``outer + tail``."""
+    elem, k = op.elem, len(outer)
+    part = x
+    for q in sum_levels(rows):
+        view = em.reshape(part, outer + (rows // q, q) + tail)
+        loops = k + 2 + len(tail)
+        out_map = affine_map(loops, [f"d{i}" for i in range(loops) if i != k + 1])
+        iterators = ["reduction" if i == k + 1 else "parallel" for i in range(loops)]
+        rows //= q
+        red = em.generic(outer + (rows,) + tail, elem, [view], [identity_map(loops)], iterators,
+                         lambda b, args, acc: _add(elem)(b, acc, args[0]),
+                         init=em.filled(outer + (rows,) + tail, elem, init), out_map=out_map)
+        part = TensorValue(red, outer + (rows,) + tail, elem, op.dtype)
+    part = em.reshape(part, outer + (rows,) + tail)
+    last = OpApplication(op.name, [part], {**op.attrs, "axes": [k]}, op.dtype, outer + tail)
+    return TensorValue(_reduce(em, last, init, _add(elem)), outer + tail, elem, op.dtype)
+
+
+def _trailing_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str) -> TensorValue:
+    """``x`` of ``outer + (n,)`` summed over its last axis: rows of ``sum_width`` partial sums through
+    ``_levels_then_last``, then those partial sums; or, when that would leave a run of more than
+    ``SUM_RUN`` rows in a sum of more than ``SUM_RUN`` squared terms, ``_split_sum``."""
+    outer, n = x.shape[:-1], x.shape[-1]
+    if n <= SUM_RUN:
+        return TensorValue(_reduce(em, OpApplication(op.name, [x], {**op.attrs, "axes": [len(outer)]}, op.dtype, outer),
+                                   init, _add(op.elem)), outer, op.elem, op.dtype)
+    width = sum_width(n, op.dtype.numpy.itemsize)
+    left = n // width
+    for q in sum_levels(left):
+        left //= q
+    if left > SUM_RUN and n > SUM_RUN * SUM_RUN and n % (1 << (n.bit_length() - 7)):
+        return _split_sum(em, op, x, init)
+    part = _levels_then_last(em, op, x, outer, n // width, (width,) if width > 1 else (), init)
+    if width == 1:
+        return part
+    return _trailing_sum(em, op, part, init)
+
+
+def _split_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str) -> TensorValue:
+    """A long sum whose terms have a prime factor above ``SUM_RUN`` (1009 x 997): the first ``k * b``
+    terms (``b`` the power of two with ``k = n / b`` in [64, 128), so that they block into levels of
+    at most ``SUM_RUN`` and are never split again) and the rest (fewer than ``n / 64``) summed on
+    their own, then added.  Why: otherwise one running sum of all n terms, a dependent chain of
+    scalar adds (1009 x 997 f64: 5x slower than NumPy) and an error growing with n."""
+    outer, n = x.shape[:-1], x.shape[-1]
+    b = 1 << (n.bit_length() - 7)
+    head = n // b * b
+    zeros = [0] * len(outer)
+    first = _trailing_sum(em, op, em.extract_slice(x, zeros + [0], outer + (head,)), init)
+    rest = _trailing_sum(em, op, em.extract_slice(x, zeros + [head], outer + (n - head,)), init)
+    total = em.elementwise(outer, op.elem, [first, rest], lambda body, u, v: _add(op.elem)(body, u, v))
+    return TensorValue(total, outer, op.elem, op.dtype)
 
 
 def reduce_max(em: Emitter, op: OpApplication) -> str:
@@ -206,7 +301,10 @@ def transpose(em: Emitter, op: OpApplication) -> str:
     inverse = [0] * len(perm)
     for k, p in enumerate(perm):
         inverse[p] = k
-    return em.copy(op.xs[0], op.shape, affine_map(len(perm), [f"d{inverse[a]}" for a in range(len(perm))]))
+    r = em.copy(op.xs[0], op.shape, affine_map(len(perm), [f"d{inverse[a]}" for a in range(len(perm))]))
+    if perm == (1, 0):
+        em.transposed_from[r] = op.xs[0]  # a matmul may read it in place (``Emitter.transposed_lhs``)
+    return r
 
 
 def slice(em: Emitter, op: OpApplication) -> str:  # noqa: A001 - the op's name
@@ -223,6 +321,15 @@ def slice(em: Emitter, op: OpApplication) -> str:  # noqa: A001 - the op's name
     # (heap corruption; found by tests/backend_cpu/test_differential_fusion.py).
     starts = [int(b0) for b0 in op.attrs["start"]]
     steps = [int(s) for s in op.attrs["step"]]
+    if all(s > 0 for s in steps) and steps[-1] == 1:
+        # Contiguous rows: a view (``tensor.extract_slice`` with strides).  Its readers index it as
+        # any tensor, so they keep plain maps that fuse and vectorize (a step on a middle axis made
+        # the map strided and left the whole fused chain scalar loops), and a slice that is a
+        # result is one strided copy that moves whole rows.  Not with a step along the rows: a
+        # vector read of a view whose elements are not contiguous is lowered element by element,
+        # far slower than the scalar loop of the generic below (f32[2000, 3000], step 2 on the
+        # last axis fused into `s * 2 + 1`: 1.2 ms as loops, 78 ms vectorized on the view).
+        return em.extract_slice(x, starts, shape, steps).name
     lows = [b0 if s > 0 else b0 + (m - 1) * s for b0, s, m in zip(starts, steps, shape)]
     sizes = [(m - 1) * abs(s) + 1 for s, m in zip(steps, shape)]
     if lows != [0] * len(shape) or tuple(sizes) != x.shape:
@@ -275,6 +382,9 @@ def matmul(em: Emitter, op: OpApplication) -> str:
     shape, elem = op.shape, op.elem
     if a.shape[-1] == 0 or 0 in shape:
         return em.filled(shape, elem, zero(elem))
+    source = em.transposed_from.get(a.name)
+    if len(shape) == 2 and source is not None and elem in em.transposed_lhs:
+        return _named_matmul(em, f"linalg.matmul indexing_maps = {TRANSPOSED_LHS_MAPS}", source, b_, shape, elem)
     if len(shape) == 2 or (len(a.shape) == len(b_.shape) == 3 and a.shape[0] == b_.shape[0]):
         # one batch dim on both sides (or none): the named op, which elementwise fusion leaves whole
         return _named_matmul(em, "linalg.matmul" if len(shape) == 2 else "linalg.batch_matmul", a, b_, shape, elem)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-__all__ = ["DEFAULT_MAPS", "SHARED_RHS_MAPS", "INIT_ATTR", "static_shape", "element_bits", "generic_loops", "map_kind",
+__all__ = ["DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "INIT_ATTR", "static_shape", "element_bits", "generic_loops", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "product", "splats_as_fills",
            "MIN_FILL_ELEMENTS", "row_reads"]
 
@@ -24,6 +24,11 @@ DEFAULT_MAPS = {
 SHARED_RHS_MAPS = ("[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, "
                    "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]")
 """A ``linalg.batch_matmul`` whose rhs is one matrix shared by the whole batch (``[B, M, K] @ [K, N]``)."""
+
+TRANSPOSED_LHS_MAPS = ("[affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
+                       "affine_map<(d0, d1, d2) -> (d0, d1)>]")
+"""A ``linalg.matmul`` that reads its lhs transposed (``matmul(transpose(a), b)`` with ``a`` of ``[K, M]``:
+``Emitter.transposed_lhs``)."""
 
 INIT_ATTR = "mind.init"
 """The unique attribute ``untie_shared_inits`` puts on every ``tensor.empty``."""

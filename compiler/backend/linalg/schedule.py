@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 from .payload import op_work
 from .transform_script import SCHED_ATTR, wrap_script
 
-__all__ = ["Planner", "GroupPlanner", "schedule_module", "largest_unscheduled_work"]
+__all__ = ["Planner", "GroupPlanner", "schedule_module", "largest_loop_work"]
 
 Planner = Callable[[Any, int], "str | None"]
 """``planner(op, tag)``: the script section scheduling ``op`` (matched by ``tag``), or None."""
@@ -95,13 +95,52 @@ def schedule_module(module: Any, planners: Mapping[str, Planner], lowering: str,
     return wrap_script(sections, lowering)
 
 
-def largest_unscheduled_work(module: Any, skip: Callable[[Any], bool] | None = None) -> int:
-    """The largest ``op_work`` of the linalg ops ``schedule_module`` left untagged (they become
-    loops), not counting those ``skip`` accepts.  Call it before the script runs; an op of unknown
-    size counts as large."""
+def largest_loop_work(module: Any, skip: Callable[[Any], bool] | None = None) -> int:
+    """The largest work of the linalg ops left in ``module`` (each becomes a scalar loop nest), not
+    counting those ``skip`` accepts; an op of unknown size counts as large.  Call it after the schedule
+    ran: what a section tiled and vectorized is gone by then, and so is a producer it fused into its
+    loops and vectorized there (a convolution's zero fill, which counted as a whole loop nest when
+    the ops were weighed before the script ran).  An op left inside loops (a producer fused but not
+    vectorized) counts its work times the trips of the loops around it."""
     largest = 0
     for op in _candidates(module, skip):
-        if SCHED_ATTR not in op.attributes:
-            work = op_work(op)
-            largest = max(largest, work if work is not None else 1 << 62)
+        work = op_work(op)
+        trips = _enclosing_trips(op)
+        largest = max(largest, work * trips if work is not None and trips is not None else 1 << 62)
     return largest
+
+
+def _enclosing_trips(op: Any) -> int | None:
+    """The product of the trip counts of the ``scf.for`` / ``scf.forall`` loops around ``op`` (1 at
+    the top of its function); None when a bound is not a constant."""
+    from mlir import ir
+    trips = 1
+    parent = op.operation.parent
+    while parent is not None and parent.name != "func.func":
+        if parent.name == "scf.forall":
+            lows, highs, steps = (list(ir.DenseI64ArrayAttr(parent.attributes[k])) for k in
+                                  ("staticLowerBound", "staticUpperBound", "staticStep"))
+            bounds = list(zip(lows, highs, steps))
+        elif parent.name == "scf.for":
+            bounds = [tuple(_constant_index(v) for v in list(parent.operands)[:3])]  # type: ignore[misc]
+        else:
+            bounds = []
+        for low, high, step in bounds:
+            if low is None or high is None or step is None or step <= 0 or min(low, high) < 0:
+                return None  # a dynamic bound (ShapedType's dynamic marker is negative)
+            trips *= max(0, -(-(high - low) // step))
+        parent = parent.parent
+    return trips
+
+
+def _constant_index(value: Any) -> int | None:
+    from mlir import ir
+    owner = value.owner
+    if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
+        owner = owner.operation
+    if getattr(owner, "name", None) != "arith.constant":
+        return None
+    try:
+        return ir.IntegerAttr(owner.attributes["value"]).value
+    except (ValueError, TypeError, KeyError):
+        return None
