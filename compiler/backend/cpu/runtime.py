@@ -153,8 +153,10 @@ done:
 
 # The kernel's allocation functions (``mind/runtime/heap.py`` describes the cache and its
 # structure, whose address the exported @{sym} holds once the runtime attached the kernel).
-# __mind_alloc(n): a block of n bytes after a 16-byte header holding its capacity; a size of
-# min_block or more is rounded up to whole pages and taken from the cache when a cached block fits
+# __mind_heap_for(size): the cache's structure when a block of `size` bytes is one it keeps (from
+# min_block to limit bytes), else null.
+# __mind_alloc(n): a block of n bytes after a 16-byte header holding its capacity; a size the cache
+# keeps is rounded up to whole pages and taken from the cache when a cached block fits
 # (the smallest of capacity cap..2 cap, found by the slots' hints and then taken with an atomic
 # exchange, so two threads never take one block; its header is checked after the exchange).
 # __mind_free(p): a block of min_block or more goes back into an empty slot (compare-exchange)
@@ -172,7 +174,12 @@ sized:
   %minp = getelementptr inbounds i64, ptr %h, i64 {min_word}
   %min = load atomic i64, ptr %minp monotonic, align 8
   %small = icmp ult i64 %size, %min
-  br i1 %small, label %none, label %done
+  br i1 %small, label %none, label %bounded
+bounded:
+  %limitp = getelementptr inbounds i64, ptr %h, i64 {limit_word}
+  %limit = load atomic i64, ptr %limitp monotonic, align 8
+  %huge = icmp ugt i64 %size, %limit
+  br i1 %huge, label %none, label %done
 none:
   ret ptr null
 done:
@@ -273,16 +280,13 @@ look:
   %size = load i64, ptr %raw, align 8
   %h = call ptr @__mind_heap_for(i64 %size)
   %noheap = icmp eq ptr %h, null
-  br i1 %noheap, label %release, label %sized
-sized:
+  br i1 %noheap, label %release, label %reserve
+reserve:
+  %try = phi i32 [ 0, %look ], [ %try1, %evicted ]
+  %heldp = getelementptr inbounds i64, ptr %h, i64 {held_word}
+  %old = atomicrmw add ptr %heldp, i64 %size monotonic, align 8
   %limitp = getelementptr inbounds i64, ptr %h, i64 {limit_word}
   %limit = load atomic i64, ptr %limitp monotonic, align 8
-  %huge = icmp ugt i64 %size, %limit
-  %heldp = getelementptr inbounds i64, ptr %h, i64 {held_word}
-  br i1 %huge, label %release, label %reserve
-reserve:
-  %try = phi i32 [ 0, %sized ], [ %try1, %evicted ]
-  %old = atomicrmw add ptr %heldp, i64 %size monotonic, align 8
   %new = add i64 %old, %size
   %over = icmp ugt i64 %new, %limit
   br i1 %over, label %unreserve, label %place
