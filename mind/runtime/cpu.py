@@ -20,6 +20,7 @@ import numpy as np
 
 from mind.diagnostics import error
 
+from . import heap
 from .artifact import CORE_IR, PLAN, Checked
 from .memref import AbiError, ArgBinder, Signature
 
@@ -74,6 +75,7 @@ class CpuArtifact:
         except (OSError, AttributeError) as e:
             raise error("E6012", f"cannot load the kernel of the artifact {checked.path}: {e}",
                         help="a cpu artifact runs on x86-64 Linux with the C library it was linked against") from None
+        heap.attach_library(lib)  # its intermediates' blocks cached between calls
         self._entry.restype = None
         self._entry.argtypes = [ctypes.c_void_p] * (len(self.signature.inputs) + len(self.signature.outputs))
         self._lib = lib

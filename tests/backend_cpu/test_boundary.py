@@ -75,5 +75,5 @@ def test_the_estimate_never_exceeds_what_the_kernel_allocates(source):
     fn = select_function(module, None)
     estimate, _, _ = peak_bytes(fn, {}, _materializes)
     outputs = sum(np.dtype(v.type.dtype.numpy).itemsize * int(np.prod(v.type.shape)) for v in fn.results)
-    heap = sum(int(n) for n in re.findall(r"call ptr @malloc\(i64 (\d+)\)", emit_stage(module, "llvm")))
+    heap = sum(int(n) for n in re.findall(r"call noalias ptr @__mind_alloc\(i64 (\d+)\)", emit_stage(module, "llvm")))
     assert estimate <= outputs + heap

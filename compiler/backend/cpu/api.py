@@ -29,7 +29,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from mind.backends import check_out
-from mind.diagnostics import error
+from mind.diagnostics import MindError, error
+from mind.runtime import heap
 from mind.ir.core import Function, Module
 from mind.spec.dtypes import DType
 from mind.calling import bind_arguments, canonical_bools
@@ -57,6 +58,18 @@ def _materializes(op: Any) -> bool:
     buffers, the results of contractions, which it always writes whole; elementwise ops, movements
     and reductions may be fused into their consumers and never stored."""
     return op.op in ("matmul", "conv2d")
+
+
+def _check_memory(fn: Function, env: Mapping[str, int]) -> int:
+    """``check_memory`` for the cpu backend: the blocks the kernels' heap cache holds
+    (``mind.runtime.heap``) are memory this process kept for later calls, not memory it needs, so
+    they are given back before a call is refused (E6004)."""
+    try:
+        return check_memory(fn, env, _materializes, "cpu")
+    except MindError:
+        if not heap.release():
+            raise
+        return check_memory(fn, env, _materializes, "cpu")
 
 
 def kernel_signature(fn: Function, env: Mapping[str, int]) -> Signature:
@@ -101,11 +114,11 @@ class CpuFunction:
                 k = self._kernels.get(key)
                 if k is None:
                     # E6004 before compiling a kernel that could not run here
-                    self._needs[key] = check_memory(self.fn, env, _materializes, "cpu")
+                    self._needs[key] = _check_memory(self.fn, env)
                     k = self._compile(env)
                     self._kernels[key] = k
         elif self._needs.get(key, 0) >= CHECK_FROM:  # memory may have gone since: check again
-            check_memory(self.fn, env, _materializes, "cpu")
+            _check_memory(self.fn, env)
         return k
 
     def _compile(self, env: Mapping[str, int]) -> Any:

@@ -26,6 +26,7 @@ import numpy as np
 from mind.diagnostics import MindError, error
 
 from mind.cache_store import EntryProblem, evict, sweep_debris
+from mind.runtime import heap
 
 from .abi import AbiError, ArgBinder, Signature, mlir_signature
 from .cache import MAX_LIBRARY_BYTES, Expected, KernelCache, mlir_cache_key
@@ -106,6 +107,7 @@ def _load(path: str, sig: Signature, options: CpuOptions, from_cache: bool, sche
             register_serial_switch(lib, ctypes.addressof(ctypes.c_int32.in_dll(lib, SERIAL_SWITCH)))
         except ValueError:
             pass  # no parallel region: nothing to switch
+    heap.attach_library(lib)
     fn.restype = None
     fn.argtypes = [ctypes.c_void_p] * (len(sig.inputs) + len(sig.outputs))
     return Kernel(sig, options.threads, library_path or path, from_cache, scheduled, library, lib, fn)
@@ -314,6 +316,7 @@ def _from_address(jobj: Any, sig: Signature, threads: int, so: str | None, sched
                   openmp: str | None, library: str | None) -> Kernel:
     if openmp == "gomp":
         register_serial_switch(jobj, jobj.data_address(SERIAL_SWITCH))
+    heap.attach(jobj.data_address(heap.SYMBOL), jobj.address(heap.DRAIN_SYMBOL), jobj)
     symbol = f"_mlir_ciface_{sig.name}"
     addr = jobj.address(symbol)
     if not addr:  # a lookup returns 0 for a missing symbol, where it should raise

@@ -83,7 +83,8 @@ def toolchain_fingerprint() -> str:
 
 def source_fingerprint() -> str:
     """``disk.sources_fingerprint`` of the backend's own sources (the target-neutral middle that turns
-    Core IR into MLIR and schedules it, and the CPU's parts that make object code).
+    Core IR into MLIR and schedules it, the CPU's parts that make object code, and the runtime,
+    whose heap structure the code reads: ``mind.runtime.heap``).
 
     The Core-IR key (``cache.ir_cache_key``) does not hash the emitted MLIR, so any edit of the
     emitter, schedules, pipelines or codegen must miss.
@@ -91,5 +92,7 @@ def source_fingerprint() -> str:
     def read() -> str:
         from mind.disk import sources_fingerprint
         here = os.path.dirname(os.path.abspath(__file__))
-        return sources_fingerprint([("backend/cpu", here), ("backend/linalg", os.path.join(os.path.dirname(here), "linalg"))])
+        import mind.runtime  # the heap cache's structure (``runtime.link_heap``) is laid out there
+        return sources_fingerprint([("backend/cpu", here), ("backend/linalg", os.path.join(os.path.dirname(here), "linalg")),
+                                    ("runtime", os.path.dirname(os.path.abspath(mind.runtime.__file__)))])
     return _once("source", read)

@@ -6,6 +6,8 @@ call of ``memrefCopy``, which lives in MLIR's C runner-utils library.  That libr
 the pinned MLIR wheels, and a kernel must not depend on a shared library beside the
 OpenMP runtime anyway.  Each function here is the C library's semantics written in LLVM IR, added to
 a module that declares it (``link_runtime``), so the kernel is self-contained.
+``link_heap`` routes the module's ``malloc``/``free`` calls through allocation functions defined
+the same way, which keep large freed blocks for the next call (``mind.runtime.heap``).
 ``external_functions`` lists what a module still needs from outside (libc, the OpenMP runtime): the
 engine checks that each resolves before it loads the code, since a call through an unresolved
 symbol would crash the process instead of raising E6012.
@@ -15,7 +17,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["link_runtime", "declared_functions", "external_functions", "RUNTIME_FUNCTIONS"]
+from mind.runtime import heap
+
+__all__ = ["link_runtime", "link_heap", "declared_functions", "external_functions", "RUNTIME_FUNCTIONS"]
 
 # memrefCopy(elemSize, UnrankedMemRef *src, UnrankedMemRef *dst): copy every element of src into
 # dst (same sizes, any strides), as MLIR's CRunnerUtils does.  An unranked memref is {i64 rank,
@@ -147,12 +151,222 @@ done:
 }
 """
 
+# The kernel's allocation functions (``mind/runtime/heap.py`` describes the cache and its
+# structure, whose address the exported @{sym} holds once the runtime attached the kernel).
+# __mind_heap_for(size): the cache's structure when a block of `size` bytes is one it keeps (from
+# min_block to limit bytes), else null.
+# __mind_alloc(n): a block of n bytes after a 16-byte header holding its capacity; a size the cache
+# keeps is rounded up to whole pages and taken from the cache when a cached block fits
+# (the smallest of capacity cap..2 cap, found by the slots' hints and then taken with an atomic
+# exchange, so two threads never take one block; its header is checked after the exchange).
+# __mind_free(p): a block of min_block or more goes back into an empty slot (compare-exchange)
+# while the cache holds at most `limit` bytes; when it is full, up to {tries} blocks are given back
+# to free to make room (the slot after a shared counter), else the block goes to free itself.
+# A failed malloc gives the whole cache back (__mind_heap_drain) and tries once more.
+_HEAP_FUNCTIONS = """\
+@{sym} = global ptr null, align 8
+define internal ptr @__mind_heap_for(i64 %size) {{
+entry:
+  %h = load atomic ptr, ptr @{sym} acquire, align 8
+  %noheap = icmp eq ptr %h, null
+  br i1 %noheap, label %none, label %sized
+sized:
+  %minp = getelementptr inbounds i64, ptr %h, i64 {min_word}
+  %min = load atomic i64, ptr %minp monotonic, align 8
+  %small = icmp ult i64 %size, %min
+  br i1 %small, label %none, label %bounded
+bounded:
+  %limitp = getelementptr inbounds i64, ptr %h, i64 {limit_word}
+  %limit = load atomic i64, ptr %limitp monotonic, align 8
+  %huge = icmp ugt i64 %size, %limit
+  br i1 %huge, label %none, label %done
+none:
+  ret ptr null
+done:
+  ret ptr %h
+}}
+define internal ptr @__mind_malloc(i64 %size) {{
+entry:
+  %raw = call ptr @malloc(i64 %size)
+  %failed = icmp eq ptr %raw, null
+  br i1 %failed, label %cached, label %done
+cached:
+  %h = load atomic ptr, ptr @{sym} acquire, align 8
+  %noheap = icmp eq ptr %h, null
+  br i1 %noheap, label %done, label %drain
+drain:
+  call void @{drain}(ptr %h)
+  %raw2 = call ptr @malloc(i64 %size)
+  ret ptr %raw2
+done:
+  ret ptr %raw
+}}
+define internal ptr @__mind_alloc(i64 %n) #{attr} {{
+entry:
+  %h = call ptr @__mind_heap_for(i64 %n)
+  %noheap = icmp eq ptr %h, null
+  br i1 %noheap, label %plain, label %round
+round:
+  %n1 = add i64 %n, {page_mask}
+  %cap = and i64 %n1, -{page}
+  %cap2 = shl i64 %cap, 1
+  br label %scan
+scan:
+  %i = phi i64 [ 0, %round ], [ %i1, %scan ]
+  %best = phi i64 [ -1, %round ], [ %best1, %scan ]
+  %bestsz = phi i64 [ -1, %round ], [ %bestsz1, %scan ]
+  %si = add i64 %i, {slot_word}
+  %sp = getelementptr inbounds i64, ptr %h, i64 %si
+  %s = load atomic ptr, ptr %sp monotonic, align 8
+  %hi = add i64 %si, {slots}
+  %hp = getelementptr inbounds i64, ptr %h, i64 %hi
+  %hint = load atomic i64, ptr %hp monotonic, align 8
+  %full = icmp ne ptr %s, null
+  %big = icmp uge i64 %hint, %cap
+  %notbig = icmp ule i64 %hint, %cap2
+  %better = icmp ult i64 %hint, %bestsz
+  %f1 = and i1 %full, %big
+  %f2 = and i1 %f1, %notbig
+  %f3 = and i1 %f2, %better
+  %best1 = select i1 %f3, i64 %i, i64 %best
+  %bestsz1 = select i1 %f3, i64 %hint, i64 %bestsz
+  %i1 = add i64 %i, 1
+  %scanned = icmp eq i64 %i1, {slots}
+  br i1 %scanned, label %pick, label %scan
+pick:
+  %none = icmp slt i64 %best1, 0
+  br i1 %none, label %fresh, label %take
+take:
+  %blk = call ptr @__mind_heap_take(ptr %h, i64 %best1)
+  %gone = icmp eq ptr %blk, null
+  br i1 %gone, label %fresh, label %check
+check:
+  %bsz = load i64, ptr %blk, align 8
+  %ok1 = icmp uge i64 %bsz, %cap
+  %ok2 = icmp ule i64 %bsz, %cap2
+  %ok = and i1 %ok1, %ok2
+  br i1 %ok, label %reuse, label %mismatch
+mismatch:
+  call void @free(ptr %blk)
+  br label %fresh
+reuse:
+  %q = getelementptr inbounds i8, ptr %blk, i64 {header}
+  ret ptr %q
+fresh:
+  %fsz = add i64 %cap, {header}
+  br label %get
+plain:
+  %psz = add i64 %n, {header}
+  br label %get
+get:
+  %size = phi i64 [ %fsz, %fresh ], [ %psz, %plain ]
+  %capacity = phi i64 [ %cap, %fresh ], [ %n, %plain ]
+  %raw = call ptr @__mind_malloc(i64 %size)
+  %failed = icmp eq ptr %raw, null
+  br i1 %failed, label %nomem, label %store
+store:
+  store i64 %capacity, ptr %raw, align 8
+  %q2 = getelementptr inbounds i8, ptr %raw, i64 {header}
+  ret ptr %q2
+nomem:
+  ret ptr null
+}}
+define internal void @__mind_free(ptr %q) #{attr} {{
+entry:
+  %isnull = icmp eq ptr %q, null
+  br i1 %isnull, label %done, label %look
+look:
+  %raw = getelementptr inbounds i8, ptr %q, i64 -{header}
+  %size = load i64, ptr %raw, align 8
+  %h = call ptr @__mind_heap_for(i64 %size)
+  %noheap = icmp eq ptr %h, null
+  br i1 %noheap, label %release, label %reserve
+reserve:
+  %try = phi i32 [ 0, %look ], [ %try1, %evicted ]
+  %heldp = getelementptr inbounds i64, ptr %h, i64 {held_word}
+  %old = atomicrmw add ptr %heldp, i64 %size monotonic, align 8
+  %limitp = getelementptr inbounds i64, ptr %h, i64 {limit_word}
+  %limit = load atomic i64, ptr %limitp monotonic, align 8
+  %new = add i64 %old, %size
+  %over = icmp ugt i64 %new, %limit
+  br i1 %over, label %unreserve, label %place
+place:
+  %i = phi i64 [ 0, %reserve ], [ %i1, %place.next ]
+  %si = add i64 %i, {slot_word}
+  %sp = getelementptr inbounds i64, ptr %h, i64 %si
+  %r = cmpxchg ptr %sp, ptr null, ptr %raw acq_rel monotonic, align 8
+  %placed = extractvalue {{ ptr, i1 }} %r, 1
+  br i1 %placed, label %hint, label %place.next
+place.next:
+  %i1 = add i64 %i, 1
+  %scanned = icmp eq i64 %i1, {slots}
+  br i1 %scanned, label %unreserve, label %place
+hint:
+  %hi = add i64 %si, {slots}
+  %hp = getelementptr inbounds i64, ptr %h, i64 %hi
+  store atomic i64 %size, ptr %hp release, align 8
+  ret void
+unreserve:
+  %back = atomicrmw sub ptr %heldp, i64 %size monotonic, align 8
+  %tries = icmp eq i32 %try, {tries}
+  br i1 %tries, label %release, label %evict
+evict:
+  %vp = getelementptr inbounds i64, ptr %h, i64 {victim_word}
+  %v = atomicrmw add ptr %vp, i64 1 monotonic, align 8
+  %vi = urem i64 %v, {slots}
+  %victim = call ptr @__mind_heap_take(ptr %h, i64 %vi)
+  call void @free(ptr %victim)
+  br label %evicted
+evicted:
+  %try1 = add i32 %try, 1
+  br label %reserve
+release:
+  call void @free(ptr %raw)
+  br label %done
+done:
+  ret void
+}}
+define internal ptr @__mind_heap_take(ptr %h, i64 %i) {{
+entry:
+  %si = add i64 %i, {slot_word}
+  %sp = getelementptr inbounds i64, ptr %h, i64 %si
+  %blk = atomicrmw xchg ptr %sp, ptr null acq_rel, align 8
+  %empty = icmp eq ptr %blk, null
+  br i1 %empty, label %done, label %count
+count:
+  %bsz = load i64, ptr %blk, align 8
+  %heldp = getelementptr inbounds i64, ptr %h, i64 {held_word}
+  %back = atomicrmw sub ptr %heldp, i64 %bsz monotonic, align 8
+  br label %done
+done:
+  ret ptr %blk
+}}
+define void @{drain}(ptr %h) #{attr} {{
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]
+  %blk = call ptr @__mind_heap_take(ptr %h, i64 %i)
+  call void @free(ptr %blk)
+  %i1 = add i64 %i, 1
+  %end = icmp eq i64 %i1, {slots}
+  br i1 %end, label %done, label %loop
+done:
+  ret void
+}}
+"""
+
 RUNTIME_FUNCTIONS = {"memrefCopy": _MEMREF_COPY}
 _INTRINSICS = {
     "llvm.memmove.p0.p0.i64": "declare void @llvm.memmove.p0.p0.i64(ptr, ptr, i64, i1 immarg)",
     "llvm.memset.p0.i64": "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1 immarg)",
 }
 _DECLARE = re.compile(r"^declare [^@]*@([-\w.$]+)\(", re.M)
+_MALLOC_CALL = re.compile(r"\bcall ptr @malloc\(")
+_FREE_CALL = re.compile(r"\bcall void @free\(")
+_ATTRIBUTE_GROUP = re.compile(r"^attributes #(\d+) = ", re.M)
+_LIBC = {"malloc": "declare ptr @malloc(i64)", "free": "declare void @free(ptr)"}
+_RETRIES = 4  # blocks a free gives back to make room for itself, at most
 
 
 def declared_functions(ir_text: str) -> list[str]:
@@ -161,7 +375,34 @@ def declared_functions(ir_text: str) -> list[str]:
 
 
 def link_runtime(ir_text: str) -> str:
-    """``ir_text`` with each declared runtime function of ``RUNTIME_FUNCTIONS`` defined in it."""
+    """``ir_text`` with each declared runtime function of ``RUNTIME_FUNCTIONS`` defined in it, and
+    its ``malloc``/``free`` calls going through the heap cache (``link_heap``)."""
+    return link_heap(_link_functions(ir_text))
+
+
+def link_heap(ir_text: str) -> str:
+    """``ir_text`` with every ``malloc``/``free`` call replaced by one of ``__mind_alloc``/
+    ``__mind_free`` (``mind.runtime.heap``), which the module then defines.  The returned pointer
+    keeps ``malloc``'s ``noalias``, which LLVM's alias analysis needs; a module that allocates
+    nothing is returned as it is."""
+    if "@malloc(" not in ir_text:
+        return ir_text
+    body = _FREE_CALL.sub("call void @__mind_free(", _MALLOC_CALL.sub("call noalias ptr @__mind_alloc(", ir_text))
+    if body == ir_text:
+        return ir_text
+    declared = set(declared_functions(ir_text))
+    attr = 1 + max((int(n) for n in _ATTRIBUTE_GROUP.findall(ir_text)), default=-1)
+    extra = [decl for name, decl in _LIBC.items() if name not in declared]
+    extra.append(_HEAP_FUNCTIONS.format(
+        sym=heap.SYMBOL, drain=heap.DRAIN_SYMBOL, attr=attr, slots=heap.SLOTS, header=heap.HEADER_BYTES,
+        page=heap.PAGE_BYTES, page_mask=heap.PAGE_BYTES - 1, limit_word=heap.LIMIT_WORD, held_word=heap.HELD_WORD,
+        min_word=heap.MIN_WORD, victim_word=heap.VICTIM_WORD, slot_word=heap.SLOT_WORD, tries=_RETRIES))
+    # kept out of line: one copy of the cache's code however many allocations the kernel has
+    extra.append(f"attributes #{attr} = {{ noinline nounwind }}")
+    return body + "\n" + "\n".join(extra) + "\n"
+
+
+def _link_functions(ir_text: str) -> str:
     if not any(f"@{name}(" in ir_text for name in RUNTIME_FUNCTIONS):
         return ir_text  # the common case, without a pass over the text
     declared = set(declared_functions(ir_text))
