@@ -161,8 +161,8 @@ def _chain_rows(par: list[int], red: list[int], ranges: Sequence[int], kinds: Se
     the adds issued per cycle leave the adders idle (a tile of 17 f64 per row: three chains).  Only
     for a block that is one tile (its accumulators in registers) and an op whose iteration space
     fits the unit's L2: streaming from further out, one row at a time (one sequential stream per
-    tile, what the prefetchers follow) ran faster than rows side by side (a row sum of 4096x1024 f32,
-    one thread: 311 us against 378 with 8 rows per tile, while 256x500 gained 19 -> 9.5 us)."""
+    tile, what the prefetchers follow) ran faster than rows side by side (a 4096x1024 f32 row sum;
+    ``docs/backend-cpu.md``, Measurements)."""
     red_dims = [i for i, k in enumerate(kinds) if k != "parallel"]
     outer = [i for i in range(min(red_dims)) if kinds[i] == "parallel"]
     if not outer:
@@ -179,18 +179,17 @@ def _column_tiles(size: int, lanes: int, masked: bool = False) -> tuple[int, int
     4 vectors, so that threads have blocks to share), swept row by row in tiles of up to 4 vectors
     (whole vectors where they divide the block).  Why: each step then reads a contiguous run of
     every row it reduces, where a forall block of one 4-vector tile read 256 bytes per row of the
-    whole matrix (a 4096x1000 f32 column max: 1.6 ms on two threads, 0.4-0.5 ms in blocks of 250
-    columns).
+    whole matrix (a 4096x1000 f32 column max; ``docs/backend-cpu.md``, Measurements).
 
     A block that is one tile keeps its accumulators in registers across the reduction loop, which
     LLVM's AVX-512 lowering does for whole vectors in counts of 1, 2 or 4 and for a loop narrower
-    than one vector: a loop-carried 37 or 40 f32 or 17 f64 is scalarized through the stack (24x125x40 f32
-    summed over its middle axis: 2.6x slower than whole vectors), while 7 f64 ran faster than a
-    masked vector of 8 (a row sum of 1000x777 f64, whose first level has rows of 7: 105 against
-    133 us per call on one thread).  With ``masked``,
+    than one vector: a loop-carried 37 or 40 f32 or 17 f64 is scalarized through the stack (a
+    24x125x40 f32 sum over its middle axis), while 7 f64 ran faster than a masked vector of 8 (a row
+    sum of 1000x777 f64, whose first level has rows of 7; the figures are in ``docs/backend-cpu.md``).
+    With ``masked``,
     such a loop takes whole vectors instead, the fewest powers of two up to 4 that cover it, in
     blocks of one tile (a masked tile swept inside a larger block, its accumulators read and written
-    every step, ran 2.4x slower: 2000x333 f32 over axis 0 on AVX2), the last one masked; and so does
+    every step, ran slower: 2000x333 f32 over axis 0 on AVX2), the last one masked; and so does
     a block swept in tiles narrower than a vector that are not a power of two (3 of 111 f64)."""
     bound = min(16 * lanes, max(4 * lanes, size // 4))
     block = largest_divisor_at_most(size, bound)
@@ -380,8 +379,8 @@ def _transpose_tiles(ranges: Sequence[int], plane: tuple[int, int], bits: int, u
     4-stage AVX-512 shuffle network).  Why the plane and not the last two loops:
     ``permutation=[2, 1, 0]`` of ``[3, 4096, 513]`` has its transposed axes first and last, and
     tiles of the last two loops read one element per operand row.  The elementwise tiles, 2 rows of
-    4 vectors, read one element per operand row (2048 x 2048 f32: 27.7 ms with them, 6.9 / 5.2 /
-    2.6 ms with 4 / 8 / 16-element squares).  A loop without a vector-wide divisor keeps its largest
+    4 vectors, read one element per operand row, and squares of a whole vector's side ran fastest
+    (``docs/backend-cpu.md``, Measurements).  A loop without a vector-wide divisor keeps its largest
     divisor up to a vector (``docs/backend-cpu.md``: splitting it at its last whole vector made
     bufferization copy the result once more)."""
     side = unit.lanes(bits)

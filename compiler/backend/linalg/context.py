@@ -36,8 +36,8 @@ _LIGHT_NAMES = ("linalg", "func", "builtin", "arith", "tensor", "scf", "transfor
                 "bufferization")
 """The dialects whose ops the backends get views of while they walk a kernel (in the bodies of
 ``linalg.generic``: ``math``; in the bufferized module ``library_calls`` walks: ``memref``,
-``vector``, ``ub``, ``bufferization``): each generated module costs 2 to 5 ms to import on a cold
-compile, for classes no backend uses."""
+``vector``, ``ub``, ``bufferization``): each generated module's import is a measurable share of a
+cold compile (``docs/backend-cpu.md``, Measurements), for classes no backend uses."""
 
 
 def _install_light_dialect_modules() -> None:

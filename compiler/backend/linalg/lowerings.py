@@ -156,8 +156,8 @@ def sum_width(n: int, elem_bytes: int) -> int:
     level, so each level reads contiguous chunks of ``q`` rows of ``w``, and MLIR's reshape
     propagation (elementwise fusion expands a level's operand into the level before it) only splits
     the count of rows, never the contiguous axis: a width that shrank from level to level became
-    the innermost loop of the first level after fusion (a 2048x2048 f64 sum: rows of 2 elements,
-    15x slower than NumPy).  The width is the divisor whose rows split into levels of at most
+    the innermost loop of the first level after fusion (a 2048x2048 f64 sum: rows of 2 elements;
+    ``docs/backend-cpu.md``, Measurements).  The width is the divisor whose rows split into levels of at most
     ``SUM_RUN`` (every term in short runs), in the fewest levels, then the widest."""
     q = largest_divisor_at_most(n, SUM_RUN)
     if n // q <= SUM_RUN:
@@ -268,7 +268,7 @@ def _split_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str) -> Ten
     terms (``b`` the power of two with ``k = n / b`` in [64, 128), so that they block into levels of
     at most ``SUM_RUN`` and are never split again) and the rest (fewer than ``n / 64``) summed on
     their own, then added.  Why: otherwise one running sum of all n terms, a dependent chain of
-    scalar adds (1009 x 997 f64: 5x slower than NumPy) and an error growing with n."""
+    scalar adds (``docs/backend-cpu.md``, Measurements) and an error growing with n."""
     outer, n = x.shape[:-1], x.shape[-1]
     b = 1 << (n.bit_length() - 7)
     head = n // b * b
@@ -327,8 +327,7 @@ def slice(em: Emitter, op: OpApplication) -> str:  # noqa: A001 - the op's name
         # the map strided and left the whole fused chain scalar loops), and a slice that is a
         # result is one strided copy that moves whole rows.  Not with a step along the rows: a
         # vector read of a view whose elements are not contiguous is lowered element by element,
-        # far slower than the scalar loop of the generic below (f32[2000, 3000], step 2 on the
-        # last axis fused into `s * 2 + 1`: 1.2 ms as loops, 78 ms vectorized on the view).
+        # far slower than the scalar loop of the generic below (measured in docs/backend-cpu.md).
         return em.extract_slice(x, starts, shape, steps).name
     lows = [b0 if s > 0 else b0 + (m - 1) * s for b0, s, m in zip(starts, steps, shape)]
     sizes = [(m - 1) * abs(s) + 1 for s, m in zip(steps, shape)]
@@ -460,7 +459,7 @@ def block_width(ow: int) -> int:
     (a prime width of 29, 31, 37...: the conv computes 32, 32, 40 columns and the result is the first
     ``ow``).  Why: register blocks divide the width (a partial block would have dynamic shapes and
     stay scalar), and a width whose divisors are all below the fewest gets blocks of 1-3 pixels,
-    about 3-4x slower per FMA than the up to 10-14 % more columns cost."""
+    which cost more per FMA than the few extra columns (``docs/backend-cpu.md``, Measurements)."""
     lo, hi = BLOCK_PIXELS
     if ow <= hi or any(ow % d == 0 for d in range(lo, hi + 1)):
         return ow
