@@ -1,5 +1,5 @@
-"""Movement loops (an innermost ``scf.for`` that only loads and stores) are marked for LLVM's loop
-vectorizer.
+"""Movement loops (an innermost ``scf.for`` that only loads and stores: slices, copies, fills) are
+marked for LLVM's loop vectorizer.
 
 Why: an unscheduled slice with a step or a reversal along the contiguous axis (``lowerings.slice``)
 is a scalar loop ``out[j] = x[k * j + c]``; MLIR's vector transfers of such a strided view are
@@ -31,9 +31,10 @@ ANNOTATION = "#llvm.loop_annotation<vectorize = #llvm.loop_vectorize<disable = f
 
 
 def _moves_data(loop: Any) -> bool:
-    """An innermost loop whose body loads and stores and computes nothing but indices."""
+    """An innermost loop whose body stores (loaded values, or a fill's constant) and computes nothing
+    but indices."""
     names = [op.operation.name for op in loop.regions[0].blocks[0].operations]
-    return all(n in MOVEMENT_BODY_OPS for n in names) and "memref.load" in names and "memref.store" in names
+    return all(n in MOVEMENT_BODY_OPS for n in names) and "memref.store" in names
 
 
 def mark_movement_loops(module: Any) -> int:
