@@ -230,7 +230,9 @@ def test_pad_copies_in_place_into_the_result(value, interior, monkeypatch):
     module, _, scheduled = lower_to_llvm_dialect(*emit_cpu_mlir(fn, {}, None), CpuOptions.resolve(threads=1, schedule="all"))
     assert scheduled
     copies = [ln for ln in bufferized[0].splitlines() if "memref.copy" in ln]
-    assert copies and not any(ln.split(":")[1].strip().startswith("memref<64x96xf32") for ln in copies), copies
+    # with interior padding on the rows the runs are single elements: the blocks are loops, no copy
+    assert (copies or interior != (0, 0)) and \
+        not any(ln.split(":")[1].strip().startswith("memref<64x96xf32") for ln in copies), copies
     assert sum(ln.split(":")[1].strip().startswith("memref<3x99xf32") for ln in copies) <= (1 if interior == (0, 0) else 0)
 
 
@@ -290,8 +292,24 @@ def test_last_axis_steps_are_vectorized_loops(cpu, dtype, step, shape):
     remainder loop on extents no vector divides): bit for bit against the reference, 1 and 2
     threads, both vector units."""
     fn = _slice_program(_DTYPES[dtype], shape, step)
-    assert "llvm.loop.vectorize.enable" in _llvm_ir(fn, cpu)
+    if len(range(0, shape[-1], abs(step))) >= 64:  # a whole vector of any element on any vector unit
+        assert "llvm.loop.vectorize.enable" in _llvm_ir(fn, cpu)
     _check_slice(fn, cpu)
+
+
+def test_short_movement_loops_are_not_marked(capfd):
+    """A forced loop that LLVM reshapes and then cannot vectorize makes it print "remark: loop not
+    vectorized" on stderr (a 2-element fill beside a reduction did): loops shorter than a vector are
+    not marked (nothing to gain there either)."""
+    b = FunctionBuilder("main")
+    x = b.param("x", TensorType(DType.F32, (1, 2, 1)))
+    s = b.emit("reduce_sum", x, axes=(2,), keepdims=False)
+    fn = b.finish([b.emit("add", x, x), s, b.emit("exp", s)])
+    assert "llvm.loop.vectorize.enable" not in _llvm_ir(fn)
+    x0 = np.arange(2, dtype=np.float32).reshape(1, 2, 1)
+    for schedule in (True, False):
+        compile_function(fn, threads=1, cache=False, schedule=schedule)([x0])
+    assert "remark" not in capfd.readouterr().err
 
 
 def _check_slice(fn, cpu: str = "host") -> None:

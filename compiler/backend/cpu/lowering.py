@@ -211,7 +211,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         report["library_calls"] = calls
                     stage = "lower"
                     run_pipeline(ctx, pipelines[1], module, stage, diags)
-                mark_movement_loops(module)
+                mark_movement_loops(module, vector_unit(options.cpu))
                 run_pipeline(ctx, pipelines[-1], module, stage, diags)
                 seat_loop_annotations(module)
                 if not module.operation.verify():

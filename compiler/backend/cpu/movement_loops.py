@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..linalg.payload import element_bits
+from .vector_unit import VectorUnit
+
 __all__ = ["mark_movement_loops", "seat_loop_annotations", "MOVEMENT_BODY_OPS"]
 
 MOVEMENT_BODY_OPS = frozenset({
@@ -31,21 +34,44 @@ ANNOTATION = "#llvm.loop_annotation<vectorize = #llvm.loop_vectorize<disable = f
 
 
 def _moves_data(loop: Any) -> bool:
-    """An innermost loop whose body stores (loaded values, or a fill's constant) and computes nothing
-    but indices."""
+    """An innermost loop without loop-carried values whose body stores (loaded values, or a fill's
+    constant) and computes nothing but indices."""
     names = [op.operation.name for op in loop.regions[0].blocks[0].operations]
-    return all(n in MOVEMENT_BODY_OPS for n in names) and "memref.store" in names
+    return not len(loop.results) and all(n in MOVEMENT_BODY_OPS for n in names) and "memref.store" in names
 
 
-def mark_movement_loops(module: Any) -> int:
-    """Annotate every movement loop of ``module`` (``_moves_data``) for the loop vectorizer; the
-    number annotated."""
+def _trips(loop: Any) -> int | None:
+    """The loop's trip count when its bounds and step are constants, else None."""
+    from mlir import ir
+    bounds = []
+    for v in list(loop.operands)[:3]:
+        owner = v.owner
+        if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
+            return None  # a block argument, or a computed bound
+        bounds.append(ir.IntegerAttr(owner.attributes["value"]).value)
+    lo, hi, step = bounds
+    return max(0, -(-(hi - lo) // step)) if step > 0 else None
+
+
+def _stored_bits(loop: Any) -> int:
+    """The widest element the loop stores."""
+    return max(element_bits(op.operands[1].type) for op in loop.regions[0].blocks[0].operations
+               if op.operation.name == "memref.store")
+
+
+def mark_movement_loops(module: Any, unit: VectorUnit) -> int:
+    """Annotate every movement loop of ``module`` (``_moves_data``) that runs at least one vector
+    of ``unit`` (or an unknown count) for the loop vectorizer; the number annotated.  Why not the
+    shorter ones: nothing to gain, and a forced loop LLVM then reshapes (a 2-element fill next to a
+    reduction) and cannot vectorize makes LLVM print a remark on stderr."""
     from mlir import ir
     loops: list[Any] = []
 
     def find(op: Any) -> ir.WalkResult:
         if op.name == "scf.for" and _moves_data(op):
-            loops.append(op)
+            trips = _trips(op)
+            if trips is None or trips >= unit.lanes(_stored_bits(op)):
+                loops.append(op)
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(find)
