@@ -4,7 +4,8 @@ torch eager and ``jax.jit`` in this one process.
     python benchmarks/movement.py [--threads N] [--only WORD] [--out FILE.json]
 
 Rows: transposes of odd and 3-D shapes (permutations (0, 2, 1) and (2, 1, 0)) and f64; slices with
-step 2 and -1 on the last and a middle axis; pads of odd widths on 3-D and 4-D tensors; matmuls with
+step 2 and -1 on the last and a middle axis, steps 2, 3, 4 and -1 on the last axis of 2-D and 3-D
+shapes (f32, f64, i32); pads of odd widths on 3-D and 4-D tensors, rows shorter than a vector; matmuls with
 a transposed lhs or rhs (512x1024x768), an attention score ``q @ k^T`` and an MLP's gradients (the
 weight gradients are ``x^T @ g``, the input gradient ``g @ w^T``).  Every result is checked against
 torch's.  Columns: the median per call of each implementation (calls repeated for about 0.25 s after
@@ -35,6 +36,8 @@ def _cases(torch: Any, jax: Any, jnp: Any) -> list[tuple[str, str, str, list[np.
     rng = np.random.default_rng(0)
 
     def arr(*shape: int, dt: str = "f32") -> np.ndarray:
+        if dt == "i32":
+            return rng.integers(-1000, 1000, shape, dtype=np.int32)
         return rng.standard_normal(shape).astype(np.float32 if dt == "f32" else np.float64)
     rows: list[tuple[str, str, str, list[np.ndarray], Any, Any, Any]] = []
     for shape, perm, dt in [((1000, 3000), (1, 0), "f32"), ((3, 4096, 513), (0, 2, 1), "f32"),
@@ -59,12 +62,31 @@ def _cases(torch: Any, jax: Any, jnp: Any) -> list[tuple[str, str, str, list[np.
                      "f", [arr(*shape, dt=dt)], lambda x, sl=sl: np.ascontiguousarray(x[sl]),
                      (lambda x, sl=sl: x[sl].contiguous()) if step > 0 else (lambda x, axis=axis: x.flip(axis)),
                      jax.jit(lambda x, sl=sl: x[sl])))
+    for shape, step, dt in [(shape, step, dt) for shape in ((1609, 208), (4096, 1001), (3, 500, 77))
+                            for step in (2, 3, 4, -1) for dt in ("f32",)] + [((1609, 208), 2, "f64"),
+                                                                             ((4096, 1001), -1, "i32")]:
+        # a step along the contiguous (last) axis: strided and reversed rows
+        axis, n = len(shape) - 1, shape[-1]
+        out = list(shape)
+        out[axis] = len(range(0, n, step) if step > 0 else range(n - 1, -1, step))
+        start, end = (0, n) if step > 0 else (n - 1, -n - 1)
+        sl = (Ellipsis, slice(None, None, step))
+        rows.append((f"slice_{dt}_{'x'.join(map(str, shape))}_last_step{step}",
+                     f"fn f(x: {_t(dt, *shape)}) -> {_t(dt, *out)} {{ slice_stride(x, {axis}, {start}, {end}, {step}) }}",
+                     "f", [arr(*shape, dt=dt)], lambda x, sl=sl: np.ascontiguousarray(x[sl]),
+                     (lambda x, sl=sl: x[sl].contiguous()) if step > 0 else (lambda x, axis=axis: x.flip(axis)),
+                     jax.jit(lambda x, sl=sl: x[sl])))
     for shape, pads, dt in [((63, 255, 129), [[1, 2], [3, 0], [5, 1]], "f32"),
                             ((8, 61, 61, 32), [[0, 0], [1, 2], [2, 1], [0, 3]], "f32"),
-                            ((30, 1001, 77), [[2, 1], [0, 0], [3, 4]], "f64")]:
+                            ((30, 1001, 77), [[2, 1], [0, 0], [3, 4]], "f64"),
+                            ((125, 182, 27), [[0, 0], [1, 2], [3, 0]], "f32"),
+                            ((125, 182, 27), [[0, 0], [1, 2], [3, 0]], "f64"),
+                            ((125, 182, 27), [[0, 0], [1, 2], [3, 0]], "i32"),
+                            ((8, 61, 61, 3), [[0, 0], [1, 2], [2, 1], [0, 0]], "f32"),
+                            ((8, 61, 61, 3), [[0, 0], [1, 1], [1, 1], [0, 1]], "f32")]:
         out = [s + a + b for s, (a, b) in zip(shape, pads)]
         flat = [q for pr in reversed(pads) for q in pr]
-        rows.append((f"pad_{dt}_{'x'.join(map(str, shape))}",
+        rows.append((f"pad_{dt}_{'x'.join(map(str, shape))}_{''.join(str(q) for pr in pads for q in pr)}",
                      f"fn f(x: {_t(dt, *shape)}) -> {_t(dt, *out)} {{ pad(x, pads={pads}) }}", "f",
                      [arr(*shape, dt=dt)], lambda x, pads=pads: np.pad(x, pads),
                      lambda x, flat=flat: torch.nn.functional.pad(x, flat), jax.jit(lambda x, pads=pads: jnp.pad(x, pads))))

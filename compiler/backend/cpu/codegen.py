@@ -151,7 +151,8 @@ def _optimize(ir_text: str, cpu: str, level: str = "full") -> tuple[Any, Any]:
     elif level == "loops":
         # O2 without LLVM's unroller and vectorizers: its loop passes (LICM, rotation, induction
         # variables) matter for scalar loop nests, which an unscheduled kernel is made of, and its
-        # unroller and vectorizers multiply the compile time of such nests.
+        # unroller and vectorizers multiply the compile time of such nests.  The loop vectorizer
+        # still runs on the loops marked for it (``movement_loops``: slices, copies, fills).
         pto = llvm.create_pipeline_tuning_options(speed_level=2)
         pto.loop_unrolling = False
         pto.loop_vectorization = False

@@ -22,7 +22,8 @@ from ..linalg.schedule import largest_loop_work
 from ..linalg.transform_script import apply_script
 from .abi import ELEMENT_TYPES, ArgSpec, Signature
 from .library_calls import handled_by_library, insert_library_calls
-from .pipeline import full_pipeline, lower_to_llvm
+from .movement_loops import mark_movement_loops, seat_loop_annotations
+from .pipeline import loops_to_llvm, lower_to_llvm, to_loops
 from .runtime import link_runtime
 from .transforms import MIN_SCHEDULE_WORK, schedule as cpu_schedule
 from .vector_unit import vector_unit
@@ -145,10 +146,11 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
     threads, schedule, library = options.threads, options.schedule, options.library
     min_work = 0 if schedule == "all" else MIN_SCHEDULE_WORK
     try:
+        # the loops are marked (``mark_movement_loops``) between the last two
         if library is None:
-            pipelines = [full_pipeline(threads).render()]
+            pipelines = [(bufferize() + to_loops(threads)).render(), loops_to_llvm(threads).render()]
         else:
-            pipelines = [bufferize().render(), lower_to_llvm(threads).render()]
+            pipelines = [bufferize().render(), to_loops(threads).render(), loops_to_llvm(threads).render()]
     except PipelineError as e:
         raise LoweringError("pipeline", str(e)) from None
     ctx = ctx or new_context()
@@ -209,6 +211,9 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         report["library_calls"] = calls
                     stage = "lower"
                     run_pipeline(ctx, pipelines[1], module, stage, diags)
+                mark_movement_loops(module, vector_unit(options.cpu))
+                run_pipeline(ctx, pipelines[-1], module, stage, diags)
+                seat_loop_annotations(module)
                 if not module.operation.verify():
                     raise LoweringError(stage, "the lowered module does not verify", diags.messages)
             except LoweringError:

@@ -458,7 +458,37 @@ def _plan_copy(unit: VectorUnit, op: Any, tag: int) -> str | None:
         if split is None:
             return None
         tiles = ElementwiseTiles(split, (0,) * len(shape))
+    if _contiguous_run(op, shape) < SHORT_RUN_VECTORS * unit.lanes(element_bits(op.operands[1].type)):
+        # short runs: loops in each block, which ``movement_loops`` hands to LLVM's loop vectorizer
+        return match(f"%ew{tag}", "linalg.copy", tag) + tile_forall(f"ep{tag}", f"%ew{tag}", tiles.parallel)
     return elementwise_section(tag, "linalg.copy", tiles)
+
+
+SHORT_RUN_VECTORS = 4
+"""A copy whose contiguous runs hold fewer vectors than this is loops, not one ``memmove`` a run."""
+
+
+def _contiguous_run(op: Any, shape: Sequence[int]) -> int:
+    """The elements a copy into its window moves contiguously (``memrefCopy`` moves each such run with
+    one ``memmove``): the trailing extents the window spans whole in the destination, times the
+    first it does not, with unit steps; the copy's last extent when its user is not a static
+    ``tensor.insert_slice``."""
+    from mlir import ir
+    users = [u.owner for u in op.results[0].uses] if len(op.results) else []
+    if len(users) != 1 or users[0].name != "tensor.insert_slice":
+        return shape[-1]
+    dest = static_shape(users[0].operands[1].type)
+    steps = list(ir.DenseI64ArrayAttr(users[0].attributes["static_strides"]))
+    if dest is None or len(dest) != len(shape):
+        return shape[-1]
+    run = 1
+    for size, whole, step in zip(reversed(shape), reversed(dest), reversed(steps)):
+        if step != 1:
+            return run
+        run *= size
+        if size != whole:
+            return run
+    return run
 
 
 def _two_or_more_blocks(shape: Sequence[int], lanes: int) -> tuple[int, ...] | None:

@@ -1,0 +1,99 @@
+"""Movement loops (an innermost ``scf.for`` that only loads and stores: slices, copies, fills) are
+marked for LLVM's loop vectorizer.
+
+Why: an unscheduled slice with a step or a reversal along the contiguous axis (``lowerings.slice``)
+is a scalar loop ``out[j] = x[k * j + c]``; MLIR's vector transfers of such a strided view are
+lowered element by element, and the "loops" LLVM level keeps the vectorizers off (their compile
+time over every scalar loop nest of a kernel).  LLVM's loop vectorizer knows exactly this access
+pattern: an interleaved group (wide contiguous loads and deinterleaving shuffles, gathers where its
+cost model prefers them) or a reversed one (contiguous loads and a reversing shuffle), sized by the
+target's own vector width, with a remainder loop.  With ``llvm.loop.vectorize.enable`` on the loop
+it runs on that loop alone (O2 runs the vectorizer on forced loops only), so the compile time is
+paid where the loop moves data and nowhere else.  Run between ``pipeline.to_loops`` and
+``pipeline.loops_to_llvm``: ``convert-scf-to-cf`` carries the annotation to the loop's latch, as a
+discardable attribute that the translation to LLVM IR ignores; ``seat_loop_annotations`` then makes
+it the branch's own ``loop_annotation``, which becomes the loop's ``!llvm.loop`` metadata.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..linalg.payload import element_bits
+from .vector_unit import VectorUnit
+
+__all__ = ["mark_movement_loops", "seat_loop_annotations", "MOVEMENT_BODY_OPS"]
+
+MOVEMENT_BODY_OPS = frozenset({
+    "memref.load", "memref.store", "affine.apply", "arith.constant", "arith.addi", "arith.subi",
+    "arith.muli", "arith.index_cast", "scf.yield",
+})
+"""What a movement loop's body may hold: its reads and writes and their index arithmetic."""
+
+ANNOTATION = "#llvm.loop_annotation<vectorize = #llvm.loop_vectorize<disable = false>>"
+
+
+def _moves_data(loop: Any) -> bool:
+    """An innermost loop without loop-carried values whose body stores (loaded values, or a fill's
+    constant) and computes nothing but indices."""
+    names = [op.operation.name for op in loop.regions[0].blocks[0].operations]
+    return not len(loop.results) and all(n in MOVEMENT_BODY_OPS for n in names) and "memref.store" in names
+
+
+def _trips(loop: Any) -> int | None:
+    """The loop's trip count when its bounds and step are constants, else None."""
+    from mlir import ir
+    bounds = []
+    for v in list(loop.operands)[:3]:
+        owner = v.owner
+        if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
+            return None  # a block argument, or a computed bound
+        bounds.append(ir.IntegerAttr(owner.attributes["value"]).value)
+    lo, hi, step = bounds
+    return max(0, -(-(hi - lo) // step)) if step > 0 else None
+
+
+def _stored_bits(loop: Any) -> int:
+    """The widest element the loop stores."""
+    return max(element_bits(op.operands[1].type) for op in loop.regions[0].blocks[0].operations
+               if op.operation.name == "memref.store")
+
+
+def mark_movement_loops(module: Any, unit: VectorUnit) -> int:
+    """Annotate every movement loop of ``module`` (``_moves_data``) that runs at least one vector
+    of ``unit`` (or an unknown count) for the loop vectorizer; the number annotated.  Why not the
+    shorter ones: nothing to gain, and a forced loop LLVM then reshapes (a 2-element fill next to a
+    reduction) and cannot vectorize makes LLVM print a remark on stderr."""
+    from mlir import ir
+    loops: list[Any] = []
+
+    def find(op: Any) -> ir.WalkResult:
+        if op.name == "scf.for" and _moves_data(op):
+            trips = _trips(op)
+            if trips is None or trips >= unit.lanes(_stored_bits(op)):
+                loops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(find)
+    if loops:
+        attr = ir.Attribute.parse(ANNOTATION)
+        for loop in loops:
+            loop.attributes["llvm.loop_annotation"] = attr
+    return len(loops)
+
+
+def seat_loop_annotations(module: Any) -> None:
+    """Move each lowered latch's ``llvm.loop_annotation`` (carried from its ``scf.for``) into the
+    ``llvm.br``'s own ``loop_annotation`` attribute, the one the translation reads."""
+    from mlir import ir
+    latches: list[Any] = []
+
+    def find(op: Any) -> ir.WalkResult:
+        if "llvm.loop_annotation" in op.attributes:
+            latches.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(find)
+    for op in latches:
+        op.attributes["loop_annotation"] = op.attributes["llvm.loop_annotation"]
+        del op.attributes["llvm.loop_annotation"]
