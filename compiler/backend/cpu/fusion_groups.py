@@ -128,8 +128,11 @@ def _leading_dims_kept(op: Any, inside: Callable[[Any], bool], k: int, ranges: S
     if op.name == "tensor.expand_shape":
         src, dst = static_shape(op.operands[0].type), static_shape(op.results[0].type)
         groups = [list(ir.ArrayAttr(g)) for g in op.attributes["reassociation"]]
-        return src is not None and dst is not None and src[:k] == dst[:k] == list(ranges[:k]) and \
-            all(len(g) == 1 for g in groups[:k])
+        if src is None or dst is None or not src[:k] == dst[:k] == list(ranges[:k]) or \
+                any(len(g) != 1 for g in groups[:k - 1]):
+            return False
+        # the last leading dim may take unit dims after it (a keepdims statistic, [R] as [R, 1])
+        return all(dst[ir.IntegerAttr(d).value] == 1 for d in groups[k - 1][1:])
     loops = generic_loops(op)
     if loops is None:
         return False
@@ -157,7 +160,7 @@ def find_groups(candidates: Sequence[Any], plannable: Callable[[Any], bool]) -> 
         if consumer.name != "linalg.generic" or any(_same(consumer, t) for t in taken):
             continue
         loops = generic_loops(consumer)
-        if loops is None or any(k != "parallel" for k in loops[1]) or len(loops[0]) < 2:
+        if loops is None or any(k != "parallel" for k in loops[1]) or not loops[0]:
             continue
         producers = _collect(consumer)
         if not producers or any(any(_same(p, t) for t in taken) for p in producers):
@@ -174,7 +177,7 @@ def find_groups(candidates: Sequence[Any], plannable: Callable[[Any], bool]) -> 
         def inside(v: Any) -> bool:
             return hash(v) in values
         k = 0
-        while k < len(ranges) - 1 and all(_leading_dims_kept(op, inside, k + 1, ranges)
+        while k < len(ranges) and all(_leading_dims_kept(op, inside, k + 1, ranges)
                                           for op in producers + [consumer]):
             k += 1
         if k == 0:
@@ -337,6 +340,16 @@ def row_tile(n: int, lanes: int) -> tuple[int, bool]:
     return lanes, True
 
 
+_NEGATIVE_ZERO = """\
+    %{v} = transform.get_producer_of_operand {fill}[0] : (!transform.any_op) -> !transform.any_op
+    %{v}_p = transform.param.constant -0.000000e+00 : {elem} -> !transform.any_param
+    transform.annotate %{v} "value" = %{v}_p : !transform.any_op, !transform.any_param
+"""
+"""A sum's vector of partial sums starts at -0, the identity of a float addition (``-0 + x`` is ``x``
+for every x), as the spec's sums do: ``tile_reduction_using_for`` fills it with +0, and a row of
+-0 terms then summed to +0."""
+
+
 def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit: VectorUnit,
                    inner_tiles: Callable[[Any, dict[int, int]], list[int]]) -> tuple[str, str, str]:
     """Tiling and vectorizing one op of a block: (tiling, vectorizing the combination of a split
@@ -345,6 +358,7 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
     (masked at the row's end), a reduction along it as ``tile_reduction_using_for`` (vector-wide
     partial accumulators combined once per row, not a horizontal reduction per tile).  Other ops
     (fills, the blocked sum's first level) get ``inner_tiles``."""
+    from mlir import ir
     loops = generic_loops(op) if op.name == "linalg.generic" else None
     if loops is not None:
         ranges, kinds = loops
@@ -364,6 +378,9 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
             s += (f"    %{name}f, %{name}s, %{name}c, %{name}l = transform.structured.tile_reduction_using_for "
                   f"%{name}r by tile_sizes = {sizes([0] * len(rows) + [t])} : (!transform.any_op) -> "
                   f"(!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n")
+            if _adds_to_out(op) and len(op.results) == 1:
+                s += _NEGATIVE_ZERO.format(v=f"{name}z", fill=f"%{name}f",
+                                           elem=ir.RankedTensorType(op.results[0].type).element_type)
             if not masked:
                 return s, vectorize(f"%{name}c"), vectorize(f"%{name}f") + vectorize(f"%{name}s")
             peel, vec = _peeled(f"{name}s", f"%{name}l", rows + [t])
@@ -437,6 +454,29 @@ def group_work(group: Group) -> int:
     return max(product(group.ranges), ops // BODY_OPS)
 
 
+SHORT_ROW_VECTORS = 2
+"""A group whose reductions run along rows shorter than this many vectors is left to the per-op plans."""
+
+
+def short_rows(group: Group, unit: VectorUnit) -> bool:
+    """Whether the reductions of ``group`` run along rows of fewer than ``SHORT_ROW_VECTORS`` vectors
+    (a reduction's row: its loops from the first reduction loop on, so a blocked sum's first level
+    counts its whole row, not the few partial sums its last level adds).
+
+    Why: a block's ops are tiled one row at a time, so such a row is a vector or two and a horizontal
+    reduction per row (and a masked tail); the per-op plans take several rows per tile and combine
+    them across rows (``lower_multi_reduction`` "innerparallel")."""
+    for op in group.ops:
+        loops = generic_loops(op) if op.name == "linalg.generic" else None
+        if loops is None or all(k == "parallel" for k in loops[1]):
+            continue
+        first = next(d for d, k in enumerate(loops[1]) if k != "parallel")
+        lanes = unit.lanes(max(element_bits(v.type) for v in op.operands))
+        if product(loops[0][first:]) >= SHORT_ROW_VECTORS * lanes:
+            return False
+    return True
+
+
 GroupPlan = tuple[list[Any], Callable[[Sequence[int | None]], str]]
 
 
@@ -447,7 +487,7 @@ def plan_groups(unit: VectorUnit, plannable: Callable[[Any], bool],
     the builder of its section from its ops' tags (``linalg.schedule.schedule_module``)."""
     plans: list[GroupPlan] = []
     for group in find_groups(candidates, plannable):
-        if group_work(group) < min_work:
+        if group_work(group) < min_work or short_rows(group, unit):
             continue
         plans.append((group.ops, lambda tags, g=group: group_section(g, tags, unit, inner_tiles)))
     return plans
@@ -481,7 +521,7 @@ def unblock_sums(module: Any, unit: VectorUnit, plannable: Callable[[Any], bool]
     chains = []
     try:  # as the planners (``schedule_module``): an op of a form not foreseen is left as it is
         for group in find_groups(ops, plannable):
-            if group_work(group) < min_work:
+            if group_work(group) < min_work or short_rows(group, unit):
                 continue
             members = {hash(op.operation) for op in group.ops}
             for last in group.ops:
@@ -559,16 +599,37 @@ def _blocked_chain(last: Any, members: set[int], unit: VectorUnit) -> tuple[Any,
     for v, amap in zip(first.operands[:-1], maps[:-1]):
         dims = [e.position if isinstance(e, ir.AffineDimExpr) else None for e in amap.results]
         view = _owner(v)
-        if dims == list(range(k + 2)) and view is not None and view.name == "tensor.expand_shape" and \
-                static_shape(view.operands[0].type) == ranges[:k] + [n] and \
-                [[ir.IntegerAttr(a).value for a in ir.ArrayAttr(g)]
-                 for g in view.attributes["reassociation"]][k:] == [[k, k + 1]]:
-            new_maps.append((view.operands[0], ir.AffineMap.get_identity(k + 1)))
+        row_map = _row_view_map(view, ranges[:k], n) if dims == list(range(k + 2)) else None
+        if row_map is not None:
+            new_maps.append((view.operands[0], row_map))
         elif all(d is not None and d in row_dims for d in dims):
             new_maps.append((v, ir.AffineMap.get(k + 1, 0, [ir.AffineDimExpr.get(d) for d in dims])))
         else:
             return None
     return first, last, new_maps
+
+
+def _row_view_map(view: Any | None, rows: Sequence[int], n: int) -> Any | None:
+    """The map from the loops ``rows + [n]`` of one reduction along the row to the source of ``view``,
+    when ``view`` is the blocked sum's ``tensor.expand_shape`` of that source into ``rows + [q, p]``
+    (the row's n elements split into q runs of p; a leading dim may be split into unit dims: a
+    keepdims statistic's ``[R, 1]``), else None."""
+    from mlir import ir
+    if view is None or view.name != "tensor.expand_shape":
+        return None
+    k = len(rows)
+    groups = [[ir.IntegerAttr(a).value for a in ir.ArrayAttr(g)] for g in view.attributes["reassociation"]]
+    src = static_shape(view.operands[0].type)
+    if src is None or not groups or groups[-1] != [k, k + 1] or src[-1] != n or \
+            any(g[-1] >= k for g in groups[:-1]):
+        return None
+    exprs = []
+    for g in groups[:-1]:
+        wide = [d for d in g if rows[d] != 1]
+        if len(wide) > 1:
+            return None
+        exprs.append(ir.AffineDimExpr.get(wide[0] if wide else g[0]))
+    return ir.AffineMap.get(k + 1, 0, exprs + [ir.AffineDimExpr.get(k)])
 
 
 def _unblock(first: Any, last: Any, inputs: list[tuple[Any, Any]]) -> None:
