@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import mind
 import mind.compiler.backend.cpu.lowering as lowering
 from mind.compiler.backend.cpu.fusion_groups import _chained_rows, block_rows, row_tile, Group
-from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, runs_isa
+from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, runs_isa, vector_unit
 
 EPS = 1e-5
 _CI = os.environ.get("MIND_HYPOTHESIS_PROFILE", "ci") == "ci"
@@ -398,3 +398,23 @@ def test_partial_sums_start_at_negative_zero(dt, shape):
         assert _grouped(seen)
         assert np.signbit(got[::2]).all() and (got[::2] == 0).all()
         np.testing.assert_allclose(got, mind.compile(src, fn="f", backend="reference")(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("red,dt,shape,grouped", [
+    ("max", "f64", (300, 432), True), ("sum", "f32", (200, 1376), True), ("sum", "f64", (9, 20, 130), True),
+    ("mean", "f32", (150, 1001), True), ("max", "f32", (400, 77), False), ("sum", "f64", (300, 22), False)])
+def test_lone_row_reduction(red, dt, shape, grouped):
+    # a reduction along the contiguous axis with no consumer is its own group: blocks of rows, each
+    # row one reduction of 4 whole vectors of partial results (a blocked sum made one), combined once
+    # per row; rows under ALONE_ROW_VECTORS vectors keep the per-op plan (several rows per tile)
+    ax = len(shape) - 1
+    src = f"fn f(x: {T(dt, *shape)}) -> {T(dt, *shape[:-1])} {{ {red}(x, axes=[{ax}], keepdims=false) }}"
+    modules: list[str] = []
+    with applied_scripts(modules) as seen:
+        _compare(src, _args([shape], dt), "host")
+    assert _grouped(seen) == grouped
+    if grouped:
+        reductions = [s for s in seen if "tile_reduction_using_for" in s]
+        assert reductions and all("expand_shape" not in m for m in modules)
+        tile = 4 * vector_unit("host").lanes(32 if dt == "f32" else 64)
+        assert f"tile_sizes = [{', '.join(['0'] * (len(shape) - 1))}, {tile}]" in reductions[0]

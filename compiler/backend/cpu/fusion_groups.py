@@ -160,14 +160,15 @@ def find_groups(candidates: Sequence[Any], plannable: Callable[[Any], bool]) -> 
         if consumer.name != "linalg.generic" or any(_same(consumer, t) for t in taken):
             continue
         loops = generic_loops(consumer)
-        if loops is None or any(k != "parallel" for k in loops[1]) or not loops[0]:
+        if loops is None or not loops[0] or any(k != "parallel" for k in loops[1][:-1]):
             continue
+        row_reduction = loops[1][-1] != "parallel"  # a reduction along the row, its own consumer
         producers = _collect(consumer)
-        if not producers or any(any(_same(p, t) for t in taken) for p in producers):
+        if producers is None or any(any(_same(p, t) for t in taken) for p in producers):
             continue
         generics = [p for p in producers if p.name == "linalg.generic"]
-        if not any(any(k != "parallel" for k in generic_loops(p)[1]) for p in generics  # type: ignore[index]
-                   if generic_loops(p) is not None):
+        if not row_reduction and not any(any(k != "parallel" for k in generic_loops(p)[1])  # type: ignore[index]
+                                         for p in generics if generic_loops(p) is not None):
             continue  # no reduction: elementwise fusion's business
         if not all(plannable(op) for op in generics + [consumer]):
             continue
@@ -350,6 +351,18 @@ for every x), as the spec's sums do: ``tile_reduction_using_for`` fills it with 
 -0 terms then summed to +0."""
 
 
+def reduction_tile(n: int, lanes: int) -> tuple[int, bool]:
+    """The tile of a reduction along a row of ``n``: 4, 2 or 1 whole vectors of partial results (the
+    most that divides n, or 4 with a peeled, masked last tile when n is 4 vectors or more and 4 does not
+    divide it), ``row_tile`` for shorter rows.  Why: LLVM keeps a loop-carried vector of 1, 2 or 4
+    registers in registers; 3 (a row of 432 f32: tiles of 48) went through the stack every step."""
+    if n < 4 * lanes:
+        return row_tile(n, lanes)
+    if n % (4 * lanes) == 0:
+        return 4 * lanes, False
+    return 4 * lanes, True
+
+
 def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit: VectorUnit,
                    inner_tiles: Callable[[Any, dict[int, int]], list[int]]) -> tuple[str, str, str]:
     """Tiling and vectorizing one op of a block: (tiling, vectorizing the combination of a split
@@ -374,6 +387,7 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
             peel, vec = _peeled(f"{name}i", f"%{name}i_l" + (f"#{len(rows)}" if rows else ""), rows + [t])
             return s + peel, "", vec
         if kinds[-1] != "parallel" and all(k == "parallel" for k in kinds[:-1]):
+            t, masked = reduction_tile(ranges[-1], unit.lanes(max(element_bits(v.type) for v in op.operands)))
             s = tile_for(f"{name}r", handle, rows + [0])
             s += (f"    %{name}f, %{name}s, %{name}c, %{name}l = transform.structured.tile_reduction_using_for "
                   f"%{name}r by tile_sizes = {sizes([0] * len(rows) + [t])} : (!transform.any_op) -> "
@@ -457,22 +471,33 @@ def group_work(group: Group) -> int:
 SHORT_ROW_VECTORS = 2
 """A group whose reductions run along rows shorter than this many vectors is left to the per-op plans."""
 
+ALONE_ROW_VECTORS = 8
+"""The same for a group whose consumer reads no rows: a reduction that is its own group, or a
+consumer of the reductions' results alone (a logsumexp's ``m + log(s)``): no intermediate rows to
+keep in cache, only the row sweep to gain."""
+
 
 def short_rows(group: Group, unit: VectorUnit) -> bool:
     """Whether the reductions of ``group`` run along rows of fewer than ``SHORT_ROW_VECTORS`` vectors
-    (a reduction's row: its loops from the first reduction loop on, so a blocked sum's first level
-    counts its whole row, not the few partial sums its last level adds).
+    (``ALONE_ROW_VECTORS`` for a lone row reduction; a reduction's row: its loops from the first
+    reduction loop on, so a blocked sum's first level counts its whole row, not the few partial sums
+    its last level adds).
 
-    Why: a block's ops are tiled one row at a time, so such a row is a vector or two and a horizontal
-    reduction per row (and a masked tail); the per-op plans take several rows per tile and combine
-    them across rows (``lower_multi_reduction`` "innerparallel")."""
+    Why: a block's ops are tiled one row at a time, so each row ends in a horizontal reduction (and a
+    masked tail) whose cost a row of a few vectors does not amortize; the per-op plans take several
+    rows per tile and combine them across rows (``lower_multi_reduction`` "innerparallel").  A group
+    with a consumer also saves the sweeps of its intermediates, a lone reduction does not
+    (``docs/backend-cpu.md``, Measurements)."""
+    # a consumer of the reductions' results alone (m + log(s)) reads no rows either
+    alone = group.prefix == len(group.ranges) or generic_loops(group.ops[-1])[1][-1] != "parallel"  # type: ignore[index]
+    vectors = ALONE_ROW_VECTORS if alone else SHORT_ROW_VECTORS
     for op in group.ops:
         loops = generic_loops(op) if op.name == "linalg.generic" else None
         if loops is None or all(k == "parallel" for k in loops[1]):
             continue
         first = next(d for d, k in enumerate(loops[1]) if k != "parallel")
         lanes = unit.lanes(max(element_bits(v.type) for v in op.operands))
-        if product(loops[0][first:]) >= SHORT_ROW_VECTORS * lanes:
+        if product(loops[0][first:]) >= vectors * lanes:
             return False
     return True
 
@@ -508,6 +533,18 @@ def unblock_sums(module: Any, unit: VectorUnit, plannable: Callable[[Any], bool]
     keeps vector-wide partial sums (64 for f32 on AVX-512) and combines them once per row as a tree;
     each partial sum then adds at most as many terms as a run of the blocking, and the spec's bound
     for a sum holds for every order of the additions."""
+    done = 0
+    # one at a time, the groups found again after each: a rewrite erases ops (a sum read by
+    # another sum of the group) that a chain found before it would still name
+    while (chain := _next_chain(module, unit, plannable, skip, min_work)) is not None:
+        _unblock(*chain)
+        done += 1
+    return done
+
+
+def _next_chain(module: Any, unit: VectorUnit, plannable: Callable[[Any], bool],
+                skip: Callable[[Any], bool] | None, min_work: int) -> tuple[Any, Any, list[Any]] | None:
+    """The first blocked row sum of a group that ``unblock_sums`` rewrites, or None."""
     from mlir import ir
     ops: list[Any] = []
 
@@ -518,7 +555,6 @@ def unblock_sums(module: Any, unit: VectorUnit, plannable: Callable[[Any], bool]
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
-    chains = []
     try:  # as the planners (``schedule_module``): an op of a form not foreseen is left as it is
         for group in find_groups(ops, plannable):
             if group_work(group) < min_work or short_rows(group, unit):
@@ -527,12 +563,10 @@ def unblock_sums(module: Any, unit: VectorUnit, plannable: Callable[[Any], bool]
             for last in group.ops:
                 chain = _blocked_chain(last, members, unit)
                 if chain is not None:
-                    chains.append(chain)
+                    return chain
     except (KeyError, ValueError, TypeError, AttributeError):
-        return 0
-    for chain in chains:
-        _unblock(*chain)
-    return len(chains)
+        return None
+    return None
 
 
 def _body_ops(op: Any) -> list[Any]:
@@ -590,7 +624,7 @@ def _blocked_chain(last: Any, members: set[int], unit: VectorUnit) -> tuple[Any,
     q, p = loops1[0][k], loops1[0][k + 1]
     n = q * p
     elem = element_bits(first.results[0].type)
-    t, _ = row_tile(n, unit.lanes(elem))
+    t, _ = reduction_tile(n, unit.lanes(elem))
     if -(-n // t) > SUM_RUN:
         return None
     maps = [ir.AffineMapAttr(a).value for a in first.attributes["indexing_maps"]]
