@@ -33,7 +33,8 @@ from ..linalg.transform_script import largest_divisor_at_most, match, sizes, til
 from .vector_unit import VectorUnit
 
 __all__ = ["L2_SHARE", "MIN_BLOCKS", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
-           "group_section", "plan_groups", "unblock_sums", "group_work", "BODY_OPS"]
+           "group_section", "plan_groups", "unblock_sums", "group_work", "BODY_OPS", "reads_no_rows", "short_rows",
+           "reduction_tile", "SHORT_ROW_VECTORS", "ALONE_ROW_VECTORS"]
 
 L2_SHARE = 2
 """A block's live rows take at most 1/L2_SHARE of L2: the rest holds the next block's prefetched
@@ -301,7 +302,7 @@ def group_section(group: Group, tags: Sequence[int | None], unit: VectorUnit,
     for op, handle in fused:
         # a producer fused for two uses of one slice is listed twice: one tiling of each op
         tiled += f"    {handle}d = transform.merge_handles deduplicate {handle} : !transform.any_op\n"
-        t, c, r = _inner_section(handle[1:], f"{handle}d", op, block, unit, inner_tiles)
+        t, c, r = _inner_section(handle[1:], f"{handle}d", op, block, unit, inner_tiles, reads_no_rows(group))
         tiled, combines, rest = tiled + t, combines + c, rest + r
     s += tiled
     if "transform.loop.peel" in tiled:
@@ -346,9 +347,13 @@ _NEGATIVE_ZERO = """\
     %{v}_p = transform.param.constant -0.000000e+00 : {elem} -> !transform.any_param
     transform.annotate %{v} "value" = %{v}_p : !transform.any_op, !transform.any_param
 """
-"""A sum's vector of partial sums starts at -0, the identity of a float addition (``-0 + x`` is ``x``
-for every x), as the spec's sums do: ``tile_reduction_using_for`` fills it with +0, and a row of
--0 terms then summed to +0."""
+"""The vector of partial sums of a group whose consumer reads no rows (a plain row sum, a mean)
+starts at -0, the identity of a float addition (``-0 + x`` is ``x`` for every x), as the per-op
+plans' sums do (``tests/backend_cpu/test_sum_accuracy.py``): ``tile_reduction_using_for`` fills it
+with +0, and a row of -0 terms summed to +0.  The spec leaves the sign of a zero sum open (the
+reference gives +0), and the sums inside a softmax or a norm keep +0: with -0, canonicalization
+folds ``-0 + x`` of a row of one whole tile into the row's own slice, and the peeled last tile then
+adds into a copy of it, one per row (``docs/backend-cpu.md``, Measurements)."""
 
 
 def reduction_tile(n: int, lanes: int) -> tuple[int, bool]:
@@ -364,7 +369,8 @@ def reduction_tile(n: int, lanes: int) -> tuple[int, bool]:
 
 
 def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit: VectorUnit,
-                   inner_tiles: Callable[[Any, dict[int, int]], list[int]]) -> tuple[str, str, str]:
+                   inner_tiles: Callable[[Any, dict[int, int]], list[int]],
+                   sums_start_negative: bool = False) -> tuple[str, str, str]:
     """Tiling and vectorizing one op of a block: (tiling, vectorizing the combination of a split
     reduction, vectorizing the rest).  An op whose last loop is the row (contiguous in every operand
     it reads whole) gets rows of one and ``row_tile`` along it: an elementwise op as whole vectors
@@ -392,7 +398,7 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
             s += (f"    %{name}f, %{name}s, %{name}c, %{name}l = transform.structured.tile_reduction_using_for "
                   f"%{name}r by tile_sizes = {sizes([0] * len(rows) + [t])} : (!transform.any_op) -> "
                   f"(!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n")
-            if _adds_to_out(op) and len(op.results) == 1:
+            if sums_start_negative and _adds_to_out(op) and len(op.results) == 1:
                 s += _NEGATIVE_ZERO.format(v=f"{name}z", fill=f"%{name}f",
                                            elem=ir.RankedTensorType(op.results[0].type).element_type)
             if not masked:
@@ -477,6 +483,13 @@ consumer of the reductions' results alone (a logsumexp's ``m + log(s)``): no int
 keep in cache, only the row sweep to gain."""
 
 
+def reads_no_rows(group: Group) -> bool:
+    """Whether the consumer of ``group`` is a reduction along the row or reads only the reductions'
+    per-row results (a logsumexp's ``m + log(s)``: its loops after the rows are all 1)."""
+    loops = generic_loops(group.ops[-1])
+    return loops is None or loops[1][-1] != "parallel" or all(n == 1 for n in group.ranges[group.prefix:])
+
+
 def short_rows(group: Group, unit: VectorUnit) -> bool:
     """Whether the reductions of ``group`` run along rows of fewer than ``SHORT_ROW_VECTORS`` vectors
     (``ALONE_ROW_VECTORS`` for a lone row reduction; a reduction's row: its loops from the first
@@ -488,9 +501,7 @@ def short_rows(group: Group, unit: VectorUnit) -> bool:
     rows per tile and combine them across rows (``lower_multi_reduction`` "innerparallel").  A group
     with a consumer also saves the sweeps of its intermediates, a lone reduction does not
     (``docs/backend-cpu.md``, Measurements)."""
-    # a consumer of the reductions' results alone (m + log(s)) reads no rows either
-    alone = group.prefix == len(group.ranges) or generic_loops(group.ops[-1])[1][-1] != "parallel"  # type: ignore[index]
-    vectors = ALONE_ROW_VECTORS if alone else SHORT_ROW_VECTORS
+    vectors = ALONE_ROW_VECTORS if reads_no_rows(group) else SHORT_ROW_VECTORS
     for op in group.ops:
         loops = generic_loops(op) if op.name == "linalg.generic" else None
         if loops is None or all(k == "parallel" for k in loops[1]):
