@@ -368,7 +368,7 @@ def test_per_row_consumer_is_grouped(dt, shape, cpu):
 @pytest.mark.parametrize("kind,dt,shape", [("softmax", "f32", (300, 13)), ("log_softmax", "f64", (40, 18, 7)),
                                            ("logsumexp", "f32", (500, 15)), ("rms_norm", "f32", (64, 3))])
 def test_short_rows_are_left_to_the_per_op_plans(kind, dt, shape):
-    # rows of fewer than SHORT_ROW_VECTORS vectors: one row per step would be a horizontal reduction
+    # rows of fewer than ROW_VECTORS_TO_GROUP vectors: one row per step would be a horizontal reduction
     # per row; the per-op plans take several rows per tile
     if kind == "logsumexp":
         src, shapes = logsumexp_src(dt, shape), [shape]
@@ -406,7 +406,7 @@ def test_partial_sums_start_at_negative_zero(dt, shape):
 def test_lone_row_reduction(red, dt, shape, grouped):
     # a reduction along the contiguous axis with no consumer is its own group: blocks of rows, each
     # row one reduction of 4 whole vectors of partial results (a blocked sum made one), combined once
-    # per row; rows under ALONE_ROW_VECTORS vectors keep the per-op plan (several rows per tile)
+    # per row; rows under ROW_VECTORS_TO_GROUP["reduction"] vectors (3 whole tiles) keep the per-op plan (several rows per tile)
     ax = len(shape) - 1
     src = f"fn f(x: {T(dt, *shape)}) -> {T(dt, *shape[:-1])} {{ {red}(x, axes=[{ax}], keepdims=false) }}"
     modules: list[str] = []

@@ -33,8 +33,8 @@ from ..linalg.transform_script import largest_divisor_at_most, match, sizes, til
 from .vector_unit import VectorUnit
 
 __all__ = ["L2_SHARE", "MIN_BLOCKS", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
-           "group_section", "plan_groups", "unblock_sums", "group_work", "BODY_OPS", "reads_no_rows", "short_rows",
-           "reduction_tile", "SHORT_ROW_VECTORS", "ALONE_ROW_VECTORS"]
+           "group_section", "plan_groups", "unblock_sums", "group_work", "BODY_OPS", "consumer_kind", "short_rows",
+           "reduction_tile", "ROW_VECTORS_TO_GROUP"]
 
 L2_SHARE = 2
 """A block's live rows take at most 1/L2_SHARE of L2: the rest holds the next block's prefetched
@@ -302,7 +302,8 @@ def group_section(group: Group, tags: Sequence[int | None], unit: VectorUnit,
     for op, handle in fused:
         # a producer fused for two uses of one slice is listed twice: one tiling of each op
         tiled += f"    {handle}d = transform.merge_handles deduplicate {handle} : !transform.any_op\n"
-        t, c, r = _inner_section(handle[1:], f"{handle}d", op, block, unit, inner_tiles, reads_no_rows(group))
+        t, c, r = _inner_section(handle[1:], f"{handle}d", op, block, unit, inner_tiles,
+                                 consumer_kind(group) != "rows")
         tiled, combines, rest = tiled + t, combines + c, rest + r
     s += tiled
     if "transform.loop.peel" in tiled:
@@ -474,34 +475,34 @@ def group_work(group: Group) -> int:
     return max(product(group.ranges), ops // BODY_OPS)
 
 
-SHORT_ROW_VECTORS = 2
-"""A group whose reductions run along rows shorter than this many vectors is left to the per-op plans."""
+ROW_VECTORS_TO_GROUP = {"rows": 2, "per_row": 4, "reduction": 12}
+"""The fewest vectors a group's reduction rows must hold, by what its consumer reads (``consumer_kind``):
+the rows (a softmax, a norm: the group also keeps the intermediate rows in cache), the reductions'
+per-row results only (a logsumexp's ``m + log(s)``: the statistics read the rows once instead of once
+each), or nothing else (the consumer is the reduction: only the row sweep to gain).  Shorter rows stay
+with the per-op plans (``short_rows``)."""
 
-ALONE_ROW_VECTORS = 8
-"""The same for a group whose consumer reads no rows: a reduction that is its own group, or a
-consumer of the reductions' results alone (a logsumexp's ``m + log(s)``): no intermediate rows to
-keep in cache, only the row sweep to gain."""
 
-
-def reads_no_rows(group: Group) -> bool:
-    """Whether the consumer of ``group`` is a reduction along the row or reads only the reductions'
-    per-row results (a logsumexp's ``m + log(s)``: its loops after the rows are all 1)."""
+def consumer_kind(group: Group) -> str:
+    """``"reduction"`` when the consumer of ``group`` is a reduction along the row, ``"per_row"`` when
+    it reads only the reductions' per-row results (its loops after the rows are all 1), else
+    ``"rows"``."""
     loops = generic_loops(group.ops[-1])
-    return loops is None or loops[1][-1] != "parallel" or all(n == 1 for n in group.ranges[group.prefix:])
+    if loops is None or loops[1][-1] != "parallel":
+        return "reduction"
+    return "per_row" if all(n == 1 for n in group.ranges[group.prefix:]) else "rows"
 
 
 def short_rows(group: Group, unit: VectorUnit) -> bool:
-    """Whether the reductions of ``group`` run along rows of fewer than ``SHORT_ROW_VECTORS`` vectors
-    (``ALONE_ROW_VECTORS`` for a lone row reduction; a reduction's row: its loops from the first
-    reduction loop on, so a blocked sum's first level counts its whole row, not the few partial sums
-    its last level adds).
+    """Whether the reductions of ``group`` run along rows of fewer than ``ROW_VECTORS_TO_GROUP`` vectors
+    (a reduction's row: its loops from the first reduction loop on, so a blocked sum's first level
+    counts its whole row, not the few partial sums its last level adds).
 
     Why: a block's ops are tiled one row at a time, so each row ends in a horizontal reduction (and a
     masked tail) whose cost a row of a few vectors does not amortize; the per-op plans take several
-    rows per tile and combine them across rows (``lower_multi_reduction`` "innerparallel").  A group
-    with a consumer also saves the sweeps of its intermediates, a lone reduction does not
+    rows per tile and combine them across rows (``lower_multi_reduction`` "innerparallel")
     (``docs/backend-cpu.md``, Measurements)."""
-    vectors = ALONE_ROW_VECTORS if reads_no_rows(group) else SHORT_ROW_VECTORS
+    vectors = ROW_VECTORS_TO_GROUP[consumer_kind(group)]
     for op in group.ops:
         loops = generic_loops(op) if op.name == "linalg.generic" else None
         if loops is None or all(k == "parallel" for k in loops[1]):
