@@ -1,5 +1,6 @@
-"""Fusion groups: a reduction and the broadcasting consumer that reads it, scheduled as one sweep of
-blocks of rows (softmax, log-softmax, layer and RMS norms).
+"""Fusion groups: a reduction and the consumer that reads it, scheduled as one sweep of blocks of rows
+(softmax, log-softmax, layer and RMS norms reading it as a broadcast; a logsumexp's ``m + log(s)``
+reading its per-row results; a row reduction alone, its own consumer).
 
 Why: after elementwise fusion a row softmax is still several generics (a max reduction, an
 exp-and-sum reading the max as a broadcast, the division reading both), and scheduled one op at a
@@ -11,7 +12,7 @@ the block as the per-op plans do; a block's rows of every live operand fit in a 
 (``block_rows``), so the statistics and the intermediate rows are read back from cache.
 
 A group is found in the payload after elementwise fusion (``find_groups``): the consumer is an
-all-parallel generic; the group is the transitive producers of the inputs it reads through its first
+all-parallel generic or a reduction along its last loop; the group is the transitive producers of the inputs it reads through its first
 loop, among generics, fills and ``tensor.expand_shape`` (the blocked sum's view), each of whose
 results is used inside the group or (a generic's) after the consumer, in its block: such a value (a
 softmax a training step keeps for its gradient) becomes a result of the forall, computed and stored
