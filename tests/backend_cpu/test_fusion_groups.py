@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import mind
 import mind.compiler.backend.cpu.lowering as lowering
 from mind.compiler.backend.cpu.fusion_groups import _chained_rows, block_rows, row_tile, Group
-from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, runs_isa
+from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, runs_isa, vector_unit
 
 EPS = 1e-5
 _CI = os.environ.get("MIND_HYPOTHESIS_PROFILE", "ci") == "ci"
@@ -98,7 +98,7 @@ def _grouped(scripts: list[str]) -> bool:
 
 CASES = [
     ("softmax", (256, 512)), ("softmax", (64, 1000)), ("softmax", (37, 1001)), ("log_softmax", (128, 777)),
-    ("log_softmax", (96, 13)), ("layer_norm", (64, 768)), ("layer_norm", (3, 29, 101)), ("rms_norm", (100, 640)),
+    ("log_softmax", (96, 45)), ("layer_norm", (64, 768)), ("layer_norm", (3, 29, 101)), ("rms_norm", (100, 640)),
     ("rms_norm", (5, 7, 66)),
 ]
 
@@ -340,3 +340,81 @@ def test_small_group_with_costly_bodies_is_scheduled(monkeypatch):
     with applied_scripts() as seen:
         _compare(softmax_src("log_softmax", "f32", (32, 10)), _args([(32, 10)], "f32"), "host", threads=1)
     assert not _grouped(seen)
+
+
+def logsumexp_src(dt: str, shape: tuple[int, ...]) -> str:
+    ax = len(shape) - 1
+    kept = shape[:-1] + (1,)
+    return (f"fn f(x: {T(dt, *shape)}) -> {T(dt, *kept)} {{\n  let m = max(x, axes=[{ax}], keepdims=true);\n"
+            f"  m + log(sum(exp(x - m), axes=[{ax}], keepdims=true))\n}}")
+
+
+@pytest.mark.parametrize("cpu", CPUS)
+@pytest.mark.parametrize("dt,shape", [("f32", (300, 432)), ("f64", (200, 130)), ("f32", (20, 9, 1001)),
+                                      ("f64", (7, 1376))])
+def test_per_row_consumer_is_grouped(dt, shape, cpu):
+    # a logsumexp's consumer (m + log(s), [R, 1]) reads its statistics row by row, not as a
+    # broadcast: the group takes all its loops as rows, and the blocked sum of exp becomes one
+    # reduction along the row (no view left), through the keepdims view [R] -> [R, 1]
+    modules: list[str] = []
+    with applied_scripts(modules) as seen:
+        _compare(logsumexp_src(dt, shape), _args([shape], dt), cpu)
+    assert _grouped(seen)
+    # the keepdims views ([R] as [R, 1]) stay; no view splits a row into runs
+    views = [v for m in modules for v in re.findall(r"tensor\.expand_shape .* into tensor<([0-9x]+)x", m)]
+    assert modules and not [v for v in views if v.count("x") + 1 > len(shape)]
+
+
+@pytest.mark.parametrize("kind,dt,shape", [("softmax", "f32", (300, 13)), ("log_softmax", "f64", (40, 18, 7)),
+                                           ("logsumexp", "f32", (500, 15)), ("rms_norm", "f32", (64, 3))])
+def test_short_rows_are_left_to_the_per_op_plans(kind, dt, shape):
+    # rows of fewer than ROW_VECTORS_TO_GROUP vectors: one row per step would be a horizontal reduction
+    # per row; the per-op plans take several rows per tile
+    if kind == "logsumexp":
+        src, shapes = logsumexp_src(dt, shape), [shape]
+    elif kind == "rms_norm":
+        src, shapes = rms_norm_src(dt, shape), [shape, shape[-1:]]
+    else:
+        src, shapes = softmax_src(kind, dt, shape), [shape]
+    for cpu in CPUS:
+        with applied_scripts() as seen:
+            _compare(src, _args(shapes, dt), cpu)
+        assert not _grouped(seen)
+
+
+
+
+@pytest.mark.parametrize("dt,shape", [("f32", (64, 512)), ("f64", (48, 1001))])
+def test_partial_sums_start_at_negative_zero(dt, shape):
+    # the backend's sums start at -0 (a row of -0 sums to -0, as outside groups: test_sum_accuracy);
+    # a group's vector of partial sums started at +0 (tile_reduction_using_for's identity) and such
+    # a row summed to +0 (the spec leaves the sign of a zero sum open: the reference gives +0)
+    src = f"fn f(x: {T(dt, *shape)}) -> {T(dt, shape[0], 1)} {{ sum(x, axes=[1], keepdims=true) * 2.0 }}"
+    x = _args([shape], dt)[0]
+    x[::2] = -0.0
+    for cpu in CPUS:
+        with applied_scripts() as seen:
+            got = mind.compile(src, fn="f", threads=2, cpu=cpu, cache=False)(x)
+        assert _grouped(seen)
+        assert np.signbit(got[::2]).all() and (got[::2] == 0).all()
+        np.testing.assert_allclose(got, mind.compile(src, fn="f", backend="reference")(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("red,dt,shape,grouped", [
+    ("max", "f64", (300, 432), True), ("sum", "f32", (200, 1376), True), ("sum", "f64", (9, 20, 130), True),
+    ("mean", "f32", (150, 1001), True), ("max", "f32", (400, 77), False), ("sum", "f64", (300, 22), False)])
+def test_lone_row_reduction(red, dt, shape, grouped):
+    # a reduction along the contiguous axis with no consumer is its own group: blocks of rows, each
+    # row one reduction of 4 whole vectors of partial results (a blocked sum made one), combined once
+    # per row; rows under ROW_VECTORS_TO_GROUP["reduction"] vectors (3 whole tiles) keep the per-op plan (several rows per tile)
+    ax = len(shape) - 1
+    src = f"fn f(x: {T(dt, *shape)}) -> {T(dt, *shape[:-1])} {{ {red}(x, axes=[{ax}], keepdims=false) }}"
+    modules: list[str] = []
+    with applied_scripts(modules) as seen:
+        _compare(src, _args([shape], dt), "host")
+    assert _grouped(seen) == grouped
+    if grouped:
+        reductions = [s for s in seen if "tile_reduction_using_for" in s]
+        assert reductions and all("expand_shape" not in m for m in modules)
+        tile = 4 * vector_unit("host").lanes(32 if dt == "f32" else 64)
+        assert f"tile_sizes = [{', '.join(['0'] * (len(shape) - 1))}, {tile}]" in reductions[0]

@@ -1,5 +1,6 @@
-"""Fusion groups: a reduction and the broadcasting consumer that reads it, scheduled as one sweep of
-blocks of rows (softmax, log-softmax, layer and RMS norms).
+"""Fusion groups: a reduction and the consumer that reads it, scheduled as one sweep of blocks of rows
+(softmax, log-softmax, layer and RMS norms reading it as a broadcast; a logsumexp's ``m + log(s)``
+reading its per-row results; a row reduction alone, its own consumer).
 
 Why: after elementwise fusion a row softmax is still several generics (a max reduction, an
 exp-and-sum reading the max as a broadcast, the division reading both), and scheduled one op at a
@@ -11,7 +12,7 @@ the block as the per-op plans do; a block's rows of every live operand fit in a 
 (``block_rows``), so the statistics and the intermediate rows are read back from cache.
 
 A group is found in the payload after elementwise fusion (``find_groups``): the consumer is an
-all-parallel generic; the group is the transitive producers of the inputs it reads through its first
+all-parallel generic or a reduction along its last loop; the group is the transitive producers of the inputs it reads through its first
 loop, among generics, fills and ``tensor.expand_shape`` (the blocked sum's view), each of whose
 results is used inside the group or (a generic's) after the consumer, in its block: such a value (a
 softmax a training step keeps for its gradient) becomes a result of the forall, computed and stored
@@ -33,7 +34,8 @@ from ..linalg.transform_script import largest_divisor_at_most, match, sizes, til
 from .vector_unit import VectorUnit
 
 __all__ = ["L2_SHARE", "MIN_BLOCKS", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
-           "group_section", "plan_groups", "unblock_sums", "group_work", "BODY_OPS"]
+           "group_section", "plan_groups", "unblock_sums", "group_work", "BODY_OPS", "consumer_kind", "short_rows",
+           "reduction_tile", "ROW_VECTORS_TO_GROUP"]
 
 L2_SHARE = 2
 """A block's live rows take at most 1/L2_SHARE of L2: the rest holds the next block's prefetched
@@ -128,8 +130,11 @@ def _leading_dims_kept(op: Any, inside: Callable[[Any], bool], k: int, ranges: S
     if op.name == "tensor.expand_shape":
         src, dst = static_shape(op.operands[0].type), static_shape(op.results[0].type)
         groups = [list(ir.ArrayAttr(g)) for g in op.attributes["reassociation"]]
-        return src is not None and dst is not None and src[:k] == dst[:k] == list(ranges[:k]) and \
-            all(len(g) == 1 for g in groups[:k])
+        if src is None or dst is None or not src[:k] == dst[:k] == list(ranges[:k]) or \
+                any(len(g) != 1 for g in groups[:k - 1]):
+            return False
+        # the last leading dim may take unit dims after it (a keepdims statistic, [R] as [R, 1])
+        return all(dst[ir.IntegerAttr(d).value] == 1 for d in groups[k - 1][1:])
     loops = generic_loops(op)
     if loops is None:
         return False
@@ -157,14 +162,15 @@ def find_groups(candidates: Sequence[Any], plannable: Callable[[Any], bool]) -> 
         if consumer.name != "linalg.generic" or any(_same(consumer, t) for t in taken):
             continue
         loops = generic_loops(consumer)
-        if loops is None or any(k != "parallel" for k in loops[1]) or len(loops[0]) < 2:
+        if loops is None or not loops[0] or any(k != "parallel" for k in loops[1][:-1]):
             continue
+        row_reduction = loops[1][-1] != "parallel"  # a reduction along the row, its own consumer
         producers = _collect(consumer)
-        if not producers or any(any(_same(p, t) for t in taken) for p in producers):
+        if producers is None or any(any(_same(p, t) for t in taken) for p in producers):
             continue
         generics = [p for p in producers if p.name == "linalg.generic"]
-        if not any(any(k != "parallel" for k in generic_loops(p)[1]) for p in generics  # type: ignore[index]
-                   if generic_loops(p) is not None):
+        if not row_reduction and not any(any(k != "parallel" for k in generic_loops(p)[1])  # type: ignore[index]
+                                         for p in generics if generic_loops(p) is not None):
             continue  # no reduction: elementwise fusion's business
         if not all(plannable(op) for op in generics + [consumer]):
             continue
@@ -174,7 +180,7 @@ def find_groups(candidates: Sequence[Any], plannable: Callable[[Any], bool]) -> 
         def inside(v: Any) -> bool:
             return hash(v) in values
         k = 0
-        while k < len(ranges) - 1 and all(_leading_dims_kept(op, inside, k + 1, ranges)
+        while k < len(ranges) and all(_leading_dims_kept(op, inside, k + 1, ranges)
                                           for op in producers + [consumer]):
             k += 1
         if k == 0:
@@ -297,7 +303,8 @@ def group_section(group: Group, tags: Sequence[int | None], unit: VectorUnit,
     for op, handle in fused:
         # a producer fused for two uses of one slice is listed twice: one tiling of each op
         tiled += f"    {handle}d = transform.merge_handles deduplicate {handle} : !transform.any_op\n"
-        t, c, r = _inner_section(handle[1:], f"{handle}d", op, block, unit, inner_tiles)
+        t, c, r = _inner_section(handle[1:], f"{handle}d", op, block, unit, inner_tiles,
+                                 consumer_kind(group) != "rows")
         tiled, combines, rest = tiled + t, combines + c, rest + r
     s += tiled
     if "transform.loop.peel" in tiled:
@@ -337,14 +344,42 @@ def row_tile(n: int, lanes: int) -> tuple[int, bool]:
     return lanes, True
 
 
+_NEGATIVE_ZERO = """\
+    %{v} = transform.get_producer_of_operand {fill}[0] : (!transform.any_op) -> !transform.any_op
+    %{v}_p = transform.param.constant -0.000000e+00 : {elem} -> !transform.any_param
+    transform.annotate %{v} "value" = %{v}_p : !transform.any_op, !transform.any_param
+"""
+"""The vector of partial sums of a group whose consumer reads no rows (a plain row sum, a mean)
+starts at -0, the identity of a float addition (``-0 + x`` is ``x`` for every x), as the per-op
+plans' sums do (``tests/backend_cpu/test_sum_accuracy.py``): ``tile_reduction_using_for`` fills it
+with +0, and a row of -0 terms summed to +0.  The spec leaves the sign of a zero sum open (the
+reference gives +0), and the sums inside a softmax or a norm keep +0: with -0, canonicalization
+folds ``-0 + x`` of a row of one whole tile into the row's own slice, and the peeled last tile then
+adds into a copy of it, one per row (``docs/backend-cpu.md``, Measurements)."""
+
+
+def reduction_tile(n: int, lanes: int) -> tuple[int, bool]:
+    """The tile of a reduction along a row of ``n``: 4, 2 or 1 whole vectors of partial results (the
+    most that divides n, or 4 with a peeled, masked last tile when n is 4 vectors or more and 4 does not
+    divide it), ``row_tile`` for shorter rows.  Why: LLVM keeps a loop-carried vector of 1, 2 or 4
+    registers in registers; 3 (a row of 432 f32: tiles of 48) went through the stack every step."""
+    if n < 4 * lanes:
+        return row_tile(n, lanes)
+    if n % (4 * lanes) == 0:
+        return 4 * lanes, False
+    return 4 * lanes, True
+
+
 def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit: VectorUnit,
-                   inner_tiles: Callable[[Any, dict[int, int]], list[int]]) -> tuple[str, str, str]:
+                   inner_tiles: Callable[[Any, dict[int, int]], list[int]],
+                   sums_start_negative: bool = False) -> tuple[str, str, str]:
     """Tiling and vectorizing one op of a block: (tiling, vectorizing the combination of a split
     reduction, vectorizing the rest).  An op whose last loop is the row (contiguous in every operand
     it reads whole) gets rows of one and ``row_tile`` along it: an elementwise op as whole vectors
     (masked at the row's end), a reduction along it as ``tile_reduction_using_for`` (vector-wide
     partial accumulators combined once per row, not a horizontal reduction per tile).  Other ops
     (fills, the blocked sum's first level) get ``inner_tiles``."""
+    from mlir import ir
     loops = generic_loops(op) if op.name == "linalg.generic" else None
     if loops is not None:
         ranges, kinds = loops
@@ -360,10 +395,14 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
             peel, vec = _peeled(f"{name}i", f"%{name}i_l" + (f"#{len(rows)}" if rows else ""), rows + [t])
             return s + peel, "", vec
         if kinds[-1] != "parallel" and all(k == "parallel" for k in kinds[:-1]):
+            t, masked = reduction_tile(ranges[-1], unit.lanes(max(element_bits(v.type) for v in op.operands)))
             s = tile_for(f"{name}r", handle, rows + [0])
             s += (f"    %{name}f, %{name}s, %{name}c, %{name}l = transform.structured.tile_reduction_using_for "
                   f"%{name}r by tile_sizes = {sizes([0] * len(rows) + [t])} : (!transform.any_op) -> "
                   f"(!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n")
+            if sums_start_negative and _adds_to_out(op) and len(op.results) == 1:
+                s += _NEGATIVE_ZERO.format(v=f"{name}z", fill=f"%{name}f",
+                                           elem=ir.RankedTensorType(op.results[0].type).element_type)
             if not masked:
                 return s, vectorize(f"%{name}c"), vectorize(f"%{name}f") + vectorize(f"%{name}s")
             peel, vec = _peeled(f"{name}s", f"%{name}l", rows + [t])
@@ -437,6 +476,45 @@ def group_work(group: Group) -> int:
     return max(product(group.ranges), ops // BODY_OPS)
 
 
+ROW_VECTORS_TO_GROUP = {"rows": 2, "per_row": 4, "reduction": 12}
+"""The fewest vectors a group's reduction rows must hold, by what its consumer reads (``consumer_kind``):
+the rows (a softmax, a norm: the group also keeps the intermediate rows in cache), the reductions'
+per-row results only (a logsumexp's ``m + log(s)``: the statistics read the rows once instead of once
+each), or nothing else (the consumer is the reduction: only the row sweep to gain).  Shorter rows stay
+with the per-op plans (``short_rows``)."""
+
+
+def consumer_kind(group: Group) -> str:
+    """``"reduction"`` when the consumer of ``group`` is a reduction along the row, ``"per_row"`` when
+    it reads only the reductions' per-row results (its loops after the rows are all 1), else
+    ``"rows"``."""
+    loops = generic_loops(group.ops[-1])
+    if loops is None or loops[1][-1] != "parallel":
+        return "reduction"
+    return "per_row" if all(n == 1 for n in group.ranges[group.prefix:]) else "rows"
+
+
+def short_rows(group: Group, unit: VectorUnit) -> bool:
+    """Whether the reductions of ``group`` run along rows of fewer than ``ROW_VECTORS_TO_GROUP`` vectors
+    (a reduction's row: its loops from the first reduction loop on, so a blocked sum's first level
+    counts its whole row, not the few partial sums its last level adds).
+
+    Why: a block's ops are tiled one row at a time, so each row ends in a horizontal reduction (and a
+    masked tail) whose cost a row of a few vectors does not amortize; the per-op plans take several
+    rows per tile and combine them across rows (``lower_multi_reduction`` "innerparallel")
+    (``docs/backend-cpu.md``, Measurements)."""
+    vectors = ROW_VECTORS_TO_GROUP[consumer_kind(group)]
+    for op in group.ops:
+        loops = generic_loops(op) if op.name == "linalg.generic" else None
+        if loops is None or all(k == "parallel" for k in loops[1]):
+            continue
+        first = next(d for d, k in enumerate(loops[1]) if k != "parallel")
+        lanes = unit.lanes(max(element_bits(v.type) for v in op.operands))
+        if product(loops[0][first:]) >= vectors * lanes:
+            return False
+    return True
+
+
 GroupPlan = tuple[list[Any], Callable[[Sequence[int | None]], str]]
 
 
@@ -447,7 +525,7 @@ def plan_groups(unit: VectorUnit, plannable: Callable[[Any], bool],
     the builder of its section from its ops' tags (``linalg.schedule.schedule_module``)."""
     plans: list[GroupPlan] = []
     for group in find_groups(candidates, plannable):
-        if group_work(group) < min_work:
+        if group_work(group) < min_work or short_rows(group, unit):
             continue
         plans.append((group.ops, lambda tags, g=group: group_section(g, tags, unit, inner_tiles)))
     return plans
@@ -468,6 +546,18 @@ def unblock_sums(module: Any, unit: VectorUnit, plannable: Callable[[Any], bool]
     keeps vector-wide partial sums (64 for f32 on AVX-512) and combines them once per row as a tree;
     each partial sum then adds at most as many terms as a run of the blocking, and the spec's bound
     for a sum holds for every order of the additions."""
+    done = 0
+    # one at a time, the groups found again after each: a rewrite erases ops (a sum read by
+    # another sum of the group) that a chain found before it would still name
+    while (chain := _next_chain(module, unit, plannable, skip, min_work)) is not None:
+        _unblock(*chain)
+        done += 1
+    return done
+
+
+def _next_chain(module: Any, unit: VectorUnit, plannable: Callable[[Any], bool],
+                skip: Callable[[Any], bool] | None, min_work: int) -> tuple[Any, Any, list[Any]] | None:
+    """The first blocked row sum of a group that ``unblock_sums`` rewrites, or None."""
     from mlir import ir
     ops: list[Any] = []
 
@@ -478,21 +568,18 @@ def unblock_sums(module: Any, unit: VectorUnit, plannable: Callable[[Any], bool]
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
-    chains = []
     try:  # as the planners (``schedule_module``): an op of a form not foreseen is left as it is
         for group in find_groups(ops, plannable):
-            if group_work(group) < min_work:
+            if group_work(group) < min_work or short_rows(group, unit):
                 continue
             members = {hash(op.operation) for op in group.ops}
             for last in group.ops:
                 chain = _blocked_chain(last, members, unit)
                 if chain is not None:
-                    chains.append(chain)
+                    return chain
     except (KeyError, ValueError, TypeError, AttributeError):
-        return 0
-    for chain in chains:
-        _unblock(*chain)
-    return len(chains)
+        return None
+    return None
 
 
 def _body_ops(op: Any) -> list[Any]:
@@ -550,7 +637,7 @@ def _blocked_chain(last: Any, members: set[int], unit: VectorUnit) -> tuple[Any,
     q, p = loops1[0][k], loops1[0][k + 1]
     n = q * p
     elem = element_bits(first.results[0].type)
-    t, _ = row_tile(n, unit.lanes(elem))
+    t, _ = reduction_tile(n, unit.lanes(elem))
     if -(-n // t) > SUM_RUN:
         return None
     maps = [ir.AffineMapAttr(a).value for a in first.attributes["indexing_maps"]]
@@ -559,16 +646,37 @@ def _blocked_chain(last: Any, members: set[int], unit: VectorUnit) -> tuple[Any,
     for v, amap in zip(first.operands[:-1], maps[:-1]):
         dims = [e.position if isinstance(e, ir.AffineDimExpr) else None for e in amap.results]
         view = _owner(v)
-        if dims == list(range(k + 2)) and view is not None and view.name == "tensor.expand_shape" and \
-                static_shape(view.operands[0].type) == ranges[:k] + [n] and \
-                [[ir.IntegerAttr(a).value for a in ir.ArrayAttr(g)]
-                 for g in view.attributes["reassociation"]][k:] == [[k, k + 1]]:
-            new_maps.append((view.operands[0], ir.AffineMap.get_identity(k + 1)))
+        row_map = _row_view_map(view, ranges[:k], n) if dims == list(range(k + 2)) else None
+        if row_map is not None:
+            new_maps.append((view.operands[0], row_map))
         elif all(d is not None and d in row_dims for d in dims):
             new_maps.append((v, ir.AffineMap.get(k + 1, 0, [ir.AffineDimExpr.get(d) for d in dims])))
         else:
             return None
     return first, last, new_maps
+
+
+def _row_view_map(view: Any | None, rows: Sequence[int], n: int) -> Any | None:
+    """The map from the loops ``rows + [n]`` of one reduction along the row to the source of ``view``,
+    when ``view`` is the blocked sum's ``tensor.expand_shape`` of that source into ``rows + [q, p]``
+    (the row's n elements split into q runs of p; a leading dim may be split into unit dims: a
+    keepdims statistic's ``[R, 1]``), else None."""
+    from mlir import ir
+    if view is None or view.name != "tensor.expand_shape":
+        return None
+    k = len(rows)
+    groups = [[ir.IntegerAttr(a).value for a in ir.ArrayAttr(g)] for g in view.attributes["reassociation"]]
+    src = static_shape(view.operands[0].type)
+    if src is None or not groups or groups[-1] != [k, k + 1] or src[-1] != n or \
+            any(g[-1] >= k for g in groups[:-1]):
+        return None
+    exprs = []
+    for g in groups[:-1]:
+        wide = [d for d in g if rows[d] != 1]
+        if len(wide) > 1:
+            return None
+        exprs.append(ir.AffineDimExpr.get(wide[0] if wide else g[0]))
+    return ir.AffineMap.get(k + 1, 0, exprs + [ir.AffineDimExpr.get(k)])
 
 
 def _unblock(first: Any, last: Any, inputs: list[tuple[Any, Any]]) -> None:
