@@ -14,7 +14,7 @@ from mind.compiler.backend.cpu.conv_gemm import ConvGemm, gemm_of_shapes
 from mind.compiler.backend.cpu.conv_schedule import (ConvTiles, block_cost, choose_conv_tiles, conv_section,
                                                      direct_cost, pad_loop_order)
 from mind.compiler.backend.linalg.conv_phases import AxisPhase, axis_phases, phase_padding
-from mind.compiler.backend.linalg.lowerings import block_width
+from mind.compiler.backend.linalg.lowerings import block_channels, block_width
 from mind.ir.parser import parse_module
 from mind.reference.accuracy import check_op
 from mind.calling import select_function
@@ -143,6 +143,25 @@ def test_block_width_widens_prime_widths():
         [7, 13, 23, 24, 25, 26, 32, 32, 40, 49, 60, 64]
 
 
+def test_block_channels_pads_channels_whose_rows_waste_lanes():
+    # prime 31, 43, 17: rows of one lane -> 32, 48, 32; 100: rows of 10 lanes -> 112 (7 whole vectors);
+    # up to a vector, and 20, 24, 65 (rows of 10, 12, 13 lanes: as many lanes as padded), stay
+    assert [block_channels(f) for f in (1, 3, 10, 13, 16, 17, 20, 24, 31, 43, 48, 65, 100, 128)] == \
+        [1, 3, 10, 13, 16, 32, 20, 24, 32, 48, 48, 65, 112, 128]
+
+
+def test_padded_channels_conv_computes_whole_vectors():
+    """A prime F: the conv computes a multiple of 16 channels (the filter padded with zero columns in
+    front, the result the last F), its register rows whole vectors, not one lane."""
+    from mind.compiler.backend.linalg.emit import emit_mlir
+
+    fn, _ = _conv_fn((2, 11, 11, 3), (7, 7, 3, 43), "f32", strides=(2, 2), padding=((3, 3), (3, 3)))
+    text, _name = emit_mlir(fn, {})
+    assert "tensor<7x7x3x48xf32>) outs(" in text and "[0, 0, 0, 5] [2, 6, 6, 43]" in text
+    fn, _ = _conv_fn((1, 4, 8, 4), (1, 1, 4, 43), "f32")  # a matmul: the GEMM takes any F
+    assert "x48x" not in emit_mlir(fn, {})[0]
+
+
 def test_pad_loop_order_follows_the_read():
     assert pad_loop_order(3) == ()                  # no transpose: the copy's own order
     assert pad_loop_order(0) == (1, 2, 3, 0)        # a filter gradient's [3, 1, 2, 0] input
@@ -240,6 +259,10 @@ CASES = [
     ("prime-width-valid", (1, 4, 31, 24), (3, 3, 24, 48), "f32", {}),
     ("prime-width-same-s2", (2, 3, 73, 5), (3, 3, 5, 16), "f32", {"strides": (1, 2), "padding": ((1, 1), (1, 1))}),
     ("prime-width-i32", (1, 3, 31, 2), (1, 3, 2, 8), "i32", {"rhs_dil": (1, 1)}),
+    # output channels padded to whole vectors (block_channels): 43 -> 48, 31 -> 32 with a prime width
+    ("prime-channels-stem", (2, 11, 11, 3), (7, 7, 3, 43), "f32", {"strides": (2, 2), "padding": ((3, 3), (3, 3))}),
+    ("prime-channels-width-f64", (1, 3, 33, 13), (3, 3, 13, 31), "f64", {}),
+    ("channels-100-i64", (2, 4, 6, 2), (2, 2, 2, 100), "i64", {"strides": (1, 2), "padding": ((1, 0), (0, 1))}),
 ]
 
 
@@ -275,6 +298,7 @@ def test_scheduled_conv_matches_reference(name, xs, ws, dt, kw):
     ("f32", (2, 5, 15, 8), (3, 3, 8, 24), 0),    # 13 x 12: a narrow f row, more than 12 pixels
     ("f32", (3, 4, 16, 4), (3, 3, 4, 48), 0),    # 14 x 16: F = 48 as one-vector blocks
     ("f32", (2, 5, 12, 8), (3, 3, 8, 64), 1),    # "same" padding (the copy is split over the batch)
+    ("f32", (2, 5, 9, 3), (3, 3, 3, 31), 1),     # F = 31 computed as 32: the epilogue reads the slice
 ])
 def test_conv_bias_relu_two_threads(dt, xs, ws, pad):
     padding = ((pad, pad), (pad, pad))
