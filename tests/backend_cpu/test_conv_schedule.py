@@ -160,6 +160,10 @@ def test_padded_channels_conv_computes_whole_vectors():
     assert "tensor<7x7x3x48xf32>) outs(" in text and "[0, 0, 0, 5] [2, 6, 6, 43]" in text
     fn, _ = _conv_fn((1, 4, 8, 4), (1, 1, 4, 43), "f32")  # a matmul: the GEMM takes any F
     assert "x48x" not in emit_mlir(fn, {})[0]
+    # an input-dilated conv (the input gradient of a strided conv): its phases share one padding
+    fn, _ = _conv_fn((1, 5, 4, 2), (3, 2, 2, 31), "f32", lhs_dil=(2, 2), padding=((2, 1), (1, 1)))
+    text = emit_mlir(fn, {})[0]
+    assert "tensor<3x2x2x32xf32>" in text and "[0, 0, 0, 1] [1, 10, 8, 31]" in text
 
 
 def test_pad_loop_order_follows_the_read():
@@ -262,6 +266,7 @@ CASES = [
     # output channels padded to whole vectors (block_channels): 43 -> 48, 31 -> 32 with a prime width
     ("prime-channels-stem", (2, 11, 11, 3), (7, 7, 3, 43), "f32", {"strides": (2, 2), "padding": ((3, 3), (3, 3))}),
     ("prime-channels-width-f64", (1, 3, 33, 13), (3, 3, 13, 31), "f64", {}),
+    ("lhs-dil-prime-channels", (2, 5, 6, 3), (3, 3, 3, 43), "f32", {"lhs_dil": (2, 2), "padding": ((2, 1), (2, 1))}),
     ("channels-100-i64", (2, 4, 6, 2), (2, 2, 2, 100), "i64", {"strides": (1, 2), "padding": ((1, 0), (0, 1))}),
 ]
 
@@ -529,7 +534,8 @@ def test_input_dilated_conv_keeps_the_nans_of_zeros_times_infinities(bad):
     # [1, 1, 2, 1] filter holding a NaN, lhs_dilation (2, 1))
     for xs, ws, kw in (((1, 2, 1, 2), (1, 1, 2, 1), {"lhs_dil": (2, 1)}),
                        ((2, 5, 6, 3), (3, 3, 3, 4), {"lhs_dil": (2, 2), "padding": ((2, 1), (2, 1))}),
-                       ((1, 4, 4, 2), (1, 1, 2, 3), {"lhs_dil": (3, 3)})):
+                       ((1, 4, 4, 2), (1, 1, 2, 3), {"lhs_dil": (3, 3)}),
+                       ((1, 5, 4, 2), (3, 2, 2, 31), {"lhs_dil": (2, 2), "padding": ((2, 1), (1, 1))})):
         fn, out_shape = _conv_fn(xs, ws, "f32", **kw)
         rng = np.random.default_rng(4)
         x, w = _data(rng, xs, "f32"), _data(rng, ws, "f32")

@@ -521,7 +521,8 @@ def _conv_by_phases(em: Emitter, x: TensorValue, w: TensorValue, shape: tuple[in
     output phase (``conv_phases``: no multiply-add on the dilation's zeros, no dilated copy), each
     with its taps of the filter (a strided copy, small), its result put into every D-th row and
     column of the output by a strided ``insert_slice``: bufferized, each conv computes in that
-    window of the output, with no copy between.
+    window of the output, with no copy between.  Output channels are padded as ``conv2d``'s
+    (``block_channels``): once, around all the phases.
 
     The taps a phase leaves out multiply zeros, which is 0 unless the filter holds an infinity or a
     NaN (0 * inf is NaN): each float phase starts its sums from ``_skipped_taps`` (+0, or NaN where
@@ -529,6 +530,11 @@ def _conv_by_phases(em: Emitter, x: TensorValue, w: TensorValue, shape: tuple[in
     from that of all the taps."""
     n, h, wd, c = x.shape
     kh, kw, _, f = w.shape
+    deep = f if (kh, kw) == (1, 1) else block_channels(f)  # 1x1 phases are the GEMM's: any F
+    if deep != f:
+        w, wanted, shape = _padded_filter(em, w, deep), shape, shape[:3] + (deep,)
+        out = _conv_by_phases(em, x, w, shape, pad_lo, lhs_dilation, rhs_dilation)
+        return em.extract_slice(TensorValue(out, shape, x.elem, x.dtype), [0, 0, 0, deep - f], list(wanted)).name
     ys = axis_phases(h, shape[1], kh, lhs_dilation[0], rhs_dilation[0], pad_lo[0])
     xs = axis_phases(wd, shape[2], kw, lhs_dilation[1], rhs_dilation[1], pad_lo[1])
     (yl, yh), (xl, xh) = phase_padding(h, ys), phase_padding(wd, xs)
