@@ -141,6 +141,18 @@ def test_axis_phases_of_an_input_gradient():
 def test_block_width_widens_prime_widths():
     assert [block_width(w) for w in (7, 13, 23, 24, 25, 26, 29, 31, 37, 49, 58, 64)] == \
         [7, 13, 23, 24, 25, 26, 32, 32, 40, 49, 60, 64]
+    # AVX2's 12 accumulators: 13, 17, 26 = 2 x 13 and 38 = 2 x 19 have no block of 4-12 pixels
+    assert [block_width(w, 12) for w in (7, 12, 13, 17, 24, 26, 38, 49)] == [7, 12, 16, 20, 24, 28, 40, 49]
+
+
+def test_conv_width_follows_the_targets_registers():
+    """The stem's width of 26 (2 x 13): kept for AVX-512's 24-pixel blocks, computed 28 wide for AVX2's
+    12 (blocks of 7 or 14 pixels, not 2)."""
+    from mind.compiler.backend.cpu.api import emit_cpu_mlir
+
+    fn, _ = _conv_fn((2, 51, 51, 3), (7, 7, 3, 43), "f32", strides=(2, 2), padding=((3, 3), (3, 3)))
+    assert "tensor<2x26x26x48xf32>" in emit_cpu_mlir(fn, {}, None, "x86-64-v4")[0]
+    assert "tensor<2x26x28x48xf32>" in emit_cpu_mlir(fn, {}, None, "x86-64-v3")[0]
 
 
 def test_block_channels_pads_channels_whose_rows_waste_lanes():

@@ -438,7 +438,7 @@ def conv2d(em: Emitter, op: OpApplication) -> str:
         return _conv_by_phases(em, x, w, shape, (pt, pl), (dh, dw), (rh, rw))
     n, oh, ow, f = shape
     pointwise = w.shape[:2] == (1, 1) and (sh, sw) == (1, 1)  # a matmul: the GEMM takes any width
-    wide = ow if pointwise else block_width(ow)
+    wide = ow if pointwise else block_width(ow, em.conv_pixels)
     deep = f if pointwise else block_channels(f)
     pr += (wide - ow) * sw  # the extra output columns read zeros past the input
     src = x
@@ -453,19 +453,21 @@ def conv2d(em: Emitter, op: OpApplication) -> str:
                             list(shape)).name
 
 
-BLOCK_PIXELS = (4, 24)
-"""The fewest and the most output pixels of a conv's register block: fewer leave the FMA pipes
-waiting on their latency, more do not fit the registers (``cpu/conv_schedule``)."""
+FEWEST_BLOCK_PIXELS = 4
+"""The fewest output pixels of a conv's register block: fewer leave the FMA pipes waiting on their
+latency (``cpu/conv_schedule``)."""
 
 
-def block_width(ow: int) -> int:
+def block_width(ow: int, most: int = 24) -> int:
     """The output width a direct conv computes for a width of ``ow``: ``ow`` itself when it has a
-    divisor in ``BLOCK_PIXELS`` (or is smaller than the fewest), else the next multiple of the fewest
-    (a prime width of 29, 31, 37...: the conv computes 32, 32, 40 columns and the result is the first
-    ``ow``).  Why: register blocks divide the width (a partial block would have dynamic shapes and
-    stay scalar), and a width whose divisors are all below the fewest gets blocks of 1-3 pixels,
-    which cost more per FMA than the few extra columns (``docs/backend-cpu.md``, Measurements)."""
-    lo, hi = BLOCK_PIXELS
+    divisor from ``FEWEST_BLOCK_PIXELS`` to ``most`` (the target's accumulators: 24 on AVX-512, 12 on
+    AVX2; or is at most ``most``), else the next multiple of the fewest (a prime width of 29, 31,
+    37...: the conv computes 32, 32, 40 columns and the result is the first ``ow``).  Why: register
+    blocks divide the width (a partial block would have dynamic shapes and stay scalar), and a width
+    whose divisors are all below the fewest (or above the registers: 26 = 2 x 13 on AVX2) gets blocks
+    of 1-3 pixels, which cost more per FMA than the few extra columns (``docs/backend-cpu.md``,
+    Measurements)."""
+    lo, hi = FEWEST_BLOCK_PIXELS, most
     if ow <= hi or any(ow % d == 0 for d in range(lo, hi + 1)):
         return ow
     return -(-ow // lo) * lo
