@@ -170,8 +170,10 @@ def test_padded_channels_conv_computes_whole_vectors():
     fn, _ = _conv_fn((2, 11, 11, 3), (7, 7, 3, 43), "f32", strides=(2, 2), padding=((3, 3), (3, 3)))
     text, _name = emit_mlir(fn, {})
     assert "tensor<7x7x3x48xf32>) outs(" in text and "[0, 0, 0, 5] [2, 6, 6, 43]" in text
-    fn, _ = _conv_fn((1, 4, 8, 4), (1, 1, 4, 43), "f32")  # a matmul: the GEMM takes any F
-    assert "x48x" not in emit_mlir(fn, {})[0]
+    for xs, ws in (((1, 4, 8, 4), (1, 1, 4, 43)),     # a matmul: the GEMM takes any F
+                   ((3, 5, 5, 2), (5, 5, 2, 43))):    # a whole window: the filter as large as the work
+        fn, _ = _conv_fn(xs, ws, "f32")
+        assert "x48x" not in emit_mlir(fn, {})[0]
     # an input-dilated conv (the input gradient of a strided conv): its phases share one padding
     fn, _ = _conv_fn((1, 5, 4, 2), (3, 2, 2, 31), "f32", lhs_dil=(2, 2), padding=((2, 1), (1, 1)))
     text = emit_mlir(fn, {})[0]

@@ -439,7 +439,9 @@ def conv2d(em: Emitter, op: OpApplication) -> str:
     n, oh, ow, f = shape
     pointwise = w.shape[:2] == (1, 1) and (sh, sw) == (1, 1)  # a matmul: the GEMM takes any width
     wide = ow if pointwise else block_width(ow, em.conv_pixels)
-    deep = f if pointwise else block_channels(f)
+    # one pixel per image (a whole window, the GEMM's too): each filter value serves N FMAs, so a
+    # padded copy of the filter would cost as much as the conv
+    deep = f if pointwise or (oh, ow) == (1, 1) else block_channels(f)
     pr += (wide - ow) * sw  # the extra output columns read zeros past the input
     src = x
     if (pt, pb, pl, pr, dh, dw) != (0, 0, 0, 0, 1, 1):
@@ -532,7 +534,7 @@ def _conv_by_phases(em: Emitter, x: TensorValue, w: TensorValue, shape: tuple[in
     from that of all the taps."""
     n, h, wd, c = x.shape
     kh, kw, _, f = w.shape
-    deep = f if (kh, kw) == (1, 1) else block_channels(f)  # 1x1 phases are the GEMM's: any F
+    deep = f if (kh, kw) == (1, 1) or shape[1:3] == (1, 1) else block_channels(f)  # as conv2d's
     if deep != f:
         w, wanted, shape = _padded_filter(em, w, deep), shape, shape[:3] + (deep,)
         out = _conv_by_phases(em, x, w, shape, pad_lo, lhs_dilation, rhs_dilation)
