@@ -8,7 +8,9 @@ one conv per output phase of an input-dilated conv, the prebuilt GEMM for a conv
 ``docs/backend-cpu.md``, Schedules), and the suite's convs cover a few shapes of it.  These are
 others: a 5x5 conv, a 7x7 stride-2 stem of 3 channels (batch 1 and 32), 1x1 convs of 512 channels,
 stride 2 with dilation 2, odd widths, and the gradients (input and filter, through ``grad``) of
-such convs, whose programs are an input-dilated conv and a large-window conv of transposed operands.
+such convs, whose programs are an input-dilated conv and a large-window conv of transposed operands;
+and channel counts that are not multiples of a vector (output channels 3, 10, 31, 43, 65, 100 from 1,
+3 or 13 input channels: the stems and odd layers of held-out programs, ``lowerings.block_channels``).
 f32; MIND compiled with ``threads=N`` and torch limited to N threads.  Each figure is the median of
 repeated calls: CPU time of the process with one thread (what the call costs, less sensitive to
 other processes on a shared machine than wall time), wall time with more.
@@ -56,7 +58,13 @@ def workloads() -> list[Any]:
             conv(32, 27, 16, 32, 3, 1, "same"), conv(1, 31, 24, 48, 3, 1, "valid"),
             conv_grad(8, 32, 32, 64, 5, 1, "same"), conv_grad(8, 112, 3, 64, 7, 2, "same"),
             conv_grad(4, 33, 32, 64, 3, 2, "same", 2), conv_grad(8, 14, 512, 512, 1),
-            conv_grad(32, 27, 16, 32, 3, 1, "same"), conv_grad(1, 31, 24, 48, 3, 2, "valid")]
+            conv_grad(32, 27, 16, 32, 3, 1, "same"), conv_grad(1, 31, 24, 48, 3, 2, "valid"),
+            conv(2, 51, 3, 43, 7, 2, "same"), conv(3, 14, 13, 31, 5, 1, "same"), conv(1, 32, 3, 3, 3, 1, "same"),
+            conv(8, 28, 1, 10, 5, 2, "valid"), conv(1, 56, 3, 31, 3, 2, "same"), conv(2, 40, 13, 43, 3, 1, "valid"),
+            conv(1, 30, 13, 65, 5, 1, "same"), conv(8, 20, 3, 100, 3, 1, "same"), conv(2, 33, 13, 100, 7, 2, "same"),
+            conv(2, 24, 13, 31, 1, 2, "valid"), conv(8, 16, 13, 43, 1, 1, "valid"),
+            conv_grad(2, 51, 3, 43, 7, 2, "same"), conv_grad(3, 14, 13, 31, 5, 1, "same"),
+            conv_grad(8, 20, 3, 100, 3, 1, "same")]
 
 
 def _median(f: Callable[[], Any], clock: Callable[[], float], budget: float = 2.0, least: int = 5) -> float:

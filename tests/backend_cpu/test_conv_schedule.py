@@ -14,7 +14,7 @@ from mind.compiler.backend.cpu.conv_gemm import ConvGemm, gemm_of_shapes
 from mind.compiler.backend.cpu.conv_schedule import (ConvTiles, block_cost, choose_conv_tiles, conv_section,
                                                      direct_cost, pad_loop_order)
 from mind.compiler.backend.linalg.conv_phases import AxisPhase, axis_phases, phase_padding
-from mind.compiler.backend.linalg.lowerings import block_width
+from mind.compiler.backend.linalg.lowerings import block_channels, block_width
 from mind.ir.parser import parse_module
 from mind.reference.accuracy import check_op
 from mind.calling import select_function
@@ -141,6 +141,43 @@ def test_axis_phases_of_an_input_gradient():
 def test_block_width_widens_prime_widths():
     assert [block_width(w) for w in (7, 13, 23, 24, 25, 26, 29, 31, 37, 49, 58, 64)] == \
         [7, 13, 23, 24, 25, 26, 32, 32, 40, 49, 60, 64]
+    # AVX2's 12 accumulators: 13, 17, 26 = 2 x 13 and 38 = 2 x 19 have no block of 4-12 pixels
+    assert [block_width(w, 12) for w in (7, 12, 13, 17, 24, 26, 38, 49)] == [7, 12, 16, 20, 24, 28, 40, 49]
+
+
+def test_conv_width_follows_the_targets_registers():
+    """The stem's width of 26 (2 x 13): kept for AVX-512's 24-pixel blocks, computed 28 wide for AVX2's
+    12 (blocks of 7 or 14 pixels, not 2)."""
+    from mind.compiler.backend.cpu.api import emit_cpu_mlir
+
+    fn, _ = _conv_fn((2, 51, 51, 3), (7, 7, 3, 43), "f32", strides=(2, 2), padding=((3, 3), (3, 3)))
+    assert "tensor<2x26x26x48xf32>" in emit_cpu_mlir(fn, {}, None, "x86-64-v4")[0]
+    assert "tensor<2x26x28x48xf32>" in emit_cpu_mlir(fn, {}, None, "x86-64-v3")[0]
+
+
+def test_block_channels_pads_channels_whose_rows_waste_lanes():
+    # prime 31, 43, 17: rows of one lane -> 32, 48, 32; 100: rows of 10 lanes -> 112 (7 whole vectors);
+    # up to a vector, and 20, 24, 65 (rows of 10, 12, 13 lanes: as many lanes as padded), stay
+    assert [block_channels(f) for f in (1, 3, 10, 13, 16, 17, 20, 24, 31, 43, 48, 65, 100, 128)] == \
+        [1, 3, 10, 13, 16, 32, 20, 24, 32, 48, 48, 65, 112, 128]
+
+
+def test_padded_channels_conv_computes_whole_vectors():
+    """A prime F: the conv computes a multiple of 16 channels (the filter padded with zero columns in
+    front, the result the last F), its register rows whole vectors, not one lane."""
+    from mind.compiler.backend.linalg.emit import emit_mlir
+
+    fn, _ = _conv_fn((2, 11, 11, 3), (7, 7, 3, 43), "f32", strides=(2, 2), padding=((3, 3), (3, 3)))
+    text, _name = emit_mlir(fn, {})
+    assert "tensor<7x7x3x48xf32>) outs(" in text and "[0, 0, 0, 5] [2, 6, 6, 43]" in text
+    for xs, ws in (((1, 4, 8, 4), (1, 1, 4, 43)),     # a matmul: the GEMM takes any F
+                   ((3, 5, 5, 2), (5, 5, 2, 43))):    # a whole window: the filter as large as the work
+        fn, _ = _conv_fn(xs, ws, "f32")
+        assert "x48x" not in emit_mlir(fn, {})[0]
+    # an input-dilated conv (the input gradient of a strided conv): its phases share one padding
+    fn, _ = _conv_fn((1, 5, 4, 2), (3, 2, 2, 31), "f32", lhs_dil=(2, 2), padding=((2, 1), (1, 1)))
+    text = emit_mlir(fn, {})[0]
+    assert "tensor<3x2x2x32xf32>" in text and "[0, 0, 0, 1] [1, 10, 8, 31]" in text
 
 
 def test_pad_loop_order_follows_the_read():
@@ -240,6 +277,11 @@ CASES = [
     ("prime-width-valid", (1, 4, 31, 24), (3, 3, 24, 48), "f32", {}),
     ("prime-width-same-s2", (2, 3, 73, 5), (3, 3, 5, 16), "f32", {"strides": (1, 2), "padding": ((1, 1), (1, 1))}),
     ("prime-width-i32", (1, 3, 31, 2), (1, 3, 2, 8), "i32", {"rhs_dil": (1, 1)}),
+    # output channels padded to whole vectors (block_channels): 43 -> 48, 31 -> 32 with a prime width
+    ("prime-channels-stem", (2, 11, 11, 3), (7, 7, 3, 43), "f32", {"strides": (2, 2), "padding": ((3, 3), (3, 3))}),
+    ("prime-channels-width-f64", (1, 3, 33, 13), (3, 3, 13, 31), "f64", {}),
+    ("lhs-dil-prime-channels", (2, 5, 6, 3), (3, 3, 3, 43), "f32", {"lhs_dil": (2, 2), "padding": ((2, 1), (2, 1))}),
+    ("channels-100-i64", (2, 4, 6, 2), (2, 2, 2, 100), "i64", {"strides": (1, 2), "padding": ((1, 0), (0, 1))}),
 ]
 
 
@@ -275,6 +317,7 @@ def test_scheduled_conv_matches_reference(name, xs, ws, dt, kw):
     ("f32", (2, 5, 15, 8), (3, 3, 8, 24), 0),    # 13 x 12: a narrow f row, more than 12 pixels
     ("f32", (3, 4, 16, 4), (3, 3, 4, 48), 0),    # 14 x 16: F = 48 as one-vector blocks
     ("f32", (2, 5, 12, 8), (3, 3, 8, 64), 1),    # "same" padding (the copy is split over the batch)
+    ("f32", (2, 5, 9, 3), (3, 3, 3, 31), 1),     # F = 31 computed as 32: the epilogue reads the slice
 ])
 def test_conv_bias_relu_two_threads(dt, xs, ws, pad):
     padding = ((pad, pad), (pad, pad))
@@ -505,7 +548,8 @@ def test_input_dilated_conv_keeps_the_nans_of_zeros_times_infinities(bad):
     # [1, 1, 2, 1] filter holding a NaN, lhs_dilation (2, 1))
     for xs, ws, kw in (((1, 2, 1, 2), (1, 1, 2, 1), {"lhs_dil": (2, 1)}),
                        ((2, 5, 6, 3), (3, 3, 3, 4), {"lhs_dil": (2, 2), "padding": ((2, 1), (2, 1))}),
-                       ((1, 4, 4, 2), (1, 1, 2, 3), {"lhs_dil": (3, 3)})):
+                       ((1, 4, 4, 2), (1, 1, 2, 3), {"lhs_dil": (3, 3)}),
+                       ((1, 5, 4, 2), (3, 2, 2, 31), {"lhs_dil": (2, 2), "padding": ((2, 1), (1, 1))})):
         fn, out_shape = _conv_fn(xs, ws, "f32", **kw)
         rng = np.random.default_rng(4)
         x, w = _data(rng, xs, "f32"), _data(rng, ws, "f32")

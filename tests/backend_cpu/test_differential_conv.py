@@ -2,7 +2,8 @@
 odd sizes, 1x1 and whole-window filters, a transposed input) and their gradients, compiled for the
 cpu backend, against the reference.
 
-Each method the cost model may pick is drawn: the direct schedule (one image or several per block),
+Each method the cost model may pick is drawn: the direct schedule (one image or several per block,
+output channels padded to whole vectors: ``lowerings.block_channels``),
 the phase decomposition of an input-dilated conv (``linalg.conv_phases``), the GEMM of a conv that is
 a matmul (``cpu.conv_gemm``), and the padding copy with a transposed read.  The attributes are drawn
 so that every one of those is reached; the results are checked with the spec's accuracy class.
@@ -29,7 +30,7 @@ _CI = os.environ.get("MIND_HYPOTHESIS_PROFILE", "ci") == "ci"
 def convs(draw):
     """(x shape, w shape, attrs, transposed): a conv whose output is not empty."""
     kind = draw(st.sampled_from(["any", "lhs-dilated", "1x1", "whole-window"]))
-    n, c, f = draw(st.integers(1, 3)), draw(st.integers(1, 5)), draw(st.sampled_from([1, 3, 8, 16, 20, 32]))
+    n, c, f = draw(st.integers(1, 3)), draw(st.integers(1, 5)), draw(st.sampled_from([1, 3, 8, 16, 20, 31, 32, 43]))
     h, w = draw(st.integers(1, 9)), draw(st.integers(1, 31))
     kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
     strides = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
@@ -94,7 +95,7 @@ def test_random_convs_match_reference(conv, threads, dt, cpu):
 def conv_grads(draw):
     """A conv's shapes and attributes for its gradient (stride and filter dilation of the forward
     conv: the input gradient is then input-dilated, the filter gradient a large window)."""
-    n, c, f = draw(st.integers(1, 3)), draw(st.integers(1, 4)), draw(st.sampled_from([1, 4, 16]))
+    n, c, f = draw(st.integers(1, 3)), draw(st.integers(1, 4)), draw(st.sampled_from([1, 4, 16, 19]))
     h, w = draw(st.integers(2, 11)), draw(st.integers(2, 11))
     k = draw(st.integers(1, 3))
     s, d = draw(st.integers(1, 3)), draw(st.integers(1, 2))

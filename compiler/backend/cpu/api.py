@@ -136,7 +136,7 @@ class CpuFunction:
             k = load_cached(alias, options, signature=signature)
             if k is not None:
                 return k
-        text, name = emit_cpu_mlir(self.fn, env, options.library)
+        text, name = emit_cpu_mlir(self.fn, env, options.library, options.cpu)
         return compile_kernel(text, name, options, alias=alias, signature=signature)
 
     supports_out = True
@@ -249,12 +249,16 @@ def _concrete_env(fn: Function) -> dict[str, int]:
     return {}
 
 
-def emit_cpu_mlir(fn: Function, env: Mapping[str, int], library: str | None) -> tuple[str, str]:
+def emit_cpu_mlir(fn: Function, env: Mapping[str, int], library: str | None,
+                  cpu: str = "x86-64-v4") -> tuple[str, str]:
     """The MLIR text of ``fn`` as the CPU backend compiles it (``emit.emit_mlir``): pads fill only
-    their border, and matmuls read a transposed lhs in place where the prebuilt GEMM of ``library``
-    does (``library_calls.transposed_lhs``)."""
+    their border, matmuls read a transposed lhs in place where the prebuilt GEMM of ``library``
+    does (``library_calls.transposed_lhs``), and convs are as wide as the register blocks of
+    ``cpu``'s vector unit take (``conv_schedule.block_pixels``)."""
+    from .conv_schedule import block_pixels
     from .library_calls import transposed_lhs  # the GEMM's build side: never imported on a cache hit
-    return emit_mlir(fn, env, transposed_lhs(library), pad_border=True)
+    from .vector_unit import vector_unit
+    return emit_mlir(fn, env, transposed_lhs(library), pad_border=True, conv_pixels=block_pixels(vector_unit(cpu)))
 
 
 def emit_stage(module: Module | Function, stage: str, fn: str | None = None, **options: Any) -> str:
@@ -268,7 +272,7 @@ def emit_stage(module: Module | Function, stage: str, fn: str | None = None, **o
         fns = [f for f in fns if f.name == fn]
     parts = []
     for f in fns:
-        text, name = emit_cpu_mlir(f, _concrete_env(f), resolved.library)
+        text, name = emit_cpu_mlir(f, _concrete_env(f), resolved.library, resolved.cpu)
         if stage == "mlir":
             parts.append(text)
         else:

@@ -52,7 +52,7 @@ from .vector_unit import AVX512, VectorUnit
 
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
-__all__ = ["ConvTiles", "block_cost", "choose_conv_tiles", "direct_cost", "conv_section", "plan_conv", "feeds_conv", "CONV_OP"]
+__all__ = ["ConvTiles", "block_cost", "block_pixels", "choose_conv_tiles", "direct_cost", "conv_section", "plan_conv", "feeds_conv", "CONV_OP"]
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
 
@@ -97,6 +97,12 @@ def block_cost(ow: int, vecs: int, strided: bool, from_l3: bool = False) -> floa
     return max(0.5, 2.0 / acc, (ow + vecs) / (2.0 * acc), k / ow)
 
 
+def block_pixels(unit: VectorUnit) -> int:
+    """The most accumulator vectors of a register block: three quarters of ``unit``'s registers (the
+    rest hold the filter row and a broadcast), so up to that many pixels of a one-vector row."""
+    return unit.registers * 3 // 4
+
+
 def choose_conv_tiles(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int,
                       elem_bits: int = 32, unit: VectorUnit = AVX512) -> ConvTiles | None:
     """Tiles for an ``[n, oh, ow, f]`` output reduced over ``[kh, kw, c]``; None if nothing to do
@@ -134,7 +140,7 @@ def _best_block(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int, elem
     if min(n, oh, ow, f, kh, kw, c) < 1:
         return None
     lanes = unit.lanes(elem_bits)
-    acc_regs = unit.registers * 3 // 4  # the rest: broadcasts and filter vectors
+    acc_regs = block_pixels(unit)
     if f % lanes == 0:
         fts = [lanes * v for v in _F_VECS if (f // lanes) % v == 0]
     else:

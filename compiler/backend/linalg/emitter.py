@@ -116,14 +116,18 @@ class Emitter:
     one ``linalg.matmul`` of ``a`` with ``payload.TRANSPOSED_LHS_MAPS``, and the transpose is not
     materialized (it stays only if something else reads it); ``pad_border``: a pad without interior
     padding fills only its border, box by box (``pad``; the CUDA backend's mapping takes one fill
-    of the whole result)."""
+    of the whole result); ``conv_pixels``: the most output pixels of a conv's register block (the
+    target's accumulator registers; ``lowerings.block_width`` widens a conv whose width has no
+    divisor up to it)."""
 
-    def __init__(self, transposed_lhs: frozenset[str] = frozenset(), pad_border: bool = False) -> None:
+    def __init__(self, transposed_lhs: frozenset[str] = frozenset(), pad_border: bool = False,
+                 conv_pixels: int = 24) -> None:
         self.lines: list[str] = []
         self.n = 0
         self.reshaped_from: dict[str, TensorValue] = {}  # a reshape's result -> the value it reshapes
         self.transposed_lhs = transposed_lhs
         self.pad_border = pad_border
+        self.conv_pixels = conv_pixels
         self.transposed_from: dict[str, TensorValue] = {}  # a 2-D transpose's result -> its operand
 
     def fresh(self, hint: str = "v") -> str:

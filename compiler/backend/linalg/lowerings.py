@@ -437,33 +437,69 @@ def conv2d(em: Emitter, op: OpApplication) -> str:
     if (dh, dw) != (1, 1) and (sh, sw) == (1, 1):
         return _conv_by_phases(em, x, w, shape, (pt, pl), (dh, dw), (rh, rw))
     n, oh, ow, f = shape
-    wide = ow if w.shape[:2] == (1, 1) and (sh, sw) == (1, 1) else block_width(ow)
+    pointwise = w.shape[:2] == (1, 1) and (sh, sw) == (1, 1)  # a matmul: the GEMM takes any width
+    wide = ow if pointwise else block_width(ow, em.conv_pixels)
+    # one pixel per image (a whole window, the GEMM's too): each filter value serves N FMAs, so a
+    # padded copy of the filter would cost as much as the conv
+    deep = f if pointwise or (oh, ow) == (1, 1) else block_channels(f)
     pr += (wide - ow) * sw  # the extra output columns read zeros past the input
     src = x
     if (pt, pb, pl, pr, dh, dw) != (0, 0, 0, 0, 1, 1):
         src = _padded_input(em, x, (pt, pb, pl, pr), (dh, dw))
-    if wide == ow:
+    if (wide, deep) == (ow, f):
         return _named_conv(em, src, w, shape, (sh, sw), (rh, rw))
-    r = _named_conv(em, src, w, (n, oh, wide, f), (sh, sw), (rh, rw))
-    return em.extract_slice(TensorValue(r, (n, oh, wide, f), elem, op.dtype), [0, 0, 0, 0], list(shape)).name
+    if deep != f:
+        w = _padded_filter(em, w, deep)
+    r = _named_conv(em, src, w, (n, oh, wide, deep), (sh, sw), (rh, rw))
+    return em.extract_slice(TensorValue(r, (n, oh, wide, deep), elem, op.dtype), [0, 0, 0, deep - f],
+                            list(shape)).name
 
 
-BLOCK_PIXELS = (4, 24)
-"""The fewest and the most output pixels of a conv's register block: fewer leave the FMA pipes
-waiting on their latency, more do not fit the registers (``cpu/conv_schedule``)."""
+FEWEST_BLOCK_PIXELS = 4
+"""The fewest output pixels of a conv's register block: fewer leave the FMA pipes waiting on their
+latency (``cpu/conv_schedule``)."""
 
 
-def block_width(ow: int) -> int:
+def block_width(ow: int, most: int = 24) -> int:
     """The output width a direct conv computes for a width of ``ow``: ``ow`` itself when it has a
-    divisor in ``BLOCK_PIXELS`` (or is smaller than the fewest), else the next multiple of the fewest
-    (a prime width of 29, 31, 37...: the conv computes 32, 32, 40 columns and the result is the first
-    ``ow``).  Why: register blocks divide the width (a partial block would have dynamic shapes and
-    stay scalar), and a width whose divisors are all below the fewest gets blocks of 1-3 pixels,
-    which cost more per FMA than the few extra columns (``docs/backend-cpu.md``, Measurements)."""
-    lo, hi = BLOCK_PIXELS
+    divisor from ``FEWEST_BLOCK_PIXELS`` to ``most`` (the target's accumulators: 24 on AVX-512, 12 on
+    AVX2; or is at most ``most``), else the next multiple of the fewest (a prime width of 29, 31,
+    37...: the conv computes 32, 32, 40 columns and the result is the first ``ow``).  Why: register
+    blocks divide the width (a partial block would have dynamic shapes and stay scalar), and a width
+    whose divisors are all below the fewest (or above the registers: 26 = 2 x 13 on AVX2) gets blocks
+    of 1-3 pixels, which cost more per FMA than the few extra columns (``docs/backend-cpu.md``,
+    Measurements)."""
+    lo, hi = FEWEST_BLOCK_PIXELS, most
     if ow <= hi or any(ow % d == 0 for d in range(lo, hi + 1)):
         return ow
     return -(-ow // lo) * lo
+
+
+CHANNEL_BLOCK = 16
+"""Output channels a conv's register row holds whole: the lanes of the widest vector unit's narrowest
+element (AVX-512, f32), a multiple of every narrower unit's (AVX2's 8, f64's 8 and 4)."""
+
+
+def block_channels(f: int) -> int:
+    """The output channels a direct conv computes for ``f``: ``f`` itself, or the next multiple of
+    ``CHANNEL_BLOCK`` (the filter padded with zero columns, the result the last ``f`` channels) when
+    that wastes a smaller share of the lanes than ``f``'s own blocks.  Why: a register row is a
+    divisor of ``f`` (a partial row would have dynamic shapes and stay scalar), at most one vector
+    when ``f`` is not a lane multiple; a prime ``f`` of 31, 43 ... gets rows of one lane (scalar FMAs
+    on every filter load), 100 rows of 10 lanes, while 32, 48 and 112 channels fill every lane
+    of their rows.  ``f`` up to a vector keeps its one narrow row (padding would waste as much)."""
+    if f % CHANNEL_BLOCK == 0:
+        return f
+    padded = -(-f // CHANNEL_BLOCK) * CHANNEL_BLOCK
+    return padded if f * CHANNEL_BLOCK > largest_divisor_at_most(f, CHANNEL_BLOCK) * padded else f
+
+
+def _padded_filter(em: Emitter, w: TensorValue, deep: int) -> TensorValue:
+    """``w`` with ``deep - F`` zero output channels in front (``_placed``: a window at a non-zero offset
+    prints as an expression, which the verifier's extent rule leaves alone)."""
+    kh, kw, c, f = w.shape
+    full = (kh, kw, c, deep)
+    return _placed(em, w, full, affine_map(4, ["d0", "d1", "d2", f"d3 + {deep - f}"]))
 
 
 def _named_conv(em: Emitter, src: TensorValue, w: TensorValue, shape: tuple[int, ...], strides: tuple[int, int],
@@ -489,7 +525,8 @@ def _conv_by_phases(em: Emitter, x: TensorValue, w: TensorValue, shape: tuple[in
     output phase (``conv_phases``: no multiply-add on the dilation's zeros, no dilated copy), each
     with its taps of the filter (a strided copy, small), its result put into every D-th row and
     column of the output by a strided ``insert_slice``: bufferized, each conv computes in that
-    window of the output, with no copy between.
+    window of the output, with no copy between.  Output channels are padded as ``conv2d``'s
+    (``block_channels``): once, around all the phases.
 
     The taps a phase leaves out multiply zeros, which is 0 unless the filter holds an infinity or a
     NaN (0 * inf is NaN): each float phase starts its sums from ``_skipped_taps`` (+0, or NaN where
@@ -497,6 +534,11 @@ def _conv_by_phases(em: Emitter, x: TensorValue, w: TensorValue, shape: tuple[in
     from that of all the taps."""
     n, h, wd, c = x.shape
     kh, kw, _, f = w.shape
+    deep = f if (kh, kw) == (1, 1) or shape[1:3] == (1, 1) else block_channels(f)  # as conv2d's
+    if deep != f:
+        w, wanted, shape = _padded_filter(em, w, deep), shape, shape[:3] + (deep,)
+        out = _conv_by_phases(em, x, w, shape, pad_lo, lhs_dilation, rhs_dilation)
+        return em.extract_slice(TensorValue(out, shape, x.elem, x.dtype), [0, 0, 0, deep - f], list(wanted)).name
     ys = axis_phases(h, shape[1], kh, lhs_dilation[0], rhs_dilation[0], pad_lo[0])
     xs = axis_phases(wd, shape[2], kw, lhs_dilation[1], rhs_dilation[1], pad_lo[1])
     (yl, yh), (xl, xh) = phase_padding(h, ys), phase_padding(wd, xs)
@@ -589,18 +631,25 @@ def _padded_input(em: Emitter, x: TensorValue, padding: tuple[int, int, int, int
     eh = 1 if (pt, dh) == (0, 1) and pb else 0
     ew = 1 if (pl, dw) == (0, 1) and pr else 0
     full = (n, hp + eh, wp + ew, c)
-    padded = em.filled(full, x.elem, zero(x.elem))
 
     def at(d: str, step: int, off: int) -> str:
         return (f"{d} * {step}" if step != 1 else d) + (f" + {off}" if off else "")
     window = affine_map(4, ["d0", at("d1", dh, pt + eh), at("d2", dw, pl + ew), "d3"])
-    add_ = "addf" if is_float(x.elem) else "addi"
-    r = em.generic(full, x.elem, [x], [identity_map(4)], ["parallel"] * 4,
-                   lambda b, args, acc: b.binary(add_, acc, args[0], x.elem), init=padded, out_map=window)
-    placed = TensorValue(r, full, x.elem, x.dtype)
+    placed = _placed(em, x, full, window)
     if eh or ew:
         return em.extract_slice(placed, [0, eh, ew, 0], [n, hp, wp, c])
     return placed
+
+
+def _placed(em: Emitter, x: TensorValue, full: tuple[int, ...], window: str) -> TensorValue:
+    """Zeros of shape ``full`` with ``x`` written into the ``window`` (an output map) by one generic
+    over ``x``.  The body is ``0 + x``: it reads its init, or elementwise fusion would drop the zeros
+    as unread (-0 becoming +0 cannot change a conv, whose sums start at +0)."""
+    add_ = "addf" if is_float(x.elem) else "addi"
+    r = em.generic(full, x.elem, [x], [identity_map(4)], ["parallel"] * 4,
+                   lambda b, args, acc: b.binary(add_, acc, args[0], x.elem),
+                   init=em.filled(full, x.elem, zero(x.elem)), out_map=window)
+    return TensorValue(r, full, x.elem, x.dtype)
 
 
 LOWERINGS: dict[str, Lowering] = {
