@@ -418,3 +418,42 @@ def test_lone_row_reduction(red, dt, shape, grouped):
         assert reductions and all("expand_shape" not in m for m in modules)
         tile = 4 * vector_unit("host").lanes(32 if dt == "f32" else 64)
         assert f"tile_sizes = [{', '.join(['0'] * (len(shape) - 1))}, {tile}]" in reductions[0]
+
+
+_ONE_ROW_IN_A_CHILD = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import mind
+from test_fusion_groups import _args, _src
+src, shapes = _src(sys.argv[2], "f32", (1, int(sys.argv[3])))
+args = _args(shapes, "f32", seed=7)
+got = mind.compile(src, fn="f", threads=1, schedule="all", cache=False)(*args)
+want = mind.compile(src, fn="f", backend="reference")(*args)
+np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("kind,cols", [("softmax", 256), ("layer_norm", 276), ("log_softmax", 290)])
+def test_one_row_reductions_stay_per_op_and_do_not_abort(kind, cols):
+    # A row reduction of one row as its own group (a max, a sum of exp): its [1] result is read as a
+    # scalar (tensor.collapse_shape to rank 0) by the ops after it; MLIR folded their vectorized read
+    # through the group's forall into a vector.transfer_read with two indices into a 1-D tensor, and
+    # convert-vector-to-llvm asserted: the process aborted (found by test_group_any_shape, 1 x 276
+    # layer norm).  A reduction that is its own consumer is grouped only over more than one row.
+    import subprocess
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, "-c", _ONE_ROW_IN_A_CHILD, here, kind, str(cols)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_a_reduction_alone_is_grouped_only_over_more_than_one_row():
+    for rows, grouped in [(1, False), (2, True), (300, True)]:
+        src = f"fn f(x: {T('f32', rows, 512)}) -> {T('f32', rows)} {{ max(x, axes=[1]) }}"
+        modules: list[str] = []
+        with applied_scripts(modules):
+            mind.compile(src, fn="f", threads=1, schedule="all", cache=False)(_args([(rows, 512)], "f32")[0])
+        assert bool(modules) == grouped, (rows, modules[:1])

@@ -35,7 +35,7 @@ from .vector_unit import VectorUnit
 
 __all__ = ["L2_SHARE", "MIN_BLOCKS", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
            "group_section", "plan_groups", "unblock_sums", "group_work", "BODY_OPS", "consumer_kind", "short_rows",
-           "reduction_tile", "ROW_VECTORS_TO_GROUP"]
+           "reduction_tile", "ROW_VECTORS_TO_GROUP", "worth_grouping"]
 
 L2_SHARE = 2
 """A block's live rows take at most 1/L2_SHARE of L2: the rest holds the next block's prefetched
@@ -515,6 +515,19 @@ def short_rows(group: Group, unit: VectorUnit) -> bool:
     return True
 
 
+def worth_grouping(group: Group, unit: VectorUnit, min_work: int) -> bool:
+    """Whether ``group`` is scheduled as a group: enough work (``group_work``), rows long enough
+    (``short_rows``) and, for a reduction that is its own consumer, more than one row.
+
+    Why the last: one row has no blocks to spread and nothing a per-op plan does not keep in cache,
+    and its result is read as a scalar (a ``tensor.collapse_shape`` to rank 0) by the ops after
+    it, whose vectorized read MLIR then folds through the forall's result into an invalid
+    ``vector.transfer_read`` (two indices into a 1-D tensor; convert-vector-to-llvm asserted)."""
+    if group_work(group) < min_work or short_rows(group, unit):
+        return False
+    return consumer_kind(group) != "reduction" or product(group.ranges[:group.prefix]) > 1
+
+
 GroupPlan = tuple[list[Any], Callable[[Sequence[int | None]], str]]
 
 
@@ -525,7 +538,7 @@ def plan_groups(unit: VectorUnit, plannable: Callable[[Any], bool],
     the builder of its section from its ops' tags (``linalg.schedule.schedule_module``)."""
     plans: list[GroupPlan] = []
     for group in find_groups(candidates, plannable):
-        if group_work(group) < min_work or short_rows(group, unit):
+        if not worth_grouping(group, unit, min_work):
             continue
         plans.append((group.ops, lambda tags, g=group: group_section(g, tags, unit, inner_tiles)))
     return plans
@@ -570,7 +583,7 @@ def _next_chain(module: Any, unit: VectorUnit, plannable: Callable[[Any], bool],
     module.operation.walk(visit)
     try:  # as the planners (``schedule_module``): an op of a form not foreseen is left as it is
         for group in find_groups(ops, plannable):
-            if group_work(group) < min_work or short_rows(group, unit):
+            if not worth_grouping(group, unit, min_work):
                 continue
             members = {hash(op.operation) for op in group.ops}
             for last in group.ops:
