@@ -33,11 +33,12 @@ class LoweringError(Exception):
 
 _LIGHT_DIALECTS = "mind.compiler.backend.linalg._mlir_light_dialects"
 _LIGHT_NAMES = ("linalg", "func", "builtin", "arith", "tensor", "scf", "transform", "math", "vector", "memref", "ub",
-                "bufferization")
+                "bufferization", "affine", "cf", "llvm", "omp")
 """The dialects whose ops the backends get views of while they walk a kernel (in the bodies of
 ``linalg.generic``: ``math``; in the bufferized module ``library_calls`` walks: ``memref``,
-``vector``, ``ub``, ``bufferization``): each generated module's import is a measurable share of a
-cold compile (``docs/backend-cpu.md``, Measurements), for classes no backend uses."""
+``vector``, ``ub``, ``bufferization``; in the loops ``movement_loops`` marks: ``affine``; in the
+LLVM-dialect module whose latches it annotates: ``cf``, ``llvm``, ``omp``): each generated module's
+import is a measurable share of a cold compile (``docs/backend-cpu.md``, Measurements), for classes no backend uses."""
 
 
 def _install_light_dialect_modules() -> None:
