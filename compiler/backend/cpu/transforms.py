@@ -112,7 +112,8 @@ def choose_matmul_tiles(m: int, n: int, k: int, elem_bits: int = 32, batch: bool
 
 def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_bits: int = 32,
                              unit: VectorUnit = AVX512, masked: bool = False) -> ElementwiseTiles:
-    """Innermost loop gets up to 4 vectors, the one above up to 2 rows, outer loops 1.
+    """Innermost loop gets up to 4 vectors, the one above 1 row (2 for rows of less than 2 vectors:
+    ``_second_rows``), outer loops 1.
 
     Reduction loops (tiled sequentially after the parallel forall) share what is left of a budget of
     8 vectors per tile, innermost first, so that no tile becomes a huge vector (``linalg.schedule``).
@@ -125,13 +126,14 @@ def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_b
     red: list[int] = []
     par_dims = [i for i, k in enumerate(kinds) if k == "parallel"]
     red_dims = [i for i, k in enumerate(kinds) if k != "parallel"]
+    inner = largest_divisor_at_most(ranges[-1], 4 * lanes)
     for i, size in enumerate(ranges):
         if kinds[i] == "parallel":
             pos = len(par_dims) - 1 - par_dims.index(i)  # 0 = innermost parallel loop
             if red_dims and i < max(red_dims):
                 bound = 1 if pos > 0 else 8
             else:
-                bound = 4 * lanes if pos == 0 else (2 if pos == 1 else 1)
+                bound = 4 * lanes if pos == 0 else (_second_rows(inner, lanes, bool(red_dims)) if pos == 1 else 1)
             par.append(largest_divisor_at_most(size, bound))
             red.append(0)
         else:
@@ -165,6 +167,16 @@ def column_vectors(unit: VectorUnit, elem_bits: int) -> int:
     4 zmm (``docs/backend-cpu.md``, Measurements); 8 ymm carried through the loop stay in registers."""
     vector_bytes = unit.lanes(elem_bits) * max(8, elem_bits) // 8
     return max(4, min(unit.registers // 2, COLUMN_RUN_BYTES // vector_bytes))
+
+
+def _second_rows(inner: int, lanes: int, reduction: bool) -> int:
+    """Rows of the loop above the innermost in an elementwise tile whose innermost loop has a tile
+    of ``inner`` elements: 2 only where a row is less than 2 vectors (or below a reduction's loops,
+    the plans of column reductions).  Why: a tile of 2 rows of 4 vectors ran 8-38% slower than one
+    row on both AVX2 and AVX-512 (a sigmoid chain keeps 8 vectors and its polynomial's constants
+    live, spilled even on 32 registers; a plain x * 2 + 1 of 1024x2048 f32 too;
+    ``docs/backend-cpu.md``, Measurements)."""
+    return 2 if reduction or inner < 2 * lanes else 1
 
 
 def _chain_rows(par: list[int], red: list[int], ranges: Sequence[int], kinds: Sequence[str], lanes: int) -> None:
