@@ -61,7 +61,7 @@ class Emitter:
     def fconst(self, v: float) -> Any: raise NotImplementedError
     def iconst(self, v: int) -> Any: raise NotImplementedError
     def fbin(self, op: str, a: Any, b: Any) -> Any: raise NotImplementedError  # addf subf mulf divf maximumf minimumf
-    def ibin(self, op: str, a: Any, b: Any) -> Any: raise NotImplementedError  # addi andi ori shli shrui
+    def ibin(self, op: str, a: Any, b: Any) -> Any: raise NotImplementedError  # addi subi andi ori shli shrui
     def fma(self, a: Any, b: Any, c: Any) -> Any: raise NotImplementedError
     def floor(self, a: Any) -> Any: raise NotImplementedError
     def cmpf(self, pred: str, a: Any, b: Any) -> Any: raise NotImplementedError
@@ -106,22 +106,27 @@ def build_exp(e: Emitter, x: Any) -> Any:
     r = e.fma(n, e.fconst(-ln2_lo), r)
     q = _poly(e, r, coeffs)
     y = e.fbin("addf", e.fma(q, e.fbin("mulf", r, r), r), e.fconst(1.0))
-    n1 = e.floor(e.fbin("mulf", n, e.fconst(0.5)))
-    n2 = e.fbin("subf", n, n1)
-    res = e.fbin("mulf", e.fbin("mulf", y, _pow2(e, n1)), _pow2(e, n2))
+    s1, s2 = _halves_of_pow2(e, n)
+    res = e.fbin("mulf", e.fbin("mulf", y, s1), s2)
     return e.select(isnan, x, res)
 
 
-def _pow2(e: Emitter, n: Any) -> Any:
-    """2^n for an integer-valued float n whose biased exponent n + bias is a normal one.
+def _halves_of_pow2(e: Emitter, n: Any) -> tuple[Any, Any]:
+    """2^floor(n/2) and 2^ceil(n/2) for an integer-valued float n of exp's range, whose product is 2^n.
 
-    Why not ``fptosi``: AVX2 has no f64 -> i64 vector conversion (AVX-512DQ's), so LLVM scalarized
-    it, four conversions and inserts per vector.  Adding 2^mant + bias puts n + bias into the low
-    mantissa bits (exactly: it is an integer below 2^mant), and shifting them left by mant makes them
-    the exponent field of 2^n: one add and one shift, in every vector unit."""
+    Why not ``fptosi``: AVX2 has no f64 -> i64 vector conversion (AVX-512DQ's) and no 64-bit
+    arithmetic shift, so LLVM scalarized them, four conversions and inserts per vector.  Adding
+    2^mant + 2 (bias + 1) makes u = n + 2 (bias + 1) (positive) the low mantissa bits, exactly; then
+    floor(u/2) - 1 and ceil(u/2) - 1 are the two biased exponents, each made by a logical shift, an
+    add and a shift into the exponent field (the bits above u shift out): as many operations as the
+    conversion's path, in every vector unit."""
     f = e.fmt
-    biased = e.to_int_bits(e.fbin("addf", n, e.fconst(2.0 ** f.mant + f.bias)))
-    return e.from_int_bits(e.ibin("shli", biased, e.iconst(f.mant)))
+    bits = e.to_int_bits(e.fbin("addf", n, e.fconst(2.0 ** f.mant + 2 * (f.bias + 1))))
+    half = e.ibin("shrui", bits, e.iconst(1))
+    low = e.ibin("addi", half, e.iconst(-1))
+    high = e.ibin("addi", e.ibin("subi", bits, half), e.iconst(-1))
+    return (e.from_int_bits(e.ibin("shli", low, e.iconst(f.mant))),
+            e.from_int_bits(e.ibin("shli", high, e.iconst(f.mant))))
 
 
 def _exponent(e: Emitter, ix: Any) -> Any:
