@@ -24,7 +24,7 @@ from mind.spec.record import FrozenRecord
 _set = object.__setattr__
 
 __all__ = ["GemmShape", "gemm_function", "gemm_symbol", "operand_type", "lhs_type", "VARIANTS", "LHS_LAYOUTS",
-           "GEMM_K_SLAB", "GEMM_N_BLOCK", "packed_type", "PACK_MIN_ROW_TILES"]
+           "GEMM_K_SLAB", "GEMM_N_BLOCK", "packed_type", "PACK_MIN_ROW_TILES", "PACK_CONFLICT_BYTES"]
 
 GEMM_K_SLAB = 128
 """K rows of B per slab: a 128 x 128 block of B (64 KiB of f32) is reused by every row tile."""
@@ -232,8 +232,14 @@ def packed_type(g: GemmShape) -> str:
     return f"memref<{GEMM_N_BLOCK // g.width}x{GEMM_K_SLAB}x{g.width}x{g.elem}>"
 
 
-PACK_MIN_ROW_TILES = 2
-"""Row tiles that read a packed block: with one, the copy would cost as much as it saves."""
+PACK_MIN_ROW_TILES = 32
+"""Row tiles from which B's blocks are packed whatever B's row stride: its copy is then a small part
+of the passes over it (at 4-8 row tiles, N = 256 f32, packing cost 5-15 %)."""
+
+PACK_CONFLICT_BYTES = 2048
+"""A row stride of B that is a multiple of this packs its blocks from two row tiles on: 128 rows at
+such a stride fall in at most 2 of the 64 sets of an x86 L1 (its ways are 4 KiB, 64 sets of 64-byte
+lines), so a tile's k loop missed L1 on every step whatever its reuse (N = 512 or 1024 f32)."""
 
 
 def _pack_b(t: _Text, g: GemmShape, nb: str, ne: str, kb: str, ke: str) -> None:
@@ -263,6 +269,21 @@ def _pack_b(t: _Text, g: GemmShape, nb: str, ne: str, kb: str, ke: str) -> None:
     t.line("}")
 
 
+def _packs(t: _Text, g: GemmShape, mty: str, m_whole: str) -> str:
+    """Whether B's blocks are packed (``_pack_b``): at least ``PACK_MIN_ROW_TILES`` row tiles, or two
+    and a row stride of B that is a multiple of ``PACK_CONFLICT_BYTES``."""
+    zero = t.index(0)
+    meta = t.fresh("meta")
+    t.line(f"%base{meta[1:]}, {meta}:5 = memref.extract_strided_metadata %B : {mty} -> "
+           f"memref<{g.elem}>, index, index, index, index, index")
+    stride = f"{meta}#3"
+    per_conflict = t.index(PACK_CONFLICT_BYTES // (int(g.elem[1:]) // 8))
+    conflict = t.op(f"arith.cmpi eq, {t.op(f'arith.remui {stride}, {per_conflict} : index', 'r')}, {zero} : index", "p")
+    two = t.op(f"arith.cmpi uge, {m_whole}, {t.index(2 * g.rows)} : index", "p")
+    many = t.op(f"arith.cmpi uge, {m_whole}, {t.index(PACK_MIN_ROW_TILES * g.rows)} : index", "p")
+    return t.op(f"arith.ori {many}, {t.op(f'arith.andi {two}, {conflict} : i1', 'p')} : i1", "pack")
+
+
 def gemm_function(name: str, g: GemmShape, strided_lhs: bool = False) -> str:
     """``func.func @name(%A, %B, %C, %accumulate: i1)``: C += A @ B if ``accumulate``, else C = A @ B
     (C is then only written, never read: the zero fill in front of a matmul is not needed), every
@@ -282,7 +303,7 @@ def gemm_function(name: str, g: GemmShape, strided_lhs: bool = False) -> str:
     m_whole = t.op(f"arith.subi {m}, {t.op(f'arith.remui {m}, {rows_c} : index', 'rem')} : index", "mw")
     kslab, nblock = t.index(GEMM_K_SLAB), t.index(GEMM_N_BLOCK)
     t.line(f"%Bp = memref.alloca() {{alignment = 64 : i64}} : {packed_type(g)}")
-    pack = t.op(f"arith.cmpi uge, {m_whole}, {t.index(PACK_MIN_ROW_TILES * g.rows)} : index", "pack")
+    pack = _packs(t, g, mty, m_whole)
     t.line(f"scf.for %kb = {zero} to {k} step {kslab} {{")
     t.depth += 1
     ke = t.op(f"arith.minui {t.op(f'arith.addi %kb, {kslab} : index', 'ke')}, {k} : index", "ke")
