@@ -36,7 +36,8 @@ def kernels(request):
     dt, cpu = request.param
     npdt = {"f32": np.float32, "f64": np.float64}[dt]
     opts = CpuOptions.resolve(threads=2, cache=False, cpu=cpu)
-    return dt, npdt, compile_kernel(K.exp_kernel(N, dt), "kexp", opts), compile_kernel(K.log_kernel(N, dt), "klog", opts)
+    return (dt, npdt, compile_kernel(K.exp_kernel(N, dt), "kexp", opts),
+            compile_kernel(K.log_kernel(N, dt), "klog", opts))
 
 
 def _special(npdt):

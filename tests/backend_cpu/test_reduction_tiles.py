@@ -65,7 +65,8 @@ def test_accumulators_carried_in_registers_are_whole_vectors(unit, bits):
             assert block in [k * lanes for k in (1, 2, 4, 8) if k <= vectors] or block == size < lanes
         width = tile or block
         assert masked == (size % width != 0 or size % block != 0)
-        assert _column_tiles(size, lanes, False, vectors) == (block, tile, False) or masked  # unmasked plans unchanged
+        # unmasked plans unchanged
+        assert _column_tiles(size, lanes, False, vectors) == (block, tile, False) or masked
         unmasked = _column_tiles(size, lanes, False, vectors)
         assert not unmasked[2] and size % unmasked[0] == 0
 

@@ -203,9 +203,10 @@ def _column_tiles(size: int, lanes: int, masked: bool = False, vectors: int = 4)
     """A column reduction's contiguous loop: (forall block, sequential tile or 0 when the block is
     one tile, masked).  Blocks of up to 4 tiles (but a quarter of the loop when that is more than
     one tile, so that threads have blocks to share), swept row by row in tiles of up to ``vectors``
-    whole vectors (``column_vectors``) where they divide the block, else of up to 4 vectors.  Why: each step then
-    reads a contiguous run of every row it reduces, where a forall block of one 4-vector tile read 256 bytes per row of the
-    whole matrix (a 4096x1000 f32 column max; ``docs/backend-cpu.md``, Measurements).
+    whole vectors (``column_vectors``) where they divide the block, else of up to 4 vectors.  Why:
+    each step then reads a contiguous run of every row it reduces, where a forall block of one
+    4-vector tile read 256 bytes per row of the whole matrix (a 4096x1000 f32 column max;
+    ``docs/backend-cpu.md``, Measurements).
 
     A block that is one tile keeps its accumulators in registers across the reduction loop, which
     LLVM's AVX-512 lowering does for whole vectors in counts of 1, 2 or 4 and for a loop narrower
