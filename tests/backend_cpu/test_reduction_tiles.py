@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from mind.calling import select_function
 from mind.compiler.backend.cpu.api import compile_function
 from mind.compiler.backend.cpu.kernel_library import host_isa
-from mind.compiler.backend.cpu.transforms import _column_tiles, choose_elementwise_tiles
+from mind.compiler.backend.cpu.transforms import _column_tiles, choose_elementwise_tiles, column_vectors
 from mind.compiler.backend.cpu.vector_unit import AVX512, VECTOR_UNITS
 from mind.ir.parser import parse_module
 from mind.reference.accuracy import check_op
@@ -33,10 +33,22 @@ def test_a_column_reduction_is_tiled_in_contiguous_blocks(cols, bits, unit):
     block, tile = t.parallel[1], t.reduction[1]
     assert cols % block == 0 and block % tile == 0 and block > tile  # whole tiles of a larger block
     assert cols // block >= min(4, cols // (4 * lanes))  # blocks for the threads to share
-    assert tile <= 4 * lanes and block <= 16 * lanes
-    if any(block % (k * lanes) == 0 for k in range(1, 5)):
+    vectors = column_vectors(unit, bits)
+    assert tile <= vectors * lanes and block <= 4 * vectors * lanes
+    if any(block % (k * lanes) == 0 for k in range(1, vectors + 1)):
         assert tile % lanes == 0  # whole vectors where they divide the block
+    else:
+        assert tile <= 4 * lanes
     assert t.reduction[0] * tile <= 8 * lanes  # the rows of a tile keep to the register budget
+
+
+def test_a_column_tile_reads_256_bytes_of_a_row():
+    # a blocked f64 sum's first level has rows of 32: AVX2 takes the row in one block of 8 ymm (8
+    # chains of adds), as AVX-512 does in 4 zmm, where 4 ymm made two blocks of half rows
+    for unit in (AVX512, AVX2):
+        t = choose_elementwise_tiles([1024, 128, 32], ["parallel", "reduction", "parallel"], 64, unit)
+        assert t.parallel == (1, 0, 32)
+    assert column_vectors(AVX2, 64) == column_vectors(AVX2, 32) == 8 and column_vectors(AVX512, 32) == 4
 
 
 @pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
@@ -44,17 +56,18 @@ def test_a_column_reduction_is_tiled_in_contiguous_blocks(cols, bits, unit):
 def test_accumulators_carried_in_registers_are_whole_vectors(unit, bits):
     # a loop-carried vector of 3 or 2.5 registers (48, 40 f32) is scalarized by LLVM: a block that is
     # one tile is 1, 2 or 4 vectors or a whole loop narrower than one, else whole vectors, masked
-    lanes = unit.lanes(bits)
+    lanes, vectors = unit.lanes(bits), column_vectors(unit, bits)
     for size in list(range(1, 300)) + [333, 777, 1000, 1001, 4096, 32768]:
-        block, tile, masked = _column_tiles(size, lanes, masked=True)
+        block, tile, masked = _column_tiles(size, lanes, True, vectors)
         if tile:  # a block swept in tiles reads and writes its accumulators every step
             assert tile >= lanes or tile & (tile - 1) == 0 and tile > 1
         else:
-            assert block in (lanes, 2 * lanes, 4 * lanes) or block == size < lanes
+            assert block in [k * lanes for k in (1, 2, 4, 8) if k <= vectors] or block == size < lanes
         width = tile or block
         assert masked == (size % width != 0 or size % block != 0)
-        assert _column_tiles(size, lanes) == (block, tile, False) or masked  # unmasked plans unchanged
-        unmasked = _column_tiles(size, lanes)
+        # unmasked plans unchanged
+        assert _column_tiles(size, lanes, False, vectors) == (block, tile, False) or masked
+        unmasked = _column_tiles(size, lanes, False, vectors)
         assert not unmasked[2] and size % unmasked[0] == 0
 
 

@@ -34,8 +34,11 @@ def test_tiles_follow_the_vector_unit():
     assert (choose_matmul_tiles(512, 512, 512, unit=AVX2).reg_m, choose_matmul_tiles(512, 512, 512, unit=AVX2).reg_n) == (4, 16)
     assert (choose_matmul_tiles(512, 512, 512).reg_m, choose_matmul_tiles(512, 512, 512).reg_n) == (8, 32)
     assert choose_matmul_tiles(64, 8, 64, unit=AVX2).reg_m == 8  # one vector per row: 8 rows
-    assert choose_elementwise_tiles([64, 256], ["parallel", "parallel"], unit=AVX2).parallel == (2, 32)
-    assert choose_elementwise_tiles([64, 256], ["parallel", "parallel"]).parallel == (2, 64)
+    assert choose_elementwise_tiles([64, 256], ["parallel", "parallel"], unit=AVX2).parallel == (1, 32)
+    assert choose_elementwise_tiles([64, 256], ["parallel", "parallel"]).parallel == (1, 64)
+    # two rows only where a row's tile is less than 2 vectors
+    assert choose_elementwise_tiles([64, 22], ["parallel", "parallel"], unit=AVX2).parallel == (1, 22)
+    assert choose_elementwise_tiles([64, 22], ["parallel", "parallel"]).parallel == (2, 22)
     conv = choose_conv_tiles(8, 54, 54, 64, 3, 3, 64, unit=AVX2)
     assert conv is not None and -(-conv.f // 8) * conv.ow <= 12  # 12 accumulators of 16 ymm
 

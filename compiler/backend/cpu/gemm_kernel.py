@@ -24,7 +24,7 @@ from mind.spec.record import FrozenRecord
 _set = object.__setattr__
 
 __all__ = ["GemmShape", "gemm_function", "gemm_symbol", "operand_type", "lhs_type", "VARIANTS", "LHS_LAYOUTS",
-           "GEMM_K_SLAB", "GEMM_N_BLOCK"]
+           "GEMM_K_SLAB", "GEMM_N_BLOCK", "packed_type", "PACK_MIN_ROW_TILES", "PACK_CONFLICT_BYTES"]
 
 GEMM_K_SLAB = 128
 """K rows of B per slab: a 128 x 128 block of B (64 KiB of f32) is reused by every row tile."""
@@ -113,11 +113,13 @@ class _Text:
 
 
 def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str, j: str, width_left: str,
-          kb: str, ke: str, one: str) -> None:
+          kb: str, ke: str, one: str, panel: str = "") -> None:
     """One register tile of ``rows`` x ``vectors`` vectors at (i, j): load C, accumulate over k in
     [kb, ke), store C.
 
-    ``masked``: only the first ``width_left`` columns exist (fewer than the tile's width)."""
+    ``masked``: only the first ``width_left`` columns exist (fewer than the tile's width).
+    ``panel``: the index of the tile's columns in the packed block of B (``_pack_b``), read there
+    instead of in B."""
     mty = operand_type(g.elem)
     vty = f"vector<{g.lanes}x{g.elem}>"
     mask_ty = f"vector<{g.lanes}xi1>"
@@ -157,7 +159,12 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
     iters = ", ".join(f"{a} = {x}" for a, x in zip(accs, acc0))
     t.line(f"{results}:{len(accs)} = scf.for %k = {kb} to {ke} step {one} iter_args({iters}) -> ({types}) {{")
     t.depth += 1
-    bs = [load("%B", "%k", v) for v in range(vectors)]
+    if panel:
+        kk = t.op(f"arith.subi %k, {kb} : index", "kk")
+        bs = [t.op(f"vector.load %Bp[{panel}, {kk}, {t.index(v * g.lanes)}] : {packed_type(g)}, {vty}", "ld")
+              for v in range(vectors)]
+    else:
+        bs = [load("%B", "%k", v) for v in range(vectors)]
     new: list[str] = []
     for r in range(rows):
         a = t.op(f"memref.load %A[{row_idx[r]}, %k] : {t.a_type}", "a")
@@ -176,18 +183,29 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
                 t.line(f"vector.store {val}, %C[{row_idx[r]}, {cols[v]}] : {mty}, {vty}")
 
 
-def _column_tiles(t: _Text, g: GemmShape, rows: int, i: str, nb: str, ne: str, kb: str, ke: str,
-                  one: str) -> None:
-    """The register tiles of one row band across the column block [nb, ne): whole tiles, then one
-    masked tile for the columns left over: two vectors wide if they need both, else one (a narrow
-    output, N <= lanes, then does no work on lanes that do not exist)."""
+def _whole_columns_end(t: _Text, g: GemmShape, nb: str, ne: str) -> str:
+    """The end of the whole register tiles of the column block [nb, ne)."""
     width = t.index(g.width)
     span = t.op(f"arith.subi {ne}, {nb} : index", "span")
     whole = t.op(f"arith.subi {span}, {t.op(f'arith.remui {span}, {width} : index', 'rem')} : index", "whole")
-    je = t.op(f"arith.addi {nb}, {whole} : index", "je")
-    t.line(f"scf.for %j{rows} = {nb} to {je} step {width} {{")
+    return t.op(f"arith.addi {nb}, {whole} : index", "je")
+
+
+def _column_tiles(t: _Text, g: GemmShape, rows: int, i: str, nb: str, ne: str, kb: str, ke: str,
+                  one: str, packed: bool = False) -> None:
+    """The register tiles of one row band across the column block [nb, ne): whole tiles (their B
+    from the packed block when ``packed``), then one masked tile for the columns left over: two
+    vectors wide if they need both, else one (a narrow output, N <= lanes, then does no work on
+    lanes that do not exist)."""
+    width = t.index(g.width)
+    je = _whole_columns_end(t, g, nb, ne)
+    loop = f"%j{rows}" + ("p" if packed else "")
+    t.line(f"scf.for {loop} = {nb} to {je} step {width} {{")
     t.depth += 1
-    _tile(t, g, rows, 2, False, i, f"%j{rows}", "", kb, ke, one)
+    panel = ""
+    if packed:
+        panel = t.op(f"arith.divui {t.op(f'arith.subi {loop}, {nb} : index', 'jr')}, {width} : index", "jt")
+    _tile(t, g, rows, 2, False, i, loop, "", kb, ke, one, panel)
     t.depth -= 1
     t.line("}")
     left = t.op(f"arith.subi {ne}, {je} : index", "left")
@@ -208,6 +226,64 @@ def _column_tiles(t: _Text, g: GemmShape, rows: int, i: str, nb: str, ne: str, k
     t.line("}")
 
 
+def packed_type(g: GemmShape) -> str:
+    """The packed block of B: ``[GEMM_N_BLOCK / width, GEMM_K_SLAB, width]``, one register tile's
+    columns of every k of the slab one after the other."""
+    return f"memref<{GEMM_N_BLOCK // g.width}x{GEMM_K_SLAB}x{g.width}x{g.elem}>"
+
+
+PACK_MIN_ROW_TILES = 32
+"""Row tiles from which B's blocks are packed whatever B's row stride: its copy is then a small part
+of the passes over it (at 4-8 row tiles, N = 256 f32, packing cost 5-15 %)."""
+
+PACK_CONFLICT_BYTES = 2048
+"""A row stride of B that is a multiple of this packs its blocks from two row tiles on: 128 rows at
+such a stride fall in at most 2 of the 64 sets of an x86 L1 (its ways are 4 KiB, 64 sets of 64-byte
+lines), so a tile's k loop missed L1 on every step whatever its reuse (N = 512 or 1024 f32)."""
+
+
+def _pack_b(t: _Text, g: GemmShape, nb: str, ne: str, kb: str, ke: str) -> None:
+    """Copy the whole register tiles' columns of B's block (rows [kb, ke), columns [nb, ne)) into
+    ``%Bp``, each tile's columns contiguous from k to k.
+
+    Why: B's rows are a row stride apart, so a tile's k loop read one line per step at that stride;
+    at a stride of 4 KiB (N = 1024 f32) every line maps to the same set of L1, the block was re-read
+    from L2 by every row tile, and the AVX2 GEMM (two B lines per 12 FMAs) ran at half its
+    AVX-512 rate.  Packed, each tile reads one contiguous run that stays in L1 across its k loop."""
+    width = t.index(g.width)
+    je = _whole_columns_end(t, g, nb, ne)
+    vty = f"vector<{g.lanes}x{g.elem}>"
+    t.line(f"scf.for %pk = {kb} to {ke} step {t.index(1)} {{")
+    t.depth += 1
+    kk = t.op(f"arith.subi %pk, {kb} : index", "kk")
+    t.line(f"scf.for %pj = {nb} to {je} step {width} {{")
+    t.depth += 1
+    jt = t.op(f"arith.divui {t.op(f'arith.subi %pj, {nb} : index', 'jr')}, {width} : index", "jt")
+    for v in range(2):
+        col = t.op(f"arith.addi %pj, {t.index(v * g.lanes)} : index", "j")
+        val = t.op(f"vector.load %B[%pk, {col}] : {operand_type(g.elem)}, {vty}", "ld")
+        t.line(f"vector.store {val}, %Bp[{jt}, {kk}, {t.index(v * g.lanes)}] : {packed_type(g)}, {vty}")
+    t.depth -= 1
+    t.line("}")
+    t.depth -= 1
+    t.line("}")
+
+
+def _packs(t: _Text, g: GemmShape, mty: str, m_whole: str) -> str:
+    """Whether B's blocks are packed (``_pack_b``): at least ``PACK_MIN_ROW_TILES`` row tiles, or two
+    and a row stride of B that is a multiple of ``PACK_CONFLICT_BYTES``."""
+    zero = t.index(0)
+    meta = t.fresh("meta")
+    t.line(f"%base{meta[1:]}, {meta}:5 = memref.extract_strided_metadata %B : {mty} -> "
+           f"memref<{g.elem}>, index, index, index, index, index")
+    stride = f"{meta}#3"
+    per_conflict = t.index(PACK_CONFLICT_BYTES // (int(g.elem[1:]) // 8))
+    conflict = t.op(f"arith.cmpi eq, {t.op(f'arith.remui {stride}, {per_conflict} : index', 'r')}, {zero} : index", "p")
+    two = t.op(f"arith.cmpi uge, {m_whole}, {t.index(2 * g.rows)} : index", "p")
+    many = t.op(f"arith.cmpi uge, {m_whole}, {t.index(PACK_MIN_ROW_TILES * g.rows)} : index", "p")
+    return t.op(f"arith.ori {many}, {t.op(f'arith.andi {two}, {conflict} : i1', 'p')} : i1", "pack")
+
+
 def gemm_function(name: str, g: GemmShape, strided_lhs: bool = False) -> str:
     """``func.func @name(%A, %B, %C, %accumulate: i1)``: C += A @ B if ``accumulate``, else C = A @ B
     (C is then only written, never read: the zero fill in front of a matmul is not needed), every
@@ -226,6 +302,8 @@ def gemm_function(name: str, g: GemmShape, strided_lhs: bool = False) -> str:
     rows_c = t.index(g.rows)
     m_whole = t.op(f"arith.subi {m}, {t.op(f'arith.remui {m}, {rows_c} : index', 'rem')} : index", "mw")
     kslab, nblock = t.index(GEMM_K_SLAB), t.index(GEMM_N_BLOCK)
+    t.line(f"%Bp = memref.alloca() {{alignment = 64 : i64}} : {packed_type(g)}")
+    pack = _packs(t, g, mty, m_whole)
     t.line(f"scf.for %kb = {zero} to {k} step {kslab} {{")
     t.depth += 1
     ke = t.op(f"arith.minui {t.op(f'arith.addi %kb, {kslab} : index', 'ke')}, {k} : index", "ke")
@@ -234,9 +312,22 @@ def gemm_function(name: str, g: GemmShape, strided_lhs: bool = False) -> str:
     t.line(f"scf.for %nb = {zero} to {n} step {nblock} {{")
     t.depth += 1
     ne = t.op(f"arith.minui {t.op(f'arith.addi %nb, {nblock} : index', 'ne')}, {n} : index", "ne")
+    t.line(f"scf.if {pack} {{")
+    t.depth += 1
+    _pack_b(t, g, "%nb", ne, "%kb", ke)
+    t.line(f"scf.for %ip = {zero} to {m_whole} step {rows_c} {{")
+    t.depth += 1
+    _column_tiles(t, g, g.rows, "%ip", "%nb", ne, "%kb", ke, one, packed=True)
+    t.depth -= 1
+    t.line("}")
+    t.depth -= 1
+    t.line("} else {")
+    t.depth += 1
     t.line(f"scf.for %i = {zero} to {m_whole} step {rows_c} {{")
     t.depth += 1
     _column_tiles(t, g, g.rows, "%i", "%nb", ne, "%kb", ke, one)
+    t.depth -= 1
+    t.line("}")
     t.depth -= 1
     t.line("}")
     t.line(f"scf.for %r = {m_whole} to {m} step {one} {{")

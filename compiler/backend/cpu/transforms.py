@@ -112,7 +112,8 @@ def choose_matmul_tiles(m: int, n: int, k: int, elem_bits: int = 32, batch: bool
 
 def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_bits: int = 32,
                              unit: VectorUnit = AVX512, masked: bool = False) -> ElementwiseTiles:
-    """Innermost loop gets up to 4 vectors, the one above up to 2 rows, outer loops 1.
+    """Innermost loop gets up to 4 vectors, the one above 1 row (2 for rows of less than 2 vectors:
+    ``_second_rows``), outer loops 1.
 
     Reduction loops (tiled sequentially after the parallel forall) share what is left of a budget of
     8 vectors per tile, innermost first, so that no tile becomes a huge vector (``linalg.schedule``).
@@ -125,13 +126,14 @@ def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_b
     red: list[int] = []
     par_dims = [i for i, k in enumerate(kinds) if k == "parallel"]
     red_dims = [i for i, k in enumerate(kinds) if k != "parallel"]
+    inner = largest_divisor_at_most(ranges[-1], 4 * lanes)
     for i, size in enumerate(ranges):
         if kinds[i] == "parallel":
             pos = len(par_dims) - 1 - par_dims.index(i)  # 0 = innermost parallel loop
             if red_dims and i < max(red_dims):
                 bound = 1 if pos > 0 else 8
             else:
-                bound = 4 * lanes if pos == 0 else (2 if pos == 1 else 1)
+                bound = 4 * lanes if pos == 0 else (_second_rows(inner, lanes, bool(red_dims)) if pos == 1 else 1)
             par.append(largest_divisor_at_most(size, bound))
             red.append(0)
         else:
@@ -139,7 +141,7 @@ def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_b
             red.append(0)
     last = len(ranges) - 1
     if red_dims and par_dims and par_dims[-1] == last > max(red_dims):
-        par[last], red[last], masked = _column_tiles(ranges[last], lanes, masked)
+        par[last], red[last], masked = _column_tiles(ranges[last], lanes, masked, column_vectors(unit, elem_bits))
         if not red[last] and product(ranges) * elem_bits // 8 <= unit.l2_bytes:
             _chain_rows(par, red, ranges, kinds, lanes)
     else:
@@ -151,6 +153,30 @@ def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_b
         red[i] = t
         budget = max(1, budget // t)
     return ElementwiseTiles(tuple(par), tuple(red), masked)
+
+
+COLUMN_RUN_BYTES = 256
+"""What a column reduction's whole-vector tile may read of each row: 4 cache lines, 4 AVX-512 vectors."""
+
+
+def column_vectors(unit: VectorUnit, elem_bits: int) -> int:
+    """Whole vectors of a column reduction's tile: ``COLUMN_RUN_BYTES`` of a row, at least 4 and at
+    most half the registers (the rest hold what the adds read).  Why bytes and not 4 vectors: AVX2's
+    4 ymm are 128 bytes, so a blocked sum's first level (rows of 32 f64) was two blocks, each reading
+    half of every row's 256 bytes with 4 chains of adds, 1.4-1.6x slower than AVX-512's one block of
+    4 zmm (``docs/backend-cpu.md``, Measurements); 8 ymm carried through the loop stay in registers."""
+    vector_bytes = unit.lanes(elem_bits) * max(8, elem_bits) // 8
+    return max(4, min(unit.registers // 2, COLUMN_RUN_BYTES // vector_bytes))
+
+
+def _second_rows(inner: int, lanes: int, reduction: bool) -> int:
+    """Rows of the loop above the innermost in an elementwise tile whose innermost loop has a tile
+    of ``inner`` elements: 2 only where a row is less than 2 vectors (or below a reduction's loops,
+    the plans of column reductions).  Why: a tile of 2 rows of 4 vectors ran 8-38% slower than one
+    row on both AVX2 and AVX-512 (a sigmoid chain keeps 8 vectors and its polynomial's constants
+    live, spilled even on 32 registers; a plain x * 2 + 1 of 1024x2048 f32 too;
+    ``docs/backend-cpu.md``, Measurements)."""
+    return 2 if reduction or inner < 2 * lanes else 1
 
 
 def _chain_rows(par: list[int], red: list[int], ranges: Sequence[int], kinds: Sequence[str], lanes: int) -> None:
@@ -173,13 +199,14 @@ def _chain_rows(par: list[int], red: list[int], ranges: Sequence[int], kinds: Se
         par[outer[-1]] = largest_divisor_at_most(ranges[outer[-1]], -(-CHAINS // chains))
 
 
-def _column_tiles(size: int, lanes: int, masked: bool = False) -> tuple[int, int, bool]:
+def _column_tiles(size: int, lanes: int, masked: bool = False, vectors: int = 4) -> tuple[int, int, bool]:
     """A column reduction's contiguous loop: (forall block, sequential tile or 0 when the block is
-    one tile, masked).  Blocks of up to 16 vectors (but a quarter of the loop when that is more than
-    4 vectors, so that threads have blocks to share), swept row by row in tiles of up to 4 vectors
-    (whole vectors where they divide the block).  Why: each step then reads a contiguous run of
-    every row it reduces, where a forall block of one 4-vector tile read 256 bytes per row of the
-    whole matrix (a 4096x1000 f32 column max; ``docs/backend-cpu.md``, Measurements).
+    one tile, masked).  Blocks of up to 4 tiles (but a quarter of the loop when that is more than
+    one tile, so that threads have blocks to share), swept row by row in tiles of up to ``vectors``
+    whole vectors (``column_vectors``) where they divide the block, else of up to 4 vectors.  Why:
+    each step then reads a contiguous run of every row it reduces, where a forall block of one
+    4-vector tile read 256 bytes per row of the whole matrix (a 4096x1000 f32 column max;
+    ``docs/backend-cpu.md``, Measurements).
 
     A block that is one tile keeps its accumulators in registers across the reduction loop, which
     LLVM's AVX-512 lowering does for whole vectors in counts of 1, 2 or 4 and for a loop narrower
@@ -191,16 +218,19 @@ def _column_tiles(size: int, lanes: int, masked: bool = False) -> tuple[int, int
     blocks of one tile (a masked tile swept inside a larger block, its accumulators read and written
     every step, ran slower: 2000x333 f32 over axis 0 on AVX2), the last one masked; and so does
     a block swept in tiles narrower than a vector that are not a power of two (3 of 111 f64)."""
-    bound = min(16 * lanes, max(4 * lanes, size // 4))
-    block = largest_divisor_at_most(size, bound)
-    whole = [d for d in range(lanes, 4 * lanes + 1, lanes) if block % d == 0]
-    tile = whole[-1] if whole else largest_divisor_at_most(block, 4 * lanes)
-    narrow = 2 <= tile < lanes and tile & (tile - 1) == 0  # a power of two narrower than a vector
-    if block > tile:  # accumulators read and written every step: any width of whole vectors
-        fits = tile >= lanes or narrow
-    else:  # accumulators carried in registers through the reduction loop
-        fits = tile in (lanes, 2 * lanes, 4 * lanes) or tile == size < lanes
-    if fits or not masked:
+    for v in sorted({vectors, 4}, reverse=True):  # the wider tiles where they fit, else 4 vectors
+        bound = min(4 * v * lanes, max(v * lanes, size // 4))
+        block = largest_divisor_at_most(size, bound)
+        whole = [d for d in range(lanes, v * lanes + 1, lanes) if block % d == 0]
+        tile = whole[-1] if whole else largest_divisor_at_most(block, 4 * lanes)
+        narrow = 2 <= tile < lanes and tile & (tile - 1) == 0  # a power of two narrower than a vector
+        if block > tile:  # accumulators read and written every step: any width of whole vectors
+            fits = tile >= lanes or narrow
+        else:  # accumulators carried in registers through the reduction loop: 1, 2, 4, ... vectors
+            fits = tile % lanes == 0 and (tile // lanes) & (tile // lanes - 1) == 0 or tile == size < lanes
+        if fits:
+            return block, (tile if block > tile else 0), False
+    if not masked:
         return block, (tile if block > tile else 0), False
     return lanes * min(4, 1 << (-(-size // lanes) - 1).bit_length()), 0, True
 

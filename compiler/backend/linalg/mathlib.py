@@ -61,15 +61,13 @@ class Emitter:
     def fconst(self, v: float) -> Any: raise NotImplementedError
     def iconst(self, v: int) -> Any: raise NotImplementedError
     def fbin(self, op: str, a: Any, b: Any) -> Any: raise NotImplementedError  # addf subf mulf divf maximumf minimumf
-    def ibin(self, op: str, a: Any, b: Any) -> Any: raise NotImplementedError  # addi subi andi shli shrsi
+    def ibin(self, op: str, a: Any, b: Any) -> Any: raise NotImplementedError  # addi subi andi ori shli shrui
     def fma(self, a: Any, b: Any, c: Any) -> Any: raise NotImplementedError
     def floor(self, a: Any) -> Any: raise NotImplementedError
     def cmpf(self, pred: str, a: Any, b: Any) -> Any: raise NotImplementedError
     def select(self, c: Any, a: Any, b: Any) -> Any: raise NotImplementedError
     def to_int_bits(self, a: Any) -> Any: raise NotImplementedError     # bitcast float -> int
     def from_int_bits(self, a: Any) -> Any: raise NotImplementedError   # bitcast int -> float
-    def fptosi(self, a: Any) -> Any: raise NotImplementedError
-    def sitofp(self, a: Any) -> Any: raise NotImplementedError
 
 
 def _poly(e: Emitter, x: Any, coeffs: list[float]) -> Any:
@@ -108,13 +106,39 @@ def build_exp(e: Emitter, x: Any) -> Any:
     r = e.fma(n, e.fconst(-ln2_lo), r)
     q = _poly(e, r, coeffs)
     y = e.fbin("addf", e.fma(q, e.fbin("mulf", r, r), r), e.fconst(1.0))
-    ni = e.fptosi(n)
-    n1 = e.ibin("shrsi", ni, e.iconst(1))
-    n2 = e.ibin("subi", ni, n1)
-    s1 = e.from_int_bits(e.ibin("shli", e.ibin("addi", n1, e.iconst(f.bias)), e.iconst(f.mant)))
-    s2 = e.from_int_bits(e.ibin("shli", e.ibin("addi", n2, e.iconst(f.bias)), e.iconst(f.mant)))
+    s1, s2 = _halves_of_pow2(e, n)
     res = e.fbin("mulf", e.fbin("mulf", y, s1), s2)
     return e.select(isnan, x, res)
+
+
+def _halves_of_pow2(e: Emitter, n: Any) -> tuple[Any, Any]:
+    """2^floor(n/2) and 2^ceil(n/2) for an integer-valued float n of exp's range, whose product is 2^n.
+
+    Why not ``fptosi``: AVX2 has no f64 -> i64 vector conversion (AVX-512DQ's) and no 64-bit
+    arithmetic shift, so LLVM scalarized them, four conversions and inserts per vector.  Adding
+    2^mant + 2 (bias + 1) makes u = n + 2 (bias + 1) (positive) the low mantissa bits, exactly; then
+    floor(u/2) - 1 and ceil(u/2) - 1 are the two biased exponents, each made by a logical shift, an
+    add and a shift into the exponent field (the bits above u shift out): as many operations as the
+    conversion's path, in every vector unit."""
+    f = e.fmt
+    bits = e.to_int_bits(e.fbin("addf", n, e.fconst(2.0 ** f.mant + 2 * (f.bias + 1))))
+    half = e.ibin("shrui", bits, e.iconst(1))
+    low = e.ibin("addi", half, e.iconst(-1))
+    high = e.ibin("addi", e.ibin("subi", bits, half), e.iconst(-1))
+    return (e.from_int_bits(e.ibin("shli", low, e.iconst(f.mant))),
+            e.from_int_bits(e.ibin("shli", high, e.iconst(f.mant))))
+
+
+def _exponent(e: Emitter, ix: Any) -> Any:
+    """The unbiased exponent field of the bits ``ix`` of a positive float, as a float.
+
+    Why not ``sitofp``: AVX2 has no i64 -> f64 vector conversion (and no 64-bit arithmetic shift),
+    so LLVM scalarized it.  The field, shifted down logically, becomes the low mantissa bits of
+    2^mant, which then holds 2^mant + field exactly; subtracting 2^mant + bias leaves field - bias."""
+    f = e.fmt
+    field = e.ibin("shrui", ix, e.iconst(f.mant))
+    with_one = e.from_int_bits(e.ibin("ori", field, e.iconst(f.bits_of(2.0 ** f.mant))))
+    return e.fbin("subf", with_one, e.fconst(2.0 ** f.mant + f.bias))
 
 
 def _hexf(bits: int, fmt: FloatFormat) -> float:
@@ -138,9 +162,10 @@ def build_log(e: Emitter, x: Any) -> Any:
         pre, min_normal = 54, 2.0**-1022
     tiny = e.cmpf("olt", x, e.fconst(min_normal))
     xs = e.select(tiny, e.fbin("mulf", x, e.fconst(2.0**pre)), x)
-    kadj = e.select(tiny, e.iconst(-pre), e.iconst(0))
+    kadj = e.select(tiny, e.fconst(-pre), e.fconst(0.0))
     ix = e.ibin("addi", e.to_int_bits(xs), e.iconst(one_bits - sqrth_bits))
-    k = e.ibin("addi", e.ibin("subi", e.ibin("shrsi", ix, e.iconst(f.mant)), e.iconst(f.bias)), kadj)
+    # a negative x (sign bit set) gives a wrong exponent here and NaN at the end
+    dk = e.fbin("addf", _exponent(e, ix), kadj)
     ix = e.ibin("addi", e.ibin("andi", ix, e.iconst(mask)), e.iconst(sqrth_bits))
     fm = e.fbin("subf", e.from_int_bits(ix), e.fconst(1.0))
     s = e.fbin("divf", fm, e.fbin("addf", e.fconst(2.0), fm))
@@ -152,7 +177,6 @@ def build_log(e: Emitter, x: Any) -> Any:
     t2 = e.fbin("mulf", z, _poly(e, w, list(reversed(odd))))
     big_r = e.fbin("addf", t2, t1)
     hfsq = e.fbin("mulf", e.fbin("mulf", e.fconst(0.5), fm), fm)
-    dk = e.sitofp(k)
     res = e.fbin("mulf", s, e.fbin("addf", hfsq, big_r))
     res = e.fma(dk, e.fconst(ln2_lo), res)
     res = e.fbin("subf", res, hfsq)
@@ -244,12 +268,6 @@ class TextEmitter(Emitter):
 
     def from_int_bits(self, a: str) -> str:
         return self._emit(f"arith.bitcast {a} : {self.ity} to {self.ty}")
-
-    def fptosi(self, a: str) -> str:
-        return self._int(self._emit(f"arith.fptosi {a} : {self.ty} to {self.ity}"))
-
-    def sitofp(self, a: str) -> str:
-        return self._emit(f"arith.sitofp {a} : {self.ity} to {self.ty}")
 
 
 def _text(build: Callable[[Emitter, Any], Any], x: str, ty: str, prefix: str) -> tuple[list[str], str]:
