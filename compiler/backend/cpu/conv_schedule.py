@@ -28,8 +28,8 @@ Two neighbours are scheduled with the conv when ``emit`` produced them for it:
   offset output map): with a batch > 1 it is split over the images (``scf.forall``).
 
 Register block (``choose_conv_tiles``): tile sizes divide the static shapes (a partial tile would have
-dynamic shapes and stay scalar); at most 24 accumulator vectors (32 zmm registers minus the filter
-row and a broadcast); a row of 1, 2 or 4 whole vectors, or one narrow vector when F is not a lane
+dynamic shapes and stay scalar); at most three quarters of the registers as accumulators (24 zmm),
+and those with the filter row and a broadcast within the registers; a row of 1, 2 or 4 whole vectors, or one narrow vector when F is not a lane
 multiple (other row lengths are scalarized by LLVM); among those, the block of least estimated
 cycles per FMA (``block_cost``: FMA throughput, FMA latency, loads, filter stream from L2), then the
 most accumulators.  Every other case (dynamic shapes, other element types) returns None: the conv
@@ -138,8 +138,9 @@ def _best_block(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int, elem
     largest divisor of F that fits one vector (a narrow register).  A row of 3 or 5 vectors, or one
     wider than a vector but not a multiple of it (F = 48, 80, 20, 24 as one row), is a vector length
     LLVM's AVX-512 lowering scalarizes (inserts and shuffles around every FMA), an order of magnitude
-    slower.  ``ow``: any divisor of OW within the accumulator budget (three quarters of
-    ``unit``'s registers: 24 of AVX-512's 32, so up to 24 pixels of one vector; 12 of AVX2's 16).  The block of least ``block_cost`` wins; ties go to more
+    slower.  ``ow``: any divisor of OW within the accumulator budget (``most_pixels``: three
+    quarters of ``unit``'s registers, 24 of AVX-512's 32, 12 of AVX2's 16, with the filter row and a
+    broadcast beside them: 2 x 4 vectors on AVX2, not 3 x 4).  The block of least ``block_cost`` wins; ties go to more
     accumulators, then to the wider ``f``.
     ``c`` is 1: one outer product per step, as in the matmul schedule (the input values are broadcast
     from memory; more channels per step measured no faster).
