@@ -12,7 +12,8 @@ import pytest
 from mind.compiler.backend.cpu.api import compile_function
 from mind.compiler.backend.cpu.conv_gemm import ConvGemm, gemm_of_shapes
 from mind.compiler.backend.cpu.conv_schedule import (ConvTiles, block_cost, choose_conv_tiles, conv_section,
-                                                     direct_cost, pad_loop_order)
+                                                     direct_cost, most_pixels, pad_loop_order)
+from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS
 from mind.compiler.backend.linalg.conv_phases import AxisPhase, axis_phases, phase_padding
 from mind.compiler.backend.linalg.lowerings import block_channels, block_width
 from mind.ir.parser import parse_module
@@ -90,6 +91,34 @@ def test_block_cost_terms():
     assert block_cost(7, 1, False) == 4 / 7           # 7 accumulators: loads (8 per 7 FMAs)
     assert block_cost(1, 4, False) == 1.5             # 1 pixel per streamed filter vector
     assert block_cost(4, 4, True) > block_cost(7, 2, True) == 0.5
+
+
+def test_filter_stream_counts_bytes():
+    # an AVX2 filter vector carries half a zmm's bytes: half the stream cost per FMA
+    assert block_cost(2, 4, False, vector_bytes=32) == block_cost(4, 4, False) == 0.5
+    assert block_cost(2, 4, True, vector_bytes=32) == 3.5 / 4
+    assert block_cost(2, 4, True) == 3.5 / 2
+
+
+def test_avx2_blocks_fit_the_registers():
+    # AVX2 (16 ymm): accumulators, the filter row and a broadcast; 3 x 4 vectors (17 registers)
+    # spilled and ran 5x slower than 2 x 4
+    avx2 = VECTOR_UNITS["x86-64-v3"]
+    assert [most_pixels(avx2, v) for v in (1, 2, 4)] == [12, 6, 2]
+    assert [most_pixels(VECTOR_UNITS["x86-64-v4"], v) for v in (1, 2, 4)] == [24, 12, 6]
+    for shape in [(13, 9, 9, 32, 7, 1, 32), (1, 51, 108, 32, 3, 5, 64), (16, 3, 3, 32, 32, 32, 48),
+                  (8, 27, 27, 128, 3, 3, 64), (2, 7, 3, 96, 3, 3, 8)]:
+        for bits in (32, 64):
+            t = choose_conv_tiles(*shape, elem_bits=bits, unit=avx2)
+            vecs = -(-t.f // avx2.lanes(bits))
+            assert t.n * t.ow * vecs + vecs + 1 <= avx2.registers, (shape, bits, t)
+
+
+def test_avx2_prefers_rows_of_several_vectors():
+    # OW = 112 / 64, F = 32: 2 x 4 ymm over 8 x 1 (9 loads per 8 FMAs; measured 5-12 % slower)
+    avx2 = VECTOR_UNITS["x86-64-v3"]
+    assert choose_conv_tiles(4, 112, 112, 32, 3, 3, 16, unit=avx2) == ConvTiles(ow=2, f=32, c=1)
+    assert choose_conv_tiles(4, 64, 64, 32, 3, 3, 32, unit=avx2) == ConvTiles(ow=2, f=32, c=1)
 
 
 def test_tiles_take_several_images_when_the_filter_streams_from_l3():

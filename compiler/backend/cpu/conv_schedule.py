@@ -28,8 +28,8 @@ Two neighbours are scheduled with the conv when ``emit`` produced them for it:
   offset output map): with a batch > 1 it is split over the images (``scf.forall``).
 
 Register block (``choose_conv_tiles``): tile sizes divide the static shapes (a partial tile would have
-dynamic shapes and stay scalar); at most 24 accumulator vectors (32 zmm registers minus the filter
-row and a broadcast); a row of 1, 2 or 4 whole vectors, or one narrow vector when F is not a lane
+dynamic shapes and stay scalar); at most three quarters of the registers as accumulators (24 zmm),
+and those with the filter row and a broadcast within the registers; a row of 1, 2 or 4 whole vectors, or one narrow vector when F is not a lane
 multiple (other row lengths are scalarized by LLVM); among those, the block of least estimated
 cycles per FMA (``block_cost``: FMA throughput, FMA latency, loads, filter stream from L2), then the
 most accumulators.  Every other case (dynamic shapes, other element types) returns None: the conv
@@ -52,7 +52,7 @@ from .vector_unit import AVX512, VectorUnit
 
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
-__all__ = ["ConvTiles", "block_cost", "block_pixels", "choose_conv_tiles", "direct_cost", "conv_section", "plan_conv", "feeds_conv", "CONV_OP"]
+__all__ = ["ConvTiles", "block_cost", "block_pixels", "most_pixels", "choose_conv_tiles", "direct_cost", "conv_section", "plan_conv", "feeds_conv", "CONV_OP"]
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
 
@@ -66,6 +66,7 @@ _STREAM_STRIDED_ROWS = 3.5
 # the same from L3, when the filter slice a block reads is larger than L2 (a filter gradient's
 # "filter" is the output gradient, megabytes): fitted on 1-thread timings of filter-gradient convs.
 _STREAM_FROM_L3 = 5.0
+_FITTED_VECTOR_BYTES = 64  # the vectors the stream constants were fitted with (zmm)
 
 
 class ConvTiles(FrozenRecord):
@@ -85,22 +86,32 @@ class ConvTiles(FrozenRecord):
         _set(self, "n", n)
 
 
-def block_cost(ow: int, vecs: int, strided: bool, from_l3: bool = False) -> float:
-    """Estimated cycles per FMA of an ``ow`` pixels x ``vecs`` vectors register block (AVX-512, 2 FMA
-    pipes of 4 cycles latency, 2 loads per cycle): the most of the FMA throughput (0.5), the latency
-    (fewer than 8 accumulators leave the pipes waiting: 2 / acc), the loads (``ow`` broadcasts and
-    ``vecs`` filter vectors per step: (ow + vecs) / (2 acc)) and the filter stream from L2, or from L3
-    when the block's filter does not fit L2 (k / ow, ``k`` larger when the block reads its filter
-    rows strided or from L3, see ``_STREAM_*``).  ``ow`` counts the block's pixels of all its images."""
+def block_cost(ow: int, vecs: int, strided: bool, from_l3: bool = False, vector_bytes: int = 64) -> float:
+    """Estimated cycles per FMA of an ``ow`` pixels x ``vecs`` vectors register block (2 FMA pipes of
+    4 cycles latency, 2 loads per cycle): the most of the FMA throughput (0.5), the latency (fewer
+    than 8 accumulators leave the pipes waiting: 2 / acc), the loads (``ow`` broadcasts and ``vecs``
+    filter vectors per step: (ow + vecs) / (2 acc)) and the filter stream from L2, or from L3 when
+    the block's filter does not fit L2 (k / ow, ``k`` larger when the block reads its filter rows
+    strided or from L3, see ``_STREAM_*``).  ``ow`` counts the block's pixels of all its images.
+    The stream is bytes per FMA: its constants were fitted with 64-byte vectors (AVX-512), and a
+    filter vector of ``vector_bytes`` carries that share of their bytes (an AVX2 vector half)."""
     acc = ow * vecs
     k = _STREAM_FROM_L3 if from_l3 else _STREAM_STRIDED_ROWS if strided else _STREAM_WHOLE_ROWS
-    return max(0.5, 2.0 / acc, (ow + vecs) / (2.0 * acc), k / ow)
+    return max(0.5, 2.0 / acc, (ow + vecs) / (2.0 * acc), k * vector_bytes / _FITTED_VECTOR_BYTES / ow)
 
 
 def block_pixels(unit: VectorUnit) -> int:
     """The most accumulator vectors of a register block: three quarters of ``unit``'s registers (the
     rest hold the filter row and a broadcast), so up to that many pixels of a one-vector row."""
     return unit.registers * 3 // 4
+
+
+def most_pixels(unit: VectorUnit, vecs: int) -> int:
+    """The most pixels of a block of ``vecs``-vector rows: ``block_pixels`` accumulators, and with
+    the filter row and a broadcast beside them no more than ``unit``'s registers.  Why the second
+    bound: AVX2's 12 accumulators as 3 pixels x 4 vectors need 17 of its 16 registers, and the
+    spilled block ran 5x slower than 2 x 4 (``docs/backend-cpu.md``, Measurements)."""
+    return min(block_pixels(unit), unit.registers - vecs - 1) // vecs
 
 
 def choose_conv_tiles(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int,
@@ -127,8 +138,9 @@ def _best_block(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int, elem
     largest divisor of F that fits one vector (a narrow register).  A row of 3 or 5 vectors, or one
     wider than a vector but not a multiple of it (F = 48, 80, 20, 24 as one row), is a vector length
     LLVM's AVX-512 lowering scalarizes (inserts and shuffles around every FMA), an order of magnitude
-    slower.  ``ow``: any divisor of OW within the accumulator budget (three quarters of
-    ``unit``'s registers: 24 of AVX-512's 32, so up to 24 pixels of one vector; 12 of AVX2's 16).  The block of least ``block_cost`` wins; ties go to more
+    slower.  ``ow``: any divisor of OW within the accumulator budget (``most_pixels``: three
+    quarters of ``unit``'s registers, 24 of AVX-512's 32, 12 of AVX2's 16, with the filter row and a
+    broadcast beside them: 2 x 4 vectors on AVX2, not 3 x 4).  The block of least ``block_cost`` wins; ties go to more
     accumulators, then to the wider ``f``.
     ``c`` is 1: one outer product per step, as in the matmul schedule (the input values are broadcast
     from memory; more channels per step measured no faster).
@@ -140,7 +152,6 @@ def _best_block(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int, elem
     if min(n, oh, ow, f, kh, kw, c) < 1:
         return None
     lanes = unit.lanes(elem_bits)
-    acc_regs = block_pixels(unit)
     if f % lanes == 0:
         fts = [lanes * v for v in _F_VECS if (f // lanes) % v == 0]
     else:
@@ -148,7 +159,7 @@ def _best_block(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int, elem
     best: tuple[tuple[float, int, int, int], ConvTiles] | None = None
     for ft in fts:
         vecs = -(-ft // lanes)
-        cap = acc_regs // vecs
+        cap = most_pixels(unit, vecs)
         from_l3 = kh * kw * c * ft * elem_bits // 8 > unit.l2_bytes
         for owt in range(1, min(ow, cap) + 1):
             if ow % owt:
@@ -156,7 +167,8 @@ def _best_block(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int, elem
             for nt in range(1, (min(n, cap // owt) if owt == ow and from_l3 else 1) + 1):
                 if n % nt:
                     continue
-                score = (-round(block_cost(nt * owt, vecs, ft < f, from_l3), 9), nt * owt * vecs, -nt, ft)
+                cost = block_cost(nt * owt, vecs, ft < f, from_l3, unit.bits // 8)
+                score = (-round(cost, 9), nt * owt * vecs, -nt, ft)
                 if best is None or score > best[0]:
                     best = (score, ConvTiles(owt, ft, 1, nt))
     assert best is not None
