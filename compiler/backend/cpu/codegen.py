@@ -321,7 +321,8 @@ def link_shared(objs: bytes | Sequence[bytes], out_path: str, libs: list[str] | 
             with open(paths[-1], "wb") as f:
                 f.write(obj)
         so = os.path.join(tmp, "k.so")
-        cmd = [ld, "-shared", "--hash-style=gnu", "--build-id=none", "-z", "now", "-o", so, *paths]
+        # -Bsymbolic: the references between a kernel's parts (``llvm_split``) bind inside the library
+        cmd = [ld, "-shared", "-Bsymbolic", "--hash-style=gnu", "--build-id=none", "-z", "now", "-o", so, *paths]
         for lib in libs or []:
             cmd += [lib, "-rpath", os.path.dirname(lib)]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -7,8 +7,15 @@ each part compiled on its own core, and the objects linked together (``codegen``
 
 The cut is made on the text MLIR's translation produces: header entities (types, globals, declarations,
 attributes, metadata) go to every part; each function definition to exactly one part.  A function
-defined in one part and referenced from another gets ``hidden`` linkage instead of ``internal`` (still
-not exported from the shared library) and a matching ``declare`` in the referencing part.  Private
+defined in one part and referenced from another gets external linkage with default visibility instead of
+``internal``, and a matching ``declare`` in the referencing part.  Not ``hidden``: a hidden symbol is
+known to be in the same module, so its address is taken PC-relative (``R_X86_64_PC32``: an OpenMP
+outlined function passed to the fork call), and MCJIT, which loads each part wherever its memory
+manager finds room, cannot resolve that when the parts land more than 2 GiB apart (an assertion in
+``RuntimeDyldELF``: the process aborted, in a long-running process with torch and jax loaded); with
+default visibility the address comes through a GOT entry and a call through a stub, both within
+the referencing part.  The shared library is linked ``-Bsymbolic`` (``codegen``), so such references bind
+inside it.  Private
 globals are copied into each part, which is only sound for constants; an exported mutable global
 (``@x = global i32 0``) is defined in one part and declared ``external`` in the others that use it; a
 module with an internal mutable global, or any line this splitter does not recognize, is not split
@@ -97,8 +104,8 @@ def _parse_define(line: str) -> tuple[str, str, bool] | None:
     if rest and not pat.attribute_refs.fullmatch(rest):
         return None  # section, comdat, personality, gc...: not something MLIR emits for kernels
     internal = "internal" in linkage
-    # an internal function referenced across parts becomes hidden: declared hidden where it is used
-    decl = f"declare {'hidden ' if internal else ''}{m.group('ret')} @{m.group('name')}({', '.join(types)})"
+    # an internal function referenced across parts becomes external, default visibility (module docstring)
+    decl = f"declare {m.group('ret')} @{m.group('name')}({', '.join(types)})"
     return m.group("name"), decl, internal
 
 
@@ -192,7 +199,7 @@ def split_module(text: str, parts: int = SPLIT_PARTS, min_lines: int | None = No
         for f in g:
             first = f.lines[0]
             if f.name in crossing and f.internal:
-                first = first.replace("define internal ", "define hidden ", 1)
+                first = first.replace("define internal ", "define ", 1)
             body.append(first)
             body.extend(f.lines[1:])
         out.append("\n".join(header + decls + body) + "\n")
