@@ -9,7 +9,9 @@ matmuls or parallel loops compiles as fast as one without.  The objects (``OBJEC
 * ``gemm-parallel``: the threaded GEMM driver of ``gemm_driver`` (LLVM IR, baseline x86-64), which
   splits one matmul over a libgomp-ABI team (``library_calls`` calls it when threads > 1);
 * ``openmp-gomp``: the ``__kmpc_*`` functions of ``kmpc_gomp`` on top of libgomp (LLVM IR, baseline
-  x86-64), which every kernel adapted to libgomp calls.
+  x86-64), which every kernel adapted to libgomp calls;
+* ``heap``: the heap cache's allocation functions of ``runtime.heap_module`` (LLVM IR, baseline
+  x86-64), which every kernel that allocates calls.
 
 Why auditable: each object is generated from its source by the same pinned toolchain as every kernel
 (MLIR bindings, llvmlite), for a fixed triple and a named x86-64 level, so it depends on nothing of
@@ -62,9 +64,15 @@ class LibraryError(Exception):
 def damaged(e: LibraryError, name: str) -> Any:
     """The ``MindError`` (E6012) for the damaged object ``name``, with what avoids it."""
     from mind.diagnostics import error
-    avoid = ("set MIND_OPENMP=kmpc (an LLVM/Intel OpenMP runtime) or compile with threads=1"
-             if name == "openmp-gomp" else "set MIND_CPU_MATMUL=schedule to compile matmuls per program")
-    return error("E6012", f"the prebuilt kernel library is damaged: {e}", help=f"reinstall MIND, or {avoid}")
+    avoid = _AVOID.get(name, "set MIND_CPU_MATMUL=schedule to compile matmuls per program")
+    return error("E6012", f"the prebuilt kernel library is damaged: {e}",
+                 help=f"reinstall MIND, or {avoid}" if avoid else "reinstall MIND")
+
+
+_AVOID = {"openmp-gomp": "set MIND_OPENMP=kmpc (an LLVM/Intel OpenMP runtime) or compile with threads=1",
+          "heap": ""}
+"""What avoids a damaged object, by name (the GEMM objects: the per-program schedule; ``heap``: every
+kernel that allocates links it, so nothing but a reinstall)."""
 
 
 class LibraryObject:
@@ -141,6 +149,16 @@ def _openmp_defines() -> tuple[str, ...]:
     return support_symbols()
 
 
+def _heap_source() -> str:
+    from .runtime import heap_module
+    return heap_module()
+
+
+def _heap_defines() -> tuple[str, ...]:
+    from .runtime import HEAP_SYMBOLS
+    return HEAP_SYMBOLS
+
+
 def _openmp_needs() -> tuple[str, ...]:
     from .kmpc_gomp import GOMP_FUNCTIONS
     return GOMP_FUNCTIONS
@@ -152,6 +170,7 @@ OBJECTS: dict[str, LibraryObject] = {
     "gemm-parallel": LibraryObject("gemm-parallel", "x86-64", "llvm", _driver_source, _driver_defines,
                                    _driver_needs),
     "openmp-gomp": LibraryObject("openmp-gomp", "x86-64", "llvm", _openmp_source, _openmp_defines, _openmp_needs),
+    "heap": LibraryObject("heap", "x86-64", "llvm", _heap_source, _heap_defines),
 }
 """Every shipped object, by name, in the manifest's order."""
 
@@ -243,8 +262,10 @@ def calls_driver(llvm_ir: str) -> bool:
 
 def objects_for(llvm_ir: str, isa: str | None, abi: str | None) -> list[str]:
     """The objects a kernel's (bound) LLVM IR is linked with: the GEMM of ``isa`` when it calls the
-    library, the driver when it calls that, ``openmp-gomp`` when it calls ``kmpc_gomp``'s functions."""
+    library, the driver when it calls that, ``openmp-gomp`` when it calls ``kmpc_gomp``'s functions,
+    ``heap`` when it allocates (``runtime.link_heap``)."""
     from .kmpc_gomp import PREFIX
+    from .runtime import HEAP_ALLOC
     names = []
     if isa is not None:
         names.append(gemm_object(isa))
@@ -252,6 +273,8 @@ def objects_for(llvm_ir: str, isa: str | None, abi: str | None) -> list[str]:
             names.append("gemm-parallel")
     if abi == "gomp" and f"@{PREFIX}" in llvm_ir:
         names.append("openmp-gomp")
+    if f"@{HEAP_ALLOC}(" in llvm_ir:
+        names.append("heap")
     return names
 
 
