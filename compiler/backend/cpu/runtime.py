@@ -398,9 +398,11 @@ def link_heap(ir_text: str) -> str:
     return body + "\n" + "\n".join(_HEAP_DECLARATIONS) + "\n"
 
 
-_HEAP_DECLARATIONS = (f"declare hidden ptr @{HEAP_ALLOC}(i64)", f"declare hidden void @{HEAP_FREE}(ptr)")
+_HEAP_DECLARATIONS = (f"declare hidden noalias ptr @{HEAP_ALLOC}(i64) nounwind",
+                      f"declare hidden void @{HEAP_FREE}(ptr) nounwind")
 """What a kernel that allocates declares of the heap object (hidden: resolved inside its own
-library, never exported from it)."""
+library, never exported from it), with the attributes of their definitions that LLVM can no longer
+read from the bodies."""
 
 
 def heap_module() -> str:
