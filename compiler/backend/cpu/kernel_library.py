@@ -11,7 +11,9 @@ matmuls or parallel loops compiles as fast as one without.  The objects (``OBJEC
 * ``openmp-gomp``: the ``__kmpc_*`` functions of ``kmpc_gomp`` on top of libgomp (LLVM IR, baseline
   x86-64), which every kernel adapted to libgomp calls;
 * ``heap``: the heap cache's allocation functions of ``runtime.heap_module`` (LLVM IR, baseline
-  x86-64), which every kernel that allocates calls.
+  x86-64), which every kernel that allocates calls;
+* ``runtime``: the functions of MLIR's runner library that lowered kernels call (``memrefCopy``;
+  ``runtime.runtime_module``, LLVM IR, baseline x86-64).
 
 Why auditable: each object is generated from its source by the same pinned toolchain as every kernel
 (MLIR bindings, llvmlite), for a fixed triple and a named x86-64 level, so it depends on nothing of
@@ -70,9 +72,9 @@ def damaged(e: LibraryError, name: str) -> Any:
 
 
 _AVOID = {"openmp-gomp": "set MIND_OPENMP=kmpc (an LLVM/Intel OpenMP runtime) or compile with threads=1",
-          "heap": ""}
-"""What avoids a damaged object, by name (the GEMM objects: the per-program schedule; ``heap``: every
-kernel that allocates links it, so nothing but a reinstall)."""
+          "heap": "", "runtime": ""}
+"""What avoids a damaged object, by name (the GEMM objects: the per-program schedule; ``heap`` and
+``runtime``: any kernel may link them, so nothing but a reinstall)."""
 
 
 class LibraryObject:
@@ -159,6 +161,16 @@ def _heap_defines() -> tuple[str, ...]:
     return HEAP_SYMBOLS
 
 
+def _runtime_source() -> str:
+    from .runtime import runtime_module
+    return runtime_module()
+
+
+def _runtime_defines() -> tuple[str, ...]:
+    from .runtime import RUNTIME_FUNCTIONS
+    return tuple(RUNTIME_FUNCTIONS)
+
+
 def _openmp_needs() -> tuple[str, ...]:
     from .kmpc_gomp import GOMP_FUNCTIONS
     return GOMP_FUNCTIONS
@@ -171,6 +183,7 @@ OBJECTS: dict[str, LibraryObject] = {
                                    _driver_needs),
     "openmp-gomp": LibraryObject("openmp-gomp", "x86-64", "llvm", _openmp_source, _openmp_defines, _openmp_needs),
     "heap": LibraryObject("heap", "x86-64", "llvm", _heap_source, _heap_defines),
+    "runtime": LibraryObject("runtime", "x86-64", "llvm", _runtime_source, _runtime_defines),
 }
 """Every shipped object, by name, in the manifest's order."""
 
@@ -263,9 +276,10 @@ def calls_driver(llvm_ir: str) -> bool:
 def objects_for(llvm_ir: str, isa: str | None, abi: str | None) -> list[str]:
     """The objects a kernel's (bound) LLVM IR is linked with: the GEMM of ``isa`` when it calls the
     library, the driver when it calls that, ``openmp-gomp`` when it calls ``kmpc_gomp``'s functions,
-    ``heap`` when it allocates (``runtime.link_heap``)."""
+    ``heap`` when it allocates (``runtime.link_heap``), ``runtime`` when it calls MLIR's runtime
+    functions (``runtime.calls_runtime``)."""
     from .kmpc_gomp import PREFIX
-    from .runtime import HEAP_ALLOC
+    from .runtime import HEAP_ALLOC, calls_runtime
     names = []
     if isa is not None:
         names.append(gemm_object(isa))
@@ -275,6 +289,8 @@ def objects_for(llvm_ir: str, isa: str | None, abi: str | None) -> list[str]:
         names.append("openmp-gomp")
     if f"@{HEAP_ALLOC}(" in llvm_ir:
         names.append("heap")
+    if calls_runtime(llvm_ir):
+        names.append("runtime")
     return names
 
 

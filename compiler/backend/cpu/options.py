@@ -160,7 +160,7 @@ class CpuOptions(FrozenRecord):
             "target": host_fingerprint() if self.cpu == "host" else f"{os.uname().machine}|{self.cpu}",
             "toolchain": toolchain_fingerprint(), "sources": source_fingerprint(),
             "openmp": abi, "openmp_support": _object_digest("openmp-gomp") if abi == "gomp" else None,
-            "heap": _object_digest("heap"),
+            "heap": _object_digest("heap"), "runtime": _object_digest("runtime"),
         }
 
     def _library_key(self) -> str:
@@ -200,7 +200,8 @@ def _library(cpu: str, matmul: str) -> str | None:
 
 def _object_digest(name: str) -> str:
     """The digest of a prebuilt object a kernel may link whatever its matmuls do (``openmp-gomp``
-    for a kernel adapted to libgomp, ``heap`` for one that allocates).  A damaged manifest gives a
+    for a kernel adapted to libgomp, ``heap`` for one that allocates, ``runtime`` for one that
+    copies a strided view).  A damaged manifest gives a
     key all the same: linking the kernel then reports the damage (E6012)."""
     try:
         return object_digest(name)

@@ -1,17 +1,19 @@
-"""Runtime functions that MLIR's lowering may call, defined in LLVM IR inside the kernel's own module.
+"""Runtime functions that MLIR's lowering may call, and the kernels' heap cache, in LLVM IR.
 
 Why: ``finalize-memref-to-llvm`` lowers a ``memref.copy`` between memrefs that are not both
 contiguous (a function result that is a strided view of an input: ``slice`` returned as it is) to a
 call of ``memrefCopy``, which lives in MLIR's C runner-utils library.  That library is not part of
 the pinned MLIR wheels, and a kernel must not depend on a shared library beside the
-OpenMP runtime anyway.  Each function here is the C library's semantics written in LLVM IR, added to
-a module that declares it (``link_runtime``), so the kernel is self-contained.
-``link_heap`` routes the module's ``malloc``/``free`` calls through allocation functions defined
-the same way, which keep large freed blocks for the next call (``mind.runtime.heap``).
+OpenMP runtime anyway.  Each function here is the C library's semantics written in LLVM IR,
+compiled once into the prebuilt ``runtime`` object (``runtime_module``, ``kernel_library``) that is
+linked into each kernel that declares one (``link_runtime`` makes the declaration hidden), so the
+kernel's library is self-contained and LLVM does not compile the same functions for every kernel.
+``link_heap`` routes the module's ``malloc``/``free`` calls through allocation functions built the
+same way (the ``heap`` object, ``heap_module``), which keep large freed blocks for the next call
+(``mind.runtime.heap``).
 ``external_functions`` lists what a module still needs from outside (libc, the OpenMP runtime): the
 engine checks that each resolves before it loads the code, since a call through an unresolved
-symbol would crash the process instead of raising E6012.
-"""
+symbol would crash the process instead of raising E6012."""
 
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ import re
 
 from mind.runtime import heap
 
-__all__ = ["link_runtime", "link_heap", "heap_module", "declared_functions", "external_functions",
-           "RUNTIME_FUNCTIONS", "HEAP_SYMBOLS"]
+__all__ = ["link_runtime", "link_heap", "heap_module", "runtime_module", "calls_runtime", "declared_functions",
+           "external_functions", "RUNTIME_FUNCTIONS", "HEAP_SYMBOLS"]
 
 # memrefCopy(elemSize, UnrankedMemRef *src, UnrankedMemRef *dst): copy every element of src into
 # dst (same sizes, any strides), as MLIR's CRunnerUtils does.  An unranked memref is {i64 rank,
@@ -32,7 +34,7 @@ __all__ = ["link_runtime", "link_heap", "heap_module", "declared_functions", "ex
 # it, is a few row copies instead of one call per element; single elements of 4 or 8 bytes are moved
 # by a load and a store, not a call.
 _MEMREF_COPY = """\
-define internal void @memrefCopy(i64 %esize, ptr %src, ptr %dst) {
+define hidden void @memrefCopy(i64 %esize, ptr %src, ptr %dst) {
 entry:
   %rank = load i64, ptr %src
   %sdp = getelementptr inbounds i8, ptr %src, i64 8
@@ -377,8 +379,9 @@ def declared_functions(ir_text: str) -> list[str]:
 
 
 def link_runtime(ir_text: str) -> str:
-    """``ir_text`` with each declared runtime function of ``RUNTIME_FUNCTIONS`` defined in it, and
-    its ``malloc``/``free`` calls going through the heap cache (``link_heap``)."""
+    """``ir_text`` with its declarations of ``RUNTIME_FUNCTIONS`` hidden (the prebuilt ``runtime``
+    object defines them), and its ``malloc``/``free`` calls going through the heap cache
+    (``link_heap``)."""
     return link_heap(_link_functions(ir_text))
 
 
@@ -429,17 +432,27 @@ HEAP_SYMBOLS = (HEAP_ALLOC, HEAP_FREE, heap.DRAIN_SYMBOL)
 
 
 def _link_functions(ir_text: str) -> str:
+    """``ir_text`` with its declarations of ``RUNTIME_FUNCTIONS`` made ``hidden``: the prebuilt
+    object ``runtime_module`` makes defines them, linked into the kernel's own library."""
     if not any(f"@{name}(" in ir_text for name in RUNTIME_FUNCTIONS):
         return ir_text  # the common case, without a pass over the text
-    declared = set(declared_functions(ir_text))
-    needed = [name for name in RUNTIME_FUNCTIONS if name in declared]
-    if not needed:
-        return ir_text
-    lines = [ln for ln in ir_text.split("\n")
-             if not any(ln.startswith("declare ") and f"@{name}(" in ln for name in needed)]
-    extra = [RUNTIME_FUNCTIONS[name] for name in needed]
-    extra += [decl for name, decl in _INTRINSICS.items() if name not in declared]
-    return "\n".join(lines) + "\n" + "\n".join(extra)
+    return "\n".join("declare hidden " + ln[len("declare "):]
+                     if ln.startswith("declare ") and any(f"@{name}(" in ln for name in RUNTIME_FUNCTIONS) else ln
+                     for ln in ir_text.split("\n"))
+
+
+def runtime_module() -> str:
+    """The LLVM IR of every function of ``RUNTIME_FUNCTIONS``: the source of ``kernel_library``'s
+    ``runtime`` object, linked with each kernel that calls one of them (``calls_runtime``).
+
+    Why prebuilt: ``memrefCopy`` alone cost 8-13 ms of LLVM CPU time in every kernel that copies a
+    strided view (a pad, a train step's slices), the same code each time."""
+    return "\n".join((*RUNTIME_FUNCTIONS.values(), *_INTRINSICS.values(), ""))
+
+
+def calls_runtime(llvm_ir: str) -> bool:
+    """Whether a kernel's LLVM IR calls a function of ``RUNTIME_FUNCTIONS``."""
+    return any(f"@{name}(" in llvm_ir for name in RUNTIME_FUNCTIONS)
 
 
 def external_functions(ir_text: str) -> list[str]:
