@@ -23,7 +23,7 @@ from ..options import Knob, choice, resolve_knobs
 from .cache import KernelCache
 from .host import host_fingerprint, source_fingerprint, toolchain_fingerprint
 from .kernel_library import (ISAS, MATMUL_POLICIES, LibraryError, damaged, gemm_object, object_digest, runs_isa,
-                             select_isa)
+                             runtime_object, runtime_target, select_isa)
 from .openmp import ABIS, preferred_abi
 from .pipeline import MAX_THREADS
 from .thread_cost import KernelCost, worth_threads
@@ -160,7 +160,7 @@ class CpuOptions(FrozenRecord):
             "target": host_fingerprint() if self.cpu == "host" else f"{os.uname().machine}|{self.cpu}",
             "toolchain": toolchain_fingerprint(), "sources": source_fingerprint(),
             "openmp": abi, "openmp_support": _object_digest("openmp-gomp") if abi == "gomp" else None,
-            "heap": _object_digest("heap"), "runtime": _object_digest("runtime"),
+            "heap": _object_digest("heap"), "runtime": _object_digest(runtime_object(runtime_target(self.cpu))),
         }
 
     def _library_key(self) -> str:
