@@ -14,7 +14,7 @@ import pytest
 
 import mind
 from mind.diagnostics import MindError
-from mind.compiler.backend.cpu import runtime
+from mind.compiler.backend.cpu import kernel_library, runtime
 from mind.reference import memory
 from mind.runtime import heap
 
@@ -60,11 +60,29 @@ def test_link_heap_routes_every_allocation_through_the_cache():
     ir = ("declare ptr @malloc(i64)\ndeclare void @free(ptr)\nattributes #3 = { nounwind }\n"
           "define void @k() {\n  %p = call ptr @malloc(i64 1048576)\n  call void @free(ptr %p)\n  ret void\n}\n")
     linked = runtime.link_heap(ir)
-    kernel = linked.split("define internal ptr @__mind_malloc")[0]
+    kernel = linked.split("define void @k()")[1].split("}")[0]
     assert "call noalias ptr @__mind_alloc(i64 1048576)" in kernel and "call void @__mind_free(ptr %p)" in kernel
-    assert "@malloc(" not in kernel.split("define void @k()")[1] and "@free(" not in kernel.split("define void @k()")[1]
-    assert f"@{heap.SYMBOL} = global ptr null, align 8" in linked
-    assert "attributes #4 = { noinline nounwind }" in linked  # a group number the module does not use
+    assert "@malloc(" not in kernel and "@free(" not in kernel
+    # declared only, hidden: the prebuilt heap object defines them and is linked with the kernel
+    assert "declare hidden noalias ptr @__mind_alloc(i64) nounwind" in linked
+    assert "declare hidden void @__mind_free(ptr) nounwind" in linked
+    assert "define" not in linked.split("define void @k()")[1] and heap.SYMBOL + " =" not in linked
+    assert kernel_library.objects_for(linked, None, None) == ["heap"]
+    assert kernel_library.objects_for(ir, None, None) == []
+
+
+def test_heap_object_defines_the_cache_and_exports_its_structure():
+    """The heap object (``runtime.heap_module``) defines what kernels call and exports the
+    structure pointer and drain function the runtime attaches; alloc and free stay hidden."""
+    text = runtime.heap_module()
+    assert f"@{heap.SYMBOL} = global ptr null, align 8" in text
+    assert "define hidden ptr @__mind_alloc(i64 %n)" in text and "define hidden void @__mind_free(ptr %q)" in text
+    assert f"define void @{heap.DRAIN_SYMBOL}(ptr %h)" in text
+    assert "attributes #0 = { noinline nounwind }" in text
+    assert kernel_library.OBJECTS["heap"].defines() == frozenset(runtime.HEAP_SYMBOLS)
+
+
+def test_link_heap_leaves_a_module_without_allocations():
     assert runtime.link_heap("define void @k() {\n  ret void\n}\n") == "define void @k() {\n  ret void\n}\n"
 
 

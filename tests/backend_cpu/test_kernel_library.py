@@ -453,3 +453,22 @@ def test_policies_have_their_own_cache_entries(tmp_path):
     assert again.from_cache and again.matmul_library == HOST  # the .so has the library linked in
     a = np.ones((64, 64), np.float32)
     np.testing.assert_array_equal(again(a, a), np.full((64, 64), 64.0, np.float32))
+
+
+def test_runtime_functions_are_declared_hidden_and_linked_from_the_runtime_object():
+    """A kernel calling ``memrefCopy`` keeps MLIR's declaration, made hidden, and links the
+    prebuilt ``runtime`` object that defines it (compiled once, not in every kernel's module)."""
+    from mind.compiler.backend.cpu import runtime
+    ir = ("declare void @memrefCopy(i64, ptr, ptr)\n"
+          "define void @k(ptr %a, ptr %b) {\n  call void @memrefCopy(i64 4, ptr %a, ptr %b)\n  ret void\n}\n")
+    linked = runtime.link_runtime(ir)
+    assert "declare hidden void @memrefCopy(i64, ptr, ptr)" in linked and "define hidden" not in linked
+    # the object of the kernel's own level: baseline x86-64 copies were 1.5x slower on AVX-512
+    assert KL.objects_for(linked, None, None, "x86-64-v3") == ["runtime-x86-64-v3"]
+    assert KL.objects_for(linked, None, None, "generic") == ["runtime-x86-64"]
+    assert KL.objects_for(linked, None, None, "host") == [f"runtime-{KL.host_isa() or 'x86-64'}"]
+    assert KL.objects_for("define void @k() {\n  ret void\n}\n", None, None, "host") == []
+    for target in KL.RUNTIME_TARGETS:
+        assert KL.OBJECTS[KL.runtime_object(target)].defines() == frozenset(runtime.RUNTIME_FUNCTIONS)
+        assert KL.OBJECTS[KL.runtime_object(target)].target == target
+        assert "define hidden void @memrefCopy(" in KL.object_source(KL.runtime_object(target))

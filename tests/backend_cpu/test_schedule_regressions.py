@@ -117,7 +117,7 @@ def test_reduce_sum_of_splat_constant():
 # out-parameter by ``memref.copy``, which MLIR lowers to a call of ``memrefCopy`` from its C runner
 # library.  No library provided it: the JIT bound it to address 0 and the first call crashed the
 # process (found by the differential test: a slice returned next to an identity reduce_sum); a cached
-# .so failed to load.  ``runtime.link_runtime`` now defines it in the kernel's module.
+# .so failed to load.  The prebuilt ``runtime`` object (``runtime.runtime_module``) now defines it.
 _VIEW_PROGRAMS = {
     "rank1": ("func @main(%x: {t}[16]) -> ({t}[5]) {{\n"
               "  %0 = slice(%x) {{start = [3], stop = [8], step = [1]}} : {t}[5]\n  return %0\n}}\n", (16,)),

@@ -250,7 +250,7 @@ def compile_kernel(mlir_text: str, func_name: str, options: CpuOptions, *, alias
     except CodegenError as e:
         raise _fail(f"native code generation failed for '{func_name}': {e}") from None
     externals = external_functions(llvm_ir)
-    linked = objects_for(llvm_ir, lowered.library, openmp)
+    linked = objects_for(llvm_ir, lowered.library, openmp, cpu)
     for name in linked:
         try:
             objs.append(object_bytes(name))  # checked against the manifest's SHA-256

@@ -9,7 +9,11 @@ matmuls or parallel loops compiles as fast as one without.  The objects (``OBJEC
 * ``gemm-parallel``: the threaded GEMM driver of ``gemm_driver`` (LLVM IR, baseline x86-64), which
   splits one matmul over a libgomp-ABI team (``library_calls`` calls it when threads > 1);
 * ``openmp-gomp``: the ``__kmpc_*`` functions of ``kmpc_gomp`` on top of libgomp (LLVM IR, baseline
-  x86-64), which every kernel adapted to libgomp calls.
+  x86-64), which every kernel adapted to libgomp calls;
+* ``heap``: the heap cache's allocation functions of ``runtime.heap_module`` (LLVM IR, baseline
+  x86-64), which every kernel that allocates calls;
+* ``runtime-<level>``: the functions of MLIR's runner library that lowered kernels call
+  (``memrefCopy``; ``runtime.runtime_module``, LLVM IR), one per level of ``RUNTIME_TARGETS``.
 
 Why auditable: each object is generated from its source by the same pinned toolchain as every kernel
 (MLIR bindings, llvmlite), for a fixed triple and a named x86-64 level, so it depends on nothing of
@@ -37,6 +41,7 @@ from .vector_unit import LEVEL_FLAGS as _REQUIRED_FLAGS, runs_isa  # noqa: F401 
 
 __all__ = ["ISAS", "OBJECTS", "LibraryObject", "gemm_object", "object_source", "build_object", "host_isa",
            "select_isa", "runs_isa", "object_bytes", "object_digest", "objects_for", "calls_driver",
+           "RUNTIME_TARGETS", "runtime_object", "runtime_target",
            "LibraryError", "damaged", "MATMUL_POLICIES", "PREBUILT_DIR", "main"]
 
 # A warm start (cache hit) runs ``select_isa`` and ``object_digest`` for its cache key: they
@@ -62,9 +67,15 @@ class LibraryError(Exception):
 def damaged(e: LibraryError, name: str) -> Any:
     """The ``MindError`` (E6012) for the damaged object ``name``, with what avoids it."""
     from mind.diagnostics import error
-    avoid = ("set MIND_OPENMP=kmpc (an LLVM/Intel OpenMP runtime) or compile with threads=1"
-             if name == "openmp-gomp" else "set MIND_CPU_MATMUL=schedule to compile matmuls per program")
-    return error("E6012", f"the prebuilt kernel library is damaged: {e}", help=f"reinstall MIND, or {avoid}")
+    avoid = _AVOID.get(name, _AVOID["gemm"] if name.startswith("gemm-") else "")
+    return error("E6012", f"the prebuilt kernel library is damaged: {e}",
+                 help=f"reinstall MIND, or {avoid}" if avoid else "reinstall MIND")
+
+
+_AVOID = {"openmp-gomp": "set MIND_OPENMP=kmpc (an LLVM/Intel OpenMP runtime) or compile with threads=1",
+          "gemm": "set MIND_CPU_MATMUL=schedule to compile matmuls per program"}
+"""What avoids a damaged object besides a reinstall, by name ("gemm": every ``gemm-*`` object; the
+``heap`` and ``runtime`` objects: nothing, any kernel may link them)."""
 
 
 class LibraryObject:
@@ -141,9 +152,48 @@ def _openmp_defines() -> tuple[str, ...]:
     return support_symbols()
 
 
+def _heap_source() -> str:
+    from .runtime import heap_module
+    return heap_module()
+
+
+def _heap_defines() -> tuple[str, ...]:
+    from .runtime import HEAP_SYMBOLS
+    return HEAP_SYMBOLS
+
+
+def _runtime_source() -> str:
+    from .runtime import runtime_module
+    return runtime_module()
+
+
+def _runtime_defines() -> tuple[str, ...]:
+    from .runtime import RUNTIME_FUNCTIONS
+    return tuple(RUNTIME_FUNCTIONS)
+
+
 def _openmp_needs() -> tuple[str, ...]:
     from .kmpc_gomp import GOMP_FUNCTIONS
     return GOMP_FUNCTIONS
+
+
+RUNTIME_TARGETS = (*ISAS, "x86-64")
+"""The levels the ``runtime`` objects are built for: its copy loops are vectorized for the kernel's own
+level (baseline x86-64 code made a 2000x2000 pad's copies 1.5 times slower on AVX-512)."""
+
+
+def runtime_object(target: str) -> str:
+    """The name of the ``runtime`` object of ``target`` (a level of ``RUNTIME_TARGETS``)."""
+    return f"runtime-{target}"
+
+
+def runtime_target(cpu: str) -> str:
+    """The level of ``RUNTIME_TARGETS`` whose ``runtime`` object a kernel compiled for ``cpu`` (the
+    ``cpu`` option) links: the host's best level, the named level, or baseline x86-64 (``generic``,
+    or a host below x86-64-v3)."""
+    if cpu == "host":
+        return host_isa() or "x86-64"
+    return cpu if cpu in ISAS else "x86-64"
 
 
 OBJECTS: dict[str, LibraryObject] = {
@@ -152,6 +202,9 @@ OBJECTS: dict[str, LibraryObject] = {
     "gemm-parallel": LibraryObject("gemm-parallel", "x86-64", "llvm", _driver_source, _driver_defines,
                                    _driver_needs),
     "openmp-gomp": LibraryObject("openmp-gomp", "x86-64", "llvm", _openmp_source, _openmp_defines, _openmp_needs),
+    "heap": LibraryObject("heap", "x86-64", "llvm", _heap_source, _heap_defines),
+    **{runtime_object(t): LibraryObject(runtime_object(t), t, "llvm", _runtime_source, _runtime_defines)
+       for t in RUNTIME_TARGETS},
 }
 """Every shipped object, by name, in the manifest's order."""
 
@@ -241,10 +294,14 @@ def calls_driver(llvm_ir: str) -> bool:
     return any(f" @{driver_symbol(e, s)}(" in llvm_ir for e in DRIVER_ELEMENTS for s in LHS_LAYOUTS)
 
 
-def objects_for(llvm_ir: str, isa: str | None, abi: str | None) -> list[str]:
+def objects_for(llvm_ir: str, isa: str | None, abi: str | None, cpu: str = "generic") -> list[str]:
     """The objects a kernel's (bound) LLVM IR is linked with: the GEMM of ``isa`` when it calls the
-    library, the driver when it calls that, ``openmp-gomp`` when it calls ``kmpc_gomp``'s functions."""
+    library, the driver when it calls that, ``openmp-gomp`` when it calls ``kmpc_gomp``'s functions,
+    ``heap`` when it allocates (``runtime.link_heap``), the ``runtime`` object of ``cpu`` (the
+    kernel's ``cpu`` option, ``runtime_target``) when it calls MLIR's runtime functions
+    (``runtime.calls_runtime``)."""
     from .kmpc_gomp import PREFIX
+    from .runtime import HEAP_ALLOC, calls_runtime
     names = []
     if isa is not None:
         names.append(gemm_object(isa))
@@ -252,6 +309,10 @@ def objects_for(llvm_ir: str, isa: str | None, abi: str | None) -> list[str]:
             names.append("gemm-parallel")
     if abi == "gomp" and f"@{PREFIX}" in llvm_ir:
         names.append("openmp-gomp")
+    if f"@{HEAP_ALLOC}(" in llvm_ir:
+        names.append("heap")
+    if calls_runtime(llvm_ir):
+        names.append(runtime_object(runtime_target(cpu)))
     return names
 
 

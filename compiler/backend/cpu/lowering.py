@@ -251,7 +251,8 @@ def lower_to_llvm_ir(mlir_text: str, func_name: str, options: LoweringOptions) -
         try:
             module, sig, scheduled = lower_to_llvm_dialect(mlir_text, func_name, options, ctx=ctx, report=report)
             with ctx:
-                # runtime functions MLIR's lowering calls (memrefCopy) are defined in the module itself
+                # runtime functions MLIR's lowering calls (memrefCopy) and the heap cache's are
+                # declared hidden: prebuilt objects define them (kernel_library)
                 ir_text = link_runtime(translate_to_llvm_ir(module))
         except BaseException:
             SHARED.retire()  # never reuse a context that saw a failure

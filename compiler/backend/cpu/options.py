@@ -23,7 +23,7 @@ from ..options import Knob, choice, resolve_knobs
 from .cache import KernelCache
 from .host import host_fingerprint, source_fingerprint, toolchain_fingerprint
 from .kernel_library import (ISAS, MATMUL_POLICIES, LibraryError, damaged, gemm_object, object_digest, runs_isa,
-                             select_isa)
+                             runtime_object, runtime_target, select_isa)
 from .openmp import ABIS, preferred_abi
 from .pipeline import MAX_THREADS
 from .thread_cost import KernelCost, worth_threads
@@ -160,7 +160,8 @@ class CpuOptions(FrozenRecord):
             "matmul": self._library_key(),
             "target": host_fingerprint() if self.cpu == "host" else f"{os.uname().machine}|{self.cpu}",
             "toolchain": toolchain_fingerprint(), "sources": source_fingerprint(),
-            "openmp": abi, "openmp_support": _openmp_support_digest() if abi == "gomp" else None,
+            "openmp": abi, "openmp_support": _object_digest("openmp-gomp") if abi == "gomp" else None,
+            "heap": _object_digest("heap"), "runtime": _object_digest(runtime_object(runtime_target(self.cpu))),
         }
 
     def _library_key(self) -> str:
@@ -198,10 +199,12 @@ def _library(cpu: str, matmul: str) -> str | None:
     return isa
 
 
-def _openmp_support_digest() -> str:
-    """The digest of the prebuilt ``openmp-gomp`` object a kernel adapted to libgomp links.  A
-    damaged manifest gives a key all the same: linking the kernel then reports the damage (E6012)."""
+def _object_digest(name: str) -> str:
+    """The digest of a prebuilt object a kernel may link whatever its matmuls do (``openmp-gomp``
+    for a kernel adapted to libgomp, ``heap`` for one that allocates, ``runtime`` for one that
+    copies a strided view).  A damaged manifest gives a
+    key all the same: linking the kernel then reports the damage (E6012)."""
     try:
-        return object_digest("openmp-gomp")
+        return object_digest(name)
     except LibraryError:
         return "unavailable"

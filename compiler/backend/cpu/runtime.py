@@ -1,17 +1,19 @@
-"""Runtime functions that MLIR's lowering may call, defined in LLVM IR inside the kernel's own module.
+"""Runtime functions that MLIR's lowering may call, and the kernels' heap cache, in LLVM IR.
 
 Why: ``finalize-memref-to-llvm`` lowers a ``memref.copy`` between memrefs that are not both
 contiguous (a function result that is a strided view of an input: ``slice`` returned as it is) to a
 call of ``memrefCopy``, which lives in MLIR's C runner-utils library.  That library is not part of
 the pinned MLIR wheels, and a kernel must not depend on a shared library beside the
-OpenMP runtime anyway.  Each function here is the C library's semantics written in LLVM IR, added to
-a module that declares it (``link_runtime``), so the kernel is self-contained.
-``link_heap`` routes the module's ``malloc``/``free`` calls through allocation functions defined
-the same way, which keep large freed blocks for the next call (``mind.runtime.heap``).
+OpenMP runtime anyway.  Each function here is the C library's semantics written in LLVM IR,
+compiled once into the prebuilt ``runtime`` object (``runtime_module``, ``kernel_library``) that is
+linked into each kernel that declares one (``link_runtime`` makes the declaration hidden), so the
+kernel's library is self-contained and LLVM does not compile the same functions for every kernel.
+``link_heap`` routes the module's ``malloc``/``free`` calls through allocation functions built the
+same way (the ``heap`` object, ``heap_module``), which keep large freed blocks for the next call
+(``mind.runtime.heap``).
 ``external_functions`` lists what a module still needs from outside (libc, the OpenMP runtime): the
 engine checks that each resolves before it loads the code, since a call through an unresolved
-symbol would crash the process instead of raising E6012.
-"""
+symbol would crash the process instead of raising E6012."""
 
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ import re
 
 from mind.runtime import heap
 
-__all__ = ["link_runtime", "link_heap", "declared_functions", "external_functions", "RUNTIME_FUNCTIONS"]
+__all__ = ["link_runtime", "link_heap", "heap_module", "runtime_module", "calls_runtime", "declared_functions",
+           "external_functions", "RUNTIME_FUNCTIONS", "HEAP_SYMBOLS"]
 
 # memrefCopy(elemSize, UnrankedMemRef *src, UnrankedMemRef *dst): copy every element of src into
 # dst (same sizes, any strides), as MLIR's CRunnerUtils does.  An unranked memref is {i64 rank,
@@ -31,7 +34,7 @@ __all__ = ["link_runtime", "link_heap", "declared_functions", "external_function
 # it, is a few row copies instead of one call per element; single elements of 4 or 8 bytes are moved
 # by a load and a store, not a call.
 _MEMREF_COPY = """\
-define internal void @memrefCopy(i64 %esize, ptr %src, ptr %dst) {
+define hidden void @memrefCopy(i64 %esize, ptr %src, ptr %dst) {
 entry:
   %rank = load i64, ptr %src
   %sdp = getelementptr inbounds i8, ptr %src, i64 8
@@ -201,7 +204,7 @@ drain:
 done:
   ret ptr %raw
 }}
-define internal ptr @__mind_alloc(i64 %n) #{attr} {{
+define hidden ptr @__mind_alloc(i64 %n) #{attr} {{
 entry:
   %h = call ptr @__mind_heap_for(i64 %n)
   %noheap = icmp eq ptr %h, null
@@ -271,7 +274,7 @@ store:
 nomem:
   ret ptr null
 }}
-define internal void @__mind_free(ptr %q) #{attr} {{
+define hidden void @__mind_free(ptr %q) #{attr} {{
 entry:
   %isnull = icmp eq ptr %q, null
   br i1 %isnull, label %done, label %look
@@ -362,11 +365,12 @@ _INTRINSICS = {
     "llvm.memset.p0.i64": "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1 immarg)",
 }
 _DECLARE = re.compile(r"^declare [^@]*@([-\w.$]+)\(", re.M)
-_MALLOC_CALL = re.compile(r"\bcall ptr @malloc\(")
-_FREE_CALL = re.compile(r"\bcall void @free\(")
-_ATTRIBUTE_GROUP = re.compile(r"^attributes #(\d+) = ", re.M)
 _LIBC = {"malloc": "declare ptr @malloc(i64)", "free": "declare void @free(ptr)"}
 _RETRIES = 4  # blocks a free gives back to make room for itself, at most
+HEAP_ALLOC, HEAP_FREE = "__mind_alloc", "__mind_free"
+_HEAP_CALLS = ((" call ptr @malloc(", f" call noalias ptr @{HEAP_ALLOC}("), (" call void @free(", f" call void @{HEAP_FREE}("))
+"""The calls ``link_heap`` reroutes, as plain text (an instruction's ``call`` always follows a space):
+``str.replace`` is a hundred times faster than a regular expression on a large module's text."""
 
 
 def declared_functions(ir_text: str) -> list[str]:
@@ -375,45 +379,80 @@ def declared_functions(ir_text: str) -> list[str]:
 
 
 def link_runtime(ir_text: str) -> str:
-    """``ir_text`` with each declared runtime function of ``RUNTIME_FUNCTIONS`` defined in it, and
-    its ``malloc``/``free`` calls going through the heap cache (``link_heap``)."""
+    """``ir_text`` with its declarations of ``RUNTIME_FUNCTIONS`` hidden (the prebuilt ``runtime``
+    object defines them), and its ``malloc``/``free`` calls going through the heap cache
+    (``link_heap``)."""
     return link_heap(_link_functions(ir_text))
 
 
 def link_heap(ir_text: str) -> str:
     """``ir_text`` with every ``malloc``/``free`` call replaced by one of ``__mind_alloc``/
-    ``__mind_free`` (``mind.runtime.heap``), which the module then defines.  The returned pointer
-    keeps ``malloc``'s ``noalias``, which LLVM's alias analysis needs; a module that allocates
-    nothing is returned as it is."""
+    ``__mind_free`` (``mind.runtime.heap``), which it declares: they are defined by the prebuilt
+    object ``heap_module`` makes (``kernel_library``), linked with every kernel that calls them.
+    The returned pointer keeps ``malloc``'s ``noalias``, which LLVM's alias analysis needs; a module
+    that allocates nothing is returned as it is."""
     if "@malloc(" not in ir_text:
         return ir_text
-    body = _FREE_CALL.sub("call void @__mind_free(", _MALLOC_CALL.sub("call noalias ptr @__mind_alloc(", ir_text))
+    body = ir_text
+    for call, heap_call in _HEAP_CALLS:
+        body = body.replace(call, heap_call)
     if body == ir_text:
         return ir_text
-    declared = set(declared_functions(ir_text))
-    attr = 1 + max((int(n) for n in _ATTRIBUTE_GROUP.findall(ir_text)), default=-1)
-    extra = [decl for name, decl in _LIBC.items() if name not in declared]
-    extra.append(_HEAP_FUNCTIONS.format(
-        sym=heap.SYMBOL, drain=heap.DRAIN_SYMBOL, attr=attr, slots=heap.SLOTS, header=heap.HEADER_BYTES,
-        page=heap.PAGE_BYTES, page_mask=heap.PAGE_BYTES - 1, limit_word=heap.LIMIT_WORD, held_word=heap.HELD_WORD,
-        min_word=heap.MIN_WORD, victim_word=heap.VICTIM_WORD, slot_word=heap.SLOT_WORD, tries=_RETRIES))
-    # kept out of line: one copy of the cache's code however many allocations the kernel has
-    extra.append(f"attributes #{attr} = {{ noinline nounwind }}")
-    return body + "\n" + "\n".join(extra) + "\n"
+    return body + "\n" + "\n".join(_HEAP_DECLARATIONS) + "\n"
+
+
+_HEAP_DECLARATIONS = (f"declare hidden noalias ptr @{HEAP_ALLOC}(i64) nounwind",
+                      f"declare hidden void @{HEAP_FREE}(ptr) nounwind")
+"""What a kernel that allocates declares of the heap object (hidden: resolved inside its own
+library, never exported from it), with the attributes of their definitions that LLVM can no longer
+read from the bodies."""
+
+
+def heap_module() -> str:
+    """The LLVM IR of the heap cache's functions (``__mind_alloc``, ``__mind_free``, the exported
+    structure pointer and drain function): the source of ``kernel_library``'s ``heap`` object.
+
+    Why a prebuilt object and not IR in each kernel's module: LLVM took 8-11 ms of CPU to optimize
+    and emit these few functions again for every kernel that allocates, the same code each time
+    (scalar code, so the baseline x86-64 object serves every host)."""
+    attr = 0
+    return "\n".join((
+        *_LIBC.values(),
+        _HEAP_FUNCTIONS.format(
+            sym=heap.SYMBOL, drain=heap.DRAIN_SYMBOL, attr=attr, slots=heap.SLOTS, header=heap.HEADER_BYTES,
+            page=heap.PAGE_BYTES, page_mask=heap.PAGE_BYTES - 1, limit_word=heap.LIMIT_WORD,
+            held_word=heap.HELD_WORD, min_word=heap.MIN_WORD, victim_word=heap.VICTIM_WORD,
+            slot_word=heap.SLOT_WORD, tries=_RETRIES),
+        # kept out of line: one copy of the cache's code however many allocations the kernel has
+        f"attributes #{attr} = {{ noinline nounwind }}", ""))
+
+
+HEAP_SYMBOLS = (HEAP_ALLOC, HEAP_FREE, heap.DRAIN_SYMBOL)
+"""The functions the heap object defines."""
 
 
 def _link_functions(ir_text: str) -> str:
+    """``ir_text`` with its declarations of ``RUNTIME_FUNCTIONS`` made ``hidden``: the prebuilt
+    object ``runtime_module`` makes defines them, linked into the kernel's own library."""
     if not any(f"@{name}(" in ir_text for name in RUNTIME_FUNCTIONS):
         return ir_text  # the common case, without a pass over the text
-    declared = set(declared_functions(ir_text))
-    needed = [name for name in RUNTIME_FUNCTIONS if name in declared]
-    if not needed:
-        return ir_text
-    lines = [ln for ln in ir_text.split("\n")
-             if not any(ln.startswith("declare ") and f"@{name}(" in ln for name in needed)]
-    extra = [RUNTIME_FUNCTIONS[name] for name in needed]
-    extra += [decl for name, decl in _INTRINSICS.items() if name not in declared]
-    return "\n".join(lines) + "\n" + "\n".join(extra)
+    return "\n".join("declare hidden " + ln[len("declare "):]
+                     if ln.startswith("declare ") and any(f"@{name}(" in ln for name in RUNTIME_FUNCTIONS) else ln
+                     for ln in ir_text.split("\n"))
+
+
+def runtime_module() -> str:
+    """The LLVM IR of every function of ``RUNTIME_FUNCTIONS``: the source of ``kernel_library``'s
+    ``runtime`` object, linked with each kernel that calls one of them (``calls_runtime``).
+
+    Why prebuilt: ``memrefCopy`` alone cost 8-13 ms of LLVM CPU time in every kernel that copies a
+    strided view (a pad, a train step's slices), the same code each time."""
+    return "\n".join((*RUNTIME_FUNCTIONS.values(), *_INTRINSICS.values(), ""))
+
+
+def calls_runtime(llvm_ir: str) -> bool:
+    """Whether a kernel's LLVM IR calls a function of ``RUNTIME_FUNCTIONS``."""
+    return any(f"@{name}(" in llvm_ir for name in RUNTIME_FUNCTIONS)
 
 
 def external_functions(ir_text: str) -> list[str]:

@@ -9,7 +9,6 @@ names are handed out is part of the text, so the text is a function of the progr
 
 from __future__ import annotations
 
-import re
 from typing import Callable, Sequence
 
 from mind.spec.dtypes import DType
@@ -19,10 +18,24 @@ from .mlir_text import affine_map, identity_map, tensor_type
 __all__ = ["TensorValue", "Emitter", "Body", "GenericBody"]
 
 
+_NAME_CHARS = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_$.")
+
+
+def _uses(name: str, line: str) -> bool:
+    """Whether ``line`` holds ``name`` not followed by a character of a longer SSA name (string
+    search: a regular expression per name cost a compile of its own, milliseconds per kernel)."""
+    i = line.find(name)
+    while i >= 0:
+        end = i + len(name)
+        if end == len(line) or line[end] not in _NAME_CHARS:
+            return True
+        i = line.find(name, i + 1)
+    return False
+
+
 def _reads(name: str, lines: Sequence[str], result: str) -> bool:
     """Whether the body ``lines`` (or its yielded ``result``) use the SSA value ``name``."""
-    use = re.compile(re.escape(name) + r"(?![0-9A-Za-z_$.])")
-    return result == name or any(use.search(ln) for ln in lines)
+    return result == name or any(_uses(name, ln) for ln in lines)
 
 
 def _slice_attrs(offsets: Sequence[int], sizes: Sequence[int], steps: Sequence[int] | None) -> str:
