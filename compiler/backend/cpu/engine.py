@@ -3,9 +3,11 @@
 Flow: key -> on-disk cache hit (``ctypes.CDLL`` of a cached .so through the descriptor its hash was
 checked on, no MLIR or llvmlite import; a damaged entry is evicted with a warning and rebuilt) or
 miss (MLIR schedule + lowering -> LLVM IR -> llvmlite object (``opt``: "fast" O2 by default) ->
-loaded in-process by MCJIT for the first call, while a background thread links the same object
-with ``ld -shared`` into the cache and publishes it atomically; the option ``jit=False`` links first
-and loads the .so instead).  Every function here takes the resolved ``CpuOptions``.  Any failure on the way (MLIR parse/verify/pass errors with MLIR's
+linked with ``ld -shared`` (into the cache, published atomically) and loaded as a .so; with the
+option ``jit=True``, loaded in-process by MCJIT for the first call while a background thread links
+the same object into the cache: sooner, but MCJIT can abort a long, fragmented process
+(``docs/backend-cpu.md``, Loading), so it is not the default).  Every function here takes the
+resolved ``CpuOptions``.  Any failure on the way (MLIR parse/verify/pass errors with MLIR's
 diagnostics, invalid options, llvmlite, linking, loading) is raised as ``MindError`` E6012; nothing
 here crashes the caller (a failed background cache write only means the next process misses).  The
 call itself goes through ctypes, which releases the GIL, with zero-copy descriptors over the numpy
