@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..linalg.payload import element_bits
+from ..linalg.payload import element_bits, for_trips
 from .vector_unit import VectorUnit
 
 __all__ = ["mark_movement_loops", "seat_loop_annotations", "MOVEMENT_BODY_OPS"]
@@ -40,19 +40,6 @@ def _moves_data(loop: Any) -> bool:
     return not len(loop.results) and all(n in MOVEMENT_BODY_OPS for n in names) and "memref.store" in names
 
 
-def _trips(loop: Any) -> int | None:
-    """The loop's trip count when its bounds and step are constants, else None."""
-    from mlir import ir
-    bounds = []
-    for v in list(loop.operands)[:3]:
-        owner = v.owner
-        if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
-            return None  # a block argument, or a computed bound
-        bounds.append(ir.IntegerAttr(owner.attributes["value"]).value)
-    lo, hi, step = bounds
-    return max(0, -(-(hi - lo) // step)) if step > 0 else None
-
-
 def _stored_bits(loop: Any) -> int:
     """The widest element the loop stores."""
     return max(element_bits(op.operands[1].type) for op in loop.regions[0].blocks[0].operations
@@ -69,7 +56,7 @@ def mark_movement_loops(module: Any, unit: VectorUnit) -> int:
 
     def find(op: Any) -> ir.WalkResult:
         if op.name == "scf.for" and _moves_data(op):
-            trips = _trips(op)
+            trips = for_trips(op)
             if trips is None or trips >= unit.lanes(_stored_bits(op)):
                 loops.append(op)
         return ir.WalkResult.ADVANCE

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 __all__ = ["DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "INIT_ATTR", "static_shape", "element_bits", "generic_loops", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "product", "splats_as_fills",
-           "MIN_FILL_ELEMENTS", "row_reads"]
+           "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips"]
 
 DEFAULT_MAPS = {
     "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
@@ -32,6 +32,30 @@ TRANSPOSED_LHS_MAPS = ("[affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d
 
 INIT_ATTR = "mind.init"
 """The unique attribute ``untie_shared_inits`` puts on every ``tensor.empty``."""
+
+
+def constant_index(value: Any) -> int | None:
+    """The integer ``value`` holds when an ``arith.constant`` defines it, else None (a block
+    argument, a computed value)."""
+    from mlir import ir
+    owner = value.owner
+    if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
+        owner = owner.operation
+    if getattr(owner, "name", None) != "arith.constant":
+        return None
+    try:
+        return ir.IntegerAttr(owner.attributes["value"]).value
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def for_trips(loop: Any) -> int | None:
+    """The trip count of an ``scf.for`` whose bounds and step are constants (step positive, bounds
+    not negative), else None."""
+    low, high, step = (constant_index(v) for v in list(loop.operands)[:3])
+    if low is None or high is None or step is None or step <= 0 or min(low, high) < 0:
+        return None
+    return max(0, -(-(high - low) // step))
 
 
 def product(xs: Iterable[int]) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from .payload import op_work
+from .payload import for_trips, op_work
 from .transform_script import SCHED_ATTR, wrap_script
 
 __all__ = ["Planner", "GroupPlanner", "schedule_module", "largest_loop_work"]
@@ -120,27 +120,14 @@ def _enclosing_trips(op: Any) -> int | None:
         if parent.name == "scf.forall":
             lows, highs, steps = (list(ir.DenseI64ArrayAttr(parent.attributes[k])) for k in
                                   ("staticLowerBound", "staticUpperBound", "staticStep"))
-            bounds = list(zip(lows, highs, steps))
+            for low, high, step in zip(lows, highs, steps):
+                if step <= 0 or min(low, high) < 0:
+                    return None  # a dynamic bound (ShapedType's dynamic marker is negative)
+                trips *= max(0, -(-(high - low) // step))
         elif parent.name == "scf.for":
-            bounds = [tuple(_constant_index(v) for v in list(parent.operands)[:3])]  # type: ignore[misc]
-        else:
-            bounds = []
-        for low, high, step in bounds:
-            if low is None or high is None or step is None or step <= 0 or min(low, high) < 0:
-                return None  # a dynamic bound (ShapedType's dynamic marker is negative)
-            trips *= max(0, -(-(high - low) // step))
+            n = for_trips(parent)
+            if n is None:
+                return None
+            trips *= n
         parent = parent.parent
     return trips
-
-
-def _constant_index(value: Any) -> int | None:
-    from mlir import ir
-    owner = value.owner
-    if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
-        owner = owner.operation
-    if getattr(owner, "name", None) != "arith.constant":
-        return None
-    try:
-        return ir.IntegerAttr(owner.attributes["value"]).value
-    except (ValueError, TypeError, KeyError):
-        return None
