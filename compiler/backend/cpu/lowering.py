@@ -16,6 +16,7 @@ from mind.spec.record import FrozenRecord
 
 from ..linalg.context import (SHARED, Diagnostics, LoweringError, find_func, new_context, parse, run_pipeline,
                               translate_to_llvm_ir)
+from ..linalg.hoist import hoist_broadcast_work
 from ..linalg.payload import splats_as_fills, untie_shared_inits
 from ..linalg.pipeline import PipelineError, bufferize, prefusion
 from ..linalg.schedule import largest_loop_work
@@ -178,6 +179,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         if not module.operation.verify():
                             raise LoweringError(stage, "elementwise fusion made an invalid module")
                         stage = "schedule"
+                        hoist_broadcast_work(module)  # fusion copied per-row work into per-element bodies
                         splats_as_fills(module)  # after fusion folded the splats elementwise ops read
                         # cse merged identical inits: unshare them (see untie_shared_inits)
                         untie_shared_inits(module, tag_empties=True)
