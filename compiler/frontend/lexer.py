@@ -151,10 +151,17 @@ _FAST_BLANK = r"[ \t\r\f\v]*+(?:{valid}|\Z)"
 _FAST_TRIVIA = (r"((?:[ \t\r\f\v]+|//[^\n]*|/\*(?:[^*\n]|\*(?!/))*\*/)*+)"
                 r"({valid}|/\*[^*]*(?:\*(?!/)[^*]*)*\*/|\Z)")
 # Each in two forms: for any text, and for ASCII text (most programs), whose identifier class has
-# no range beyond ASCII for the matcher to test (the forms match the same on ASCII text).
+# no range beyond ASCII for the matcher to test (the forms match the same on ASCII text).  The forms
+# for any text are compiled when a text first needs them: their class up to U+10FFFF takes ``re``
+# about 5 ms each to compile, which every fresh process paid at import for programs that are ASCII.
 _VALID_ASCII = _VALID.replace(r"\x80-\U0010ffff", "")
-_FAST_BLANK_RE = re.compile(_FAST_BLANK.format(valid=_VALID), re.DOTALL | re.ASCII)
-_FAST_TRIVIA_RE = re.compile(_FAST_TRIVIA.format(valid=_VALID), re.DOTALL | re.ASCII)
+
+
+@cache
+def _fast_unicode_re(trivia: bool) -> re.Pattern[str]:
+    return re.compile((_FAST_TRIVIA if trivia else _FAST_BLANK).format(valid=_VALID), re.DOTALL | re.ASCII)
+
+
 _FAST_BLANK_ASCII_RE = re.compile(_FAST_BLANK.format(valid=_VALID_ASCII), re.DOTALL | re.ASCII)
 _FAST_TRIVIA_ASCII_RE = re.compile(_FAST_TRIVIA.format(valid=_VALID_ASCII), re.DOTALL | re.ASCII)
 _BLANKS = " \t\r\f\v"
@@ -456,7 +463,7 @@ def _tokenize(scan: str, source: SourceMap) -> Tokens:
     is_ascii = text.isascii()
     if "//" in text or "/*" in text:
         plain = False
-        pairs = (_FAST_TRIVIA_ASCII_RE if is_ascii else _FAST_TRIVIA_RE).findall(text)
+        pairs = (_FAST_TRIVIA_ASCII_RE if is_ascii else _fast_unicode_re(True)).findall(text)
         offs = list(accumulate(map(len, chain.from_iterable(pairs))))
         if offs[-1] != n:  # a lexical error somewhere
             return _tokenize_precise(text, source)
@@ -464,7 +471,7 @@ def _tokenize(scan: str, source: SourceMap) -> Tokens:
         starts = offs[0::2]
         ends = offs[1::2]
     else:
-        raw = (_FAST_BLANK_ASCII_RE if is_ascii else _FAST_BLANK_RE).findall(text)
+        raw = (_FAST_BLANK_ASCII_RE if is_ascii else _fast_unicode_re(False)).findall(text)
         ends = list(accumulate(map(len, raw)))
         if ends[-1] != n:
             return _tokenize_precise(text, source)
