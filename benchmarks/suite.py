@@ -21,7 +21,9 @@ imported, source -> first result) and ``jax.jit``'s cold first call (tracing + X
 already imported), both in this process (``cold``, ``jax cold``: each after the previous workloads'
 compiles, so both compilers are warmed up) and in fresh processes (``cold new``, ``jax new``: a
 user's first run of a new program, imports excluded, as ``benchmarks/cpu.py``'s *cold*); then the
-median per-call time of each implementation (outputs allocated by the call, as a user calls them).  Each result is checked against numpy's (or torch's, for the train steps).
+median per-call time of each implementation (outputs allocated by the call, as a user calls them),
+sampled in rounds that take the implementations in turn (``interleaved_medians``), so that a shared
+machine's changing load falls on all of them alike.  Each result is checked against numpy's (or torch's, for the train steps).
 
 The machine's limits are measured in the same run: the streaming copy bandwidth (the best of numpy's
 and torch's copy of 64 MiB: read + write bytes per second) and the GEMM peak (the best of numpy, torch
@@ -613,6 +615,38 @@ def sample_median(f: Callable[[], Any], budget: float, min_reps: int = 5) -> flo
     return statistics.median(times)
 
 
+ROUNDS = 5
+"""Rounds of ``interleaved_medians``: each implementation is timed in every round, in turn."""
+
+SETTLE_S = 0.05
+"""The pause before each implementation's turn, and one untimed call: the thread pools of the one
+before (OpenBLAS's, torch's, XLA's, MIND's OpenMP) spin-wait for work a while after their last call,
+and on a machine with few cores they would take the next one's cores."""
+
+
+def interleaved_medians(calls: dict[str, Callable[[], Any]], budget: float, rounds: int = ROUNDS) -> dict[str, float]:
+    """The median per-call time of each of ``calls``, sampled in ``rounds`` rounds that take each in
+    turn (``budget / rounds`` seconds each, at least one call), so that every implementation sees the
+    same spells of a shared machine's load: a ratio of two medians then compares like with like
+    rather than a quiet minute with a busy one."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for f in calls.values():
+        f()
+    for _ in range(rounds):
+        for name, f in calls.items():
+            time.sleep(SETTLE_S)
+            f()
+            start = time.perf_counter()
+            while True:
+                t0 = time.perf_counter()
+                f()
+                end = time.perf_counter()
+                times[name].append(end - t0)
+                if end - start >= budget / rounds or len(times[name]) >= 5000:
+                    break
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
 def _flat(result: Any) -> list[np.ndarray]:
     items = result if isinstance(result, (tuple, list)) else (result,)
     return [np.asarray(r.detach().numpy() if hasattr(r, "detach") else r) for r in items]
@@ -697,34 +731,32 @@ def measure(w: Workload, peers: dict[str, Any], budget: float) -> dict[str, Any]
     row["bytes"] += int(sum(g.nbytes for g in got))
     if want is not None:
         row["rel_err"] = _rel_err(got, want)
-    row["mind_s"] = sample_median(lambda: fn(*arrays), budget)
-    time.sleep(0.05)
+    calls: dict[str, Callable[[], Any]] = {"mind_s": lambda: fn(*arrays)}
     if not w.grad:
-        row["numpy_s"] = sample_median(lambda: w.peer(NumpyOps(), *arrays), budget)
-        time.sleep(0.05)
+        calls["numpy_s"] = lambda: w.peer(NumpyOps(), *arrays)
     if "torch" in peers:
-        o = peers["torch"]
-        targs = [o.asarray(a) for a in arrays]
-        with o.t.no_grad() if not w.grad else o.t.enable_grad():
-            row["torch_s"] = sample_median(lambda: w.peer(o, *targs), budget)
-            try:
-                o.t._dynamo.reset()  # one code object serves every workload: no recompile limit reached
-                compiled = o.t.compile(lambda *a: w.peer(o, *a))
-                t0 = time.perf_counter()
-                compiled(*targs)
-                row["torch_compile_first_s"] = time.perf_counter() - t0
-                row["torch_compile_s"] = sample_median(lambda: compiled(*targs), budget)
-            except Exception as e:  # noqa: BLE001 - a peer's failure is a table entry
-                row["torch_compile_error"] = f"{type(e).__name__}: {str(e)[:100]}"
-        time.sleep(0.05)
+        to = peers["torch"]
+        targs = [to.asarray(a) for a in arrays]
+        grad_mode = to.t.enable_grad if w.grad else to.t.no_grad
+        calls["torch_s"] = grad_mode()(lambda: w.peer(to, *targs))
+        try:
+            to.t._dynamo.reset()  # one code object serves every workload: no recompile limit reached
+            compiled = grad_mode()(to.t.compile(lambda *a: w.peer(to, *a)))
+            t0 = time.perf_counter()
+            compiled(*targs)
+            row["torch_compile_first_s"] = time.perf_counter() - t0
+            calls["torch_compile_s"] = lambda: compiled(*targs)
+        except Exception as e:  # noqa: BLE001 - a peer's failure is a table entry
+            row["torch_compile_error"] = f"{type(e).__name__}: {str(e)[:100]}"
     if "jax" in peers:
-        o = peers["jax"]
-        jargs = [o.asarray(a) for a in arrays]
-        jf = o.jax.jit(lambda *a: w.peer(o, *a))
+        jo = peers["jax"]
+        jargs = [jo.asarray(a) for a in arrays]
+        jf = jo.jax.jit(lambda *a: w.peer(jo, *a))
         t0 = time.perf_counter()
-        o.jax.block_until_ready(jf(*jargs))
+        jo.jax.block_until_ready(jf(*jargs))
         row["jax_cold_s"] = time.perf_counter() - t0
-        row["jax_s"] = sample_median(lambda: o.jax.block_until_ready(jf(*jargs)), budget)
+        calls["jax_s"] = lambda: jo.jax.block_until_ready(jf(*jargs))
+    row.update(interleaved_medians(calls, budget * len(calls)))
     cache = os.environ["MIND_CACHE_DIR"]
     row["mind_cold_fresh_s"] = fresh_cold(w.name, "mind", cache)
     if "jax" in peers:
