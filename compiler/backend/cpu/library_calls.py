@@ -184,21 +184,13 @@ def _dense(t: Any) -> bool:
     return offset == 0 and list(strides) == want
 
 
-def _transpose(lines: list[str], value: str, rows: int, cols: int, elem: str, src: str, suffix: str = "") -> str:
-    """Append ``memref.transpose`` of the ``[rows, cols]`` memref ``value`` of type ``src`` (a
-    dense or a row-strided view) and return the SSA name of the ``[cols, rows]`` view: the strided
-    operand of a ``strided_lhs`` / ``strided_rhs`` GEMM, read in place."""
-    name = f"%tr{suffix}"
-    lines.append(f"{name} = memref.transpose {value} (d0, d1) -> (d1, d0) : {src} to "
-                 f"{_transposed_type_text(src, rows, cols, elem)}")
-    return name
-
-
-def _transposed_type_text(src: str, rows: int, cols: int, elem: str) -> str:
-    """The type of the transpose of a ``[rows, cols]`` memref of type ``src``: the identity layout, or
-    the ``strided<[cols, 1], offset: ?>`` of a matrix of a batch (the only two the helpers write)."""
-    offset = "?" if "offset: ?" in src else "0"
-    return f"memref<{cols}x{rows}x{elem}, strided<[1, {cols}], offset: {offset}>>"
+def _transpose(lines: list[str], value: str, src: str, name: str) -> tuple[str, str]:
+    """Append ``name = memref.transpose value`` of the 2-D memref type ``src``; returns the view's
+    name and type: the operand of a ``strided_lhs`` / ``strided_rhs`` GEMM, read in place."""
+    from mlir import ir
+    viewed = _transposed_type(ir.Type.parse(src))
+    lines.append(f"{name} = memref.transpose {value} (d0, d1) -> (d1, d0) : {src} to {viewed}")
+    return name, viewed
 
 
 def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: list[bool], batched: list[bool],
@@ -236,7 +228,7 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
             inner.append(f"%s{i} = memref.subview {args[i]}[%i, 0, 0] [1, {r}, {c}] [1, 1, 1] : {full[i]} to {vty}")
             value = f"%s{i}"
         if _TRANSPOSED_OPERAND.get(layout) == i:
-            value, vty = _transpose(body, value, r, c, elem, vty, str(i)), _transposed_type_text(vty, r, c, elem)
+            value, vty = _transpose(body, value, vty, f"%tr{i}")
         body.append(f"%d{i} = memref.cast {value} : {vty} to {wanted[i]}")
     inner += _gemm_call(isa, elem, (m, n, k), 1 if by_batch else threads, layout)
     if by_batch:
@@ -265,24 +257,21 @@ def _split(isa: str, elem: str, m: int, n: int, k: int, threads: int) -> tuple[s
 
 
 def _helper(name: str, isa: str, elem: str, types: list[str], contiguous: list[bool],
-            shape: tuple[int, int, int], threads: int, accumulate: bool, layout: str = "",
-            transposed: str | None = None) -> str:
+            shape: tuple[int, int, int], threads: int, accumulate: bool, layout: str = "") -> str:
     """A private function ``name(A, B, C)`` for operands of ``types``: C (+)= A @ B through the library.
 
     ``contiguous[i]``: operand i has unit stride along its rows (else it goes through a copy);
     ``accumulate``: False when the zero fill of C was dropped (the library then writes C without
     reading it); ``layout`` "strided_lhs" / "strided_rhs": A (B) is given as its transpose ``[K, M]``
-    (``[N, K]``), of which ``transposed`` is the ``memref.transpose``'s type: the GEMM of that
-    layout reads it in place."""
+    (``[N, K]``), whose ``memref.transpose`` the GEMM of that layout reads in place."""
     m, n, k = shape
     lines: list[str] = []
     args = ["%a", "%b", "%c"]
     current = list(types)
     copies: list[tuple[int, str]] = []
     flipped = _TRANSPOSED_OPERAND.get(layout)
-    if flipped is not None and transposed is not None:
-        lines.append(f"%tr = memref.transpose {args[flipped]} (d0, d1) -> (d1, d0) : {types[flipped]} to {transposed}")
-        args[flipped], current[flipped] = "%tr", transposed
+    if flipped is not None:
+        args[flipped], current[flipped] = _transpose(lines, args[flipped], types[flipped], "%tr")
     for i, dims in enumerate(((m, k), (k, n), (m, n))):
         if contiguous[i] or i == flipped:
             continue
@@ -364,11 +353,8 @@ def insert_library_calls(module: Any, isa: str, threads: int) -> int:
                                                [len(a) == 3, len(b) == 3, True], (a[0], m, n, k), threads,
                                                accumulate=fill is None, layout=layout))
             else:
-                flipped = _TRANSPOSED_OPERAND.get(layout)
                 helpers.append(_helper(name, isa, elem, types, [_contiguous_rows(v.type) for v in operands],
-                                       (m, n, k), threads, accumulate=fill is None, layout=layout,
-                                       transposed=None if flipped is None else
-                                       _transposed_type(operands[flipped].type)))
+                                       (m, n, k), threads, accumulate=fill is None, layout=layout))
         if fill is not None:
             fill.erase()
         ir.Operation.create("func.call", results=[], operands=operands,
