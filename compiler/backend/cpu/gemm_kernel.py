@@ -19,6 +19,9 @@ Pure Python: no MLIR import.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from mind.spec.record import FrozenRecord
 
 _set = object.__setattr__
@@ -117,6 +120,15 @@ class _Text:
 
     def index(self, value: int) -> str:
         return self.op(f"arith.constant {value} : index", "c")
+
+    @contextmanager
+    def block(self, head: str) -> Iterator[None]:
+        """``head {``, the lines written inside the ``with`` one level deeper, ``}``."""
+        self.line(head + " {")
+        self.depth += 1
+        yield
+        self.depth -= 1
+        self.line("}")
 
 
 def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str, j: str, width_left: str,
@@ -266,20 +278,14 @@ def _pack_b(t: _Text, g: GemmShape, nb: str, ne: str, kb: str, ke: str) -> None:
     width = t.index(g.width)
     je = _whole_columns_end(t, g, nb, ne)
     vty = f"vector<{g.lanes}x{g.elem}>"
-    t.line(f"scf.for %pk = {kb} to {ke} step {t.index(1)} {{")
-    t.depth += 1
-    kk = t.op(f"arith.subi %pk, {kb} : index", "kk")
-    t.line(f"scf.for %pj = {nb} to {je} step {width} {{")
-    t.depth += 1
-    jt = t.op(f"arith.divui {t.op(f'arith.subi %pj, {nb} : index', 'jr')}, {width} : index", "jt")
-    for v in range(2):
-        col = t.op(f"arith.addi %pj, {t.index(v * g.lanes)} : index", "j")
-        val = t.op(f"vector.load %B[%pk, {col}] : {operand_type(g.elem)}, {vty}", "ld")
-        t.line(f"vector.store {val}, %Bp[{jt}, {kk}, {t.index(v * g.lanes)}] : {packed_type(g)}, {vty}")
-    t.depth -= 1
-    t.line("}")
-    t.depth -= 1
-    t.line("}")
+    with t.block(f"scf.for %pk = {kb} to {ke} step {t.index(1)}"):
+        kk = t.op(f"arith.subi %pk, {kb} : index", "kk")
+        with t.block(f"scf.for %pj = {nb} to {je} step {width}"):
+            jt = t.op(f"arith.divui {t.op(f'arith.subi %pj, {nb} : index', 'jr')}, {width} : index", "jt")
+            for v in range(2):
+                col = t.op(f"arith.addi %pj, {t.index(v * g.lanes)} : index", "j")
+                val = t.op(f"vector.load %B[%pk, {col}] : {operand_type(g.elem)}, {vty}", "ld")
+                t.line(f"vector.store {val}, %Bp[{jt}, {kk}, {t.index(v * g.lanes)}] : {packed_type(g)}, {vty}")
 
 
 def _pack_b_strided(t: _Text, g: GemmShape, nb: str, kb: str, cols: tuple[str, str], ks: tuple[str, str]) -> None:
@@ -287,20 +293,14 @@ def _pack_b_strided(t: _Text, g: GemmShape, nb: str, kb: str, cols: tuple[str, s
     row ``kb``), element by element: B may have any strides (``strided_rhs``).  Column by column, k
     innermost: a transposed B, B's column stride its row length, is then read along its rows."""
     width = t.index(g.width)
-    t.line(f"scf.for %pj = {cols[0]} to {cols[1]} step {t.index(1)} {{")
-    t.depth += 1
-    jr = t.op(f"arith.subi %pj, {nb} : index", "jr")
-    jt = t.op(f"arith.divui {jr}, {width} : index", "jt")
-    jj = t.op(f"arith.remui {jr}, {width} : index", "jj")
-    t.line(f"scf.for %pk = {ks[0]} to {ks[1]} step {t.index(1)} {{")
-    t.depth += 1
-    kk = t.op(f"arith.subi %pk, {kb} : index", "kk")
-    val = t.op(f"memref.load %B[%pk, %pj] : {t.b_type}", "ld")
-    t.line(f"memref.store {val}, %Bp[{jt}, {kk}, {jj}] : {packed_type(g)}")
-    t.depth -= 1
-    t.line("}")
-    t.depth -= 1
-    t.line("}")
+    with t.block(f"scf.for %pj = {cols[0]} to {cols[1]} step {t.index(1)}"):
+        jr = t.op(f"arith.subi %pj, {nb} : index", "jr")
+        jt = t.op(f"arith.divui {jr}, {width} : index", "jt")
+        jj = t.op(f"arith.remui {jr}, {width} : index", "jj")
+        with t.block(f"scf.for %pk = {ks[0]} to {ks[1]} step {t.index(1)}"):
+            kk = t.op(f"arith.subi %pk, {kb} : index", "kk")
+            val = t.op(f"memref.load %B[%pk, %pj] : {t.b_type}", "ld")
+            t.line(f"memref.store {val}, %Bp[{jt}, {kk}, {jj}] : {packed_type(g)}")
 
 
 def _transposed_lanes(t: _Text, g: GemmShape, rows: list[str]) -> list[str]:
@@ -340,37 +340,26 @@ def _pack_b_transposed(t: _Text, g: GemmShape, nb: str, ne: str, kb: str, ke: st
     vty = f"vector<{g.lanes}x{g.elem}>"
     bt = operand_type(g.elem)
     je = _whole_columns_end(t, g, nb, ne)
-    t.line(f"scf.if {unit} {{")
-    t.depth += 1
-    span = t.op(f"arith.subi {ke}, {kb} : index", "span")
-    kv = t.op(f"arith.subi {ke}, {t.op(f'arith.remui {span}, {lanes} : index', 'rem')} : index", "kv")
-    t.line(f"scf.for %vj = {nb} to {je} step {t.index(g.width)} {{")
-    t.depth += 1
-    jt = t.op(f"arith.divui {t.op(f'arith.subi %vj, {nb} : index', 'jr')}, {t.index(g.width)} : index", "jt")
-    t.line(f"scf.for %vk = {kb} to {kv} step {lanes} {{")
-    t.depth += 1
-    kk = t.op(f"arith.subi %vk, {kb} : index", "kk")
-    for half in range(2):
-        rows = []
-        for c in range(g.lanes):
-            j = t.op(f"arith.addi %vj, {t.index(half * g.lanes + c)} : index", "j")
-            rows.append(t.op(f"vector.load %Bt[{j}, %vk] : {bt}, {vty}", "ld"))
-        col = t.index(half * g.lanes)
-        for r, v in enumerate(_transposed_lanes(t, g, rows)):
-            k = t.op(f"arith.addi {kk}, {t.index(r)} : index", "k")
-            t.line(f"vector.store {v}, %Bp[{jt}, {k}, {col}] : {packed_type(g)}, {vty}")
-    t.depth -= 1
-    t.line("}")
-    t.depth -= 1
-    t.line("}")
-    _pack_b_strided(t, g, nb, kb, (nb, je), (kv, ke))
-    _pack_b_strided(t, g, nb, kb, (je, ne), (kb, ke))
-    t.depth -= 1
-    t.line("} else {")
-    t.depth += 1
-    _pack_b_strided(t, g, nb, kb, (nb, ne), (kb, ke))
-    t.depth -= 1
-    t.line("}")
+    with t.block(f"scf.if {unit}"):
+        span = t.op(f"arith.subi {ke}, {kb} : index", "span")
+        kv = t.op(f"arith.subi {ke}, {t.op(f'arith.remui {span}, {lanes} : index', 'rem')} : index", "kv")
+        with t.block(f"scf.for %vj = {nb} to {je} step {t.index(g.width)}"):
+            jt = t.op(f"arith.divui {t.op(f'arith.subi %vj, {nb} : index', 'jr')}, {t.index(g.width)} : index", "jt")
+            with t.block(f"scf.for %vk = {kb} to {kv} step {lanes}"):
+                kk = t.op(f"arith.subi %vk, {kb} : index", "kk")
+                for half in range(2):
+                    rows = []
+                    for c in range(g.lanes):
+                        j = t.op(f"arith.addi %vj, {t.index(half * g.lanes + c)} : index", "j")
+                        rows.append(t.op(f"vector.load %Bt[{j}, %vk] : {bt}, {vty}", "ld"))
+                    col = t.index(half * g.lanes)
+                    for r, v in enumerate(_transposed_lanes(t, g, rows)):
+                        k = t.op(f"arith.addi {kk}, {t.index(r)} : index", "k")
+                        t.line(f"vector.store {v}, %Bp[{jt}, {k}, {col}] : {packed_type(g)}, {vty}")
+        _pack_b_strided(t, g, nb, kb, (nb, je), (kv, ke))
+        _pack_b_strided(t, g, nb, kb, (je, ne), (kb, ke))
+    with t.block("else"):  # the else-region, after the then-region's "}"
+        _pack_b_strided(t, g, nb, kb, (nb, ne), (kb, ke))
 
 
 def _packs(t: _Text, g: GemmShape, mty: str, m_whole: str) -> str:
@@ -459,9 +448,6 @@ def _row_tiles(t: _Text, g: GemmShape, i: str, lo: str, hi: str, step: str, rows
     """Rows [lo, hi) in bands of ``rows`` (loop variable ``i``), each across the column block
     (``_column_tiles``; its whole tiles read the packed block when ``packed``, which defaults to
     ``packed_edge``)."""
-    t.line(f"scf.for {i} = {lo} to {hi} step {step} {{")
-    t.depth += 1
-    _column_tiles(t, g, rows, i, "%nb", ne, "%kb", ke, one, packed=packed_edge if packed is None else packed,
-                  packed_edge=packed_edge)
-    t.depth -= 1
-    t.line("}")
+    with t.block(f"scf.for {i} = {lo} to {hi} step {step}"):
+        _column_tiles(t, g, rows, i, "%nb", ne, "%kb", ke, one, packed=packed_edge if packed is None else packed,
+                      packed_edge=packed_edge)
