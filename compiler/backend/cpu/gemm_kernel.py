@@ -48,7 +48,8 @@ class GemmShape(FrozenRecord):
     rows: int
 
     def __init__(self, elem: str, lanes: int, rows: int) -> None:
-        if elem not in ("f32", "f64") or lanes < 1 or rows < 1 or GEMM_N_BLOCK % (2 * lanes):
+        if (elem not in ("f32", "f64") or lanes < 1 or rows < 1 or GEMM_N_BLOCK % (2 * lanes)
+                or GEMM_K_SLAB % lanes or lanes & (lanes - 1)):  # whole runs of k per slab; shuffle stages
             raise ValueError(f"unsupported GEMM variant {elem}/{lanes} lanes/{rows} rows")
         _set(self, "elem", elem)
         _set(self, "lanes", lanes)
@@ -332,34 +333,49 @@ def _pack_b_transposed(t: _Text, g: GemmShape, nb: str, ne: str, kb: str, ke: st
 
     When B's row stride is 1 (``unit``: B is the transpose of a row-major ``[N, K]`` matrix, as
     ``a @ transpose(b)`` passes it), its whole tiles' columns are read through ``%Bt``, that matrix,
-    ``lanes`` elements of k at a time, and each ``lanes`` x ``lanes`` block is transposed in
-    registers (``_transposed_lanes``); the k rows past the last whole ``lanes`` and the columns past
+    ``lanes`` elements of k at a time (the last, partial run of k with masked loads), and each
+    ``lanes`` x ``lanes`` block is transposed in registers (``_transposed_chunk``); the columns past
     the last whole tile are copied element by element, as is all of a B of other strides
     (``_pack_b_strided``)."""
     lanes = t.index(g.lanes)
-    vty = f"vector<{g.lanes}x{g.elem}>"
-    bt = operand_type(g.elem)
     je = _whole_columns_end(t, g, nb, ne)
     with t.block(f"scf.if {unit}"):
         span = t.op(f"arith.subi {ke}, {kb} : index", "span")
         kv = t.op(f"arith.subi {ke}, {t.op(f'arith.remui {span}, {lanes} : index', 'rem')} : index", "kv")
+        partial = t.op(f"arith.cmpi ult, {kv}, {ke} : index", "p")
         with t.block(f"scf.for %vj = {nb} to {je} step {t.index(g.width)}"):
             jt = t.op(f"arith.divui {t.op(f'arith.subi %vj, {nb} : index', 'jr')}, {t.index(g.width)} : index", "jt")
             with t.block(f"scf.for %vk = {kb} to {kv} step {lanes}"):
-                kk = t.op(f"arith.subi %vk, {kb} : index", "kk")
-                for half in range(2):
-                    rows = []
-                    for c in range(g.lanes):
-                        j = t.op(f"arith.addi %vj, {t.index(half * g.lanes + c)} : index", "j")
-                        rows.append(t.op(f"vector.load %Bt[{j}, %vk] : {bt}, {vty}", "ld"))
-                    col = t.index(half * g.lanes)
-                    for r, v in enumerate(_transposed_lanes(t, g, rows)):
-                        k = t.op(f"arith.addi {kk}, {t.index(r)} : index", "k")
-                        t.line(f"vector.store {v}, %Bp[{jt}, {k}, {col}] : {packed_type(g)}, {vty}")
-        _pack_b_strided(t, g, nb, kb, (nb, je), (kv, ke))
+                _transposed_chunk(t, g, jt, "%vk", kb)
+            with t.block(f"scf.if {partial}"):
+                mask = t.op(f"vector.create_mask {t.op(f'arith.subi {ke}, {kv} : index', 'w')} : "
+                            f"vector<{g.lanes}xi1>", "mask")
+                _transposed_chunk(t, g, jt, kv, kb, mask)
         _pack_b_strided(t, g, nb, kb, (je, ne), (kb, ke))
     with t.block("else"):  # the else-region, after the then-region's "}"
         _pack_b_strided(t, g, nb, kb, (nb, ne), (kb, ke))
+
+
+def _transposed_chunk(t: _Text, g: GemmShape, jt: str, k0: str, kb: str, mask: str = "") -> None:
+    """Panel ``jt``'s rows k0 - kb + [0, lanes) from the ``2 * lanes`` rows of ``%Bt`` at column
+    ``%vj``, ``lanes`` elements of k from ``k0`` each (only the lanes of ``mask`` when given: the
+    last run of k, the others read as zeros), transposed in registers (``_transposed_lanes``).
+    Every row of the panel is written, a masked run's too: a run starts at a multiple of ``lanes``
+    below the slab's end and the slab is a multiple of ``lanes`` long, so its rows stay inside the
+    slab's buffer, and the tiles' k loops never read those past the slab's last k."""
+    vty, bt = f"vector<{g.lanes}x{g.elem}>", operand_type(g.elem)
+    kk = t.op(f"arith.subi {k0}, {kb} : index", "kk")
+    zero = t.op(f"arith.constant dense<0.0> : {vty}", "z") if mask else ""
+    for half in range(2):
+        rows = []
+        for c in range(g.lanes):
+            j = t.op(f"arith.addi %vj, {t.index(half * g.lanes + c)} : index", "j")
+            rows.append(t.op(f"vector.maskedload %Bt[{j}, {k0}], {mask}, {zero} : {bt}, vector<{g.lanes}xi1>, {vty} "
+                             f"into {vty}" if mask else f"vector.load %Bt[{j}, {k0}] : {bt}, {vty}", "ld"))
+        col = t.index(half * g.lanes)
+        for r, v in enumerate(_transposed_lanes(t, g, rows)):
+            k = t.op(f"arith.addi {kk}, {t.index(r)} : index", "k")
+            t.line(f"vector.store {v}, %Bp[{jt}, {k}, {col}] : {packed_type(g)}, {vty}")
 
 
 def _packs(t: _Text, g: GemmShape, mty: str, m_whole: str) -> str:
