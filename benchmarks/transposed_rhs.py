@@ -99,8 +99,8 @@ def main() -> None:
             rows[f"{w.name}@{threads}"] = times
             med = {k: statistics.median(v) * 1e6 for k, v in times.items()}
             ratio = statistics.median(n / o for n, o in zip(times["new"], times["old"]))
-            print(f"{w.name:32s} threads {threads}: materialized {med['old']:10.1f} µs  in place {med['new']:10.1f} µs  "
-                  f"new/old {ratio:.3f}  torch {med['torch']:10.1f} µs", flush=True)
+            print(f"{w.name:32s} threads {threads}: materialized {med['old']:10.1f} µs  "
+                  f"in place {med['new']:10.1f} µs  new/old {ratio:.3f}  torch {med['torch']:10.1f} µs", flush=True)
     print(f"load average: {os.getloadavg()}")
     if args.out:
         with open(args.out, "w") as f:

@@ -253,8 +253,8 @@ def emit_cpu_mlir(fn: Function, env: Mapping[str, int], library: str | None,
                   cpu: str = "x86-64-v4") -> tuple[str, str]:
     """The MLIR text of ``fn`` as the CPU backend compiles it (``emit.emit_mlir``): pads fill only
     their border, matmuls read a transposed lhs or rhs in place where the prebuilt GEMM of
-    ``library`` does (``library_calls.transposed_lhs``, ``transposed_rhs``), and convs are as wide as the register blocks of
-    ``cpu``'s vector unit take (``conv_schedule.block_pixels``)."""
+    ``library`` does (``library_calls.transposed_lhs``, ``transposed_rhs``), and convs are as wide
+    as the register blocks of ``cpu``'s vector unit take (``conv_schedule.block_pixels``)."""
     from .conv_schedule import block_pixels
     from .library_calls import transposed_lhs, transposed_rhs  # the GEMM's build side: never imported on a cache hit
     from .vector_unit import vector_unit

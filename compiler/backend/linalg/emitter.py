@@ -128,8 +128,8 @@ class Emitter:
     transposed in place (its GEMM takes an lhs of any strides): ``matmul(transpose(a), b)`` is then
     one ``linalg.matmul`` of ``a`` with ``payload.TRANSPOSED_LHS_MAPS``, and the transpose is not
     materialized (it stays only if something else reads it); ``transposed_rhs``: the element types
-    whose matmuls (2-D, batched, or a batch times one shared matrix) the target computes with the
-    rhs read transposed in place: ``a @ transpose(b)`` (the last two axes swapped) is then one
+    whose matmuls (2-D, or batched with the batch on both sides) the target computes with the rhs
+    read transposed in place: ``a @ transpose(b)`` (the last two axes swapped) is then one
     contraction of ``b`` with ``payload.TRANSPOSED_RHS_MAPS``; ``pad_border``: a pad without interior
     padding fills only its border, box by box (``pad``; the CUDA backend's mapping takes one fill
     of the whole result); ``conv_pixels``: the most output pixels of a conv's register block (the
