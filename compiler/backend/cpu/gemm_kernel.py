@@ -214,6 +214,12 @@ def _whole_columns_end(t: _Text, g: GemmShape, nb: str, ne: str) -> str:
     return t.op(f"arith.addi {nb}, {whole} : index", "je")
 
 
+def _panel(t: _Text, j: str, nb: str, width: str) -> tuple[str, str]:
+    """(column within the block, panel of the packed block) of column ``j`` of the block at ``nb``."""
+    jr = t.op(f"arith.subi {j}, {nb} : index", "jr")
+    return jr, t.op(f"arith.divui {jr}, {width} : index", "jt")
+
+
 def _column_tiles(t: _Text, g: GemmShape, rows: int, i: str, nb: str, ne: str, kb: str, ke: str,
                   one: str, packed: bool = False, packed_edge: bool = False) -> None:
     """The register tiles of one row band across the column block [nb, ne): whole tiles (their B
@@ -224,13 +230,13 @@ def _column_tiles(t: _Text, g: GemmShape, rows: int, i: str, nb: str, ne: str, k
     je = _whole_columns_end(t, g, nb, ne)
     edge_panel = ""
     if packed_edge:
-        edge_panel = t.op(f"arith.divui {t.op(f'arith.subi {je}, {nb} : index', 'jr')}, {width} : index", "jt")
+        edge_panel = _panel(t, je, nb, width)[1]
     loop = f"%j{rows}" + ("p" if packed else "")
     t.line(f"scf.for {loop} = {nb} to {je} step {width} {{")
     t.depth += 1
     panel = ""
     if packed:
-        panel = t.op(f"arith.divui {t.op(f'arith.subi {loop}, {nb} : index', 'jr')}, {width} : index", "jt")
+        panel = _panel(t, loop, nb, width)[1]
     _tile(t, g, rows, 2, False, i, loop, "", kb, ke, one, panel)
     t.depth -= 1
     t.line("}")
@@ -282,7 +288,7 @@ def _pack_b(t: _Text, g: GemmShape, nb: str, ne: str, kb: str, ke: str) -> None:
     with t.block(f"scf.for %pk = {kb} to {ke} step {t.index(1)}"):
         kk = t.op(f"arith.subi %pk, {kb} : index", "kk")
         with t.block(f"scf.for %pj = {nb} to {je} step {width}"):
-            jt = t.op(f"arith.divui {t.op(f'arith.subi %pj, {nb} : index', 'jr')}, {width} : index", "jt")
+            jt = _panel(t, "%pj", nb, width)[1]
             for v in range(2):
                 col = t.op(f"arith.addi %pj, {t.index(v * g.lanes)} : index", "j")
                 val = t.op(f"vector.load %B[%pk, {col}] : {operand_type(g.elem)}, {vty}", "ld")
@@ -295,8 +301,7 @@ def _pack_b_strided(t: _Text, g: GemmShape, nb: str, kb: str, cols: tuple[str, s
     innermost: a transposed B, B's column stride its row length, is then read along its rows."""
     width = t.index(g.width)
     with t.block(f"scf.for %pj = {cols[0]} to {cols[1]} step {t.index(1)}"):
-        jr = t.op(f"arith.subi %pj, {nb} : index", "jr")
-        jt = t.op(f"arith.divui {jr}, {width} : index", "jt")
+        jr, jt = _panel(t, "%pj", nb, width)
         jj = t.op(f"arith.remui {jr}, {width} : index", "jj")
         with t.block(f"scf.for %pk = {ks[0]} to {ks[1]} step {t.index(1)}"):
             kk = t.op(f"arith.subi %pk, {kb} : index", "kk")
@@ -344,7 +349,7 @@ def _pack_b_transposed(t: _Text, g: GemmShape, nb: str, ne: str, kb: str, ke: st
         kv = t.op(f"arith.subi {ke}, {t.op(f'arith.remui {span}, {lanes} : index', 'rem')} : index", "kv")
         partial = t.op(f"arith.cmpi ult, {kv}, {ke} : index", "p")
         with t.block(f"scf.for %vj = {nb} to {je} step {t.index(g.width)}"):
-            jt = t.op(f"arith.divui {t.op(f'arith.subi %vj, {nb} : index', 'jr')}, {t.index(g.width)} : index", "jt")
+            jt = _panel(t, "%vj", nb, t.index(g.width))[1]
             with t.block(f"scf.for %vk = {kb} to {kv} step {lanes}"):
                 _transposed_chunk(t, g, jt, "%vk", kb)
             with t.block(f"scf.if {partial}"):
