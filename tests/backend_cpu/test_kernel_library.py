@@ -154,12 +154,12 @@ def test_cache_keys_name_what_matmuls_call():
 _JITS: dict[str, object] = {}
 
 
-def _gemm(isa: str, elem: str, strided_lhs: bool = False):
+def _gemm(isa: str, elem: str, layout: str = ""):
     from mind.compiler.backend.cpu.codegen import JitObject
     jit = _JITS.get(isa)
     if jit is None:
         jit = _JITS[isa] = JitObject([KL.object_bytes(KL.gemm_object(isa))], "host")
-    addr = jit.address("_mlir_ciface_" + gemm_symbol(elem, strided_lhs))
+    addr = jit.address("_mlir_ciface_" + gemm_symbol(elem, layout))
     assert addr
     return ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_bool)(addr)
 
@@ -177,9 +177,10 @@ def _descriptor(view: np.ndarray, base: np.ndarray, unit_columns: bool = True):
     return d
 
 
-def _call(isa, elem, a_view, a_base, b_view, b_base, c_view, c_base, accumulate, strided_lhs=False):
-    descs = [_descriptor(a_view, a_base, not strided_lhs), _descriptor(b_view, b_base), _descriptor(c_view, c_base)]
-    _gemm(isa, elem, strided_lhs)(*[ctypes.addressof(d) for d in descs], accumulate)
+def _call(isa, elem, a_view, a_base, b_view, b_base, c_view, c_base, accumulate, layout=""):
+    descs = [_descriptor(a_view, a_base, layout != "strided_lhs"), _descriptor(b_view, b_base, layout != "strided_rhs"),
+             _descriptor(c_view, c_base)]
+    _gemm(isa, elem, layout)(*[ctypes.addressof(d) for d in descs], accumulate)
 
 
 def _placed(rng, rows, cols, dtype, pad_rows, pad_cols, fill):
@@ -190,21 +191,31 @@ def _placed(rng, rows, cols, dtype, pad_rows, pad_cols, fill):
     return view, base
 
 
-def _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=0, strided_lhs=False):
+def _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=0, layout="", b_steps=(1, 1)):
+    """C (+)= A @ B on views at offsets in NaN (a read outside them would show); ``layout``
+    "strided_lhs" / "strided_rhs": A (B) column-major, the transpose of such a view, or for B with
+    ``b_steps`` other than (1, 1), every ``b_steps``-th row and column of one (any strides)."""
     rng = np.random.default_rng(seed)
     dt = NP[elem]
-    if strided_lhs:  # A column-major: the transpose of a placed K x M view
+    if layout == "strided_lhs":  # A column-major: the transpose of a placed K x M view
         at, abase = _placed(rng, k, m, dt, pads[0], pads[1], np.nan)
         a = at.T
     else:
         a, abase = _placed(rng, m, k, dt, pads[0], pads[1], np.nan)  # a read outside the views would be NaN
-    b, bbase = _placed(rng, k, n, dt, pads[2], pads[3], np.nan)
+    if layout == "strided_rhs" and b_steps == (1, 1):
+        bt, bbase = _placed(rng, n, k, dt, pads[2], pads[3], np.nan)
+        b = bt.T
+    elif layout == "strided_rhs":
+        wide, bbase = _placed(rng, k * b_steps[0], n * b_steps[1], dt, pads[2], pads[3], np.nan)
+        b = wide[::b_steps[0], ::b_steps[1]]
+    else:
+        b, bbase = _placed(rng, k, n, dt, pads[2], pads[3], np.nan)
     c, cbase = _placed(rng, m, n, dt, pads[4], pads[5], 7.0)
     if not accumulate:
         c[...] = np.nan  # overwritten, never read
     c0 = c.astype(np.float64)
     outside = cbase.copy()
-    _call(isa, elem, a, abase, b, bbase, c, cbase, accumulate, strided_lhs)
+    _call(isa, elem, a, abase, b, bbase, c, cbase, accumulate, layout)
     exact = a.astype(np.float64) @ b.astype(np.float64) + (c0 if accumulate else 0.0)
     bound = (k + 1) * EPS[elem] * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)) +
                                    (np.abs(c0) if accumulate else 0.0))
@@ -240,7 +251,32 @@ def test_gemm_on_strided_views_matches_float64(isa, m, n, k, pads, accumulate, e
 def test_strided_lhs_gemm_reads_a_transposed_view(isa, m, n, k, pads, accumulate, elem):
     """The ``strided_lhs`` variant with A column-major (the transpose of a view at an offset, NaN
     around it): what ``matmul(transpose(a), b)`` calls without materializing the transpose."""
-    _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=m * 5 + k, strided_lhs=True)
+    _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=m * 5 + k, layout="strided_lhs")
+
+
+@pytest.mark.parametrize("isa", RUNNABLE)
+@given(m=st.integers(1, 40), n=st.integers(1, 300), k=st.integers(1, 300),
+       pads=st.tuples(*[st.integers(0, 9)] * 6), accumulate=st.booleans(), elem=st.sampled_from(["f32", "f64"]),
+       steps=st.sampled_from([(1, 1), (1, 1), (1, 1), (2, 1), (1, 3), (2, 2)]))
+def test_strided_rhs_gemm_reads_a_transposed_view(isa, m, n, k, pads, accumulate, elem, steps):
+    """The ``strided_rhs`` variant with B column-major (the transpose of a view at an offset, NaN
+    around it: the pack's in-register transposes, its element-by-element k and column tails), or
+    with B of other strides (every element copied): what ``matmul(a, transpose(b))`` calls without
+    materializing the transpose."""
+    _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=m * 3 + n, layout="strided_rhs", b_steps=steps)
+
+
+@pytest.mark.parametrize("isa", RUNNABLE)
+@pytest.mark.parametrize("elem", ["f32", "f64"])
+def test_strided_rhs_gemm_edges_of_every_tile(isa, elem):
+    """Every edge of the transposing pack: k around whole vectors and the K slab, columns around whole
+    tiles and the column block, rows around the register tile."""
+    g = VARIANTS[isa][elem]
+    for m in sorted({1, g.rows - 1, g.rows + 1, 2 * g.rows + 3}):
+        for n in sorted({1, g.lanes + 1, g.width, g.width + 1, 129, 257}):
+            for k in sorted({1, g.lanes - 1, g.lanes, g.lanes + 1, 127, 129, 260}):
+                _check_gemm(isa, elem, m, n, k, (1, 2, 3, 1, 0, 2), accumulate=(m + n + k) % 2 == 0,
+                            layout="strided_rhs")
 
 
 @pytest.mark.parametrize("isa", RUNNABLE)
@@ -267,8 +303,8 @@ def test_gemm_propagates_nan_and_inf_like_the_reference(isa):
 
 # ------------------------------------------------------------------ the threaded driver, called directly
 
-def _driver(isa: str, elem: str):
-    """The driver of ``elem`` and the address of the serial switch it reads, loaded in-process with
+def _driver(isa: str, elem: str, layout: str = ""):
+    """The driver of ``elem`` (and ``layout``) and the address of the serial switch it reads, loaded in-process with
     the GEMM of ``isa`` and a one-line module defining the switch (as a kernel's does)."""
     from mind.compiler.backend.cpu import openmp
     from mind.compiler.backend.cpu.codegen import JitObject, optimize_and_emit_objects
@@ -286,23 +322,25 @@ def _driver(isa: str, elem: str):
                                      "host", [openmp.runtime_path(abi)], DRIVER_NEEDS)
     desc = [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_int64] * 5
     fn = ctypes.CFUNCTYPE(None, *(desc * 3), ctypes.c_bool, ctypes.c_int32, ctypes.c_int32, ctypes.c_int64)(
-        jit.address(driver_symbol(elem)))
+        jit.address(driver_symbol(elem, layout)))
     return fn, jit.data_address(SERIAL_SWITCH)
 
 
 def _expanded(view: np.ndarray, base: np.ndarray) -> list:
-    d = _descriptor(view, base)
+    d = _descriptor(view, base, unit_columns=False)
     return [d.allocated, d.aligned, d.offset, d.sizes[0], d.sizes[1], d.strides[0], d.strides[1]]
 
 
 @pytest.mark.parametrize("isa", RUNNABLE)
 @pytest.mark.parametrize("elem", ["f32", "f64"])
 @pytest.mark.parametrize("serial", [False, True])
-def test_driver_blocks_compute_the_serial_gemms_bits(isa, elem, serial):
+@pytest.mark.parametrize("layout", ["", "strided_rhs"])
+def test_driver_blocks_compute_the_serial_gemms_bits(isa, elem, serial, layout):
     """Every split (rows or columns, more parts than threads, empty trailing parts, blocks that are
     not whole tiles), with the serial switch off and on: the bits of one serial call, and nothing
-    outside C written."""
-    fn, switch = _driver(isa, elem)
+    outside C written; B row-major, or column-major (``strided_rhs``: a block of columns is a block
+    of the transposed matrix's rows)."""
+    fn, switch = _driver(isa, elem, layout)
     g = VARIANTS[isa][elem]
     rng = np.random.default_rng(11)
     dt = NP[elem]
@@ -317,11 +355,15 @@ def test_driver_blocks_compute_the_serial_gemms_bits(isa, elem, serial):
         for m, n, k, axis, parts, block in cases:
             for accumulate in (False, True):
                 a, abase = _placed(rng, m, k, dt, 2, 3, np.nan)
-                b, bbase = _placed(rng, k, n, dt, 1, 5, np.nan)
+                if layout:
+                    bt, bbase = _placed(rng, n, k, dt, 1, 5, np.nan)
+                    b = bt.T
+                else:
+                    b, bbase = _placed(rng, k, n, dt, 1, 5, np.nan)
                 c, cbase = _placed(rng, m, n, dt, 2, 1, 7.0)
                 want_base = cbase.copy()
                 want = want_base[1:1 + m, 1:1 + n]
-                _call(isa, elem, a, abase, b, bbase, want, want_base, accumulate)
+                _call(isa, elem, a, abase, b, bbase, want, want_base, accumulate, layout)
                 fn(*_expanded(a, abase), *_expanded(b, bbase), *_expanded(c, cbase), accumulate, parts, axis, block)
                 np.testing.assert_array_equal(cbase, want_base, err_msg=str((m, n, k, axis, parts, block)))
     finally:
@@ -378,9 +420,46 @@ def test_transposed_lhs_is_read_in_place(m, k, n, threads, elem):
         if fn == "g":
             np.testing.assert_array_equal(outs[1], a.T)
     llvm_ir = emit_stage(mind._function_of(src, "f"), "llvm", threads=threads)
-    symbol = gemm_symbol(elem, True) + ("_parallel" if threads > 1 and m * n * k >= 1 << 20 else "")
+    symbol = gemm_symbol(elem, "strided_lhs") + ("_parallel" if threads > 1 and m * n * k >= 1 << 20 else "")
     assert f"call void @{symbol}(" in llvm_ir
     assert "shufflevector" not in llvm_ir and "load <" not in llvm_ir  # nothing transposed by the kernel
+
+
+@needs_library
+@pytest.mark.parametrize("elem", ["f32", "f64"])
+@pytest.mark.parametrize("batch,m,k,n,threads", [((), 37, 51, 29, 1), ((), 256, 64, 70, 2), ((), 16, 300, 1000, 2),
+                                                 ((), 9, 1, 5, 1), ((3,), 33, 65, 17, 1), ((5,), 64, 40, 130, 2),
+                                                 ((1,), 130, 300, 40, 2)])
+def test_transposed_rhs_is_read_in_place(batch, m, k, n, threads, elem):
+    """``matmul(a, transpose(b))`` (2-D, or batched with the last two axes swapped: ``q @ k^T``) calls
+    the ``strided_rhs`` GEMM on ``b`` itself (no transpose in the kernel's loops), serial, split by
+    the driver or across the batch; a transpose that is also a result still is materialized."""
+    import mind
+    from mind.compiler.backend.cpu.api import emit_stage
+    rng = np.random.default_rng(m + n)
+    a = rng.standard_normal((*batch, m, k)).astype(NP[elem])
+    b = rng.standard_normal((*batch, n, k)).astype(NP[elem])
+    ty = lambda *s: f"Tensor<{elem}, [{', '.join(map(str, s))}]>"  # noqa: E731
+    perm = ", permutation=[0, 2, 1]" if batch else ""
+    args = f"a: {ty(*batch, m, k)}, b: {ty(*batch, n, k)}"
+    src = (f"fn f({args}) -> {ty(*batch, m, n)} {{ matmul(a, transpose(b{perm})) }}\n"
+           f"fn g({args}) -> ({ty(*batch, m, n)}, {ty(*batch, k, n)}) {{\n"
+           f"  let bt = transpose(b{perm});\n  (matmul(a, bt), bt)\n}}")
+    bt = np.swapaxes(b, -1, -2)
+    want = a.astype(np.float64) @ bt
+    bound = (k + 1) * EPS[elem] * (np.abs(a.astype(np.float64)) @ np.abs(bt.astype(np.float64)))
+    for fn in ("f", "g"):
+        outs = mind.compile(src, fn=fn, threads=threads, cache=False)(a, b)
+        got = outs if fn == "f" else outs[0]
+        assert np.all(np.abs(got - want) <= bound), fn
+        if fn == "g":
+            np.testing.assert_array_equal(outs[1], bt)
+    llvm_ir = emit_stage(mind._function_of(src, "f"), "llvm", threads=threads)
+    split = threads > 1 and m * n * k >= 1 << 20 and (not batch or batch[0] < threads)
+    assert f"call void @{gemm_symbol(elem, 'strided_rhs') + ('_parallel' if split else '')}(" in llvm_ir
+    assert "shufflevector" not in llvm_ir and "load <" not in llvm_ir  # nothing transposed by the kernel
+    for opts in ({"matmul": "schedule"}, {"cpu": "generic"}):  # no library: the transpose is a copy
+        assert "strided_rhs" not in emit_stage(mind._function_of(src, "f"), "llvm", threads=threads, **opts)
 
 
 @needs_library

@@ -29,7 +29,7 @@ Pure Python: no MLIR or LLVM import.
 
 from __future__ import annotations
 
-from .gemm_kernel import LHS_LAYOUTS, gemm_symbol
+from .gemm_kernel import LAYOUTS, gemm_symbol
 from .kmpc_gomp import SERIAL_SWITCH
 
 __all__ = ["driver_symbol", "driver_module", "DRIVER_ELEMENTS", "DRIVER_NEEDS"]
@@ -44,17 +44,17 @@ _CTX = f"{{ {_DESC}, {_DESC}, {_DESC}, i1, i32, i32, i64 }}"  # A, B, C, accumul
 _FIELDS = ("alloc", "aligned", "off", "s0", "s1", "st0", "st1")
 
 
-def driver_symbol(elem: str, strided_lhs: bool = False) -> str:
-    """The threaded entry point for one element type and A's layout (``gemm_kernel.LHS_LAYOUTS``)."""
-    return gemm_symbol(elem, strided_lhs) + "_parallel"
+def driver_symbol(elem: str, layout: str = "") -> str:
+    """The threaded entry point for one element type and layout (``gemm_kernel.LAYOUTS``)."""
+    return gemm_symbol(elem, layout) + "_parallel"
 
 
 def _params(name: str) -> list[str]:
     return [f"ptr %{name}.alloc", f"ptr %{name}.aligned"] + [f"i64 %{name}.{f}" for f in _FIELDS[2:]]
 
 
-def _driver(elem: str, strided_lhs: bool) -> str:
-    sym, gemm = driver_symbol(elem, strided_lhs), gemm_symbol(elem, strided_lhs)
+def _driver(elem: str, layout: str) -> str:
+    sym, gemm = driver_symbol(elem, layout), gemm_symbol(elem, layout)
     lines = [f"define void @{sym}({', '.join(_params('a') + _params('b') + _params('c'))}, "
              "i1 %acc, i32 %parts, i32 %axis, i64 %block) {",
              "entry:",
@@ -152,11 +152,13 @@ def _driver(elem: str, strided_lhs: bool) -> str:
 
 
 def driver_module() -> str:
-    """LLVM IR of the ``gemm-parallel`` object: one driver per element type of ``DRIVER_ELEMENTS`` and layout of A."""
+    """LLVM IR of the ``gemm-parallel`` object: one driver per element type of ``DRIVER_ELEMENTS`` and layout
+    (``gemm_kernel.LAYOUTS``: a block of columns of a strided B is a view at its column stride, as
+    of any B)."""
     gemm_decl = ", ".join(["ptr, ptr, i64, i64, i64, i64, i64"] * 3) + ", i1"
     out = [f"@{SERIAL_SWITCH} = external global i32, align 4", ""]
-    out += [_driver(e, s) for e in DRIVER_ELEMENTS for s in LHS_LAYOUTS]
-    out += [f"declare void @{gemm_symbol(e, s)}({gemm_decl})" for e in DRIVER_ELEMENTS for s in LHS_LAYOUTS]
+    out += [_driver(e, s) for e in DRIVER_ELEMENTS for s in LAYOUTS]
+    out += [f"declare void @{gemm_symbol(e, s)}({gemm_decl})" for e in DRIVER_ELEMENTS for s in LAYOUTS]
     out += ["declare void @GOMP_parallel(ptr, ptr, i32, i32)", "declare i32 @omp_get_thread_num()",
             "declare i32 @omp_get_num_threads()"]
     return "\n".join(out) + "\n"

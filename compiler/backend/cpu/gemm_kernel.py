@@ -19,11 +19,14 @@ Pure Python: no MLIR import.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from mind.spec.record import FrozenRecord
 
 _set = object.__setattr__
 
-__all__ = ["GemmShape", "gemm_function", "gemm_symbol", "operand_type", "lhs_type", "VARIANTS", "LHS_LAYOUTS",
+__all__ = ["GemmShape", "gemm_function", "gemm_symbol", "operand_type", "operand_types", "VARIANTS", "LAYOUTS",
            "GEMM_K_SLAB", "GEMM_N_BLOCK", "packed_type", "PACK_MIN_ROW_TILES", "PACK_CONFLICT_BYTES"]
 
 GEMM_K_SLAB = 128
@@ -45,7 +48,8 @@ class GemmShape(FrozenRecord):
     rows: int
 
     def __init__(self, elem: str, lanes: int, rows: int) -> None:
-        if elem not in ("f32", "f64") or lanes < 1 or rows < 1 or GEMM_N_BLOCK % (2 * lanes):
+        if (elem not in ("f32", "f64") or lanes < 1 or rows < 1 or GEMM_N_BLOCK % (2 * lanes)
+                or GEMM_K_SLAB % lanes or lanes & (lanes - 1)):  # whole runs of k per slab; shuffle stages
             raise ValueError(f"unsupported GEMM variant {elem}/{lanes} lanes/{rows} rows")
         _set(self, "elem", elem)
         _set(self, "lanes", lanes)
@@ -64,17 +68,21 @@ VARIANTS: dict[str, dict[str, GemmShape]] = {
 """Per instruction set of ``kernel_library.ISAS`` and element type: the register tile."""
 
 
-LHS_LAYOUTS = (False, True)
-"""The GEMMs of each element type: A with contiguous rows, and A with any strides (``strided_lhs``: a
-transposed A, ``matmul(transpose(a), b)`` and the weight gradients autodiff writes, read in place).
-Why a variant and not one kernel: the kernel reads A one element at a time (a broadcast per row and
+LAYOUTS = ("", "strided_lhs", "strided_rhs")
+"""The GEMMs of each element type, by the operand that may have any strides: none (every operand
+has contiguous rows), A (``strided_lhs``: a transposed A, ``matmul(transpose(a), b)`` and the weight
+gradients autodiff writes, read in place), or B (``strided_rhs``: a transposed B, ``a @ b^T``,
+attention's ``q @ k^T`` and the input gradients ``g @ w^T``, read in place).
+Why variants and not one kernel: the kernel reads A one element at a time (a broadcast per row and
 k), so a column-major A costs it nothing, but a dynamic column stride is one more multiply-add per
-address that the row-major path should not pay."""
+address that the row-major path should not pay; B is read as vectors along its rows, which a
+column-major B does not have, so ``strided_rhs`` always packs B (``_pack_b``), reading it
+element by element, and its tiles read only the packed block."""
 
 
-def gemm_symbol(elem: str, strided_lhs: bool = False) -> str:
-    """The library function for one element type (and A's layout, ``LHS_LAYOUTS``)."""
-    return f"mind_gemm_{elem}" + ("_strided_lhs" if strided_lhs else "")
+def gemm_symbol(elem: str, layout: str = "") -> str:
+    """The library function for one element type and layout (``LAYOUTS``)."""
+    return f"mind_gemm_{elem}" + (f"_{layout}" if layout else "")
 
 
 def operand_type(elem: str) -> str:
@@ -82,19 +90,22 @@ def operand_type(elem: str) -> str:
     return f"memref<?x?x{elem}, strided<[?, 1], offset: ?>>"
 
 
-def lhs_type(elem: str, strided_lhs: bool) -> str:
-    """A's memref type: ``operand_type``, or with a dynamic column stride too (``strided_lhs``)."""
-    return f"memref<?x?x{elem}, strided<[?, ?], offset: ?>>" if strided_lhs else operand_type(elem)
+def operand_types(elem: str, layout: str = "") -> tuple[str, str, str]:
+    """The memref types of A, B and C: ``operand_type``, but with a dynamic column stride too for
+    the operand that ``layout`` names."""
+    rows, any_strides = operand_type(elem), f"memref<?x?x{elem}, strided<[?, ?], offset: ?>>"
+    return (any_strides if layout == "strided_lhs" else rows, any_strides if layout == "strided_rhs" else rows, rows)
 
 
 class _Text:
     """Numbered SSA names and indented lines."""
 
-    def __init__(self, a_type: str) -> None:
+    def __init__(self, a_type: str, b_type: str) -> None:
         self.lines: list[str] = []
         self.n = 0
         self.depth = 1
         self.a_type = a_type
+        self.b_type = b_type
 
     def fresh(self, hint: str) -> str:
         self.n += 1
@@ -110,6 +121,15 @@ class _Text:
 
     def index(self, value: int) -> str:
         return self.op(f"arith.constant {value} : index", "c")
+
+    @contextmanager
+    def block(self, head: str) -> Iterator[None]:
+        """``head {``, the lines written inside the ``with`` one level deeper, ``}``."""
+        self.line(head + " {")
+        self.depth += 1
+        yield
+        self.depth -= 1
+        self.line("}")
 
 
 def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str, j: str, width_left: str,
@@ -161,8 +181,11 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
     t.depth += 1
     if panel:
         kk = t.op(f"arith.subi %k, {kb} : index", "kk")
-        bs = [t.op(f"vector.load %Bp[{panel}, {kk}, {t.index(v * g.lanes)}] : {packed_type(g)}, {vty}", "ld")
-              for v in range(vectors)]
+        bs = []
+        for v in range(vectors):
+            at = f"%Bp[{panel}, {kk}, {t.index(v * g.lanes)}]"
+            bs.append(t.op(f"vector.maskedload {at}, {masks[v]}, {zero} : {packed_type(g)}, {mask_ty}, {vty} into {vty}"
+                           if masked else f"vector.load {at} : {packed_type(g)}, {vty}", "ld"))
     else:
         bs = [load("%B", "%k", v) for v in range(vectors)]
     new: list[str] = []
@@ -191,20 +214,29 @@ def _whole_columns_end(t: _Text, g: GemmShape, nb: str, ne: str) -> str:
     return t.op(f"arith.addi {nb}, {whole} : index", "je")
 
 
+def _panel(t: _Text, j: str, nb: str, width: str) -> tuple[str, str]:
+    """(column within the block, panel of the packed block) of column ``j`` of the block at ``nb``."""
+    jr = t.op(f"arith.subi {j}, {nb} : index", "jr")
+    return jr, t.op(f"arith.divui {jr}, {width} : index", "jt")
+
+
 def _column_tiles(t: _Text, g: GemmShape, rows: int, i: str, nb: str, ne: str, kb: str, ke: str,
-                  one: str, packed: bool = False) -> None:
+                  one: str, packed: bool = False, packed_edge: bool = False) -> None:
     """The register tiles of one row band across the column block [nb, ne): whole tiles (their B
-    from the packed block when ``packed``), then one masked tile for the columns left over: two
-    vectors wide if they need both, else one (a narrow output, N <= lanes, then does no work on
-    lanes that do not exist)."""
+    from the packed block when ``packed``), then one masked tile for the columns left over (its B
+    from the packed block's last panel when ``packed_edge``): two vectors wide if they need both,
+    else one (a narrow output, N <= lanes, then does no work on lanes that do not exist)."""
     width = t.index(g.width)
     je = _whole_columns_end(t, g, nb, ne)
+    edge_panel = ""
+    if packed_edge:
+        edge_panel = _panel(t, je, nb, width)[1]
     loop = f"%j{rows}" + ("p" if packed else "")
     t.line(f"scf.for {loop} = {nb} to {je} step {width} {{")
     t.depth += 1
     panel = ""
     if packed:
-        panel = t.op(f"arith.divui {t.op(f'arith.subi {loop}, {nb} : index', 'jr')}, {width} : index", "jt")
+        panel = _panel(t, loop, nb, width)[1]
     _tile(t, g, rows, 2, False, i, loop, "", kb, ke, one, panel)
     t.depth -= 1
     t.line("}")
@@ -213,13 +245,13 @@ def _column_tiles(t: _Text, g: GemmShape, rows: int, i: str, nb: str, ne: str, k
     some = t.op(f"arith.cmpi ugt, {left}, {t.index(0)} : index", "p")
     t.line(f"scf.if {wide} {{")
     t.depth += 1
-    _tile(t, g, rows, 2, True, i, je, left, kb, ke, one)
+    _tile(t, g, rows, 2, True, i, je, left, kb, ke, one, edge_panel)
     t.depth -= 1
     t.line("} else {")
     t.depth += 1
     t.line(f"scf.if {some} {{")
     t.depth += 1
-    _tile(t, g, rows, 1, True, i, je, left, kb, ke, one)
+    _tile(t, g, rows, 1, True, i, je, left, kb, ke, one, edge_panel)
     t.depth -= 1
     t.line("}")
     t.depth -= 1
@@ -253,20 +285,102 @@ def _pack_b(t: _Text, g: GemmShape, nb: str, ne: str, kb: str, ke: str) -> None:
     width = t.index(g.width)
     je = _whole_columns_end(t, g, nb, ne)
     vty = f"vector<{g.lanes}x{g.elem}>"
-    t.line(f"scf.for %pk = {kb} to {ke} step {t.index(1)} {{")
-    t.depth += 1
-    kk = t.op(f"arith.subi %pk, {kb} : index", "kk")
-    t.line(f"scf.for %pj = {nb} to {je} step {width} {{")
-    t.depth += 1
-    jt = t.op(f"arith.divui {t.op(f'arith.subi %pj, {nb} : index', 'jr')}, {width} : index", "jt")
-    for v in range(2):
-        col = t.op(f"arith.addi %pj, {t.index(v * g.lanes)} : index", "j")
-        val = t.op(f"vector.load %B[%pk, {col}] : {operand_type(g.elem)}, {vty}", "ld")
-        t.line(f"vector.store {val}, %Bp[{jt}, {kk}, {t.index(v * g.lanes)}] : {packed_type(g)}, {vty}")
-    t.depth -= 1
-    t.line("}")
-    t.depth -= 1
-    t.line("}")
+    with t.block(f"scf.for %pk = {kb} to {ke} step {t.index(1)}"):
+        kk = t.op(f"arith.subi %pk, {kb} : index", "kk")
+        with t.block(f"scf.for %pj = {nb} to {je} step {width}"):
+            jt = _panel(t, "%pj", nb, width)[1]
+            for v in range(2):
+                col = t.op(f"arith.addi %pj, {t.index(v * g.lanes)} : index", "j")
+                val = t.op(f"vector.load %B[%pk, {col}] : {operand_type(g.elem)}, {vty}", "ld")
+                t.line(f"vector.store {val}, %Bp[{jt}, {kk}, {t.index(v * g.lanes)}] : {packed_type(g)}, {vty}")
+
+
+def _pack_b_strided(t: _Text, g: GemmShape, nb: str, kb: str, cols: tuple[str, str], ks: tuple[str, str]) -> None:
+    """Copy B's columns [cols) of rows [ks) into ``%Bp`` (the block starting at column ``nb`` and
+    row ``kb``), element by element: B may have any strides (``strided_rhs``).  Column by column, k
+    innermost: a transposed B, B's column stride its row length, is then read along its rows."""
+    width = t.index(g.width)
+    with t.block(f"scf.for %pj = {cols[0]} to {cols[1]} step {t.index(1)}"):
+        jr, jt = _panel(t, "%pj", nb, width)
+        jj = t.op(f"arith.remui {jr}, {width} : index", "jj")
+        with t.block(f"scf.for %pk = {ks[0]} to {ks[1]} step {t.index(1)}"):
+            kk = t.op(f"arith.subi %pk, {kb} : index", "kk")
+            val = t.op(f"memref.load %B[%pk, %pj] : {t.b_type}", "ld")
+            t.line(f"memref.store {val}, %Bp[{jt}, {kk}, {jj}] : {packed_type(g)}")
+
+
+def _transposed_lanes(t: _Text, g: GemmShape, rows: list[str]) -> list[str]:
+    """The transpose of the ``lanes`` x ``lanes`` block whose rows are the vectors ``rows``: log2(lanes)
+    stages of two-vector shuffles, each swapping the off-diagonal sub-blocks of size ``b`` of every
+    pair of rows ``b`` apart (``lanes`` * log2(lanes) shuffles in all, one two-source permute each
+    on AVX-512).  Why written out: the vector dialect's 2-D ``vector.transpose`` is lowered as one
+    flat shuffle of every element, which LLVM splits into hundreds of shuffles and spills."""
+    lanes, vty = g.lanes, f"vector<{g.lanes}x{g.elem}>"
+    rows = list(rows)
+    b = lanes // 2
+    while b:
+        out = list(rows)
+        for r in range(lanes):
+            if r & b:
+                continue
+            low = [j if not j & b else lanes + j - b for j in range(lanes)]
+            high = [j + b if not j & b else lanes + j for j in range(lanes)]
+            for dst, mask in ((r, low), (r + b, high)):
+                out[dst] = t.op(f"vector.shuffle {rows[r]}, {rows[r + b]} [{', '.join(map(str, mask))}] : "
+                                f"{vty}, {vty}", "sh")
+        rows = out
+        b //= 2
+    return rows
+
+
+def _pack_b_transposed(t: _Text, g: GemmShape, nb: str, ne: str, kb: str, ke: str, unit: str) -> None:
+    """Copy B's block (rows [kb, ke), columns [nb, ne)) into ``%Bp`` for the ``strided_rhs`` GEMM.
+
+    When B's row stride is 1 (``unit``: B is the transpose of a row-major ``[N, K]`` matrix, as
+    ``a @ transpose(b)`` passes it), its whole tiles' columns are read through ``%Bt``, that matrix,
+    ``lanes`` elements of k at a time (the last, partial run of k with masked loads), and each
+    ``lanes`` x ``lanes`` block is transposed in registers (``_transposed_chunk``); the columns past
+    the last whole tile are copied element by element, as is all of a B of other strides
+    (``_pack_b_strided``)."""
+    lanes = t.index(g.lanes)
+    je = _whole_columns_end(t, g, nb, ne)
+    with t.block(f"scf.if {unit}"):
+        span = t.op(f"arith.subi {ke}, {kb} : index", "span")
+        kv = t.op(f"arith.subi {ke}, {t.op(f'arith.remui {span}, {lanes} : index', 'rem')} : index", "kv")
+        partial = t.op(f"arith.cmpi ult, {kv}, {ke} : index", "p")
+        with t.block(f"scf.for %vj = {nb} to {je} step {t.index(g.width)}"):
+            jt = _panel(t, "%vj", nb, t.index(g.width))[1]
+            with t.block(f"scf.for %vk = {kb} to {kv} step {lanes}"):
+                _transposed_chunk(t, g, jt, "%vk", kb)
+            with t.block(f"scf.if {partial}"):
+                mask = t.op(f"vector.create_mask {t.op(f'arith.subi {ke}, {kv} : index', 'w')} : "
+                            f"vector<{g.lanes}xi1>", "mask")
+                _transposed_chunk(t, g, jt, kv, kb, mask)
+        _pack_b_strided(t, g, nb, kb, (je, ne), (kb, ke))
+    with t.block("else"):  # the else-region, after the then-region's "}"
+        _pack_b_strided(t, g, nb, kb, (nb, ne), (kb, ke))
+
+
+def _transposed_chunk(t: _Text, g: GemmShape, jt: str, k0: str, kb: str, mask: str = "") -> None:
+    """Panel ``jt``'s rows k0 - kb + [0, lanes) from the ``2 * lanes`` rows of ``%Bt`` at column
+    ``%vj``, ``lanes`` elements of k from ``k0`` each (only the lanes of ``mask`` when given: the
+    last run of k, the others read as zeros), transposed in registers (``_transposed_lanes``).
+    Every row of the panel is written, a masked run's too: a run starts at a multiple of ``lanes``
+    below the slab's end and the slab is a multiple of ``lanes`` long, so its rows stay inside the
+    slab's buffer, and the tiles' k loops never read those past the slab's last k."""
+    vty, bt = f"vector<{g.lanes}x{g.elem}>", operand_type(g.elem)
+    kk = t.op(f"arith.subi {k0}, {kb} : index", "kk")
+    zero = t.op(f"arith.constant dense<0.0> : {vty}", "z") if mask else ""
+    for half in range(2):
+        rows = []
+        for c in range(g.lanes):
+            j = t.op(f"arith.addi %vj, {t.index(half * g.lanes + c)} : index", "j")
+            rows.append(t.op(f"vector.maskedload %Bt[{j}, {k0}], {mask}, {zero} : {bt}, vector<{g.lanes}xi1>, {vty} "
+                             f"into {vty}" if mask else f"vector.load %Bt[{j}, {k0}] : {bt}, {vty}", "ld"))
+        col = t.index(half * g.lanes)
+        for r, v in enumerate(_transposed_lanes(t, g, rows)):
+            k = t.op(f"arith.addi {kk}, {t.index(r)} : index", "k")
+            t.line(f"vector.store {v}, %Bp[{jt}, {k}, {col}] : {packed_type(g)}, {vty}")
 
 
 def _packs(t: _Text, g: GemmShape, mty: str, m_whole: str) -> str:
@@ -284,26 +398,37 @@ def _packs(t: _Text, g: GemmShape, mty: str, m_whole: str) -> str:
     return t.op(f"arith.ori {many}, {t.op(f'arith.andi {two}, {conflict} : i1', 'p')} : i1", "pack")
 
 
-def gemm_function(name: str, g: GemmShape, strided_lhs: bool = False) -> str:
+def _transposed_view(t: _Text, g: GemmShape, bty: str, k: str, n: str) -> str:
+    """``%Bt``: B of ``bty`` viewed as the ``[N, K]`` matrix with unit column stride it is the
+    transpose of, valid when B's row stride is 1; returns that condition."""
+    meta = t.fresh("meta")
+    t.line(f"%base{meta[1:]}, {meta}:5 = memref.extract_strided_metadata %B : {bty} -> "
+           f"memref<{g.elem}>, index, index, index, index, index")
+    t.line(f"%Bt = memref.reinterpret_cast %base{meta[1:]} to offset: [{meta}#0], sizes: [{n}, {k}], "
+           f"strides: [{meta}#4, 1] : memref<{g.elem}> to {operand_type(g.elem)}")
+    return t.op(f"arith.cmpi eq, {meta}#3, {t.index(1)} : index", "unit")
+
+
+def gemm_function(name: str, g: GemmShape, layout: str = "") -> str:
     """``func.func @name(%A, %B, %C, %accumulate: i1)``: C += A @ B if ``accumulate``, else C = A @ B
-    (C is then only written, never read: the zero fill in front of a matmul is not needed), every
-    operand of ``operand_type(g.elem)`` but A, of ``lhs_type(g.elem, strided_lhs)``.  A, B and C must
-    not overlap.
+    (C is then only written, never read: the zero fill in front of a matmul is not needed), the
+    operands of ``operand_types(g.elem, layout)``.  A, B and C must not overlap.
 
     The function carries ``llvm.emit_c_interface`` so that tests can call it through a descriptor
     wrapper (``_mlir_ciface_<name>``); programs call it with the expanded memref arguments."""
-    mty = operand_type(g.elem)
-    aty = lhs_type(g.elem, strided_lhs)
-    t = _Text(aty)
+    aty, bty, cty = operand_types(g.elem, layout)
+    t = _Text(aty, bty)
     zero, one = t.index(0), t.index(1)
     m = t.op(f"memref.dim %A, {zero} : {aty}", "m")
     k = t.op(f"memref.dim %A, {one} : {aty}", "k")
-    n = t.op(f"memref.dim %B, {one} : {mty}", "n")
+    n = t.op(f"memref.dim %B, {one} : {bty}", "n")
     rows_c = t.index(g.rows)
     m_whole = t.op(f"arith.subi {m}, {t.op(f'arith.remui {m}, {rows_c} : index', 'rem')} : index", "mw")
     kslab, nblock = t.index(GEMM_K_SLAB), t.index(GEMM_N_BLOCK)
     t.line(f"%Bp = memref.alloca() {{alignment = 64 : i64}} : {packed_type(g)}")
-    pack = _packs(t, g, mty, m_whole)
+    strided_b = layout == "strided_rhs"
+    unit = _transposed_view(t, g, bty, k, n) if strided_b else ""
+    pack = "" if strided_b else _packs(t, g, bty, m_whole)
     t.line(f"scf.for %kb = {zero} to {k} step {kslab} {{")
     t.depth += 1
     ke = t.op(f"arith.minui {t.op(f'arith.addi %kb, {kslab} : index', 'ke')}, {k} : index", "ke")
@@ -312,35 +437,38 @@ def gemm_function(name: str, g: GemmShape, strided_lhs: bool = False) -> str:
     t.line(f"scf.for %nb = {zero} to {n} step {nblock} {{")
     t.depth += 1
     ne = t.op(f"arith.minui {t.op(f'arith.addi %nb, {nblock} : index', 'ne')}, {n} : index", "ne")
-    t.line(f"scf.if {pack} {{")
-    t.depth += 1
-    _pack_b(t, g, "%nb", ne, "%kb", ke)
-    t.line(f"scf.for %ip = {zero} to {m_whole} step {rows_c} {{")
-    t.depth += 1
-    _column_tiles(t, g, g.rows, "%ip", "%nb", ne, "%kb", ke, one, packed=True)
-    t.depth -= 1
-    t.line("}")
-    t.depth -= 1
-    t.line("} else {")
-    t.depth += 1
-    t.line(f"scf.for %i = {zero} to {m_whole} step {rows_c} {{")
-    t.depth += 1
-    _column_tiles(t, g, g.rows, "%i", "%nb", ne, "%kb", ke, one)
-    t.depth -= 1
-    t.line("}")
-    t.depth -= 1
-    t.line("}")
-    t.line(f"scf.for %r = {m_whole} to {m} step {one} {{")
-    t.depth += 1
-    _column_tiles(t, g, 1, "%r", "%nb", ne, "%kb", ke, one)
-    t.depth -= 1
-    t.line("}")
+    if strided_b:  # every tile reads the packed block, the last rows' too
+        _pack_b_transposed(t, g, "%nb", ne, "%kb", ke, unit)
+        _row_tiles(t, g, "%ip", zero, m_whole, rows_c, g.rows, ne, ke, one, True)
+        _row_tiles(t, g, "%r", m_whole, m, one, 1, ne, ke, one, True)
+    else:
+        t.line(f"scf.if {pack} {{")
+        t.depth += 1
+        _pack_b(t, g, "%nb", ne, "%kb", ke)
+        _row_tiles(t, g, "%ip", zero, m_whole, rows_c, g.rows, ne, ke, one, False, packed=True)
+        t.depth -= 1
+        t.line("} else {")
+        t.depth += 1
+        _row_tiles(t, g, "%i", zero, m_whole, rows_c, g.rows, ne, ke, one, False)
+        t.depth -= 1
+        t.line("}")
+        _row_tiles(t, g, "%r", m_whole, m, one, 1, ne, ke, one, False)
     t.depth -= 1
     t.line("}")
     t.depth -= 1
     t.line("}")
     t.line("return")
     body = "\n".join(t.lines)
-    return (f"func.func @{name}(%A: {aty}, %B: {mty}, %C: {mty}, %accumulate: i1) "
+    return (f"func.func @{name}(%A: {aty}, %B: {bty}, %C: {cty}, %accumulate: i1) "
             f"attributes {{llvm.emit_c_interface}} {{\n"
             f"{body}\n}}\n")
+
+
+def _row_tiles(t: _Text, g: GemmShape, i: str, lo: str, hi: str, step: str, rows: int, ne: str, ke: str, one: str,
+               packed_edge: bool, packed: bool | None = None) -> None:
+    """Rows [lo, hi) in bands of ``rows`` (loop variable ``i``), each across the column block
+    (``_column_tiles``; its whole tiles read the packed block when ``packed``, which defaults to
+    ``packed_edge``)."""
+    with t.block(f"scf.for {i} = {lo} to {hi} step {step}"):
+        _column_tiles(t, g, rows, i, "%nb", ne, "%kb", ke, one, packed=packed_edge if packed is None else packed,
+                      packed_edge=packed_edge)

@@ -113,16 +113,16 @@ class LibraryObject:
 
 def _gemm_source(isa: str) -> Callable[[], str]:
     def source() -> str:
-        from .gemm_kernel import LHS_LAYOUTS, VARIANTS, gemm_function, gemm_symbol
+        from .gemm_kernel import LAYOUTS, VARIANTS, gemm_function, gemm_symbol
         return "module {\n" + "".join(gemm_function(gemm_symbol(e, s), g, s) for e, g in VARIANTS[isa].items()
-                                      for s in LHS_LAYOUTS) + "}\n"
+                                      for s in LAYOUTS) + "}\n"
     return source
 
 
 def _gemm_defines(isa: str) -> Callable[[], tuple[str, ...]]:
     def defines() -> tuple[str, ...]:
-        from .gemm_kernel import LHS_LAYOUTS, VARIANTS, gemm_symbol
-        return tuple(gemm_symbol(e, s) for e in VARIANTS[isa] for s in LHS_LAYOUTS)
+        from .gemm_kernel import LAYOUTS, VARIANTS, gemm_symbol
+        return tuple(gemm_symbol(e, s) for e in VARIANTS[isa] for s in LAYOUTS)
     return defines
 
 
@@ -133,8 +133,8 @@ def _driver_source() -> str:
 
 def _driver_defines() -> tuple[str, ...]:
     from .gemm_driver import DRIVER_ELEMENTS, driver_symbol
-    from .gemm_kernel import LHS_LAYOUTS
-    return tuple(driver_symbol(e, s) for e in DRIVER_ELEMENTS for s in LHS_LAYOUTS)
+    from .gemm_kernel import LAYOUTS
+    return tuple(driver_symbol(e, s) for e in DRIVER_ELEMENTS for s in LAYOUTS)
 
 
 def _driver_needs() -> tuple[str, ...]:
@@ -290,8 +290,8 @@ def object_digest(name: str) -> str:
 def calls_driver(llvm_ir: str) -> bool:
     """Whether a kernel's LLVM IR calls the threaded GEMM driver (it then starts OpenMP teams)."""
     from .gemm_driver import DRIVER_ELEMENTS, driver_symbol
-    from .gemm_kernel import LHS_LAYOUTS
-    return any(f" @{driver_symbol(e, s)}(" in llvm_ir for e in DRIVER_ELEMENTS for s in LHS_LAYOUTS)
+    from .gemm_kernel import LAYOUTS
+    return any(f" @{driver_symbol(e, s)}(" in llvm_ir for e in DRIVER_ELEMENTS for s in LAYOUTS)
 
 
 def objects_for(llvm_ir: str, isa: str | None, abi: str | None, cpu: str = "generic") -> list[str]:

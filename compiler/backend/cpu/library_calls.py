@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..linalg.payload import DEFAULT_MAPS, SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS
+from ..linalg.payload import DEFAULT_MAPS, SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS, TRANSPOSED_RHS_MAPS
 from .conv_gemm import CONV_OP, conv_gemm, conv_helper
 from .gemm_driver import driver_symbol
-from .gemm_kernel import LHS_LAYOUTS, VARIANTS, gemm_symbol, lhs_type, operand_type
+from .gemm_kernel import LAYOUTS, VARIANTS, gemm_symbol, operand_types
 
 __all__ = ["eligible_matmul", "handled_by_library", "insert_library_calls", "PARALLEL_MIN_WORK", "HELPER_PREFIX",
-           "RANKS", "ELEMENTS", "transposed_lhs"]
+           "RANKS", "ELEMENTS", "FORMS", "transposed_lhs", "transposed_rhs"]
 
 PARALLEL_MIN_WORK = 1 << 20
 """Multiply-adds below which a matmul runs on one thread even in a threaded kernel: so little work
@@ -45,12 +45,42 @@ matrix of the batch)."""
 ELEMENTS = ("f32", "f64")
 """The element types the library computes."""
 
+FORMS: dict[tuple[str, str], tuple[tuple[int, int, int], str]] = {
+    ("linalg.matmul", DEFAULT_MAPS["linalg.matmul"]): ((2, 2, 2), ""),
+    ("linalg.matmul", TRANSPOSED_LHS_MAPS): ((2, 2, 2), "strided_lhs"),
+    ("linalg.matmul", TRANSPOSED_RHS_MAPS["linalg.matmul"]): ((2, 2, 2), "strided_rhs"),
+    ("linalg.batch_matmul", DEFAULT_MAPS["linalg.batch_matmul"]): ((3, 3, 3), ""),
+    ("linalg.batch_matmul", SHARED_RHS_MAPS): ((3, 2, 3), ""),
+    ("linalg.batch_matmul", TRANSPOSED_RHS_MAPS["linalg.batch_matmul"]): ((3, 3, 3), "strided_rhs"),
+}
+"""The contractions the library computes, by op and indexing maps: the ranks of A, B and C (a rank-2
+B of a batched op is shared by the batch) and the GEMM's layout (``gemm_kernel.LAYOUTS``: the
+operand read transposed, in place, through its ``memref.transpose``)."""
+
+_TRANSPOSED_OPERAND = {"strided_lhs": 0, "strided_rhs": 1}
+"""The operand each layout reads transposed."""
+
 
 def transposed_lhs(library: str | None) -> frozenset[str]:
     """The element types whose matmuls the emitter may write with a transposed lhs read in place
     (``linalg.emitter.Emitter``): those of the library when there is one (its ``strided_lhs`` GEMM
     reads it), none otherwise (a scheduled matmul takes the default maps only)."""
     return frozenset(ELEMENTS) if library is not None else frozenset()
+
+
+def transposed_rhs(library: str | None) -> frozenset[str]:
+    """The element types whose matmuls the emitter may write with a transposed rhs read in place
+    (``linalg.emitter.Emitter``): those of the library when there is one (its ``strided_rhs`` GEMM
+    reads it), none otherwise: a scheduled matmul takes the default maps only, so without the
+    library the transpose stays a copy."""
+    return frozenset(ELEMENTS) if library is not None else frozenset()
+
+
+def _form(op: Any) -> tuple[tuple[int, int, int], str] | None:
+    """(operand ranks, layout) of a contraction of ``FORMS``, else None."""
+    if len(list(op.operands)) != 3:
+        return None
+    return FORMS.get((op.name, str(op.attributes["indexing_maps"])))
 
 
 def eligible_matmul(op: Any) -> str | None:
@@ -60,18 +90,11 @@ def eligible_matmul(op: Any) -> str | None:
     if op.name == CONV_OP:
         found = conv_gemm(op)
         return None if found is None else found[0]
-    rank = RANKS.get(op.name)
-    if rank is None:
+    form = _form(op) if op.name in RANKS else None
+    if form is None:
         return None
     operands = list(op.operands)
-    maps = str(op.attributes["indexing_maps"]) if len(operands) == 3 else None
-    if maps == DEFAULT_MAPS[op.name] or (op.name == "linalg.matmul" and maps == TRANSPOSED_LHS_MAPS):
-        ranks = [rank] * 3
-    elif op.name == "linalg.batch_matmul" and maps == SHARED_RHS_MAPS:
-        ranks = [3, 2, 3]
-    else:
-        return None
-    for v, want in zip(operands, ranks):
+    for v, want in zip(operands, form[0]):
         t = v.type
         if not isinstance(t, ir.ShapedType) or not t.has_static_shape or t.rank != want or 0 in t.shape:
             return None
@@ -82,10 +105,6 @@ def eligible_matmul(op: Any) -> str | None:
     if elem not in ELEMENTS:
         return None
     return elem
-
-
-def _reads_lhs_transposed(op: Any) -> bool:
-    return len(list(op.operands)) == 3 and str(op.attributes["indexing_maps"]) == TRANSPOSED_LHS_MAPS
 
 
 def _transposed_type(t: Any) -> str:
@@ -165,18 +184,27 @@ def _dense(t: Any) -> bool:
     return offset == 0 and list(strides) == want
 
 
+def _transpose(lines: list[str], value: str, src: str, name: str) -> tuple[str, str]:
+    """Append ``name = memref.transpose value`` of the 2-D memref type ``src``; returns the view's
+    name and type: the operand of a ``strided_lhs`` / ``strided_rhs`` GEMM, read in place."""
+    from mlir import ir
+    viewed = _transposed_type(ir.Type.parse(src))
+    lines.append(f"{name} = memref.transpose {value} (d0, d1) -> (d1, d0) : {src} to {viewed}")
+    return name, viewed
+
+
 def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: list[bool], batched: list[bool],
-                    shape: tuple[int, int, int, int], threads: int, accumulate: bool) -> str:
+                    shape: tuple[int, int, int, int], threads: int, accumulate: bool, layout: str = "") -> str:
     """A private function ``name(A, B, C)``: C[i] (+)= A[i] @ B[i] (or @ B, when ``batched[1]`` is
     False: one rhs shared by the batch) for each i of the batch, one call of the serial GEMM per
     matrix, the batch split across threads (``scf.forall``, OpenMP) when it has at least as many
     matrices as threads; else the matrices in turn, each split by the threaded driver (``_split``).
-    Operands that are not dense row-major go through a dense copy."""
+    Operands that are not dense row-major go through a dense copy.  ``layout`` "strided_rhs": B is
+    given as ``[N, K]`` matrices, each passed as its ``memref.transpose`` (read in place)."""
     bsz, m, n, k = shape
-    dyn = operand_type(elem)
     lines: list[str] = []
     args = ["%a", "%b", "%c"]
-    dims = ((m, k), (k, n), (m, n))
+    dims = ((m, k), (n, k) if layout == "strided_rhs" else (k, n), (m, n))
     full = [f"memref<{bsz}x{r}x{c}x{elem}>" if batched[i] else f"memref<{r}x{c}x{elem}>"
             for i, (r, c) in enumerate(dims)]
     for i in range(3):
@@ -191,14 +219,18 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
               f"%acc = arith.constant {'true' if accumulate else 'false'}"]
     by_batch = threads > 1 and bsz >= threads
     inner = []
+    wanted = operand_types(elem, layout)
     for i, (r, c) in enumerate(dims):
-        if not batched[i]:
-            lines.append(f"%d{i} = memref.cast {args[i]} : {full[i]} to {dyn}")
-            continue
-        view = f"memref<{r}x{c}x{elem}, strided<[{c}, 1], offset: ?>>"
-        inner += [f"%s{i} = memref.subview {args[i]}[%i, 0, 0] [1, {r}, {c}] [1, 1, 1] : {full[i]} to {view}",
-                  f"%d{i} = memref.cast %s{i} : {view} to {dyn}"]
-    inner += _gemm_call(isa, elem, (m, n, k), 1 if by_batch else threads)
+        body = inner if batched[i] else lines
+        value, vty = args[i], full[i]
+        if batched[i]:
+            vty = f"memref<{r}x{c}x{elem}, strided<[{c}, 1], offset: ?>>"
+            inner.append(f"%s{i} = memref.subview {args[i]}[%i, 0, 0] [1, {r}, {c}] [1, 1, 1] : {full[i]} to {vty}")
+            value = f"%s{i}"
+        if _TRANSPOSED_OPERAND.get(layout) == i:
+            value, vty = _transpose(body, value, vty, f"%tr{i}")
+        body.append(f"%d{i} = memref.cast {value} : {vty} to {wanted[i]}")
+    inner += _gemm_call(isa, elem, (m, n, k), 1 if by_batch else threads, layout)
     if by_batch:
         lines.append(f"scf.forall (%i) in ({bsz}) {{")
     else:
@@ -225,24 +257,23 @@ def _split(isa: str, elem: str, m: int, n: int, k: int, threads: int) -> tuple[s
 
 
 def _helper(name: str, isa: str, elem: str, types: list[str], contiguous: list[bool],
-            shape: tuple[int, int, int], threads: int, accumulate: bool, transposed: str | None = None) -> str:
+            shape: tuple[int, int, int], threads: int, accumulate: bool, layout: str = "") -> str:
     """A private function ``name(A, B, C)`` for operands of ``types``: C (+)= A @ B through the library.
 
     ``contiguous[i]``: operand i has unit stride along its rows (else it goes through a copy);
     ``accumulate``: False when the zero fill of C was dropped (the library then writes C without
-    reading it); ``transposed``: A is given as its transpose ``[K, M]`` (``TRANSPOSED_LHS_MAPS``), of
-    which this type is the ``memref.transpose``: the ``strided_lhs`` GEMM reads it in place."""
+    reading it); ``layout`` "strided_lhs" / "strided_rhs": A (B) is given as its transpose ``[K, M]``
+    (``[N, K]``), whose ``memref.transpose`` the GEMM of that layout reads in place."""
     m, n, k = shape
-    dyn = operand_type(elem)
     lines: list[str] = []
     args = ["%a", "%b", "%c"]
     current = list(types)
     copies: list[tuple[int, str]] = []
-    if transposed is not None:
-        lines.append(f"%at = memref.transpose %a (d0, d1) -> (d1, d0) : {types[0]} to {transposed}")
-        args[0], current[0] = "%at", transposed
+    flipped = _TRANSPOSED_OPERAND.get(layout)
+    if flipped is not None:
+        args[flipped], current[flipped] = _transpose(lines, args[flipped], types[flipped], "%tr")
     for i, dims in enumerate(((m, k), (k, n), (m, n))):
-        if contiguous[i] or (i == 0 and transposed is not None):
+        if contiguous[i] or i == flipped:
             continue
         dense = f"memref<{dims[0]}x{dims[1]}x{elem}>"
         tmp = f"%t{i}"
@@ -251,11 +282,10 @@ def _helper(name: str, isa: str, elem: str, types: list[str], contiguous: list[b
             lines.append(f"memref.copy {args[i]}, {tmp} : {types[i]} to {dense}")
         copies.append((i, dense))
         args[i], current[i] = tmp, dense
-    for i in range(3):
-        lines.append(f"%d{i} = memref.cast {args[i]} : {current[i]} to "
-                     f"{lhs_type(elem, transposed is not None) if i == 0 else dyn}")
+    for i, want in enumerate(operand_types(elem, layout)):
+        lines.append(f"%d{i} = memref.cast {args[i]} : {current[i]} to {want}")
     lines.append(f"%acc = arith.constant {'true' if accumulate else 'false'}")
-    lines += _gemm_call(isa, elem, (m, n, k), threads, transposed is not None)
+    lines += _gemm_call(isa, elem, (m, n, k), threads, layout)
     for i, dense in copies:
         if i == 2:
             lines.append(f"memref.copy %t2, %c : {dense} to {types[2]}")
@@ -263,19 +293,18 @@ def _helper(name: str, isa: str, elem: str, types: list[str], contiguous: list[b
     return _function(name, types, lines)
 
 
-def _gemm_call(isa: str, elem: str, shape: tuple[int, int, int], threads: int,
-               strided_lhs: bool = False) -> list[str]:
+def _gemm_call(isa: str, elem: str, shape: tuple[int, int, int], threads: int, layout: str = "") -> list[str]:
     """The call of the GEMM on ``%d0 @ %d1 -> %d2`` (``%acc``): the serial one, or the threaded driver
-    with one block of rows or columns per thread (``_split``); ``strided_lhs``: the variant whose A
-    has any strides (``gemm_kernel.LHS_LAYOUTS``)."""
-    dyn, aty = operand_type(elem), lhs_type(elem, strided_lhs)
+    with one block of rows or columns per thread (``_split``); ``layout``: the variant of
+    ``gemm_kernel.LAYOUTS`` (which operand may have any strides)."""
+    aty, bty, cty = operand_types(elem, layout)
     axis, parts, block = _split(isa, elem, *shape, threads)
     if not axis:
-        return [f"func.call @{gemm_symbol(elem, strided_lhs)}(%d0, %d1, %d2, %acc) : ({aty}, {dyn}, {dyn}, i1) -> ()"]
+        return [f"func.call @{gemm_symbol(elem, layout)}(%d0, %d1, %d2, %acc) : ({aty}, {bty}, {cty}, i1) -> ()"]
     return [f"%parts = arith.constant {parts} : i32", f"%axis = arith.constant {0 if axis == 'm' else 1} : i32",
             f"%block = arith.constant {block} : index",
-            f"func.call @{driver_symbol(elem, strided_lhs)}(%d0, %d1, %d2, %acc, %parts, %axis, %block) : "
-            f"({aty}, {dyn}, {dyn}, i1, i32, i32, index) -> ()"]
+            f"func.call @{driver_symbol(elem, layout)}(%d0, %d1, %d2, %acc, %parts, %axis, %block) : "
+            f"({aty}, {bty}, {cty}, i1, i32, i32, index) -> ()"]
 
 
 def _function(name: str, types: list[str], lines: list[str]) -> str:
@@ -315,17 +344,17 @@ def insert_library_calls(module: Any, isa: str, threads: int) -> int:
             call = _gemm_call(isa, elem, (view.m, view.n, view.k), threads)
             helpers.append(_function(name, types, conv_helper(elem, types, shapes, [_dense(v.type) for v in operands],
                                                               view, call, accumulate=fill is None)))
-        elif op.name == "linalg.batch_matmul":
-            helpers.append(_batched_helper(name, isa, elem, types, [_dense(v.type) for v in operands],
-                                           [len(a) == 3, len(b) == 3, True], (a[0], a[1], b[-1], a[2]), threads,
-                                           accumulate=fill is None))
-        elif _reads_lhs_transposed(op):
-            helpers.append(_helper(name, isa, elem, types, [_contiguous_rows(v.type) for v in operands],
-                                   (a[1], b[1], a[0]), threads, accumulate=fill is None,
-                                   transposed=_transposed_type(operands[0].type)))
         else:
-            helpers.append(_helper(name, isa, elem, types, [_contiguous_rows(v.type) for v in operands],
-                                   (a[0], b[1], a[1]), threads, accumulate=fill is None))
+            layout = _form(op)[1]
+            m, k = (a[-1], a[-2]) if layout == "strided_lhs" else (a[-2], a[-1])
+            n = b[-2] if layout == "strided_rhs" else b[-1]
+            if op.name == "linalg.batch_matmul":
+                helpers.append(_batched_helper(name, isa, elem, types, [_dense(v.type) for v in operands],
+                                               [len(a) == 3, len(b) == 3, True], (a[0], m, n, k), threads,
+                                               accumulate=fill is None, layout=layout))
+            else:
+                helpers.append(_helper(name, isa, elem, types, [_contiguous_rows(v.type) for v in operands],
+                                       (m, n, k), threads, accumulate=fill is None, layout=layout))
         if fill is not None:
             fill.erase()
         ir.Operation.create("func.call", results=[], operands=operands,
@@ -334,12 +363,12 @@ def insert_library_calls(module: Any, isa: str, threads: int) -> int:
         op.erase()
     decls = []
     for e in sorted({e for _, e in found}):
-        for strided in LHS_LAYOUTS:
-            operands = ", ".join([lhs_type(e, strided)] + [operand_type(e)] * 2)
-            if not strided or any(f"@{gemm_symbol(e, strided)}(" in h for h in helpers):
-                decls.append(f"func.func private @{gemm_symbol(e, strided)}({operands}, i1)")
-            if any(f"@{driver_symbol(e, strided)}(" in h for h in helpers):
-                decls.append(f"func.func private @{driver_symbol(e, strided)}({operands}, i1, i32, i32, index)")
+        for layout in LAYOUTS:
+            operands = ", ".join(operand_types(e, layout))
+            if not layout or any(f"@{gemm_symbol(e, layout)}(" in h for h in helpers):
+                decls.append(f"func.func private @{gemm_symbol(e, layout)}({operands}, i1)")
+            if any(f"@{driver_symbol(e, layout)}(" in h for h in helpers):
+                decls.append(f"func.func private @{driver_symbol(e, layout)}({operands}, i1, i32, i32, index)")
     extra = ir.Module.parse("module {\n" + "\n".join(decls) + "\n" + "".join(helpers) + "}\n")
     anchor = list(module.body.operations)[-1]
     for op in list(extra.body.operations):

@@ -127,21 +127,25 @@ class Emitter:
     ``transposed_lhs``: the element types whose 2-D matmuls the target computes with the lhs read
     transposed in place (its GEMM takes an lhs of any strides): ``matmul(transpose(a), b)`` is then
     one ``linalg.matmul`` of ``a`` with ``payload.TRANSPOSED_LHS_MAPS``, and the transpose is not
-    materialized (it stays only if something else reads it); ``pad_border``: a pad without interior
+    materialized (it stays only if something else reads it); ``transposed_rhs``: the element types
+    whose matmuls (2-D, or batched with the batch on both sides) the target computes with the rhs
+    read transposed in place: ``a @ transpose(b)`` (the last two axes swapped) is then one
+    contraction of ``b`` with ``payload.TRANSPOSED_RHS_MAPS``; ``pad_border``: a pad without interior
     padding fills only its border, box by box (``pad``; the CUDA backend's mapping takes one fill
     of the whole result); ``conv_pixels``: the most output pixels of a conv's register block (the
     target's accumulator registers; ``lowerings.block_width`` widens a conv whose width has no
     divisor up to it)."""
 
     def __init__(self, transposed_lhs: frozenset[str] = frozenset(), pad_border: bool = False,
-                 conv_pixels: int = 24) -> None:
+                 conv_pixels: int = 24, transposed_rhs: frozenset[str] = frozenset()) -> None:
         self.lines: list[str] = []
         self.n = 0
         self.reshaped_from: dict[str, TensorValue] = {}  # a reshape's result -> the value it reshapes
         self.transposed_lhs = transposed_lhs
+        self.transposed_rhs = transposed_rhs
         self.pad_border = pad_border
         self.conv_pixels = conv_pixels
-        self.transposed_from: dict[str, TensorValue] = {}  # a 2-D transpose's result -> its operand
+        self.transposed_from: dict[str, TensorValue] = {}  # a last-two-axes transpose's result -> its operand
 
     def fresh(self, hint: str = "v") -> str:
         self.n += 1

@@ -20,7 +20,7 @@ from .conv_phases import AxisPhase, axis_phases, phase_padding
 from .emitter import Body, Emitter, TensorValue
 from .mathlib import exp_text, log_text
 from .transform_script import largest_divisor_at_most
-from .payload import SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS
+from .payload import SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS, TRANSPOSED_RHS_MAPS
 from .mlir_text import ELEM, affine_map, float_bits, identity_map, is_float, tensor_type, zero
 
 __all__ = ["OpApplication", "LOWERINGS", "Lowering"]
@@ -302,8 +302,9 @@ def transpose(em: Emitter, op: OpApplication) -> str:
     for k, p in enumerate(perm):
         inverse[p] = k
     r = em.copy(op.xs[0], op.shape, affine_map(len(perm), [f"d{inverse[a]}" for a in range(len(perm))]))
-    if perm == (1, 0):
-        em.transposed_from[r] = op.xs[0]  # a matmul may read it in place (``Emitter.transposed_lhs``)
+    rank = len(perm)
+    if rank >= 2 and perm == tuple(range(rank - 2)) + (rank - 1, rank - 2):
+        em.transposed_from[r] = op.xs[0]  # a matmul may read it in place (``Emitter.transposed_lhs/rhs``)
     return r
 
 
@@ -386,7 +387,12 @@ def matmul(em: Emitter, op: OpApplication) -> str:
         return _named_matmul(em, f"linalg.matmul indexing_maps = {TRANSPOSED_LHS_MAPS}", source, b_, shape, elem)
     if len(shape) == 2 or (len(a.shape) == len(b_.shape) == 3 and a.shape[0] == b_.shape[0]):
         # one batch dim on both sides (or none): the named op, which elementwise fusion leaves whole
-        return _named_matmul(em, "linalg.matmul" if len(shape) == 2 else "linalg.batch_matmul", a, b_, shape, elem)
+        named = "linalg.matmul" if len(shape) == 2 else "linalg.batch_matmul"
+        rhs_source = em.transposed_from.get(b_.name) if elem in em.transposed_rhs else None
+        if rhs_source is not None:  # the rhs read transposed: ``b`` itself, not a copy
+            return _named_matmul(em, f"{named} indexing_maps = {TRANSPOSED_RHS_MAPS[named]}", a, rhs_source,
+                                 shape, elem)
+        return _named_matmul(em, named, a, b_, shape, elem)
     if len(a.shape) == 3 and len(b_.shape) == 2:
         # a batch of matrices times one (a linear layer): the named op with the rhs shared
         return _named_matmul(em, f"linalg.batch_matmul indexing_maps = {SHARED_RHS_MAPS}", a, b_, shape, elem)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-__all__ = ["DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "INIT_ATTR", "static_shape", "element_bits", "generic_loops", "map_kind",
+__all__ = ["DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
+           "element_bits", "generic_loops", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "product", "splats_as_fills",
            "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips"]
 
@@ -29,6 +30,17 @@ TRANSPOSED_LHS_MAPS = ("[affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d
                        "affine_map<(d0, d1, d2) -> (d0, d1)>]")
 """A ``linalg.matmul`` that reads its lhs transposed (``matmul(transpose(a), b)`` with ``a`` of ``[K, M]``:
 ``Emitter.transposed_lhs``)."""
+
+TRANSPOSED_RHS_MAPS = {
+    "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, "
+                     "affine_map<(d0, d1, d2) -> (d0, d1)>]",
+    "linalg.batch_matmul": "[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>, "
+                           "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]",
+}
+"""The maps of a contraction that reads its rhs transposed (``a @ transpose(b)`` with ``b`` of
+``[..., N, K]``: ``Emitter.transposed_rhs``), by op.  Not a
+matrix shared by a batch (``[B, M, K] @ transpose([N, K])``): ``linalg.batch_matmul`` takes a
+rank-2 rhs only as ``(d3, d2)`` ("Invalid broadcast requested"), so that transpose stays a copy."""
 
 INIT_ATTR = "mind.init"
 """The unique attribute ``untie_shared_inits`` puts on every ``tensor.empty``."""
