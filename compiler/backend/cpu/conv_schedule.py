@@ -16,16 +16,14 @@ The recipe (the one IREE uses for CPU convolutions):
    each step is ``ow`` broadcasts of input values, ``f / lanes`` filter loads and ``ow * f / lanes``
    FMAs on accumulators that stay in zmm registers.
 
-Two neighbours are scheduled with the conv when ``emit`` produced them for it:
-
-* an elementwise epilogue that is the conv's only user (``relu(conv2d(x, w) + b)``): the forall tiles
-  the epilogue instead, the conv (and its fill) are fused into it, and the epilogue tile is
-  vectorized on the accumulator (the conv result never makes a round trip through memory).  The
-  fill's tile is then a temporary of its own, which bufferization would make a ``malloc``, 24 zero
-  stores and a ``free`` per register block: the section hoists the accumulator itself and drops the
-  transfers' leading unit dims so that the zeros fold into it (``_fold_fill_section``);
-* the padding / input-dilation copy (zeros, then ``x`` written into its window by a generic with an
-  offset output map): with a batch > 1 it is split over the images (``scf.forall``).
+An elementwise epilogue that is the conv's only user (``relu(conv2d(x, w) + b)``) is scheduled with
+the conv: the forall tiles the epilogue instead, the conv (and its fill) are fused into it, and the
+epilogue tile is vectorized on the accumulator (the conv result never makes a round trip through
+memory).  The fill's tile is then a temporary of its own, which bufferization would make a
+``malloc``, 24 zero stores and a ``free`` per register block: the section hoists the accumulator
+itself and drops the transfers' leading unit dims so that the zeros fold into it
+(``_fold_fill_section``).  The padding / input-dilation copy in front of a conv is a pad of its own
+(``lowerings._zero_padded``), planned as every pad is.
 
 Register block (``choose_conv_tiles``): tile sizes divide the static shapes (a partial tile would have
 dynamic shapes and stay scalar); at most three quarters of the registers as accumulators (24 zmm),
@@ -175,18 +173,13 @@ def _best_block(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int, elem
     return best
 
 
-def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, pad_hops: int = 0,
-                 fuse_epilogue: bool = False, pad_order: tuple[int, ...] = ()) -> str:
+def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, fuse_epilogue: bool = False) -> str:
     """The transform-script section scheduling the conv tagged ``tag`` (see the module docstring).
 
     ``fuse_epilogue``: the conv's only user is an elementwise generic (bias, relu, ...); that one is
     tiled by the forall instead, the conv fused into it, and it is vectorized here, next to the
     accumulator, so the conv result never goes through memory twice; the fused fill's zeros are then
     folded into the accumulator (``_fold_fill_section``: no per-tile buffer).
-
-    ``pad_hops`` (1 or 2): the input is the padding generic of ``emit`` (directly, or through one
-    extract_slice); its images are then copied in parallel (``scf.forall`` over N only: the window's
-    offsets make the tiles of other dims overlap, which ``parallel_insert_slice`` does not allow).
     """
     a = "!transform.any_op"
     cv, fl, cp, cpf, ff, ffl, cr, crl, cd = (f"%cv{tag}", f"%cfl{tag}", f"%cp{tag}", f"%cpf{tag}", f"%cff{tag}",
@@ -195,10 +188,6 @@ def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, pad_hops: int =
          f" in %root : ({a}) -> {a}\n")
     if fuse_fill:
         s += f"    {fl} = transform.get_producer_of_operand {cv}[2] : ({a}) -> {a}\n"
-    src = cv
-    for hop in range(pad_hops):
-        s += f"    %cpad{tag}_{hop} = transform.get_producer_of_operand {src}[0] : ({a}) -> {a}\n"
-        src = f"%cpad{tag}_{hop}"
     if fuse_epilogue:
         s += f"    %ce{tag} = transform.get_consumers_of_result {cv}[0] : ({a}) -> {a}\n"
         s += (f"    %cet{tag}, {cpf} = transform.structured.tile_using_forall %ce{tag} tile_sizes "
@@ -214,13 +203,6 @@ def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, pad_hops: int =
     s += (f"    {cr}, {crl}:3 = transform.structured.tile_using_for {cp} tile_sizes {sizes([0, 0, 0, 0, 1, 1, t.c])}"
           f" : ({a}) -> ({a}, {a}, {a}, {a})\n")
     s += f"    {cd} = transform.structured.decompose {cr} : ({a}) -> {a}\n"
-    if pad_hops and pad_order:
-        s += (f"    %cpi{tag} = transform.structured.interchange {src} iterator_interchange = {list(pad_order)}"
-              f" : ({a}) -> {a}\n")
-        src = f"%cpi{tag}"
-    if pad_hops:
-        s += (f"    %cpt{tag}, %cptf{tag} = transform.structured.tile_using_forall {src} tile_sizes [1]"
-              f" : ({a}) -> ({a}, {a})\n")
     s += f"    transform.structured.vectorize {cd} : {a}\n"
     if fuse_fill:
         s += f"    transform.structured.vectorize {ff} : {a}\n"
@@ -297,32 +279,12 @@ def plan_conv(unit: VectorUnit, op: Any, tag: int) -> str | None:
         return None
     init = op.operands[2]
     fuse_fill = isinstance(init, ir.OpResult) and init.owner.name == "linalg.fill"
-    # (one image: nothing to split, and a one-iteration forall folds into an extract/insert_slice
-    # pair on the zeros, whose later untying by payload.untie_shared_inits needs a memref.copy)
-    hops, order = _pad_hops(op)
-    return conv_section(tag, t, fuse_fill, hops if n > 1 or order else 0, fuse_fill and _fusable_epilogue(op),
-                        order)
+    return conv_section(tag, t, fuse_fill, fuse_fill and _fusable_epilogue(op))
 
 
 def feeds_conv(op: Any) -> bool:
-    """Whether a fill initializes a conv or the padding generic in front of one (whose section then
-    fuses the fill itself)."""
-    for use in op.results[0].uses:
-        user = use.owner
-        if user.name == CONV_OP:
-            return True
-        if user.name == "linalg.generic":
-            frontier = [r for r in user.results]
-            for _ in range(2):
-                nxt = []
-                for v in frontier:
-                    for u in v.uses:
-                        if u.owner.name == CONV_OP:
-                            return True
-                        if u.owner.name == "tensor.extract_slice":
-                            nxt.extend(u.owner.results)
-                frontier = nxt
-    return False
+    """Whether a fill initializes a conv (whose section then fuses the fill itself)."""
+    return any(use.owner.name == CONV_OP for use in op.results[0].uses)
 
 
 _EPILOGUE_BODY_OPS = ("tensor.extract", "linalg.index")
@@ -370,44 +332,3 @@ def _fusable_epilogue(op: Any) -> bool:
     if len(list(block.arguments[len(block.arguments) - 1].uses)):
         return False
     return not any(b.operation.name in _EPILOGUE_BODY_OPS for b in block.operations)
-
-
-def _pad_hops(op: Any) -> tuple[int, tuple[int, ...]]:
-    """(1 or 2, loop order) if the conv input is ``emit``'s padding generic (through at most one
-    extract_slice), else (0, ()); the loop order is ``pad_loop_order`` of the generic's read."""
-    from mlir import ir
-    v = op.operands[0]
-    for hops in (1, 2):
-        if not isinstance(v, ir.OpResult):
-            return 0, ()
-        owner = v.owner
-        if owner.name == "tensor.extract_slice" and hops == 1:
-            v = owner.operands[0]
-            continue
-        if owner.name != "linalg.generic" or len(owner.results) != 1 or len(list(v.uses)) != 1:
-            return 0, ()
-        if any("parallel" not in str(k) for k in owner.attributes["iterator_types"]):
-            return 0, ()
-        init = owner.operands[len(owner.operands) - 1]
-        if not isinstance(init, ir.OpResult) or init.owner.name != "linalg.fill":
-            return 0, ()
-        if any(static_shape(o.type) is None for o in owner.operands) or len(owner.attributes["iterator_types"]) != 4:
-            return 0, ()
-        maps = [ir.AffineMapAttr(m).value for m in owner.attributes["indexing_maps"]]
-        last = maps[0].results[len(maps[0].results) - 1] if len(maps) == 2 and maps[0].results else None
-        minor = last.position if isinstance(last, ir.AffineDimExpr) else 3
-        return hops, pad_loop_order(minor)
-    return 0, ()
-
-
-def pad_loop_order(read_minor: int) -> tuple[int, ...]:
-    """Loop order of the padding copy (NHWC loops; its write is contiguous along loop 3) whose read
-    is contiguous along loop ``read_minor``: that loop second innermost, the others outside in order.
-
-    Why: a transpose in front of a conv (the layouts of a filter gradient: ``[3, 1, 2, 0]``) fuses
-    into the copy, whose read then walks its innermost loop with a stride of a whole image; with the
-    two minor loops innermost, one (y, x) step reads and writes a few dozen cache lines, each
-    whole.  The identity when the read is contiguous along the write's loop (no transpose)."""
-    if read_minor == 3:
-        return ()
-    return tuple(d for d in range(3) if d != read_minor) + (3, read_minor)

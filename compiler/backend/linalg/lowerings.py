@@ -501,11 +501,9 @@ def block_channels(f: int) -> int:
 
 
 def _padded_filter(em: Emitter, w: TensorValue, deep: int) -> TensorValue:
-    """``w`` with ``deep - F`` zero output channels in front (``_placed``: a window at a non-zero offset
-    prints as an expression, which the verifier's extent rule leaves alone)."""
+    """``w`` with ``deep - F`` zero output channels in front (``_zero_padded``)."""
     kh, kw, c, f = w.shape
-    full = (kh, kw, c, deep)
-    return _placed(em, w, full, affine_map(4, ["d0", "d1", "d2", f"d3 + {deep - f}"]))
+    return _zero_padded(em, w, (0, 0, 0, deep - f), (0, 0, 0, 0), (kh, kw, c, deep))
 
 
 def _named_conv(em: Emitter, src: TensorValue, w: TensorValue, shape: tuple[int, ...], strides: tuple[int, int],
@@ -621,41 +619,26 @@ def _filter_taps(em: Emitter, w: TensorValue, py: AxisPhase, px: AxisPhase) -> T
 
 def _padded_input(em: Emitter, x: TensorValue, padding: tuple[int, int, int, int],
                   dilation: tuple[int, int]) -> TensorValue:
-    """``x`` with its padding and input dilation: zeros, then ``x`` written into its (strided) window
-    by one generic over ``x`` whose output map is the window.
-
-    The body is ``0 + x`` (it reads its init, or elementwise fusion would drop the zeros as unread;
-    -0 becoming +0 cannot change a conv, whose sums start at +0): one in-place fill and one
-    contiguous copy, where a gathering ``Emitter.pad`` (clamped ``tensor.extract``) stays scalar, and
-    no insert_slice (its strided memref.copy needs a runtime library).  A window offset of 0 with
-    unit step would print as a pure ``d1`` whose extent then has to equal the padded one (the
-    verifier's rule): such a dim gets one extra leading row that the conv skips through an
-    extract_slice (a view, no copy)."""
+    """``x`` with its padding and input dilation (interior padding): ``_zero_padded``."""
     (pt, pb, pl, pr), (dh, dw) = padding, dilation
     n, h, w, c = x.shape
-    hp, wp = (h - 1) * dh + 1 + pt + pb, (w - 1) * dw + 1 + pl + pr
-    eh = 1 if (pt, dh) == (0, 1) and pb else 0
-    ew = 1 if (pl, dw) == (0, 1) and pr else 0
-    full = (n, hp + eh, wp + ew, c)
-
-    def at(d: str, step: int, off: int) -> str:
-        return (f"{d} * {step}" if step != 1 else d) + (f" + {off}" if off else "")
-    window = affine_map(4, ["d0", at("d1", dh, pt + eh), at("d2", dw, pl + ew), "d3"])
-    placed = _placed(em, x, full, window)
-    if eh or ew:
-        return em.extract_slice(placed, [0, eh, ew, 0], [n, hp, wp, c])
-    return placed
+    full = (n, (h - 1) * dh + 1 + pt + pb, (w - 1) * dw + 1 + pl + pr, c)
+    return _zero_padded(em, x, (0, pt, pl, 0), (0, dh - 1, dw - 1, 0), full)
 
 
-def _placed(em: Emitter, x: TensorValue, full: tuple[int, ...], window: str) -> TensorValue:
-    """Zeros of shape ``full`` with ``x`` written into the ``window`` (an output map) by one generic
-    over ``x``.  The body is ``0 + x``: it reads its init, or elementwise fusion would drop the zeros
-    as unread (-0 becoming +0 cannot change a conv, whose sums start at +0)."""
-    add_ = "addf" if is_float(x.elem) else "addi"
-    r = em.generic(full, x.elem, [x], [identity_map(4)], ["parallel"] * 4,
-                   lambda b, args, acc: b.binary(add_, acc, args[0], x.elem),
-                   init=em.filled(full, x.elem, zero(x.elem)), out_map=window)
-    return TensorValue(r, full, x.elem, x.dtype)
+def _zero_padded(em: Emitter, x: TensorValue, lo: tuple[int, ...], interior: tuple[int, ...],
+                 full: tuple[int, ...]) -> TensorValue:
+    """``x`` placed at ``lo`` (steps ``interior + 1``) in zeros of shape ``full``: the pad op's own
+    form (``Emitter.pad``: the border filled, ``x`` copied into its window by a ``linalg.copy`` and
+    an ``insert_slice``).  Why not a generic over ``x`` whose output map is the window (the earlier
+    form): the linalg vectorizer takes no output map with offsets, so such a copy stayed scalar
+    loops, and a transpose fused into it (a filter gradient's ``[3, 1, 2, 0]`` input) made it a
+    scalar transposing copy, a fifth of the CNN train step; fusion stops at the copy, so the
+    transpose is planned as a transpose (vector tiles transposed in registers) and the copy moves
+    contiguous rows (``docs/backend-cpu.md``, Measurements)."""
+    zero_value = em.fresh("c")
+    em.emit(f"{zero_value} = arith.constant {zero(x.elem)} : {x.elem}")
+    return TensorValue(em.pad(x, zero_value, lo, interior, full), full, x.elem, x.dtype)
 
 
 LOWERINGS: dict[str, Lowering] = {
