@@ -33,6 +33,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != os.path.dirname(os.path.abspath(__file__))]
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+from mind.checkout import use_checkout  # noqa: E402 - a plain copy of the repository (the GPU machine)
+
+use_checkout(ROOT)
 
 
 def _t(shape: str) -> str:

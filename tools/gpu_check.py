@@ -77,7 +77,10 @@ def prepare(folder: str, select: str | None, limit: int | None, max_mib: float) 
 
 
 def run(folder: str, out: str) -> int:
-    """Needs only numpy, cuda-bindings and mind.runtime (no MLIR)."""
+    """Needs only numpy, cuda-bindings and mind.runtime (no MLIR), from a plain copy of the repository."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from mind.checkout import use_checkout
+    use_checkout(sys.path[0])
     import mind.runtime
     from mind.diagnostics import MindError
 
