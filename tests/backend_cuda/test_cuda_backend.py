@@ -91,6 +91,34 @@ def test_plan_and_kernels():
     assert all(".target sm_80" in ptx for ptx in c.ptx.values())
 
 
+STRIDED_PLACEMENT = """\
+func @main(%x: i64[1, 5, 5, 1], %w: i64[3, 2, 1, 1]) -> (i64[1, 6, 10, 1]) {
+  %0 = conv2d(%x, %w) {strides = [1, 1], padding = [[1, 0], [1, 1]], lhs_dilation = [2, 2], rhs_dilation = [2, 1]} : i64[1, 6, 10, 1]
+  return %0
+}
+"""
+
+
+def _buffer_bytes(plan, where) -> int:
+    kind, n = where
+    spec = plan["signature"][kind + "s"][n] if kind in ("input", "output") else plan["temps"][n]
+    return int(np.prod(spec["shape"], dtype=np.int64)) * np.dtype(spec["dtype"]).itemsize
+
+
+def test_copies_into_strided_views_are_kernels():
+    # An input-dilated conv places each phase's result at every second row and column of the output
+    # (a copy into a strided view).  The plan's copy step moves one block of bytes to a buffer's first
+    # byte, and this one was planned as 120 contiguous bytes at the start of the output: wrong values
+    # on an H200 (conformance gen/conv2d/i64/normal/1).  Such copies are kernels now; a copy step
+    # always fills a whole buffer.
+    fn = parse_module(STRIDED_PLACEMENT).functions[0]
+    plan = compile_program(fn, {}, CudaOptions.resolve({}, environ={})).plan
+    copies = [s for s in plan["steps"] if "copy" in s]
+    assert all(s["bytes"] == _buffer_bytes(plan, s["to"]) for s in copies)
+    writers = [s for s in plan["steps"] if ("launch" in s and ["output", 0] in s["args"]) or s.get("to") == ["output", 0]]
+    assert len(writers) == 3 and all("launch" in s for s in writers)  # the zero fill, then each phase
+
+
 @needs_ptxas
 def test_rank0_ops_and_scalar_reductions_run_in_one_thread():
     """Ops without a parallel dimension run on the GPU in a kernel of one working thread, and a

@@ -63,22 +63,62 @@ def _buffer_spec(t: Any) -> dict[str, Any]:
     return {"dtype": _ELEMENTS[elem], "shape": list(mt.shape)}
 
 
-def _contiguous_view(t: Any) -> tuple[dict[str, Any], int]:
-    """The buffer spec of ``t`` and its offset in elements: an identity layout (offset 0), or a view
-    with a static offset whose elements are contiguous (a copy from it is one block of bytes)."""
+def _contiguous_view(t: Any) -> tuple[dict[str, Any], int] | None:
+    """The buffer spec of ``t`` and its offset in elements when its elements are one block of bytes:
+    an identity layout (offset 0), or a view with a static offset and the strides of its own shape;
+    None for any other view (a strided one: ``_views_copied_by_kernels`` makes its copies kernels)."""
     import re
     text = str(t)
     m = re.fullmatch(r"memref<([0-9x]*)(f32|f64|i32|i64|i8|i1), strided<\[([0-9, ]*)\], offset: ([0-9]+)>>", text)
     if m is None:
-        return _buffer_spec(t), 0
+        return (_buffer_spec(t), 0) if _identity(t) else None
     shape = [int(d) for d in m.group(1).split("x") if d]
     strides = [int(x) for x in m.group(3).split(",") if x.strip()]
     step = 1
     for n, stride in zip(reversed(shape), reversed(strides)):
         if n > 1 and stride != step:
-            raise LoweringError("unsupported", f"a copy from a strided view ({text}) on the host")
+            return None
         step *= n
     return {"dtype": _ELEMENTS[m.group(2)], "shape": shape}, int(m.group(4))
+
+
+def _views_copied_by_kernels(func_op: Any) -> int:
+    """Replace every ``memref.copy`` into anything but a whole buffer, or out of a view whose elements
+    are not one block of bytes, by a ``linalg.generic`` that copies element by element (a kernel once
+    mapped); returns how many.
+
+    Why: the plan's copy step moves one block of bytes from a view's first byte to a buffer's first
+    byte.  A copy into a strided view (a conv's phase placed at every second row and column of its
+    result, ``tensor.insert_slice`` with strides) was planned as 120 contiguous bytes at the start of
+    the result: wrong values on the GPU (conformance ``gen/conv2d/i64/normal/1`` on an H200), where a
+    copy out of a strided view was refused (E6003)."""
+    from mlir import ir
+    copies: list[Any] = []
+
+    def visit(op: Any) -> ir.WalkResult:
+        if op.name == "memref.copy":
+            src, dst = op.operands[0].type, op.operands[1].type
+            if not _identity(dst) or _contiguous_view(src) is None:
+                copies.append(op)
+        return ir.WalkResult.ADVANCE
+
+    func_op.operation.walk(visit)
+    parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
+    for op in copies:
+        src, dst = op.operands[0], op.operands[1]
+        rank = ir.MemRefType(src.type).rank
+        identity = ir.AffineMapAttr.get(ir.AffineMap.get_identity(rank))
+        with op.location:
+            copy = ir.Operation.create(
+                "linalg.generic", results=[], operands=[src, dst], regions=1, ip=ir.InsertionPoint(op),
+                attributes={"indexing_maps": ir.ArrayAttr.get([identity, identity]),
+                            "iterator_types": ir.ArrayAttr.get([parallel] * rank),
+                            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])})
+            elem = ir.MemRefType(src.type).element_type
+            body = copy.regions[0].blocks.append(elem, elem)
+            ir.Operation.create("linalg.yield", operands=[body.arguments[0]], ip=ir.InsertionPoint(body))
+        op.erase()
+    return len(copies)
 
 
 def _constant_bytes(module: Any, name: str, spec: dict[str, Any]) -> str:
@@ -154,7 +194,10 @@ def _host_plan(module: Any, func_op: Any, sig: Signature) -> dict[str, Any]:
             src, dst = op.operands[0], op.operands[1]
             if src not in where or dst not in where:
                 raise LoweringError("plan", "a copy between buffers the plan does not know")
-            spec, offset = _contiguous_view(src.type)
+            view = _contiguous_view(src.type)
+            if view is None or not _identity(dst.type):  # _views_copied_by_kernels made them kernels
+                raise LoweringError("plan", f"a copy between views the plan cannot give ({src.type} to {dst.type})")
+            spec, offset = view
             import numpy as np
             itemsize = np.dtype(spec["dtype"]).itemsize
             nbytes = int(np.prod(spec["shape"], dtype=np.int64)) * itemsize
@@ -291,8 +334,11 @@ def lower_to_ptx(mlir_text: str, func_name: str, sig: Signature, options: CudaOp
                     stage = "parse"
                     module = parse(ctx, mlir_text, stage, diags)
                     _read_only_inputs(find_func(module, func_name))
-                for stage, text in (("bufferize", pipelines[1]), ("parallel loops", pipelines[2])):
-                    run_pipeline(ctx, text, module, stage, diags)
+                stage = "bufferize"
+                run_pipeline(ctx, pipelines[1], module, stage, diags)
+                _views_copied_by_kernels(find_func(module, func_name))
+                stage = "parallel loops"
+                run_pipeline(ctx, pipelines[2], module, stage, diags)
                 stage = "serial parts"
                 _sink_input_loads(find_func(module, func_name), len(sig.inputs))
                 _wrap_serial_runs(find_func(module, func_name))
