@@ -26,7 +26,9 @@ __all__ = ["KernelCost", "kernel_cost", "one_thread_seconds", "worth_threads", "
 COSTS: dict[str, float] = {
     "stream_bytes_per_s": 14e9,   # one core's streaming bandwidth from memory, bytes read + written per second
     "cache_bytes_per_s": 40e9,    # a kernel whose parameters and results fit in L2 streams them at this rate
-    "vector_ops_per_s": 7.6e9,    # one core's vector FMAs (or simple vector ops) per second: 2 per cycle
+    "vector_ops_per_s": 7.6e9,    # one core's simple vector ops (or FMAs of a polynomial) per second: 2 per cycle
+    "cycles_per_s": 3.8e9,        # one core's clock, which a contraction's multiply-adds are charged at:
+                                  # the vector unit's ``fma_per_cycle`` full vectors per cycle
     "region_s": 2e-6,             # one parallel region's fork and join with libgomp, 2 threads
     "gain_over_regions": 5.0,     # the saving must be this many times the regions' cost
 }
@@ -45,21 +47,25 @@ where this table said 12 and 14); every other op is one."""
 class KernelCost(FrozenRecord):
     """What one call of a kernel moves and computes: ``bytes`` read from and written to memory,
     ``lane_ops`` (multiply-adds and other element operations, each weighted by its element width in
-    units of 32 bits, so that an f64 operation counts as two f32 lanes), and ``regions`` (the parallel
-    loops a threaded kernel would start)."""
+    units of 32 bits, so that an f64 operation counts as two f32 lanes), of which ``multiply_adds``
+    are a contraction's (matmul, conv2d: charged at the vector unit's FMA rate), and ``regions`` (the
+    parallel loops a threaded kernel would start)."""
 
-    __slots__ = ("bytes", "footprint", "lane_ops", "regions")
+    __slots__ = ("bytes", "footprint", "lane_ops", "regions", "multiply_adds")
 
     bytes: int
     footprint: int
     lane_ops: float
     regions: int
+    multiply_adds: float
 
-    def __init__(self, bytes: int, footprint: int, lane_ops: float, regions: int) -> None:  # noqa: A002
+    def __init__(self, bytes: int, footprint: int, lane_ops: float, regions: int,  # noqa: A002
+                 multiply_adds: float = 0.0) -> None:
         object.__setattr__(self, "bytes", bytes)
         object.__setattr__(self, "footprint", footprint)
         object.__setattr__(self, "lane_ops", lane_ops)
         object.__setattr__(self, "regions", regions)
+        object.__setattr__(self, "multiply_adds", multiply_adds)
 
 
 UNKNOWN_COST = KernelCost(1 << 40, 1 << 40, 0.0, 1)
@@ -88,7 +94,7 @@ def kernel_cost(fn: Any, env: Mapping[str, int]) -> KernelCost:
         return found
     try:
         footprint = moved = sum(n * w for n, w in map(size, list(fn.params) + list(fn.results)))
-        lane_ops = 0.0
+        lane_ops = multiply_adds = 0.0
         regions = 1
         for op in fn.ops:
             n, width = size(op.result)
@@ -101,16 +107,15 @@ def kernel_cost(fn: Any, env: Mapping[str, int]) -> KernelCost:
                 continue
             regions += 1
             moved += n * width + sum(m * w for m, w in ins)
-            if op.op == "matmul":
-                count = n * _contracted(op, env)
-            elif op.op == "conv2d":
-                count = n * _window(op, env)
+            if op.op in _CONTRACTIONS:
+                count = n * _CONTRACTIONS[op.op](op, env)
+                multiply_adds += count * width / 4
             else:
                 count = max([n] + [m for m, _ in ins])
             lane_ops += count * width / 4
     except Exception:  # noqa: BLE001 - an estimate only: a shape we cannot read means "large"
         return UNKNOWN_COST
-    return KernelCost(moved, footprint, lane_ops, regions)
+    return KernelCost(moved, footprint, lane_ops, regions, multiply_adds)
 
 
 def _contracted(op: Any, env: Mapping[str, int]) -> int:
@@ -124,13 +129,23 @@ def _window(op: Any, env: Mapping[str, int]) -> int:
     return int(kh) * int(kw) * int(c)
 
 
+_CONTRACTIONS = {"matmul": _contracted, "conv2d": _window}
+"""The contractions and their multiply-adds per output element."""
+
+
 def one_thread_seconds(cost: KernelCost, unit: VectorUnit) -> float:
     """The estimated time of one call on one core: the bytes at the streaming bandwidth (of the L2
-    cache when the parameters and results fit in the unit's ``l2_bytes``) plus the lane operations at the unit's vector
-    rate (``unit.lanes(32)`` 32-bit lanes per instruction)."""
+    cache when the parameters and results fit in the unit's ``l2_bytes``) plus the lane operations at
+    the unit's vector rate (``unit.lanes(32)`` 32-bit lanes per instruction), a contraction's
+    multiply-adds at its FMA rate (``unit.fma_per_cycle`` full vectors per cycle).  Why apart: a
+    GEMM is FMAs only, which an AVX-512 core of Zen 4 issues one per cycle, half the two simple
+    operations per cycle the rest is charged at; at that rate a 4x64x64 attention (1 M multiply-adds
+    in each of its matmuls) was estimated at half its time and kept on one thread, 1.45x slower."""
     cached = cost.footprint <= unit.l2_bytes
+    lanes = unit.lanes(32)
     return cost.bytes / COSTS["cache_bytes_per_s" if cached else "stream_bytes_per_s"] + \
-        cost.lane_ops / (unit.lanes(32) * COSTS["vector_ops_per_s"])
+        (cost.lane_ops - cost.multiply_adds) / (lanes * COSTS["vector_ops_per_s"]) + \
+        cost.multiply_adds / (lanes * unit.fma_per_cycle * COSTS["cycles_per_s"])
 
 
 def worth_threads(cost: KernelCost, unit: VectorUnit, threads: int) -> bool:

@@ -20,18 +20,24 @@ class VectorUnit(FrozenRecord):
     """``bits``: one vector register's width; ``registers``: how many the ISA names; ``l2_bytes``:
     the L2 cache per core assumed for a CPU of this level, the smallest of its class (AVX-512 parts,
     Zen 4/5 and Ice Lake servers and later, have 1-2 MB; AVX2 parts 512 KB-1 MB; SSE2-only parts
-    256 KB or more), so that what the cost model sizes to fit in L2 fits wherever the level runs."""
+    256 KB or more), so that what the cost model sizes to fit in L2 fits wherever the level runs;
+    ``fma_per_cycle``: the full-width vector multiply-adds one core issues per cycle, again the fewest
+    of its class (Zen 4 issues a 512-bit FMA over both of its 256-bit FMA pipes, as do Intel parts with
+    one AVX-512 FMA unit; AVX2 parts have two 256-bit FMA pipes; SSE2 has no FMA), which the thread
+    cost model charges a contraction's multiply-adds at."""
 
-    __slots__ = ("bits", "registers", "l2_bytes")
+    __slots__ = ("bits", "registers", "l2_bytes", "fma_per_cycle")
 
     bits: int
     registers: int
     l2_bytes: int
+    fma_per_cycle: int
 
-    def __init__(self, bits: int, registers: int, l2_bytes: int) -> None:
+    def __init__(self, bits: int, registers: int, l2_bytes: int, fma_per_cycle: int) -> None:
         object.__setattr__(self, "bits", bits)
         object.__setattr__(self, "registers", registers)
         object.__setattr__(self, "l2_bytes", l2_bytes)
+        object.__setattr__(self, "fma_per_cycle", fma_per_cycle)
 
     def lanes(self, elem_bits: int) -> int:
         """Elements of ``elem_bits`` in one register (at least 1)."""
@@ -39,9 +45,9 @@ class VectorUnit(FrozenRecord):
 
 
 VECTOR_UNITS: dict[str, VectorUnit] = {
-    "x86-64-v4": VectorUnit(512, 32, 1 << 20),     # AVX-512: 32 zmm, L2 >= 1 MB
-    "x86-64-v3": VectorUnit(256, 16, 512 << 10),   # AVX2 + FMA: 16 ymm, L2 >= 512 KB
-    "x86-64": VectorUnit(128, 16, 256 << 10),      # the baseline: SSE2, 16 xmm, L2 >= 256 KB
+    "x86-64-v4": VectorUnit(512, 32, 1 << 20, 1),    # AVX-512: 32 zmm, L2 >= 1 MB, 1 zmm FMA per cycle
+    "x86-64-v3": VectorUnit(256, 16, 512 << 10, 2),  # AVX2 + FMA: 16 ymm, L2 >= 512 KB, 2 ymm FMAs per cycle
+    "x86-64": VectorUnit(128, 16, 256 << 10, 1),     # the baseline: SSE2, 16 xmm, L2 >= 256 KB, a mul + an add
 }
 """The unit of each x86-64 level the options may name (``codegen.FIXED_TARGETS``)."""
 
