@@ -20,8 +20,8 @@ def use_checkout(root: str) -> None:
     root = os.path.abspath(root)
     if root not in sys.path:
         sys.path.insert(0, root)
-    import mind
+    package = sys.modules[__name__.rpartition(".")[0]]  # ``mind``, which imported this module
     try:
         import mind.spec  # noqa: F401 - an install (or an editable one) maps it already
     except ImportError:
-        mind.__path__.append(root)
+        package.__path__.append(root)
