@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .payload import generic_loops, product, static_shape
+from .payload import generic_loops, ops_named, product, static_shape
 
 __all__ = ["hoist_broadcast_work"]
 
@@ -33,19 +33,7 @@ VARYING = object()
 def hoist_broadcast_work(module: Any) -> int:
     """Hoist every generic's broadcast-invariant body operations into generics of their own (see the
     module docstring).  Returns how many generics were created."""
-    from mlir import ir
-    generics: list[Any] = []
-
-    def visit(op: Any) -> ir.WalkResult:
-        if op.name == "linalg.generic":
-            generics.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    made = 0
-    for op in generics:
-        made += _hoist(op)
-    return made
+    return sum(_hoist(op) for op in ops_named(module, "linalg.generic"))
 
 
 def _broadcast_inputs(op: Any, n_in: int) -> dict[int, str]:

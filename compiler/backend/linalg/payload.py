@@ -12,7 +12,7 @@ from typing import Any, Iterable
 __all__ = ["DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
            "element_bits", "generic_loops", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "product", "splats_as_fills",
-           "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips"]
+           "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips", "ops_named"]
 
 DEFAULT_MAPS = {
     "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
@@ -351,18 +351,25 @@ def untie_shared_inits(module: Any, tag_empties: bool = False) -> int:
                 user.operation.replace_uses_of_with(v, clone.results[0])
                 made += 1
     if tag_empties:
-        empties: list[Any] = []
-
-        def collect(op: Any) -> ir.WalkResult:
-            if op.name == "tensor.empty":
-                empties.append(op)
-            return ir.WalkResult.ADVANCE
-
-        module.operation.walk(collect)
         i64 = ir.IntegerType.get_signless(64)
-        for i, op in enumerate(empties):
+        for i, op in enumerate(ops_named(module, "tensor.empty")):
             op.attributes[INIT_ATTR] = ir.IntegerAttr.get(i64, i)
     return made
+
+
+def ops_named(module: Any, name: str) -> list[Any]:
+    """The operations called ``name`` in ``module``, in walk order (collected first: the callers
+    rewrite them)."""
+    from mlir import ir
+    found: list[Any] = []
+
+    def visit(op: Any) -> ir.WalkResult:
+        if op.name == name:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
 
 
 def _init_chain(op: Any) -> bool:
