@@ -178,7 +178,8 @@ def test_a_matmul_is_costed_by_its_multiply_adds(clean_env):
     auto = CpuOptions.resolve().replace(cpus=2, abi="gomp")
     small, large = _cost(MATMUL, {"M": 32}), _cost(MATMUL, {"M": 256})
     assert small.lane_ops == 32 ** 3 and large.lane_ops == 256 ** 3
-    assert small.bytes == 32 * 32 * 4 * 3 * 2  # its operands and result, as parameters and as the op's
+    assert small.bytes == 32 * 32 * 4 * 3  # its operands and result once: the op reads and writes them
+    assert small.regions == 1  # the matmul's; no elementwise op, no region for one
     assert auto.for_kernel(small).threads == 1 and auto.for_kernel(large).threads == 2
     assert large.multiply_adds == large.lane_ops  # all of it a contraction's
     # the vector unit sets the rates: simple vector operations take twice as long on AVX2 as on
@@ -220,3 +221,23 @@ def test_exp_is_costed_by_the_instructions_of_its_polynomial(clean_env):
     n = 1 << 16
     assert _cost(EXP, {"N": n}).lane_ops - _cost(ADD.format(t="f32"), {"N": n}).lane_ops == (emitted - 1) * n
     assert emitted >= 20
+
+
+SOFTMAX = ("func @f(%x: f32[128, 384]) -> (f32[128, 384]) {\n"
+           "  %0 = reduce_max(%x) {axes = [1], keepdims = true} : f32[128, 1]\n  %1 = sub(%x, %0) : f32[128, 384]\n"
+           "  %2 = exp(%1) : f32[128, 384]\n  %3 = reduce_sum(%2) {axes = [1], keepdims = true} : f32[128, 1]\n"
+           "  %4 = div(%2, %3) : f32[128, 384]\n  return %4\n}\n")
+ROW_SUM = "func @f(%x: f32[256, 500]) -> (f32[256]) {\n  %0 = reduce_sum(%x) {axes = [1], keepdims = false} : f32[256]\n  return %0\n}\n"
+
+
+def test_regions_and_traffic_follow_what_the_kernel_runs():
+    # a softmax's two reductions run in one fusion group: one region for them, one for the chains
+    assert _cost(SOFTMAX).regions == 2
+    # a row sum reads its input once and writes its result once, in its one region
+    row_sum = _cost(ROW_SUM)
+    assert row_sum.bytes == 256 * 500 * 4 + 256 * 4 and row_sum.regions == 1
+    # two reductions of unrelated inputs are two regions
+    two = ("func @f(%x: f32[64, 32], %y: f32[64, 32]) -> (f32[64], f32[64]) {\n"
+           "  %0 = reduce_sum(%x) {axes = [1], keepdims = false} : f32[64]\n"
+           "  %1 = reduce_max(%y) {axes = [1], keepdims = false} : f32[64]\n  return %0, %1\n}\n")
+    assert _cost(two).regions == 2
