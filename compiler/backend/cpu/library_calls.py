@@ -30,7 +30,7 @@ from .gemm_driver import driver_symbol
 from .gemm_kernel import LAYOUTS, VARIANTS, gemm_symbol, operand_types
 
 __all__ = ["eligible_matmul", "handled_by_library", "insert_library_calls", "PARALLEL_MIN_WORK", "HELPER_PREFIX",
-           "RANKS", "ELEMENTS", "FORMS", "transposed_lhs", "transposed_rhs"]
+           "RANKS", "ELEMENTS", "FORMS", "transposed_operands"]
 
 PARALLEL_MIN_WORK = 1 << 20
 """Multiply-adds below which a matmul runs on one thread even in a threaded kernel: so little work
@@ -61,18 +61,12 @@ _TRANSPOSED_OPERAND = {"strided_lhs": 0, "strided_rhs": 1}
 """The operand each layout reads transposed."""
 
 
-def transposed_lhs(library: str | None) -> frozenset[str]:
-    """The element types whose matmuls the emitter may write with a transposed lhs read in place
-    (``linalg.emitter.Emitter``): those of the library when there is one (its ``strided_lhs`` GEMM
-    reads it), none otherwise (a scheduled matmul takes the default maps only)."""
-    return frozenset(ELEMENTS) if library is not None else frozenset()
-
-
-def transposed_rhs(library: str | None) -> frozenset[str]:
-    """The element types whose matmuls the emitter may write with a transposed rhs read in place
-    (``linalg.emitter.Emitter``): those of the library when there is one (its ``strided_rhs`` GEMM
-    reads it), none otherwise: a scheduled matmul takes the default maps only, so without the
-    library the transpose stays a copy."""
+def transposed_operands(library: str | None) -> frozenset[str]:
+    """The element types whose matmuls the emitter may write with a transposed lhs or rhs read in
+    place (``linalg.emitter.Emitter``'s ``transposed_lhs`` and ``transposed_rhs``): those of the
+    library when there is one (its ``strided_lhs`` and ``strided_rhs`` GEMMs read them), none
+    otherwise: a scheduled matmul takes the default maps only, so without the library a transpose
+    stays a copy."""
     return frozenset(ELEMENTS) if library is not None else frozenset()
 
 
