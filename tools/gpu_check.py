@@ -167,10 +167,19 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("results")
     c.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
+    # the folders each step needs, checked first: a wrong path is a usage error, not a traceback
     if args.command == "prepare":
+        if os.path.lexists(args.folder):
+            p.error(f"{args.folder} exists: prepare writes a new folder")
         return prepare(args.folder, args.select, args.limit, args.max_mib)
+    if not os.path.isfile(os.path.join(args.folder, "index.json")):
+        p.error(f"{args.folder} is not a folder that `prepare` wrote (no index.json)")
     if args.command == "run":
+        if os.path.lexists(args.out):
+            p.error(f"{args.out} exists: run writes a new folder")
         return run(args.folder, args.out)
+    if not os.path.isfile(os.path.join(args.results, "status.json")):
+        p.error(f"{args.results} is not a folder that `run` wrote (no status.json)")
     return compare(args.folder, args.results, args.json)
 
 

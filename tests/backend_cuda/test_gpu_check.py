@@ -63,3 +63,16 @@ def test_prepare_run_compare(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["counts"]["failed"] == 1 and report["failures"][0]["id"] == bad
     assert "add" in report["failures"][0]["first_divergence"]
+
+
+@pytest.mark.parametrize("argv_of", [
+    lambda t: ["prepare", str(t)],                                   # an existing folder
+    lambda t: ["run", str(t / "none"), "--out", str(t / "out")],     # not a prepared folder
+    lambda t: ["compare", str(t / "none"), str(t / "res")],
+])
+def test_wrong_folders_are_usage_errors(tmp_path, capsys, argv_of):
+    with pytest.raises(SystemExit) as exc:
+        _tool().main(argv_of(tmp_path))
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "Traceback" not in err
