@@ -6,6 +6,7 @@ and for AVX2."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -15,7 +16,8 @@ from hypothesis import strategies as st
 from mind.calling import select_function
 from mind.compiler.backend.cpu.api import compile_function
 from mind.compiler.backend.cpu.kernel_library import host_isa
-from mind.compiler.backend.cpu.transforms import _column_tiles, choose_elementwise_tiles, column_vectors
+from mind.compiler.backend.cpu.transforms import (STREAM_BLOCK_BYTES, _column_tiles, choose_elementwise_tiles,
+                                                  column_vectors)
 from mind.compiler.backend.cpu.vector_unit import AVX512, VECTOR_UNITS
 from mind.ir.parser import parse_module
 from mind.reference.accuracy import check_op
@@ -28,7 +30,8 @@ COLUMN = ["reduction", "parallel"]
 @pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
 @pytest.mark.parametrize("cols, bits", [(1000, 32), (777, 32), (32768, 64), (4096, 32), (520, 64)])
 def test_a_column_reduction_is_tiled_in_contiguous_blocks(cols, bits, unit):
-    t = choose_elementwise_tiles([4096, cols], COLUMN, bits, unit)
+    rows = max(2, unit.l2_bytes // (cols * bits // 8) // 2)  # in L2: blocks for the threads to share
+    t = choose_elementwise_tiles([rows, cols], COLUMN, bits, unit, threads=2)
     lanes = unit.lanes(bits)
     block, tile = t.parallel[1], t.reduction[1]
     assert cols % block == 0 and block % tile == 0 and block > tile  # whole tiles of a larger block
@@ -40,6 +43,22 @@ def test_a_column_reduction_is_tiled_in_contiguous_blocks(cols, bits, unit):
     else:
         assert tile <= 4 * lanes
     assert t.reduction[0] * tile <= 8 * lanes  # the rows of a tile keep to the register budget
+
+
+@pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
+@pytest.mark.parametrize("cols, bits", [(1000, 32), (777, 32), (32768, 64), (4096, 32), (520, 64)])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_streaming_column_reduction_gives_each_thread_one_wide_block(cols, bits, unit, threads):
+    # beyond L2 each block sweeps every row: the fewest blocks that give each thread one, unless
+    # the accumulators of a block would leave L1
+    t = choose_elementwise_tiles([4096, cols], COLUMN, bits, unit, threads=threads)
+    block, tile = t.parallel[1], t.reduction[1]
+    wanted = max(threads, -(-cols * bits // 8 // STREAM_BLOCK_BYTES))
+    assert cols % block == 0 and block % tile == 0 and block * bits // 8 <= STREAM_BLOCK_BYTES
+    assert cols // block >= wanted and block > cols // wanted // 2  # as wide as the blocks wanted allow
+    # a batch of column reductions has blocks of its own: one block per row of the batch
+    batch = choose_elementwise_tiles([8, 4096, cols], ["parallel"] + COLUMN, bits, unit, threads=threads)
+    assert batch.parallel[0] == 1 and batch.parallel[2] >= block
 
 
 def test_a_column_tile_reads_256_bytes_of_a_row():
@@ -114,6 +133,9 @@ CASES = [
     ("reduce_max", "f32", (3000, 5), [0], False),       # narrower than a vector: one masked vector
     ("reduce_sum", "f32", (9, 200, 6), [1], False),
     ("reduce_sum", "f32", (24, 125, 40), [1], False),   # 2.5 vectors: masked 4
+    ("reduce_max", "f32", (12671, 32), [0], False),     # blocked max: levels of rows the threads share
+    ("reduce_max", "f64", (3, 640, 2, 9), [1, 2], True),  # blocked over a run of middle axes
+    ("reduce_max", "f32", (4096, 1000), [0], False),    # streams: one wide block per thread
 ]
 THREADS_AND_CPUS = [(1, "host"), (2, "host")] + ([(2, "x86-64-v3")] if host_isa() is not None else [])
 
@@ -154,7 +176,7 @@ def test_random_reductions_match_the_reference(data):
     threads, cpu = data.draw(st.sampled_from(THREADS_AND_CPUS))
     fn = _reduction(op, dtype, shape, axes, data.draw(st.booleans()))
     x = np.random.default_rng(data.draw(st.integers(0, 2**16))).standard_normal(shape).astype(dtype.replace("f", "float"))
-    special = data.draw(st.sampled_from([None, -0.0, np.inf, -np.inf]))
+    special = data.draw(st.sampled_from([None, -0.0, np.inf, -np.inf, np.nan]))
     if special is not None:
         x.reshape(-1)[data.draw(st.integers(0, x.size - 1))] = special
     run = compile_function(fn, threads=threads, cpu=cpu, cache=False, schedule="all")
@@ -162,3 +184,18 @@ def test_random_reductions_match_the_reference(data):
     op_ = fn.ops[0]
     want = OP_FUNCTIONS[op](x, **dict(op_.attrs))
     assert check_op(op, [x], dict(op_.attrs), got, want, dtype=op_.result.type.dtype) is None
+
+
+@pytest.mark.parametrize("shape, axes, first", [((12800, 32), [0], (100, 128, 32)),
+                                                 ((3, 640, 2, 9), [1, 2], (3, 10, 128, 9))])
+def test_a_column_max_is_blocked_into_levels_of_rows(shape, axes, first):
+    # the first level is parallel along its blocks of rows (threads share a max over few columns);
+    # a trailing max and a short one keep one reduction
+    from mind.compiler.backend.linalg.emit import emit_mlir
+    text = emit_mlir(_reduction("reduce_max", "f32", shape, axes), {})[0]
+    reads = [tuple(int(d) for d in m.group(1).split("x")) for m in
+             re.finditer(r"linalg\.generic .*?ins\(%\S+ : tensor<([0-9x]+)xf32", text)]
+    assert reads[0] == first and len(reads) == 2
+    for short in (((12800, 32), [1]), ((100, 32), [0])):
+        text = emit_mlir(_reduction("reduce_max", "f32", *short), {})[0]
+        assert text.count("linalg.generic") == 1

@@ -184,7 +184,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         # cse merged identical inits: unshare them (see untie_shared_inits)
                         untie_shared_inits(module, tag_empties=True)
                         skip = handled_by_library if library is not None else None
-                        script = cpu_schedule(module, min_work, skip, vector_unit(options.cpu))
+                        script = cpu_schedule(module, min_work, skip, vector_unit(options.cpu), threads)
                         if script is not None:
                             apply_script(module, script)
                             scheduled = True

@@ -111,7 +111,7 @@ def choose_matmul_tiles(m: int, n: int, k: int, elem_bits: int = 32, batch: bool
 
 
 def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_bits: int = 32,
-                             unit: VectorUnit = AVX512, masked: bool = False) -> ElementwiseTiles:
+                             unit: VectorUnit = AVX512, masked: bool = False, threads: int = 1) -> ElementwiseTiles:
     """Innermost loop gets up to 4 vectors, the one above 1 row (2 for rows of less than 2 vectors:
     ``_second_rows``), outer loops 1.
 
@@ -119,7 +119,9 @@ def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_b
     8 vectors per tile, innermost first, so that no tile becomes a huge vector (``linalg.schedule``).
     A column reduction (the innermost loop parallel, a reduction loop outside it) is tiled by
     ``_column_tiles`` instead, with ``CHAINS`` vectors of accumulators per tile (``_chain_rows``);
-    ``masked`` lets it tile an odd contiguous loop by whole vectors with a masked last tile.
+    ``masked`` lets it tile an odd contiguous loop by whole vectors with a masked last tile;
+    ``threads``: the kernel's, which share a column reduction's blocks when it streams from beyond
+    L2 (``_column_blocks``).
     """
     lanes = unit.lanes(elem_bits)
     par: list[int] = []
@@ -141,8 +143,11 @@ def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_b
             red.append(0)
     last = len(ranges) - 1
     if red_dims and par_dims and par_dims[-1] == last > max(red_dims):
-        par[last], red[last], masked = _column_tiles(ranges[last], lanes, masked, column_vectors(unit, elem_bits))
-        if not red[last] and product(ranges) * elem_bits // 8 <= unit.l2_bytes:
+        in_l2 = product(ranges) * elem_bits // 8 <= unit.l2_bytes
+        blocks = None if in_l2 else _column_blocks(ranges, kinds, elem_bits, threads)
+        par[last], red[last], masked = _column_tiles(ranges[last], lanes, masked, column_vectors(unit, elem_bits),
+                                                     blocks)
+        if not red[last] and in_l2:
             _chain_rows(par, red, ranges, kinds, lanes)
     else:
         masked = False
@@ -167,6 +172,27 @@ def column_vectors(unit: VectorUnit, elem_bits: int) -> int:
     4 zmm (``docs/backend-cpu.md``, Measurements); 8 ymm carried through the loop stay in registers."""
     vector_bytes = unit.lanes(elem_bits) * max(8, elem_bits) // 8
     return max(4, min(unit.registers // 2, COLUMN_RUN_BYTES // vector_bytes))
+
+
+STREAM_BLOCK_BYTES = 16 << 10
+"""The widest block of a column reduction that streams from beyond L2: its accumulators (one row of
+the block, read and written at each step) stay in L1, 32 KiB or more on the parts of every x86-64
+level."""
+
+
+def _column_blocks(ranges: Sequence[int], kinds: Sequence[str], elem_bits: int, threads: int) -> int:
+    """How many blocks a column reduction that streams from beyond L2 splits its contiguous loop
+    into: one per thread left without a block of the outer parallel loops (each of which is a block
+    of its own), and more only where a block's accumulators would not fit ``STREAM_BLOCK_BYTES``.
+
+    Why as few as that: each block sweeps every row, so the run it reads of a row is as long as the
+    block.  Four blocks of 250 f32 read 1000 bytes of each 4000-byte row of a 4096x1000 column max:
+    one block per thread read it 1.15-1.2x faster, and one block on one thread 1.25x; the figures are
+    in ``docs/backend-cpu.md``, Measurements."""
+    outer = product(r for r, k in zip(ranges[:-1], kinds[:-1]) if k == "parallel")
+    blocks = max(1, -(-threads // outer))
+    widest = max(1, STREAM_BLOCK_BYTES * 8 // max(8, elem_bits))
+    return max(blocks, -(-ranges[-1] // widest))
 
 
 def _second_rows(inner: int, lanes: int, reduction: bool) -> int:
@@ -199,10 +225,12 @@ def _chain_rows(par: list[int], red: list[int], ranges: Sequence[int], kinds: Se
         par[outer[-1]] = largest_divisor_at_most(ranges[outer[-1]], -(-CHAINS // chains))
 
 
-def _column_tiles(size: int, lanes: int, masked: bool = False, vectors: int = 4) -> tuple[int, int, bool]:
+def _column_tiles(size: int, lanes: int, masked: bool = False, vectors: int = 4,
+                  blocks: int | None = None) -> tuple[int, int, bool]:
     """A column reduction's contiguous loop: (forall block, sequential tile or 0 when the block is
     one tile, masked).  Blocks of up to 4 tiles (but a quarter of the loop when that is more than
-    one tile, so that threads have blocks to share), swept row by row in tiles of up to ``vectors``
+    one tile, so that threads have blocks to share), or, given ``blocks`` (a reduction streaming
+    from beyond L2: ``_column_blocks``), ``size / blocks`` at most, swept row by row in tiles of up to ``vectors``
     whole vectors (``column_vectors``) where they divide the block, else of up to 4 vectors.  Why:
     each step then reads a contiguous run of every row it reduces, where a forall block of one
     4-vector tile read 256 bytes per row of the whole matrix (a 4096x1000 f32 column max;
@@ -219,7 +247,7 @@ def _column_tiles(size: int, lanes: int, masked: bool = False, vectors: int = 4)
     every step, ran slower: 2000x333 f32 over axis 0 on AVX2), the last one masked; and so does
     a block swept in tiles narrower than a vector that are not a power of two (3 of 111 f64)."""
     for v in sorted({vectors, 4}, reverse=True):  # the wider tiles where they fit, else 4 vectors
-        bound = min(4 * v * lanes, max(v * lanes, size // 4))
+        bound = min(4 * v * lanes, max(v * lanes, size // 4)) if blocks is None else max(v * lanes, size // blocks)
         block = largest_divisor_at_most(size, bound)
         whole = [d for d in range(lanes, v * lanes + 1, lanes) if block % d == 0]
         tile = whole[-1] if whole else largest_divisor_at_most(block, 4 * lanes)
@@ -339,7 +367,7 @@ VECTOR_LOWERING = """\
 _UNSCHEDULED_BODY_OPS = ("tensor.extract", "linalg.index")
 
 
-def _plan_generic(unit: VectorUnit, op: Any, tag: int) -> str | None:
+def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | None:
     from mlir import ir
     loops = generic_loops(op)
     if loops is None:
@@ -358,7 +386,7 @@ def _plan_generic(unit: VectorUnit, op: Any, tag: int) -> str | None:
     # the widest element type sets the lane count: with the narrowest (an i8 mask), f32 operands of
     # the same op got 256-element tiles, 16 registers per row, and 4x the IR of a register-sized tile
     bits = max(element_bits(v.type) for v in op.operands)
-    tiles = choose_elementwise_tiles(ranges, kinds, bits, unit, masked=True)
+    tiles = choose_elementwise_tiles(ranges, kinds, bits, unit, masked=True, threads=threads)
     if all(k == "parallel" for k in kinds) and len(ranges) >= 2:
         plane = _transpose_plane(op)
         if plane is not None:
@@ -420,7 +448,7 @@ def _transpose_tiles(ranges: Sequence[int], plane: tuple[int, int], bits: int, u
     return ElementwiseTiles(tuple(par), (0,) * len(ranges))
 
 
-def _inner_tiles(unit: VectorUnit, op: Any, block: dict[int, int]) -> list[int]:
+def _inner_tiles(unit: VectorUnit, threads: int, op: Any, block: dict[int, int]) -> list[int]:
     """Sequential tiles of an op fused into a fusion group's block (``fusion_groups``): the per-op
     plans' tiles (``fill_tiles``, ``choose_elementwise_tiles``) for the block's ranges."""
     if op.name == "linalg.fill":
@@ -428,7 +456,8 @@ def _inner_tiles(unit: VectorUnit, op: Any, block: dict[int, int]) -> list[int]:
         return fill_tiles([block.get(i, n) for i, n in enumerate(shape)])
     ranges, kinds = generic_loops(op)  # type: ignore[misc]
     ranges = [block.get(i, n) for i, n in enumerate(ranges)]
-    t = choose_elementwise_tiles(ranges, kinds, max(element_bits(v.type) for v in op.operands), unit)
+    t = choose_elementwise_tiles(ranges, kinds, max(element_bits(v.type) for v in op.operands), unit,
+                                 threads=threads)
     return [p or r for p, r in zip(t.parallel, t.reduction)]
 
 
@@ -553,7 +582,7 @@ def _computed(x: Any) -> bool:
     return isinstance(x, ir.OpResult) and x.owner.name != "arith.constant"
 
 
-def planners(unit: VectorUnit = AVX512) -> dict[str, Any]:
+def planners(unit: VectorUnit = AVX512, threads: int = 1) -> dict[str, Any]:
     """The CPU's planner of each linalg op it schedules (``linalg.schedule.schedule_module``), its
     tiles sized for ``unit``: ``linalg.matmul`` and ``linalg.batch_matmul`` with tiles that divide
     its shape, ``linalg.fill``, ``linalg.generic`` ops whose indexing maps are identities,
@@ -565,19 +594,20 @@ def planners(unit: VectorUnit = AVX512) -> dict[str, Any]:
     strides/offsets, other gathers, zero-extent ops) stays a linalg op and is lowered to scalar
     loops."""
     return {"linalg.matmul": partial(_plan_matmul, unit), "linalg.batch_matmul": partial(_plan_matmul, unit),
-            "linalg.fill": partial(_plan_fill, unit), "linalg.generic": partial(_plan_generic, unit),
+            "linalg.fill": partial(_plan_fill, unit), "linalg.generic": partial(_plan_generic, unit, threads),
             "linalg.copy": partial(_plan_copy, unit),
             CONV_OP: partial(plan_conv, unit)}
 
 
 def schedule(module: Any, min_work: int = MIN_SCHEDULE_WORK, skip: Any = None,
-             unit: VectorUnit = AVX512) -> str | None:
+             unit: VectorUnit = AVX512, threads: int = 1) -> str | None:
     """The CPU's schedule of ``module``: ``linalg.schedule.schedule_module`` with ``planners(unit)``,
     the reductions fused with their broadcasting consumers (``fusion_groups``) and
     ``VECTOR_LOWERING`` (``min_work``: the cost model, 0 for every op that has a plan; ``skip``: ops
-    left to someone else, the prebuilt GEMM's; ``unit``: the target's vector registers)."""
+    left to someone else, the prebuilt GEMM's; ``unit``: the target's vector registers; ``threads``:
+    the kernel's)."""
     def plannable(op: Any) -> bool:
-        return _plan_generic(unit, op, 0) is not None
+        return _plan_generic(unit, threads, op, 0) is not None
     unblock_sums(module, unit, plannable, skip, min_work)  # the groups' blocked sums, before the walk
-    groups = partial(plan_groups, unit, plannable, partial(_inner_tiles, unit))
-    return schedule_module(module, planners(unit), VECTOR_LOWERING, min_work, skip, groups)
+    groups = partial(plan_groups, unit, plannable, partial(_inner_tiles, unit, threads))
+    return schedule_module(module, planners(unit, threads), VECTOR_LOWERING, min_work, skip, groups)

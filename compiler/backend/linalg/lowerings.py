@@ -9,6 +9,7 @@ false; constants are exact (floats as bit patterns, dense data as the hex of its
 
 from __future__ import annotations
 
+from math import prod as product
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -223,10 +224,13 @@ def _add(elem: str) -> Callable[[Body, str, str], str]:
 
 
 def _levels_then_last(em: Emitter, op: OpApplication, x: TensorValue, outer: tuple[int, ...], rows: int,
-                      tail: tuple[int, ...], init: str) -> TensorValue:
-    """``x`` (viewed as ``outer + (rows,) + tail``) summed over ``rows``: ``sum_levels`` levels of
-    ``[.., rows / q, q, ..]`` reduced over ``q``, then the rows left; a result of ``outer + tail``."""
+                      tail: tuple[int, ...], init: str,
+                      combine: Callable[[Body, str, str], str] | None = None) -> TensorValue:
+    """``x`` (viewed as ``outer + (rows,) + tail``) reduced over ``rows`` with ``combine`` (default:
+    the sum's add): ``sum_levels`` levels of ``[.., rows / q, q, ..]`` reduced over ``q``, then the
+    rows left; a result of ``outer + tail``."""
     elem, k = op.elem, len(outer)
+    combine = combine or _add(elem)
     part = x
     for q in sum_levels(rows):
         view = em.reshape(part, outer + (rows // q, q) + tail)
@@ -235,12 +239,12 @@ def _levels_then_last(em: Emitter, op: OpApplication, x: TensorValue, outer: tup
         iterators = ["reduction" if i == k + 1 else "parallel" for i in range(loops)]
         rows //= q
         red = em.generic(outer + (rows,) + tail, elem, [view], [identity_map(loops)], iterators,
-                         lambda b, args, acc: _add(elem)(b, acc, args[0]),
+                         lambda b, args, acc: combine(b, acc, args[0]),
                          init=em.filled(outer + (rows,) + tail, elem, init), out_map=out_map)
         part = TensorValue(red, outer + (rows,) + tail, elem, op.dtype)
     part = em.reshape(part, outer + (rows,) + tail)
     last = OpApplication(op.name, [part], {**op.attrs, "axes": [k]}, op.dtype, outer + tail)
-    return TensorValue(_reduce(em, last, init, _add(elem)), outer + tail, elem, op.dtype)
+    return TensorValue(_reduce(em, last, init, combine), outer + tail, elem, op.dtype)
 
 
 def _trailing_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str) -> TensorValue:
@@ -280,6 +284,11 @@ def _split_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str) -> Ten
 
 
 def reduce_max(em: Emitter, op: OpApplication) -> str:
+    """A max over a run of adjacent axes followed by others (a column max) of more than ``SUM_RUN``
+    terms is blocked as a sum is (``_levels_then_last``): levels of at most ``SUM_RUN`` rows, then
+    the rows left.  The max is exact in any order, so this changes no result; why: the first level
+    is parallel along its blocks of rows, so threads share a max over many rows of few columns (126676x32:
+    one thread streamed all of it) and each block reads whole contiguous rows."""
     elem = op.elem
     if is_float(elem):
         init, max_ = float_bits(float("-inf"), elem), "maximumf"
@@ -287,7 +296,16 @@ def reduce_max(em: Emitter, op: OpApplication) -> str:
         init, max_ = "0", "maxui"
     else:
         init, max_ = str(op.dtype.int_min), "maxsi"
-    return _reduce(em, op, init, lambda b, acc, x: b.binary(max_, acc, x, elem))
+
+    def combine(b: Body, acc: str, x: str) -> str:
+        return b.binary(max_, acc, x, elem)
+    x, axes = op.xs[0], sorted(op.attrs["axes"])
+    count = product(x.shape[a] for a in axes)
+    inner = product(x.shape[axes[-1] + 1:]) if axes else 1
+    if count <= SUM_RUN or inner == 1 or axes != list(range(axes[0], axes[-1] + 1)):
+        return _reduce(em, op, init, combine)
+    part = _levels_then_last(em, op, x, x.shape[:axes[0]], count, (inner,), init, combine)
+    return em.reshape(part, op.shape).name
 
 
 # ---------------------------------------------------------------------------------- movement
