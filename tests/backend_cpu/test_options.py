@@ -227,12 +227,32 @@ SOFTMAX = ("func @f(%x: f32[128, 384]) -> (f32[128, 384]) {\n"
            "  %0 = reduce_max(%x) {axes = [1], keepdims = true} : f32[128, 1]\n  %1 = sub(%x, %0) : f32[128, 384]\n"
            "  %2 = exp(%1) : f32[128, 384]\n  %3 = reduce_sum(%2) {axes = [1], keepdims = true} : f32[128, 1]\n"
            "  %4 = div(%2, %3) : f32[128, 384]\n  return %4\n}\n")
+ATTENTION = ("func @f(%q: f32[4, 64, 16], %k: f32[4, 64, 16], %v: f32[4, 64, 16]) -> (f32[4, 64, 16]) {\n"
+             "  %0 = transpose(%k) {permutation = [0, 2, 1]} : f32[4, 16, 64]\n"
+             "  %1 = matmul(%q, %0) : f32[4, 64, 64]\n"
+             "  %2 = reduce_max(%1) {axes = [2], keepdims = true} : f32[4, 64, 1]\n  %3 = sub(%1, %2) : f32[4, 64, 64]\n"
+             "  %4 = exp(%3) : f32[4, 64, 64]\n  %5 = reduce_sum(%4) {axes = [2], keepdims = true} : f32[4, 64, 1]\n"
+             "  %6 = div(%4, %5) : f32[4, 64, 64]\n  %7 = matmul(%6, %v) : f32[4, 64, 16]\n  return %7\n}\n")
 ROW_SUM = "func @f(%x: f32[256, 500]) -> (f32[256]) {\n  %0 = reduce_sum(%x) {axes = [1], keepdims = false} : f32[256]\n  return %0\n}\n"
 
 
 def test_regions_and_traffic_follow_what_the_kernel_runs():
-    # a softmax's two reductions run in one fusion group: one region for them, one for the chains
-    assert _cost(SOFTMAX).regions == 2
+    # a softmax's two reductions run in one fusion group, its elementwise ops inside it: one region
+    assert _cost(SOFTMAX).regions == 1
+    # an attention: two GEMMs (the transpose read in place) and the softmax's group
+    attention = _cost(ATTENTION)
+    assert attention.regions == 3
+    given_kt = (ATTENTION.replace("%k: f32[4, 64, 16]", "%k: f32[4, 16, 64]")
+                .replace("  %0 = transpose(%k) {permutation = [0, 2, 1]} : f32[4, 16, 64]\n", "")
+                .replace("matmul(%q, %0)", "matmul(%q, %k)"))
+    assert attention == _cost(given_kt)  # no copy of k: as if kᵀ were given
+    assert _cost(ATTENTION.replace("[0, 2, 1]", "[1, 0, 2]").replace("f32[4, 16, 64]", "f32[64, 4, 16]")
+                 .replace("%k: f32[4, 64, 16]", "%k: f32[64, 4, 16]")).regions == 4  # a real transpose
+    # an elementwise op that a reduction's group neither reads nor feeds is a region of its own
+    assert _cost(SOFTMAX.replace("return %4", "%5 = exp(%x) : f32[128, 384]\n  %6 = add(%4, %5) : f32[128, 384]\n"
+                                 "  return %6")).regions == 1
+    assert _cost(SOFTMAX.replace("(f32[128, 384])", "(f32[128, 384], f32[128, 384])", 1)
+                 .replace("return %4", "%5 = exp(%x) : f32[128, 384]\n  return %4, %5")).regions == 2
     # a row sum reads its input once and writes its result once, in its one region
     row_sum = _cost(ROW_SUM)
     assert row_sum.bytes == 256 * 500 * 4 + 256 * 4 and row_sum.regions == 1

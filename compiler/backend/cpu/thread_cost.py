@@ -30,7 +30,7 @@ COSTS: dict[str, float] = {
     "cycles_per_s": 3.8e9,        # one core's clock, which a contraction's multiply-adds are charged at:
                                   # the vector unit's ``fma_per_cycle`` full vectors per cycle
     "region_s": 2e-6,             # one parallel region's fork and join with libgomp, 2 threads
-    "gain_over_regions": 5.0,     # the saving must be this many times the regions' cost
+    "gain_over_regions": 2.5,     # the saving must be this many times the regions' cost
 }
 """The cost model's constants (``docs/backend-cpu.md``, Measurements, has how each was measured).
 ``gain_over_regions`` keeps the margin for what a per-call estimate does not see: a busy machine's
@@ -79,9 +79,12 @@ def kernel_cost(fn: Any, env: Mapping[str, int]) -> KernelCost:
     elementwise chain fuses, so its intermediates cost no traffic.  Computation: each op's elements
     (a contraction's multiply-adds, a reduction's input) times its vector instructions per element.
     Regions: one per op that is not elementwise, plus one for the elementwise chains when there are
-    any.  Why not every parameter and result on top of the ops' traffic: a row sum's input was then
-    counted twice (27 µs estimated for a 256x500 row sum that runs in 8), and a lone contraction or
-    reduction paid for an elementwise region it does not have."""
+    any outside the reductions' fusion groups (``_grouped``).  A transpose that only matmuls read
+    is free: the prebuilt GEMM reads it in place (``library_calls.transposed_operands``).  Why not
+    every parameter and result on top of the ops' traffic: a row sum's input was then counted twice
+    (27 µs estimated for a 256x500 row sum that runs in 8), and a lone contraction or reduction paid
+    for an elementwise region it does not have; why the groups and the folded transposes: a 4x64x64
+    attention was counted 5 regions where it runs 3 (its two GEMMs and its softmax's group)."""
     types: dict[Any, tuple[int, int]] = {}
 
     def size(value: Any) -> tuple[int, int]:
@@ -96,13 +99,13 @@ def kernel_cost(fn: Any, env: Mapping[str, int]) -> KernelCost:
             found = types[t] = (n, dtype.numpy.itemsize)
         return found
     try:
+        users = _users(fn)
         boundary = list(fn.params) + list(fn.results)
         footprint = sum(n * w for n, w in map(size, boundary))
         moved = 0
         touched: set[int] = set()  # the values an op that is not elementwise reads or writes
         lane_ops = multiply_adds = 0.0
         regions = 0
-        elementwise = False
         group: dict[int, tuple[Any, ...]] = {}  # value -> the row reduction whose result it carries
         for op in fn.ops:
             n, width = size(op.result)
@@ -113,10 +116,12 @@ def kernel_cost(fn: Any, env: Mapping[str, int]) -> KernelCost:
                     group[id(op.result)] = carried.pop()
             if op.op in _ELEMENTWISE:
                 count = 0 if op.op in _FREE else n
-                elementwise = elementwise or count > 0
                 lane_ops += count * _VECTOR_OPS_PER_ELEMENT.get(op.op, 1.0) * width / 4
                 continue
             if op.op in _FREE:
+                continue
+            if _read_in_place(op, users):
+                touched.add(id(op.operands[0]))  # read by the matmuls, through the transpose
                 continue
             key = _row_reduction(op)
             if key is None or not any(group.get(id(v)) == key for v in op.operands):
@@ -133,10 +138,51 @@ def kernel_cost(fn: Any, env: Mapping[str, int]) -> KernelCost:
             lane_ops += count * width / 4
         # the parameters and results that only the elementwise chains read or write, once each
         moved += sum(n * w for v in boundary if id(v) not in touched for n, w in [size(v)])
-        regions += elementwise
+        grouped = _grouped(fn, users, group)
+        regions += any(op.op in _ELEMENTWISE and op.op not in _FREE and id(op.result) not in grouped
+                       for op in fn.ops)
     except Exception:  # noqa: BLE001 - an estimate only: a shape we cannot read means "large"
         return UNKNOWN_COST
     return KernelCost(moved, footprint, lane_ops, max(1, regions), multiply_adds)
+
+
+def _users(fn: Any) -> dict[int, list[Any]]:
+    """The ops that read each value (by ``id``); a result of the function has ``None`` among them."""
+    users: dict[int, list[Any]] = {}
+    for op in fn.ops:
+        for v in op.operands:
+            users.setdefault(id(v), []).append(op)
+    for v in fn.results:
+        users.setdefault(id(v), []).append(None)
+    return users
+
+
+def _read_in_place(op: Any, users: Mapping[int, list[Any]]) -> bool:
+    """A transpose of the last two axes that only matmuls read: the prebuilt GEMM reads such an
+    operand in place."""
+    if op.op != "transpose":
+        return False
+    perm = list(op.attrs.get("permutation", ()))
+    readers = users.get(id(op.result), [])
+    swaps_last_two = len(perm) >= 2 and perm == list(range(len(perm) - 2)) + [len(perm) - 1, len(perm) - 2]
+    return swaps_last_two and bool(readers) and all(u is not None and u.op == "matmul" for u in readers)
+
+
+def _grouped(fn: Any, users: Mapping[int, list[Any]], carried: Mapping[int, Any]) -> set[int]:
+    """The elementwise ops (by result ``id``) that run inside a row reduction's fusion group: those
+    that read a reduction's result (``carried``: a softmax's ``x - max``, its division, a norm's
+    scaling), and those whose every reader is a row reduction or such an op (a softmax's scaled
+    input).  Fusion puts them in the group's consumer or fuses them into its forall as producers,
+    so they start no region of their own."""
+    grouped: set[int] = set()
+    for op in reversed(fn.ops):
+        if op.op not in _ELEMENTWISE:
+            continue
+        readers = users.get(id(op.result), [])
+        if id(op.result) in carried or readers and all(
+                u is not None and (_row_reduction(u) is not None or id(u.result) in grouped) for u in readers):
+            grouped.add(id(op.result))
+    return grouped
 
 
 def _contracted(op: Any, env: Mapping[str, int]) -> int:
