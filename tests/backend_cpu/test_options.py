@@ -230,8 +230,9 @@ SOFTMAX = ("func @f(%x: f32[128, 384]) -> (f32[128, 384]) {\n"
 ATTENTION = ("func @f(%q: f32[4, 64, 16], %k: f32[4, 64, 16], %v: f32[4, 64, 16]) -> (f32[4, 64, 16]) {\n"
              "  %0 = transpose(%k) {permutation = [0, 2, 1]} : f32[4, 16, 64]\n"
              "  %1 = matmul(%q, %0) : f32[4, 64, 64]\n"
-             "  %2 = reduce_max(%1) {axes = [2], keepdims = true} : f32[4, 64, 1]\n  %3 = sub(%1, %2) : f32[4, 64, 64]\n"
-             "  %4 = exp(%3) : f32[4, 64, 64]\n  %5 = reduce_sum(%4) {axes = [2], keepdims = true} : f32[4, 64, 1]\n"
+             "  %2 = reduce_max(%1) {axes = [2], keepdims = true} : f32[4, 64, 1]\n"
+             "  %3 = sub(%1, %2) : f32[4, 64, 64]\n  %4 = exp(%3) : f32[4, 64, 64]\n"
+             "  %5 = reduce_sum(%4) {axes = [2], keepdims = true} : f32[4, 64, 1]\n"
              "  %6 = div(%4, %5) : f32[4, 64, 64]\n  %7 = matmul(%6, %v) : f32[4, 64, 16]\n  return %7\n}\n")
 ROW_SUM = "func @f(%x: f32[256, 500]) -> (f32[256]) {\n  %0 = reduce_sum(%x) {axes = [1], keepdims = false} : f32[256]\n  return %0\n}\n"
 
