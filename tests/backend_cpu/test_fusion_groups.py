@@ -463,3 +463,25 @@ def test_a_reduction_alone_is_grouped_only_over_more_than_one_row():
         with applied_scripts(modules):
             mind.compile(src, fn="f", threads=1, schedule="all", cache=False)(_args([(rows, 512)], "f32")[0])
         assert bool(modules) == grouped, (rows, modules[:1])
+
+
+@pytest.mark.parametrize("cpu", CPUS)
+@pytest.mark.parametrize("dt,shape", [("f32", (20, 300, 1000)), ("f32", (8, 304, 926)), ("f64", (6, 259, 130)),
+                                      ("f32", (104, 59, 23))])
+def test_a_middle_axis_mean_tiles_its_rows_in_whole_vectors(dt, shape, cpu):
+    # the mean's division groups the blocked sum over the middle axis; that sum's levels run along
+    # the row in whole vectors with a peeled last tile, as the block's elementwise ops do, never as
+    # one vector of the whole row (a 1000-lane vector, 8x slower than torch eager)
+    src = f"fn f(x: {T(dt, *shape)}) -> {T(dt, shape[0], shape[2])} {{ mean(x, axes=[1], keepdims=false) }}"
+    with applied_scripts() as seen:
+        _compare(src, _args([shape], dt), cpu)
+    assert _grouped(seen)
+    lanes = vector_unit(cpu).lanes(32 if dt == "f32" else 64)
+    widths = []
+    for s in seen:
+        fills = set(re.findall(r"%gp(\d+_\d+) = transform\.structured\.match ops\{\[\"linalg\.fill\"\]\}", s))
+        widths += [int(w) for h, w in re.findall(r"tile_using_for %gf(\d+_\d+)d tile_sizes \[[^\]]*?(\d+)\]", s)
+                   if h not in fills]  # a fill may take its whole row (fill_tiles)
+    assert widths and max(widths) <= 4 * lanes
+    if shape[2] % lanes:
+        assert any("transform.loop.peel" in s for s in seen)

@@ -408,11 +408,25 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
             peel, vec = _peeled(f"{name}s", f"%{name}l", rows + [t])
             return s + peel, vectorize(f"%{name}c"), vectorize(f"%{name}f") + vec
     tiles = inner_tiles(op, block)
+    masked = False
     if loops is not None:
-        tiles = _chained_rows(tiles, ranges, kinds, block, unit.lanes(max(element_bits(v.type) for v in op.operands)))
+        lanes = unit.lanes(max(element_bits(v.type) for v in op.operands))
+        if kinds[-1] == "parallel":
+            # a reduction over an outer loop of the block (a mean over a middle axis): along the row,
+            # whole vectors with a peeled last tile, as the block's elementwise ops have; the per-op
+            # plan's column block (the whole row of 1000, a forall block, not a tile) became one
+            # vector of 1000 lanes here, 8x slower than torch eager
+            tiles[-1], masked = row_tile(ranges[-1], lanes)
+        tiles = _chained_rows(tiles, ranges, kinds, block, lanes)
     if not any(tiles):
         return "", "", vectorize(handle)
-    return tile_for(f"{name}i", handle, tiles), "", vectorize(f"%{name}i")
+    s = tile_for(f"{name}i", handle, tiles)
+    if not masked:
+        return s, "", vectorize(f"%{name}i")
+    loops_made = sum(1 for t in tiles if t)
+    peel, vec = _peeled(f"{name}i", f"%{name}i_l" + (f"#{loops_made - 1}" if loops_made > 1 else ""),
+                        [t or n for t, n in zip(tiles, ranges)])
+    return s + peel, "", vec
 
 
 CHAINS = 8
