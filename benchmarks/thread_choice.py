@@ -1,7 +1,7 @@
 """How good the thread cost model's choices are: every suite (or held-out) workload timed on one and
 on two threads, and the time each ``gain_over_regions`` factor would lose by its choices.
 
-    python benchmarks/thread_choice.py [--isa x86-64-v3] [--holdout SEED ...] [--rounds N] [--out FILE.json]
+    python benchmarks/thread_choice.py [--isa host|x86-64-v3] [--holdout SEED ...] [--rounds N] [--out FILE.json]
 
 Why: ``thread_cost.worth_threads`` sends a kernel to the threads when the estimated saving is at
 least ``gain_over_regions`` times its parallel regions' cost; the factor is a margin for what an
@@ -83,14 +83,26 @@ def choices(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _positive(text: str) -> int:
+    n = int(text) if text.isdigit() else 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive count")
+    return n
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--isa", default="x86-64-v4", help="the level MIND compiles for (x86-64-v4, x86-64-v3)")
-    p.add_argument("--holdout", nargs="*", default=[], help="held-out seeds whose workloads are measured too")
-    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--isa", default="host", choices=("host", "x86-64-v3"),
+                   help="the level MIND compiles for: the host's best, or AVX2 (as suite.py's --isa)")
+    p.add_argument("--holdout", nargs="*", type=int, default=[], metavar="SEED",
+                   help="held-out seeds whose workloads are measured too")
+    p.add_argument("--rounds", type=_positive, default=4)
     p.add_argument("--out", default=None, help="the JSON file (default benchmarks/results/thread_choice-ISA.json)")
     a = p.parse_args()
-    sets = [S.workloads()] + [S.holdout(int(seed)) for seed in a.holdout]
+    if a.isa == "host":
+        from mind.compiler.backend.cpu.vector_unit import LEVEL_FLAGS, runs_isa
+        a.isa = next((isa for isa in LEVEL_FLAGS if runs_isa(isa)), "x86-64")
+    sets = [S.workloads()] + [S.holdout(seed) for seed in a.holdout]
     rows = []
     for ws in sets:
         for w in ws:
@@ -106,7 +118,7 @@ def main() -> None:
     print(f"{len(rows)} workloads, code for {a.isa}, seeds {a.holdout or 'none'}")
     path = a.out or os.path.join(S.ROOT, "benchmarks", "results", f"thread_choice-{a.isa}.json")
     with open(path + ".tmp", "w") as f:
-        json.dump({"isa": a.isa, "holdout": a.holdout, "rows": rows, "choices": summary}, f, indent=1)
+        json.dump({"isa": a.isa, "holdout": [str(seed) for seed in a.holdout], "rows": rows, "choices": summary}, f, indent=1)
         f.write("\n")
     os.replace(path + ".tmp", path)
 

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from mind.spec.record import FrozenRecord
 
 from ..linalg.emit import specialize_type
+from ..linalg.lowerings import swaps_last_two
 from ..linalg.mathlib import build_exp, build_log, vector_ops
 from .vector_unit import VectorUnit
 
@@ -162,10 +163,9 @@ def _read_in_place(op: Any, users: Mapping[int, list[Any]]) -> bool:
     operand in place."""
     if op.op != "transpose":
         return False
-    perm = list(op.attrs.get("permutation", ()))
     readers = users.get(id(op.result), [])
-    swaps_last_two = len(perm) >= 2 and perm == list(range(len(perm) - 2)) + [len(perm) - 1, len(perm) - 2]
-    return swaps_last_two and bool(readers) and all(u is not None and u.op == "matmul" for u in readers)
+    return swaps_last_two(op.attrs.get("permutation", ())) and bool(readers) and \
+        all(u is not None and u.op == "matmul" for u in readers)
 
 
 def _grouped(fn: Any, users: Mapping[int, list[Any]], carried: Mapping[int, Any]) -> set[int]:

@@ -9,8 +9,7 @@ false; constants are exact (floats as bit patterns, dense data as the hex of its
 
 from __future__ import annotations
 
-from math import prod as product
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -21,7 +20,7 @@ from .conv_phases import AxisPhase, axis_phases, phase_padding
 from .emitter import Body, Emitter, TensorValue
 from .mathlib import exp_text, log_text
 from .transform_script import largest_divisor_at_most
-from .payload import SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS, TRANSPOSED_RHS_MAPS
+from .payload import SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS, TRANSPOSED_RHS_MAPS, product
 from .mlir_text import ELEM, affine_map, float_bits, identity_map, is_float, tensor_type, zero
 
 __all__ = ["OpApplication", "LOWERINGS", "Lowering"]
@@ -314,14 +313,20 @@ def reshape(em: Emitter, op: OpApplication) -> str:
     return em.reshape(op.xs[0], op.shape).name
 
 
+def swaps_last_two(perm: Sequence[int]) -> bool:
+    """Whether a transpose's ``permutation`` swaps the last two axes and keeps the others: the
+    transpose a matmul may read in place (``Emitter.transposed_lhs``/``transposed_rhs``)."""
+    rank = len(perm)
+    return rank >= 2 and tuple(perm) == tuple(range(rank - 2)) + (rank - 1, rank - 2)
+
+
 def transpose(em: Emitter, op: OpApplication) -> str:
     perm = tuple(op.attrs["permutation"])
     inverse = [0] * len(perm)
     for k, p in enumerate(perm):
         inverse[p] = k
     r = em.copy(op.xs[0], op.shape, affine_map(len(perm), [f"d{inverse[a]}" for a in range(len(perm))]))
-    rank = len(perm)
-    if rank >= 2 and perm == tuple(range(rank - 2)) + (rank - 1, rank - 2):
+    if swaps_last_two(perm):
         em.transposed_from[r] = op.xs[0]  # a matmul may read it in place (``Emitter.transposed_lhs/rhs``)
     return r
 
