@@ -199,22 +199,29 @@ def reduce_sum(em: Emitter, op: OpApplication) -> str:
     factor above ``SUM_RUN`` is split (``_split_sum``); a prime R along other axes has no blocks
     (one running sum)."""
     elem = op.elem
-    x, axes = op.xs[0], sorted(op.attrs["axes"])
-    count = 1
-    for a in axes:
-        count *= x.shape[a]
+    x = op.xs[0]
+    run = _long_run(x.shape, op.attrs["axes"])
+    count = product(x.shape[a] for a in op.attrs["axes"])
     init = float_bits(-0.0 if count > 0 else 0.0, elem) if is_float(elem) else "0"
-    if not (is_float(elem) and count > SUM_RUN and axes == list(range(axes[0], axes[-1] + 1))):
+    if not (is_float(elem) and run):
         return _reduce(em, op, init, _add(elem))
-    outer = x.shape[:axes[0]]
-    inner = 1
-    for d in x.shape[axes[-1] + 1:]:
-        inner *= d
+    outer, count, inner = run
     if inner == 1:
         part = _trailing_sum(em, op, em.reshape(x, outer + (count,)), init)
     else:
         part = _levels_then_last(em, op, x, outer, count, (inner,), init)
     return em.reshape(part, op.shape).name
+
+
+def _long_run(shape: tuple[int, ...], axes: Sequence[int]) -> tuple[tuple[int, ...], int, int] | None:
+    """``(outer, count, inner)`` of a reduction over a run of adjacent ``axes`` of more than
+    ``SUM_RUN`` terms (the operand viewed as ``[outer..., count, inner]``), which ``reduce_sum`` and
+    ``reduce_max`` block in levels; None for fewer terms or axes that are not adjacent."""
+    axes = sorted(axes)
+    if not axes or axes != list(range(axes[0], axes[-1] + 1)):
+        return None
+    count = product(shape[a] for a in axes)
+    return (shape[:axes[0]], count, product(shape[axes[-1] + 1:])) if count > SUM_RUN else None
 
 
 def _add(elem: str) -> Callable[[Body, str, str], str]:
@@ -298,12 +305,12 @@ def reduce_max(em: Emitter, op: OpApplication) -> str:
 
     def combine(b: Body, acc: str, x: str) -> str:
         return b.binary(max_, acc, x, elem)
-    x, axes = op.xs[0], sorted(op.attrs["axes"])
-    count = product(x.shape[a] for a in axes)
-    inner = product(x.shape[axes[-1] + 1:]) if axes else 1
-    if count <= SUM_RUN or inner == 1 or axes != list(range(axes[0], axes[-1] + 1)):
+    x = op.xs[0]
+    run = _long_run(x.shape, op.attrs["axes"])
+    if run is None or run[2] == 1:  # a trailing max: one reduction along the row
         return _reduce(em, op, init, combine)
-    part = _levels_then_last(em, op, x, x.shape[:axes[0]], count, (inner,), init, combine)
+    outer, count, inner = run
+    part = _levels_then_last(em, op, x, outer, count, (inner,), init, combine)
     return em.reshape(part, op.shape).name
 
 
