@@ -41,12 +41,13 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("link runtime", "mind.compiler.backend.cpu.lowering", "link_runtime"),
     ("bind openmp", "mind.compiler.backend.cpu.engine", "bind_runtime"),
     ("llvm split", "mind.compiler.backend.cpu.llvm_split", "split_module"),
-    ("mcjit load", "mind.compiler.backend.cpu.codegen", "JitObject"),
+    ("jit load", "mind.compiler.backend.cpu.codegen", "JitObject"),
+    ("ld link", "mind.compiler.backend.cpu.codegen", "link_shared"),
     ("mlir context", "mind.compiler.backend.linalg.context", "new_context"),
 )
 UNLOCKED = (("llvm parse", "parse"), ("llvm opt", "run"), ("emit obj", "emit_object"))
 COLUMNS = ("emit mlir", "mlir context", "mlir parse", "prefusion", "schedule build", "transform interp", "bufferize+lower", "translate",
-           "link runtime", "bind openmp", "llvm split", "llvm parse", "llvm opt", "emit obj", "mcjit load", "first call", "other", "total")
+           "link runtime", "bind openmp", "llvm split", "llvm parse", "llvm opt", "emit obj", "jit load", "ld link", "first call", "other", "total")
 
 
 def _child(name: str) -> dict[str, float]:

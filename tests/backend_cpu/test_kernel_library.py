@@ -158,7 +158,9 @@ def _gemm(isa: str, elem: str, layout: str = ""):
     from mind.compiler.backend.cpu.codegen import JitObject
     jit = _JITS.get(isa)
     if jit is None:
-        jit = _JITS[isa] = JitObject([KL.object_bytes(KL.gemm_object(isa))], "host")
+        obj = KL.gemm_object(isa)
+        jit = _JITS[isa] = JitObject([KL.object_bytes(obj)],
+                                     exports=sorted(s for s in KL.OBJECTS[obj].defines() if s.startswith("_mlir_ciface_")))
     addr = jit.address("_mlir_ciface_" + gemm_symbol(elem, layout))
     assert addr
     return ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_bool)(addr)
@@ -319,7 +321,8 @@ def _driver(isa: str, elem: str, layout: str = ""):
         openmp.load_openmp_runtime(abi)
         switch = optimize_and_emit_objects(f"@{SERIAL_SWITCH} = global i32 0, align 4\n", "host", "fast")
         jit = _JITS[key] = JitObject([KL.object_bytes(KL.gemm_object(isa)), KL.object_bytes("gemm-parallel"), *switch],
-                                     "host", [openmp.runtime_path(abi)], DRIVER_NEEDS)
+                                     [openmp.runtime_path(abi)], DRIVER_NEEDS,
+                                     sorted(KL.OBJECTS["gemm-parallel"].defines()) + [SERIAL_SWITCH])
     desc = [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_int64] * 5
     fn = ctypes.CFUNCTYPE(None, *(desc * 3), ctypes.c_bool, ctypes.c_int32, ctypes.c_int32, ctypes.c_int64)(
         jit.address(driver_symbol(elem, layout)))

@@ -253,8 +253,8 @@ def _probe(threads: int | None, bits: int):
         openmp.load_openmp_runtime("gomp")
         support = object_bytes("openmp-gomp")  # the prebuilt definitions
         externals = set(external_functions(linked)) - set(kmpc_gomp.support_symbols()) | set(kmpc_gomp.GOMP_FUNCTIONS)
-        _JITS[key] = JitObject(optimize_and_emit_objects(linked, "host", "fast") + [support], "host", [GOMP],
-                               sorted(externals))
+        _JITS[key] = JitObject(optimize_and_emit_objects(linked, "host", "fast") + [support], [GOMP],
+                               sorted(externals), ["probe", "count_none", "add_three"])
     return _JITS[key]
 
 

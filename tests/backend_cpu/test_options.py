@@ -28,7 +28,7 @@ IR = "func @main(%x: f32[3]) -> (f32[3]) {\n  %0 = add(%x, %x) : f32[3]\n  retur
 
 #: A valid setting of each environment variable other than the default, and the value it gives.
 SETTINGS = {"MIND_NUM_THREADS": ("3", 3), "MIND_CPU_SCHEDULE": ("all", "all"), "MIND_CPU_MATMUL": ("schedule", "schedule"),
-            "MIND_CACHE": ("off", None), "MIND_CPU_JIT": ("1", True), "MIND_OPENMP": ("kmpc", "kmpc"),
+            "MIND_CACHE": ("off", None), "MIND_CPU_JIT": ("0", False), "MIND_OPENMP": ("kmpc", "kmpc"),
             "MIND_OPENMP_LIB": ("/nowhere/libomp.so", "/nowhere/libomp.so")}
 #: A bad keyword value of each knob.
 BAD = {"threads": 0, "schedule": "some", "matmul": "blas", "cpu": "znver9", "opt": "O7", "cache": "yes",
@@ -55,7 +55,7 @@ def test_keyword_then_environment_then_default(clean_env, var):
     clean_env.setenv(var, text)
     assert getattr(CpuOptions.resolve(), field) == value != default
     clean_env.setenv(var, "not a setting")  # the keyword wins: the environment is not read
-    given = {"threads": 2, "schedule": False, "matmul": "library", "cache": False, "jit": True, "openmp": "gomp",
+    given = {"threads": 2, "schedule": False, "matmul": "library", "cache": False, "jit": False, "openmp": "gomp",
              "openmp_lib": "/elsewhere/libiomp5.so"}[field]
     assert getattr(CpuOptions.resolve({field: given}), field) == (None if field == "cache" else given)
 

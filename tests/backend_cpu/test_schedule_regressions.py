@@ -157,8 +157,8 @@ def test_a_kernel_needing_a_missing_function_is_an_error_not_a_crash():
           "define void @k(ptr %p) {\n  call void @mind_nowhere(ptr %p)\n  ret void\n}\n")
     obj = codegen.optimize_and_emit_object(ir, "host", "fast")
     with pytest.raises(codegen.CodegenError, match="mind_nowhere"):
-        codegen.JitObject(obj, "host", [], ["mind_nowhere"])
-    codegen.JitObject(obj, "host", [], ["malloc", "free"])  # the process provides these
+        codegen.JitObject(obj, [], ["mind_nowhere"])
+    codegen.JitObject(obj, [], ["malloc", "free"])  # the process provides these
 
 
 # An all-parallel generic whose body reads its init (``reduce_sum`` over no axes: ``init + x``) was

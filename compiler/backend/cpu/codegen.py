@@ -1,9 +1,9 @@
-"""LLVM IR text -> optimized object file -> in-process code (MCJIT) or a shared library (``ld``).
+"""LLVM IR text -> optimized object file -> in-process code (ORC JIT) or a shared library (``ld``).
 
 Why a shared library: loading one with ``ctypes.CDLL`` costs well under a millisecond and needs
-neither MLIR nor LLVM in the process, so a cache hit starts warm (see ``cache``).  Why MCJIT too: a
-freshly compiled object is callable sooner in-process than through ``ld`` (a subprocess) and
-``dlopen``; the engine links the .so in the background.
+neither MLIR nor LLVM in the process, so a cache hit starts warm (see ``cache``).  Why a JIT too: a
+freshly compiled object is callable sooner in-process (JITLink, under a millisecond) than through
+``ld`` (a subprocess, 4-5 ms) and ``dlopen``; the engine links the .so in the background.
 MLIR's IR carries no triple or data layout: both are set here, and an LLVM pipeline ("fast": a short
 function pipeline for scheduled code, "loops": O2 for scalar loop nests, "full": O3; see
 ``_optimize``) runs before code generation.
@@ -13,11 +13,12 @@ the host CPU and its features (AVX-512 here).
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from typing import Any, Sequence
 
-__all__ = ["CodegenError", "optimize_and_emit_object", "optimize_and_emit_objects", "Objects", "link_shared",
+__all__ = ["CodegenError", "optimize_and_emit_object", "optimize_and_emit_objects", "link_shared",
            "linker_available", "JitObject", "OPT_LEVELS"]
 
 
@@ -185,33 +186,14 @@ def optimize_and_emit_object(ir_text: str, cpu: str = "host", level: str = "full
     """Optimize (``level``: "full" = O3 with LLVM's vectorizers and unroller, "loops" = O2 without
     them, "fast" = a short function pipeline for scheduled code) + object file bytes (position
     independent, ready for ``link_shared`` or ``JitObject``)."""
-    return _compile_part(ir_text, cpu, level)[0]
-
-
-def _compile_part(ir_text: str, cpu: str, level: str) -> tuple[bytes, Any]:
-    """The object code of one module and the target machine that made it."""
     mod, tm = _optimize(ir_text, cpu, level)
     try:
-        return _Unlocked.emit_object(tm, mod), tm
+        return _Unlocked.emit_object(tm, mod)
     except RuntimeError as e:
         raise CodegenError(f"LLVM code generation failed: {e}") from None
 
 
-class Objects(list):
-    """The object files compiled from one module (link them together), and the target machine that
-    emitted a whole one: the ``JitObject`` that loads them takes it (MCJIT owns it from then on)
-    instead of creating another."""
-
-    def __init__(self, parts: Sequence[bytes], target_machine: Any = None) -> None:
-        super().__init__(parts)
-        self._target_machine = target_machine
-
-    def take_target_machine(self) -> Any:
-        tm, self._target_machine = self._target_machine, None
-        return tm
-
-
-def optimize_and_emit_objects(ir_text: str, cpu: str = "host", level: str = "full") -> Objects:
+def optimize_and_emit_objects(ir_text: str, cpu: str = "host", level: str = "full") -> list[bytes]:
     """``optimize_and_emit_object`` on the parts of ``llvm_split.split_module``, the second part on
     another thread (the two compile on two cores: llvmlite's calls release the GIL and ``_Unlocked``
     skips its lock); one object when the module is not worth splitting.  Link the objects together
@@ -219,8 +201,7 @@ def optimize_and_emit_objects(ir_text: str, cpu: str = "host", level: str = "ful
     from .llvm_split import split_module
     parts = split_module(ir_text)
     if parts is None:
-        obj, tm = _compile_part(ir_text, cpu, level)
-        return Objects([obj], tm)
+        return [optimize_and_emit_object(ir_text, cpu, level)]
     _llvm()
     _target_machine(cpu)  # the host query and the first-use set-up, once, before the threads
     results: list[Any] = [None] * len(parts)
@@ -240,45 +221,75 @@ def optimize_and_emit_objects(ir_text: str, cpu: str = "host", level: str = "ful
     for r in results:
         if isinstance(r, BaseException):
             raise r
-    return Objects(results)
+    return results
 
 
 class JitObject:
-    """An object file loaded in-process by LLVM's MCJIT (no linker, no file): ``address(symbol)``.
+    """Object files linked and loaded in-process by LLVM's ORC JIT with JITLink (no linker process,
+    no file): ``address(symbol)`` of the symbols named in ``exports``.
 
-    The code lives as long as this object; the kernel that calls it keeps a reference.
+    Why JITLink and not MCJIT: JITLink places all the sections of one object (code, constants,
+    GOT, stubs) in one mapping, and reaches anything outside it (another part of a split kernel, a
+    prebuilt object, libc, the OpenMP runtime) through a GOT entry or a stub it adds, so no
+    PC-relative reference crosses mappings.  MCJIT's memory manager maps code and constants
+    separately wherever the address space has room; in a long, fragmented process they landed more
+    than 2 GiB apart and LLVM aborted the process (``docs/backend-cpu.md``, Loading).
+
+    All objects go into one JIT library of their own (a ``JITDylib``, named uniquely: a name is
+    never reused), searched before the process's own symbols.  The code lives as long as this
+    object; the kernel that calls it keeps a reference.
     """
 
-    def __init__(self, objs: bytes | Sequence[bytes], cpu: str = "host", libs: list[str] | None = None,
-                 externals: Sequence[str] = ()) -> None:
+    _JIT: list[Any] = []  # the process's one ORC JIT, created on first use
+    _LOCK = threading.Lock()
+    _NAMES = itertools.count()
+
+    def __init__(self, objs: bytes | Sequence[bytes], libs: list[str] | None = None,
+                 externals: Sequence[str] = (), exports: Sequence[str] = ()) -> None:
         llvm = _llvm()
         for lib in libs or []:
             _load_permanently(lib)
+        # a missing function would fail the link with a message naming it; ours says what it is
+        missing = [name for name in externals if not _in_process(name)]
+        if missing:
+            raise CodegenError(f"the kernel needs functions that nothing provides: {', '.join(missing)}")
+        builder = llvm.JITLibraryBuilder()
+        for obj in [objs] if isinstance(objs, bytes) else objs:
+            builder.add_object_img(obj)
+        builder.add_current_process()
+        for name in exports:
+            builder.export_symbol(name)
         try:
-            spare = objs.take_target_machine() if isinstance(objs, Objects) else None
-            tm = spare or _target_machine(cpu)
-            self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
-            # (creating the engine makes the process's own symbols searchable: libc's malloc, ...)
-            missing = [name for name in externals if not llvm.address_of_symbol(name)]
-            if missing:  # MCJIT would bind them to address 0: the first call would crash the process
-                raise CodegenError(f"the kernel needs functions that nothing provides: {', '.join(missing)}")
-            for obj in [objs] if isinstance(objs, bytes) else objs:  # symbols resolve across them
-                self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-            self._engine.finalize_object()
+            with self._LOCK:
+                if not self._JIT:
+                    self._JIT.append(llvm.create_lljit_compiler(use_jit_link=True, suppress_errors=True))
+                self._tracker = builder.link(self._JIT[0], f"mind-kernel-{next(self._NAMES)}")
         except RuntimeError as e:
             raise CodegenError(f"in-process loading of the object failed: {e}") from None
+        self._exports = frozenset(exports)
 
     def address(self, symbol: str) -> int:
-        """Address of ``symbol``, or 0 if the object does not define it."""
-        return int(self._engine.get_function_address(symbol) or 0)
+        """Address of ``symbol`` (one of ``exports``), or 0 if it was not exported."""
+        return int(self._tracker[symbol]) if symbol in self._exports else 0
 
-    def data_address(self, symbol: str) -> int:
-        """Address of the global variable ``symbol``, or 0 if the object does not define it."""
-        return int(self._engine.get_global_value_address(symbol) or 0)
+    data_address = address
+    """The same for a global variable: JITLink resolves data and functions alike."""
+
+
+def _in_process(symbol: str) -> bool:
+    """Whether the process's global scope defines ``symbol`` (libc, the libraries loaded for good):
+    what the JIT's search of the process finds."""
+    import ctypes
+    try:
+        ctypes.CDLL(None)[symbol]
+    except AttributeError:
+        return False
+    return True
 
 
 _PERMANENT: set[str] = set()
-"""The libraries loaded into the process for MCJIT (the OpenMP runtime): loaded once, for good."""
+"""The libraries loaded into the process for in-process kernels (the OpenMP runtime), their symbols
+visible to the JIT's search of the process: loaded once, for good."""
 
 
 def _load_permanently(lib: str) -> None:
@@ -307,7 +318,7 @@ def link_shared(objs: bytes | Sequence[bytes], out_path: str, libs: list[str] | 
     so ``ld`` runs at the lowest priority: on a 2-core machine it otherwise takes a core from the kernel's
     first call, and a threaded kernel then waits at every barrier for its descheduled worker."""
     import hashlib
-    import subprocess  # imported here: an in-process (MCJIT) compile links nothing on its own path
+    import subprocess  # imported here: an in-process (JIT) compile links nothing on its own path
     import tempfile
     ld = linker_available()
     if ld is None:

@@ -3,11 +3,10 @@
 Flow: key -> on-disk cache hit (``ctypes.CDLL`` of a cached .so through the descriptor its hash was
 checked on, no MLIR or llvmlite import; a damaged entry is evicted with a warning and rebuilt) or
 miss (MLIR schedule + lowering -> LLVM IR -> llvmlite object (``opt``: "fast" O2 by default) ->
-linked with ``ld -shared`` (into the cache, published atomically) and loaded as a .so; with the
-option ``jit=True``, loaded in-process by MCJIT for the first call while a background thread links
-the same object into the cache: sooner, but MCJIT can abort a long, fragmented process
-(``docs/backend-cpu.md``, Loading), so it is not the default).  Every function here takes the
-resolved ``CpuOptions``.  Any failure on the way (MLIR parse/verify/pass errors with MLIR's
+loaded in-process by LLVM's ORC JIT (JITLink) for the first call while a background thread links
+the same objects with ``ld -shared`` into the cache (published atomically); with the option
+``jit=False``, linked with ``ld`` first and loaded as a .so (``docs/backend-cpu.md``, Loading).
+Every function here takes the resolved ``CpuOptions``.  Any failure on the way (MLIR parse/verify/pass errors with MLIR's
 diagnostics, invalid options, llvmlite, linking, loading) is raised as ``MindError`` E6012; nothing
 here crashes the caller (a failed background cache write only means the next process misses).  The
 call itself goes through ctypes, which releases the GIL, with zero-copy descriptors over the numpy
@@ -50,7 +49,7 @@ def _fail(message: str, notes: Sequence[str] = ()) -> MindError:
 class Kernel:
     """A compiled kernel: call it with numpy arrays; returns the output array(s).
 
-    ``library_path``: its shared library; for a kernel loaded in-process (MCJIT), where the
+    ``library_path``: its shared library; for a kernel loaded in-process (the JIT), where the
     background job publishes the .so (see ``wait_stored``), or "" when there is no cache.
     ``matmul_library``: the ``kernel_library`` instruction set whose GEMM its matmuls call (None:
     it calls none)."""
@@ -209,7 +208,7 @@ def compile_kernel(mlir_text: str, func_name: str, options: CpuOptions, *, alias
     cached).  ``options.opt``: LLVM optimization, "fast" (a short function pipeline for scheduled
     kernels, O2 without LLVM's unroller and vectorizers for kernels with large scalar loops; see
     ``codegen._optimize``) or "full" (O3 with them).  ``options.jit``: load the new object
-    in-process with MCJIT and link the cache's .so in a background thread (published atomically when
+    in-process with the ORC JIT and link the cache's .so in a background thread (published atomically when
     done; ``Kernel.wait_stored``), instead of linking with ``ld`` before the first call.  The object
     code is the same either way.  ``options.library``: the prebuilt GEMM the matmuls call (its object
     is linked into the kernel).  Raises ``MindError`` E6012 on any failure, E7010 when the cache
@@ -273,7 +272,7 @@ def compile_kernel(mlir_text: str, func_name: str, options: CpuOptions, *, alias
         if openmp is not None:
             load_openmp_runtime(openmp, options.openmp_lib)
         try:
-            jobj = JitObject(objs, cpu, libs, externals)
+            jobj = JitObject(objs, libs, externals, _exports(lowered.signature, llvm_ir, linked))
         except CodegenError as e:
             raise _fail(f"native code generation failed for '{func_name}': {e}") from None
         so = store.paths(key)[0] if store is not None else None
@@ -312,6 +311,19 @@ def compile_kernel(mlir_text: str, func_name: str, options: CpuOptions, *, alias
         raise _fail(f"could not load the compiled kernel for '{func_name}': its library {e}") from None
     except OSError as e:
         raise _fail(f"could not write the compiled kernel for '{func_name}': {e}") from None
+
+
+def _exports(sig: Signature, llvm_ir: str, linked: Sequence[str]) -> list[str]:
+    """The symbols ``_from_address`` reads from a kernel loaded in-process: its entry point, the
+    heap object's pointer and drain function when it is linked, the OpenMP serial switch when the
+    module defines it (a JIT link fails on a symbol asked for and not defined)."""
+    from .kmpc_gomp import defines_serial_switch
+    names = [f"_mlir_ciface_{sig.name}"]
+    if "heap" in linked:
+        names += [heap.SYMBOL, heap.DRAIN_SYMBOL]
+    if defines_serial_switch(llvm_ir):
+        names.append(SERIAL_SWITCH)
+    return names
 
 
 def _from_address(jobj: Any, sig: Signature, threads: int, so: str | None, scheduled: bool | None,

@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 
 __all__ = ["GOMP_FUNCTIONS", "SERIAL_SWITCH", "MAX_FORK_ARGS", "PREFIX", "adaptable", "link_kmpc_on_gomp",
-           "define_serial_switch", "support_module", "support_symbols"]
+           "define_serial_switch", "defines_serial_switch", "support_module", "support_symbols"]
 
 SERIAL_SWITCH = "mind_omp_serial"
 """An exported ``i32`` of every kernel that starts OpenMP teams on libgomp: when non-zero,
@@ -286,12 +286,17 @@ def adaptable(ir_text: str) -> bool:
     return len(set(pushes)) <= 1 and all(p.isdigit() for p in pushes)
 
 
+def defines_serial_switch(ir_text: str) -> bool:
+    """Whether the module ``ir_text`` defines ``SERIAL_SWITCH``."""
+    return re.search(rf"^@{SERIAL_SWITCH} = (?:dso_local )?global ", ir_text, re.M) is not None
+
+
 def define_serial_switch(ir_text: str) -> str:
     """``ir_text`` defining ``SERIAL_SWITCH`` (exported, 0) if it does not yet.  On a line of its own:
     LLVM's printed modules end without a newline, and a definition glued to their last line was not
     seen by a second call (a module with parallel loops that calls the threaded GEMM driver then
     defined the switch twice: 'redefinition of global')."""
-    if re.search(rf"^@{SERIAL_SWITCH} = (?:dso_local )?global ", ir_text, re.M):
+    if defines_serial_switch(ir_text):
         return ir_text
     sep = "" if not ir_text or ir_text.endswith("\n") else "\n"
     return ir_text + sep + f"@{SERIAL_SWITCH} = global i32 0, align 4\n"

@@ -10,9 +10,9 @@ attributes, metadata) go to every part; each function definition to exactly one 
 defined in one part and referenced from another gets external linkage with default visibility instead of
 ``internal``, and a matching ``declare`` in the referencing part.  Not ``hidden``: a hidden symbol is
 known to be in the same module, so its address is taken PC-relative (``R_X86_64_PC32``: an OpenMP
-outlined function passed to the fork call), and MCJIT, which loads each part wherever its memory
-manager finds room, cannot resolve that when the parts land more than 2 GiB apart (an assertion in
-``RuntimeDyldELF``: the process aborted, in a long-running process with torch and jax loaded); with
+outlined function passed to the fork call), and a JIT that maps each part wherever it finds room
+cannot resolve that when the parts land more than 2 GiB apart (MCJIT, the loader before JITLink,
+asserted in ``RuntimeDyldELF`` and aborted a long-running process with torch and jax loaded); with
 default visibility the address comes through a GOT entry and a call through a stub, both within
 the referencing part.  The shared library is linked ``-Bsymbolic`` (``codegen``), so such references bind
 inside it.  Private
@@ -188,7 +188,7 @@ def split_module(text: str, parts: int = SPLIT_PARTS, min_lines: int | None = No
         uses.append(used)
         crossing |= {s for s in used if s in home and home[s] != k}
     # an exported mutable global lives in the first part that uses it (part 0 if none does); the
-    # other parts that use it declare it, and the linker (ld, MCJIT) binds them to that one definition
+    # other parts that use it declare it, and the linker (ld, the JIT) binds them to that one definition
     global_home = {name: next((k for k in range(parts) if name in uses[k]), 0) for name in exported}
     out = []
     for k, g in enumerate(groups):

@@ -68,8 +68,9 @@ KNOBS: tuple[Knob, ...] = (
          "the on-disk kernel cache ([cache.md](cache.md))", env=CACHE_SETTING,
          from_env={setting: setting == "on" for setting in CACHE_SETTINGS},
          shown_default="the folder `MIND_CACHE_DIR`, else `~/.cache/mind`"),
-    Knob("jit", False, lambda v: isinstance(v, bool), "True or False", "load a new kernel in-process (MCJIT) and "
-         "link its shared object into the cache in the background, or link it first (the default: see Loading)",
+    Knob("jit", True, lambda v: isinstance(v, bool), "True or False", "load a new kernel in-process (LLVM's ORC JIT "
+         "with JITLink) and link its shared object into the cache in the background, or link it with `ld` first "
+         "(see Loading)",
          env="MIND_CPU_JIT",
          from_env={"0": False, "1": True}),
     choice("openmp", ABIS, None, "the OpenMP ABI of threaded kernels (see Threads)", env="MIND_OPENMP",
