@@ -41,7 +41,7 @@ _ELEMENTWISE = frozenset({"const", "add", "sub", "mul", "div", "exp", "log", "co
 _FREE = frozenset({"reshape", "const"})  # no loop of their own: a view, or folded into its users
 _VECTOR_OPS_PER_ELEMENT = {"exp": float(vector_ops(build_exp)), "log": float(vector_ops(build_log)), "div": 4.0}
 """Vector instructions per element of the ops that are polynomials or long-latency (``linalg.mathlib``
-expands ``exp``/``log`` into a reduction and a polynomial: counted from its code, 23 and 36 for f32
+expands ``exp``/``log`` into a reduction and a polynomial: counted from its code, 21 and 37 for f32
 where this table said 12 and 14); every other op is one."""
 
 

@@ -63,7 +63,6 @@ class Emitter:
     def fbin(self, op: str, a: Any, b: Any) -> Any: raise NotImplementedError  # addf subf mulf divf maximumf minimumf
     def ibin(self, op: str, a: Any, b: Any) -> Any: raise NotImplementedError  # addi subi andi ori shli shrui
     def fma(self, a: Any, b: Any, c: Any) -> Any: raise NotImplementedError
-    def floor(self, a: Any) -> Any: raise NotImplementedError
     def cmpf(self, pred: str, a: Any, b: Any) -> Any: raise NotImplementedError
     def select(self, c: Any, a: Any, b: Any) -> Any: raise NotImplementedError
     def to_int_bits(self, a: Any) -> Any: raise NotImplementedError     # bitcast float -> int
@@ -89,7 +88,12 @@ _EXP_F64 = [2.50246452096493e-08, 2.7631125446226205e-07, 2.755750728541229e-06,
 
 
 def build_exp(e: Emitter, x: Any) -> Any:
-    """exp(x) with the ops of ``e``; see the module docstring for the algorithm."""
+    """exp(x) with the ops of ``e``; see the module docstring for the algorithm.
+
+    No select for NaN: the clamp passes a NaN through (``maximumf``/``minimumf`` propagate it; with a
+    constant bound that is neither NaN nor zero LLVM makes each one x86 ``max``/``min``), so ``r``,
+    the polynomial and the final products are NaN; the integer halves made from a NaN's bits are
+    some floats, and a product with a NaN is a NaN (the spec leaves a NaN's sign and payload free)."""
     f = e.fmt
     if f.bits == 32:
         lo, hi, coeffs = -104.0, 89.0, _EXP_F32
@@ -97,31 +101,32 @@ def build_exp(e: Emitter, x: Any) -> Any:
     else:
         lo, hi, coeffs = -746.0, 710.0, _EXP_F64
         ln2_hi, ln2_lo = 6.93147180369123816490e-01, 1.90821492927058770002e-10
-    isnan = e.cmpf("uno", x, x)
-    # a NaN flows through the clamp and the reduction (its integer parts are poison) into the last
-    # select, which returns x for it: no select of a finite stand-in here
     xs = e.fbin("minimumf", e.fbin("maximumf", x, e.fconst(lo)), e.fconst(hi))
-    n = e.floor(e.fma(xs, e.fconst(1.0 / math.log(2.0)), e.fconst(0.5)))
+    # n = round(xs / ln2) becomes the low mantissa bits of t = xs / ln2 + 2^mant + 2 (bias + 1): the
+    # sum lies in [2^mant, 2^(mant+1)) for every n of the clamped range, where the spacing of the
+    # format is 1, so the FMA's one rounding is the rounding to the nearest integer; t - shift is n
+    # exactly, and t's bits are what ``_halves_of_pow2`` reads (no floor, no separate add)
+    shift = e.fconst(2.0 ** f.mant + 2 * (f.bias + 1))
+    t = e.fma(xs, e.fconst(1.0 / math.log(2.0)), shift)
+    n = e.fbin("subf", t, shift)
     r = e.fma(n, e.fconst(-ln2_hi), xs)
     r = e.fma(n, e.fconst(-ln2_lo), r)
     q = _poly(e, r, coeffs)
     y = e.fbin("addf", e.fma(q, e.fbin("mulf", r, r), r), e.fconst(1.0))
-    s1, s2 = _halves_of_pow2(e, n)
-    res = e.fbin("mulf", e.fbin("mulf", y, s1), s2)
-    return e.select(isnan, x, res)
+    s1, s2 = _halves_of_pow2(e, e.to_int_bits(t))
+    return e.fbin("mulf", e.fbin("mulf", y, s1), s2)
 
 
-def _halves_of_pow2(e: Emitter, n: Any) -> tuple[Any, Any]:
-    """2^floor(n/2) and 2^ceil(n/2) for an integer-valued float n of exp's range, whose product is 2^n.
+def _halves_of_pow2(e: Emitter, bits: Any) -> tuple[Any, Any]:
+    """2^floor(n/2) and 2^ceil(n/2), whose product is 2^n, from the ``bits`` of n + 2^mant + 2 (bias + 1)
+    (u = n + 2 (bias + 1), positive for every n of exp's range, in the low mantissa bits).
 
     Why not ``fptosi``: AVX2 has no f64 -> i64 vector conversion (AVX-512DQ's) and no 64-bit
-    arithmetic shift, so LLVM scalarized them, four conversions and inserts per vector.  Adding
-    2^mant + 2 (bias + 1) makes u = n + 2 (bias + 1) (positive) the low mantissa bits, exactly; then
-    floor(u/2) - 1 and ceil(u/2) - 1 are the two biased exponents, each made by a logical shift, an
-    add and a shift into the exponent field (the bits above u shift out): as many operations as the
-    conversion's path, in every vector unit."""
+    arithmetic shift, so LLVM scalarized them, four conversions and inserts per vector.  floor(u/2) - 1
+    and ceil(u/2) - 1 are the two biased exponents, each made by a logical shift, an add and a shift
+    into the exponent field (the bits above u shift out): as many operations as the conversion's
+    path, in every vector unit."""
     f = e.fmt
-    bits = e.to_int_bits(e.fbin("addf", n, e.fconst(2.0 ** f.mant + 2 * (f.bias + 1))))
     half = e.ibin("shrui", bits, e.iconst(1))
     low = e.ibin("addi", half, e.iconst(-1))
     high = e.ibin("addi", e.ibin("subi", bits, half), e.iconst(-1))
@@ -248,9 +253,6 @@ class TextEmitter(Emitter):
 
     def fma(self, a: str, b: str, c: str) -> str:
         return self._emit(f"math.fma {a}, {b}, {c} : {self.ty}")
-
-    def floor(self, a: str) -> str:
-        return self._emit(f"math.floor {a} : {self.ty}")
 
     def cmpf(self, pred: str, a: str, b: str) -> str:
         return self._emit(f"arith.cmpf {pred}, {a}, {b} : {self.ty}")
