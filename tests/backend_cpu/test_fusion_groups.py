@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import mind
 import mind.compiler.backend.cpu.lowering as lowering
-from mind.compiler.backend.cpu.fusion_groups import _chained_rows, block_rows, row_tile, Group
+from mind.compiler.backend.cpu.fusion_groups import _chained_rows, _masked_vectors, block_rows, reduction_tile, row_tile, Group
 from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, runs_isa, vector_unit
 
 EPS = 1e-5
@@ -226,6 +226,22 @@ def test_row_tile_is_whole_vectors():
     assert row_tile(48, 16) == (48, False)
     assert row_tile(13, 16) == (13, False)
     assert row_tile(20, 16) == (16, True)
+    # a short row whose 4-vector tiles would leave most of the last one empty takes fewer vectors
+    assert row_tile(83, 16) == (32, True)     # 96 lanes for 83, not 128
+    assert row_tile(37, 16) == (16, True)
+    assert row_tile(80, 16) == (16, False)    # 5 whole vectors, not 2 tiles of 64 lanes
+
+
+def test_reduction_tiles_cover_short_rows_without_waste_and_divide_when_they_can():
+    assert reduction_tile(2048, 16) == (64, False)
+    assert reduction_tile(1000, 16) == (64, True)  # 64 vectors against the fewest, 63: 4 accumulators
+    assert reduction_tile(96, 16) == (32, False)   # 2 vectors divide 96: no peel, no mask
+    assert reduction_tile(100, 8) == (16, True)    # f64 rows of 100: 14 vectors of work, not 16
+    assert reduction_tile(130, 8) == (16, True)
+    for n in range(1, 700):
+        v = _masked_vectors(n, 16)
+        fewest = min(-(-n // (w * 16)) * w for w in (4, 2, 1) if n >= w * 16 or w == 1)
+        assert v in (4, 2, 1) and -(-n // (v * 16)) * v * 8 <= fewest * 9
 
 
 def test_blocks_fit_l2_and_outnumber_threads():
@@ -235,6 +251,12 @@ def test_blocks_fit_l2_and_outnumber_threads():
     assert rows[1] == 0 and 4096 // rows[0] >= 16 and rows[0] * g.row_bytes <= (1 << 20) // 2
     g3 = Group([], 2, [3, 29, 101], 3 * 404)
     assert block_rows(g3, unit)[0] == 1 and block_rows(g3, unit)[2] == 0
+    # a prime row count gave blocks of one row (796 of 664 bytes for a 4x199x83 softmax): blocks
+    # of at least MIN_BLOCK_BYTES where the loops outside still make two blocks or more
+    prime = Group([], 2, [4, 199, 83], 2 * 332)
+    assert block_rows(prime, unit) == [1, 199, 0]
+    assert block_rows(Group([], 2, [1, 199, 83], 2 * 332), unit) == [1, 1, 0]  # one block would idle a thread
+    assert block_rows(Group([], 2, [4, 64, 64], 2 * 256), unit) == [1, 16, 0]  # 8 KiB blocks: unchanged
 
 
 def test_operand_computed_without_the_rows_stays_outside_the_group(scripts):
@@ -422,7 +444,7 @@ def test_lone_row_reduction(red, dt, shape, grouped):
     if grouped:
         reductions = [s for s in seen if "tile_reduction_using_for" in s]
         assert reductions and all("expand_shape" not in m for m in modules)
-        tile = 4 * vector_unit("host").lanes(32 if dt == "f32" else 64)
+        tile, _ = reduction_tile(shape[-1], vector_unit("host").lanes(32 if dt == "f32" else 64))
         assert f"tile_sizes = [{', '.join(['0'] * (len(shape) - 1))}, {tile}]" in reductions[0]
 
 

@@ -33,7 +33,7 @@ from ..linalg.payload import element_bits, generic_loops, product, static_shape
 from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .vector_unit import VectorUnit
 
-__all__ = ["L2_SHARE", "MIN_BLOCKS", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
+__all__ = ["L2_SHARE", "MIN_BLOCKS", "MIN_BLOCK_BYTES", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
            "group_section", "plan_groups", "unblock_sums", "group_work", "BODY_OPS", "consumer_kind", "short_rows",
            "reduction_tile", "ROW_VECTORS_TO_GROUP", "worth_grouping"]
 
@@ -44,6 +44,9 @@ rows and whatever the other operands (a norm's gain and bias) need."""
 MIN_BLOCKS = 16
 """At least this many blocks where the rows allow: every thread of a 16-core machine gets one, and
 two threads get 8 each, so a late thread does not leave the other idle."""
+
+MIN_BLOCK_BYTES = 2048
+"""The fewest live bytes a block should hold where the rows allow (``block_rows``)."""
 
 _GROUP_OPS = ("linalg.generic", "linalg.fill", "tensor.expand_shape")
 
@@ -225,13 +228,22 @@ def _row_bytes(ops: Sequence[Any], inside: Callable[[Any], bool], rows: Sequence
 def block_rows(group: Group, unit: VectorUnit) -> list[int]:
     """Forall tile sizes of the consumer: 1 on the leading loops but the last of the prefix, which
     gets the most rows whose live bytes fit ``unit.l2_bytes / L2_SHARE`` while there are at least
-    ``MIN_BLOCKS`` blocks; 0 (untiled) on the rest."""
+    ``MIN_BLOCKS`` blocks; 0 (untiled) on the rest.  A block of fewer than ``MIN_BLOCK_BYTES`` live
+    bytes (a prime row count has no divisor between 1 and itself) takes instead the fewest rows
+    that reach them, while the loops outside still make two blocks or more: each block pays for its
+    loops, its statistics and its buffers (a 4x199x83 softmax ran 796 blocks of one row, 0.54x torch
+    eager)."""
     k = group.prefix
     rows = group.ranges[k - 1]
     outer = product(group.ranges[:k - 1])
-    budget = max(1, (unit.l2_bytes // L2_SHARE) // max(1, group.row_bytes))
+    row_bytes = max(1, group.row_bytes)
+    budget = max(1, (unit.l2_bytes // L2_SHARE) // row_bytes)
     want_blocks = max(1, -(-MIN_BLOCKS // outer))
     r = largest_divisor_at_most(rows, max(1, min(budget, rows // want_blocks)))
+    if r * row_bytes < MIN_BLOCK_BYTES:
+        enough = [d for d in range(r + 1, min(rows, budget) + 1)
+                  if rows % d == 0 and d * row_bytes >= MIN_BLOCK_BYTES and outer * (rows // d) >= 2]
+        r = enough[0] if enough else r
     return [1] * (k - 1) + [r] + [0] * (len(group.ranges) - k)
 
 
@@ -338,10 +350,21 @@ def row_tile(n: int, lanes: int) -> tuple[int, bool]:
     best = largest_divisor_at_most(n, 4 * lanes, lanes) if n % lanes == 0 else 0
     if best and (best >= 2 * lanes or best == n):
         return best, False
-    for vectors in (4, 2):
-        if n >= vectors * lanes:
-            return vectors * lanes, True
-    return lanes, True
+    t = _masked_vectors(n, lanes) * lanes
+    return t, n % t != 0
+
+
+def _masked_vectors(n: int, lanes: int) -> int:
+    """Vectors per tile (4, 2 or 1) of a row of ``n`` that 4 whole vectors do not divide: the most
+    whose tiles cover the row with at most an eighth more lanes than the fewest do (a tile that
+    divides the row covers it exactly).  Why: a short row pays for
+    its whole last tile; 4 vectors made a row of 83 f32 two tiles of 64 lanes (128 for 83, where 2
+    vectors cover it in 96), and the 4x199x83 softmax ran at 0.54x torch eager; a long row keeps 4
+    (1000 f32: 64 vectors against 63), the most independent accumulators."""
+    options = [v for v in (4, 2, 1) if n >= v * lanes] or [1]
+    cover = {v: -(-n // (v * lanes)) * v for v in options}
+    least = min(cover.values())
+    return next(v for v in options if cover[v] * 8 <= least * 9)
 
 
 _NEGATIVE_ZERO = """\
@@ -359,15 +382,15 @@ adds into a copy of it, one per row (``docs/backend-cpu.md``, Measurements)."""
 
 
 def reduction_tile(n: int, lanes: int) -> tuple[int, bool]:
-    """The tile of a reduction along a row of ``n``: 4, 2 or 1 whole vectors of partial results (the
-    most that divides n, or 4 with a peeled, masked last tile when n is 4 vectors or more and 4 does not
-    divide it), ``row_tile`` for shorter rows.  Why: LLVM keeps a loop-carried vector of 1, 2 or 4
+    """The tile of a reduction along a row of ``n``: 4, 2 or 1 whole vectors of partial results
+    (``_masked_vectors``: 4 when they divide n; 2 vectors for a row of 6, with no mask), with a
+    peeled, masked last tile when the tile does not divide n; ``row_tile`` for rows shorter than 4
+    vectors.  Why: LLVM keeps a loop-carried vector of 1, 2 or 4
     registers in registers; 3 (a row of 432 f32: tiles of 48) went through the stack every step."""
     if n < 4 * lanes:
         return row_tile(n, lanes)
-    if n % (4 * lanes) == 0:
-        return 4 * lanes, False
-    return 4 * lanes, True
+    t = _masked_vectors(n, lanes) * lanes
+    return t, n % t != 0
 
 
 def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit: VectorUnit,
