@@ -1,4 +1,5 @@
-"""Hand-written MLIR kernels used by the CPU engine tests and the measurement script."""
+"""Hand-written MLIR kernels used by the CPU engine tests and the measurement script, and the MIND
+programs several tests share."""
 
 from __future__ import annotations
 
@@ -107,3 +108,16 @@ func.func @chain(%x: {t}, %out: memref<{dims}xf32>) {{
   return
 }}
 """
+
+
+TRAIN_STEP = """fn loss(x: Tensor<f32, [64, 96]>, y: Tensor<f32, [64, 10]>, w1: Tensor<f32, [96, 80]>, w2: Tensor<f32, [80, 10]>) -> f32 {
+  mean(-sum(y * log_softmax(matmul(relu(matmul(x, w1)), w2), axis=-1), axes=[1], keepdims=false), axes=[0], keepdims=false)
+}
+fn step(x: Tensor<f32, [64, 96]>, y: Tensor<f32, [64, 10]>, w1: Tensor<f32, [96, 80]>, w2: Tensor<f32, [80, 10]>)
+    -> (f32, Tensor<f32, [96, 80]>, Tensor<f32, [80, 10]>) {
+  let l = loss(x, y, w1, w2);
+  let (g1, g2) = grad(l, wrt=[w1, w2]);
+  (l, g1, g2)
+}"""
+"""A small MLP train step (``step``): its two-thread kernel is large enough to compile in two parts
+(``llvm_split``)."""

@@ -17,6 +17,8 @@ import textwrap
 import numpy as np
 import pytest
 
+import kernels as K
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
@@ -82,15 +84,7 @@ _KERNELS = textwrap.dedent("""
 """)
 
 
-_TRAIN = """fn loss(x: Tensor<f32, [64, 96]>, y: Tensor<f32, [64, 10]>, w1: Tensor<f32, [96, 80]>, w2: Tensor<f32, [80, 10]>) -> f32 {
-  mean(-sum(y * log_softmax(matmul(relu(matmul(x, w1)), w2), axis=-1), axes=[1], keepdims=false), axes=[0], keepdims=false)
-}
-fn step(x: Tensor<f32, [64, 96]>, y: Tensor<f32, [64, 10]>, w1: Tensor<f32, [96, 80]>, w2: Tensor<f32, [80, 10]>)
-    -> (f32, Tensor<f32, [96, 80]>, Tensor<f32, [80, 10]>) {
-  let l = loss(x, y, w1, w2);
-  let (g1, g2) = grad(l, wrt=[w1, w2]);
-  (l, g1, g2)
-}"""
+_TRAIN = K.TRAIN_STEP
 
 
 def _run(script: str) -> subprocess.CompletedProcess:
@@ -131,3 +125,24 @@ def test_a_symbol_that_is_not_defined_cannot_be_exported():
     import ctypes
     assert ctypes.CFUNCTYPE(ctypes.c_int32)(jit.address("seven"))() == 7
     assert codegen.JitObject(obj).address("seven") == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_compiles_and_loads_new_kernels():
+    """The process's one JIT outlives a fork: a child compiles and loads a kernel of its own after the
+    parent loaded one (a JIT with threads of its own would wait forever in the child)."""
+    script = textwrap.dedent("""
+        import os, numpy as np, mind
+        x = np.arange(8, dtype=np.float32)
+        assert (mind.compile("fn f(x: Tensor<f32, [8]>) -> Tensor<f32, [8]> { return x + 1.0; }",
+                             fn="f", cache=False, jit=True)(x) == x + 1).all()
+        pid = os.fork()
+        if pid == 0:
+            ok = (mind.compile("fn f(x: Tensor<f32, [8]>) -> Tensor<f32, [8]> { return x * 3.0; }",
+                               fn="f", cache=False, jit=True)(x) == x * 3).all()
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        print("ok" if os.waitstatus_to_exitcode(status) == 0 else "child failed")
+    """)
+    r = _run(script)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]

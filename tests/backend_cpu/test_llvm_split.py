@@ -88,15 +88,7 @@ def test_internal_functions_used_across_parts_become_external():
         assert "hidden" not in p
 
 
-_TRAIN = """fn loss(x: Tensor<f32, [64, 96]>, y: Tensor<f32, [64, 10]>, w1: Tensor<f32, [96, 80]>, w2: Tensor<f32, [80, 10]>) -> f32 {
-  mean(-sum(y * log_softmax(matmul(relu(matmul(x, w1)), w2), axis=-1), axes=[1], keepdims=false), axes=[0], keepdims=false)
-}
-fn step(x: Tensor<f32, [64, 96]>, y: Tensor<f32, [64, 10]>, w1: Tensor<f32, [96, 80]>, w2: Tensor<f32, [80, 10]>)
-    -> (f32, Tensor<f32, [96, 80]>, Tensor<f32, [80, 10]>) {
-  let l = loss(x, y, w1, w2);
-  let (g1, g2) = grad(l, wrt=[w1, w2]);
-  (l, g1, g2)
-}"""
+_TRAIN = K.TRAIN_STEP
 
 
 def _pc32_to_undefined(obj: bytes, readelf: str, tmp_path) -> list[str]:
