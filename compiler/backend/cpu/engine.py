@@ -6,9 +6,9 @@ miss (MLIR schedule + lowering -> LLVM IR -> llvmlite object (``opt``: "fast" O2
 loaded in-process by LLVM's ORC JIT (JITLink) for the first call while a background thread links
 the same objects with ``ld -shared`` into the cache (published atomically); with the option
 ``jit=False``, linked with ``ld`` first and loaded as a .so (``docs/backend-cpu.md``, Loading).
-Every function here takes the resolved ``CpuOptions``.  Any failure on the way (MLIR parse/verify/pass errors with MLIR's
-diagnostics, invalid options, llvmlite, linking, loading) is raised as ``MindError`` E6012; nothing
-here crashes the caller (a failed background cache write only means the next process misses).  The
+Every function here takes the resolved ``CpuOptions``.  Any failure on the way (MLIR
+parse/verify/pass errors with MLIR's diagnostics, invalid options, llvmlite, linking, loading) is
+raised as ``MindError`` E6012; nothing here crashes the caller (a failed background cache write only means the next process misses).  The
 call itself goes through ctypes, which releases the GIL, with zero-copy descriptors over the numpy
 buffers.
 """
@@ -208,8 +208,9 @@ def compile_kernel(mlir_text: str, func_name: str, options: CpuOptions, *, alias
     cached).  ``options.opt``: LLVM optimization, "fast" (a short function pipeline for scheduled
     kernels, O2 without LLVM's unroller and vectorizers for kernels with large scalar loops; see
     ``codegen._optimize``) or "full" (O3 with them).  ``options.jit``: load the new object
-    in-process with the ORC JIT and link the cache's .so in a background thread (published atomically when
-    done; ``Kernel.wait_stored``), instead of linking with ``ld`` before the first call.  The object
+    in-process with the ORC JIT and link the cache's .so in a background thread (published
+    atomically when done; ``Kernel.wait_stored``), instead of linking with ``ld`` before the first
+    call.  The object
     code is the same either way.  ``options.library``: the prebuilt GEMM the matmuls call (its object
     is linked into the kernel).  Raises ``MindError`` E6012 on any failure, E7010 when the cache
     folder is not safe to use.
