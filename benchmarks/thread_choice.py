@@ -66,12 +66,12 @@ def measure(w: S.Workload, isa: str, rounds: int) -> dict[str, Any]:
 
 def choices(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """For each factor: the geometric mean of chosen / faster time and the choices 8 % or more off."""
-    from mind.compiler.backend.cpu.thread_cost import COSTS
+    from mind.compiler.backend.cpu.thread_cost import saving_pays
     out = []
     for factor in FACTORS:
         losses, worst = [], []
         for r in rows:
-            two = r["estimate_s"] / 2 >= factor * r["regions"] * COSTS["region_s"]
+            two = saving_pays(r["estimate_s"], r["regions"], 2, factor)
             chosen = r["two_threads_s"] if two else r["one_thread_s"]
             loss = chosen / min(r["one_thread_s"], r["two_threads_s"])
             losses.append(loss)

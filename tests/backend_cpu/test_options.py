@@ -262,3 +262,16 @@ def test_regions_and_traffic_follow_what_the_kernel_runs():
            "  %0 = reduce_sum(%x) {axes = [1], keepdims = false} : f32[64]\n"
            "  %1 = reduce_max(%y) {axes = [1], keepdims = false} : f32[64]\n  return %0, %1\n}\n")
     assert _cost(two).regions == 2
+
+
+def test_the_thread_rule_is_one_function():
+    # worth_threads decides by saving_pays, which thread_choice.py also weighs other factors with
+    from mind.compiler.backend.cpu.thread_cost import COSTS, KernelCost, one_thread_seconds, saving_pays, worth_threads
+    from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS
+    unit = VECTOR_UNITS["x86-64-v4"]
+    edge = 2 * COSTS["gain_over_regions"] * 2 * COSTS["region_s"]  # two regions, two threads
+    assert saving_pays(edge, 2, 2) and not saving_pays(edge * 0.99, 2, 2)
+    assert saving_pays(edge, 2, 2, gain=COSTS["gain_over_regions"] / 2) and not saving_pays(edge, 2, 2, gain=10.0)
+    for n in (1 << 10, 1 << 16, 1 << 22):
+        cost = KernelCost(8 * n, 8 * n, float(n), 2)
+        assert worth_threads(cost, unit, 2) == saving_pays(one_thread_seconds(cost, unit), 2, 2)

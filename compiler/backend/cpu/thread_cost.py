@@ -22,7 +22,8 @@ from ..linalg.lowerings import swaps_last_two
 from ..linalg.mathlib import build_exp, build_log, vector_ops
 from .vector_unit import VectorUnit
 
-__all__ = ["KernelCost", "kernel_cost", "one_thread_seconds", "worth_threads", "UNKNOWN_COST", "COSTS"]
+__all__ = ["KernelCost", "kernel_cost", "one_thread_seconds", "worth_threads", "saving_pays", "UNKNOWN_COST",
+           "COSTS"]
 
 COSTS: dict[str, float] = {
     "stream_bytes_per_s": 14e9,   # one core's streaming bandwidth from memory, bytes read + written per second
@@ -227,7 +228,13 @@ def one_thread_seconds(cost: KernelCost, unit: VectorUnit) -> float:
 
 
 def worth_threads(cost: KernelCost, unit: VectorUnit, threads: int) -> bool:
-    """Whether ``threads`` threads clearly pay for their parallel regions: the time they save (the
-    one-thread time split evenly) is at least ``gain_over_regions`` times the regions' fork/join."""
-    saving = one_thread_seconds(cost, unit) * (1 - 1 / threads)
-    return saving >= COSTS["gain_over_regions"] * cost.regions * COSTS["region_s"]
+    """Whether ``threads`` threads clearly pay for their parallel regions (``saving_pays``)."""
+    return saving_pays(one_thread_seconds(cost, unit), cost.regions, threads)
+
+
+def saving_pays(one_thread_s: float, regions: int, threads: int, gain: float | None = None) -> bool:
+    """The rule itself: the time ``threads`` threads save (the one-thread time split evenly) is at
+    least ``gain`` (default ``gain_over_regions``) times the regions' fork/join.  Apart from the
+    estimate so that ``benchmarks/thread_choice.py`` can weigh other factors by the same rule."""
+    gain = COSTS["gain_over_regions"] if gain is None else gain
+    return one_thread_s * (1 - 1 / threads) >= gain * regions * COSTS["region_s"]
