@@ -17,14 +17,17 @@ from mind.spec.record import FrozenRecord
 from ..linalg.context import (SHARED, Diagnostics, LoweringError, find_func, new_context, parse, run_pipeline,
                               translate_to_llvm_ir)
 from ..linalg.hoist import hoist_broadcast_work
+from ..linalg.masked_tails import forward_masked_tails
 from ..linalg.payload import splats_as_fills, untie_shared_inits
 from ..linalg.pipeline import PipelineError, bufferize, prefusion
+from ..linalg.result_roots import place_result_roots
 from ..linalg.schedule import largest_loop_work
 from ..linalg.transform_script import apply_script
 from .abi import ELEMENT_TYPES, ArgSpec, Signature
 from .library_calls import handled_by_library, insert_library_calls
 from .movement_loops import mark_movement_loops, seat_loop_annotations
 from .pipeline import loops_to_llvm, lower_to_llvm, to_loops
+from .range_max import rewrite_maximum
 from .runtime import link_runtime
 from .transforms import MIN_SCHEDULE_WORK, schedule as cpu_schedule
 from .vector_unit import vector_unit
@@ -187,6 +190,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         script = cpu_schedule(module, min_work, skip, vector_unit(options.cpu), threads)
                         if script is not None:
                             apply_script(module, script)
+                            forward_masked_tails(module)
                             scheduled = True
                             untie_shared_inits(module)
                         if report is not None:
@@ -205,6 +209,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                             report.pop("scalar_work", None)
                 stage = "lower"
                 splats_as_fills(module)  # the unfused paths' (none left after the schedule's)
+                place_result_roots(module)
                 run_pipeline(ctx, pipelines[0], module, stage, diags)
                 if library is not None:
                     stage = "library"
@@ -256,6 +261,8 @@ def lower_to_llvm_ir(mlir_text: str, func_name: str, options: LoweringOptions) -
                 # runtime functions MLIR's lowering calls (memrefCopy) and the heap cache's are
                 # declared hidden: prebuilt objects define them (kernel_library)
                 ir_text = link_runtime(translate_to_llvm_ir(module))
+            if vector_unit(options.cpu).bits == 512:  # AVX-512 F, DQ and VL: x86-64-v4
+                ir_text = rewrite_maximum(ir_text)
         except BaseException:
             SHARED.retire()  # never reuse a context that saw a failure
             raise

@@ -29,12 +29,14 @@ from typing import Any, Sequence
 
 from mind.spec.record import FrozenRecord
 
+from ..linalg.emitter import CONV_OPERAND
 from ..linalg.payload import (DEFAULT_MAPS, element_bits, generic_loops, map_kind, product, row_reads,
                               static_shape, vectorizable_reduction)
 from ..linalg.schedule import schedule_module
 from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .conv_schedule import CONV_OP, feeds_conv, plan_conv
 from .fusion_groups import _MASKED, CHAINS, plan_groups, unblock_sums
+from .thread_cost import COSTS, saving_pays
 from .vector_unit import AVX512, VectorUnit
 
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
@@ -280,15 +282,17 @@ FILL_ROW_MAX = 1024
 """The widest row a fill's tile may take when no divisor of the row up to 64 fills a vector."""
 
 
-def fill_section(tag: int, shape: Sequence[int]) -> str:
-    """Sequential tiling of a fill into (<=8) x (<=64) pieces so that it vectorizes in registers.
+def fill_section(tag: int, shape: Sequence[int], parallel: bool = False) -> str:
+    """Tiling of a fill into (<=8) x (<=64) pieces so that it vectorizes in registers, sequential,
+    or a forall over the pieces (``parallel``: threads; see ``_plan_fill``).
 
     A row whose divisors up to 64 are all narrower than a vector of bytes (2 x 251: a pad's result of
     a 500-wide operand) takes one whole row of up to ``FILL_ROW_MAX`` elements instead: stores of
     whole vectors and a short tail, where 2-element pieces were one store per 2 elements."""
     if not shape:
         return ""
-    return match(f"%fl{tag}", "linalg.fill", tag) + tile_for(f"ft{tag}", f"%fl{tag}", fill_tiles(shape)) + \
+    tile = tile_forall if parallel else tile_for
+    return match(f"%fl{tag}", "linalg.fill", tag) + tile(f"ft{tag}", f"%fl{tag}", fill_tiles(shape)) + \
         vectorize(f"%ft{tag}")
 
 
@@ -493,13 +497,20 @@ all the small odd shapes (10-wide rows of a classifier head) whose vectors do no
 what the tests use to exercise the plans on small shapes)."""
 
 
-def _plan_fill(unit: VectorUnit, op: Any, tag: int) -> str | None:
+def _plan_fill(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | None:
+    """A fill, on the kernel's threads when the time they save pays for a parallel region of its
+    own (``thread_cost.saving_pays``, its bytes written at one core's streaming bandwidth): a pad's
+    border boxes are most of what it writes (three quarters of a [256, 1, 500] -> [256, 4, 503] pad),
+    and on one thread the copy of its window was all that two threads shared."""
     if feeds_conv(op):
         return None  # a conv section fuses its fills itself
-    shape = static_shape(op.results[0].type) if len(op.results) else static_shape(op.operands[1].type)
+    t = op.results[0].type if len(op.results) else op.operands[1].type
+    shape = static_shape(t)
     if not shape or 0 in shape:
         return None
-    return fill_section(tag, shape)
+    written = product(shape) * element_bits(t) // 8
+    parallel = threads > 1 and saving_pays(written / COSTS["stream_bytes_per_s"], 1, threads)
+    return fill_section(tag, shape, parallel)
 
 
 COPY_TILE_ELEMENTS = 4096
@@ -508,10 +519,16 @@ COPY_TILE_ELEMENTS = 4096
 
 def _plan_copy(unit: VectorUnit, op: Any, tag: int) -> str | None:
     """``linalg.copy`` (what a pad writes into its window, ``linalg.emitter.Emitter.pad``): a forall
-    over blocks of whole rows (threads), each block vectorized, which canonicalization folds back to
-    a copy of the block (a vector read and write of the same tile); bufferized, that is one
-    ``memref.copy`` per block, moved a row at a time (``runtime``, ``memrefCopy``: one memmove of each
-    contiguous row, libc's vector copy) even into a window with steps."""
+    over blocks of whole rows (threads), each block a ``linalg.copy`` that becomes loops whose
+    innermost one LLVM's loop vectorizer takes (``movement_loops``), also into a window with steps.
+
+    Why loops: a vectorized block is folded back by canonicalization into a copy of the block, which
+    bufferizes to a ``memref.copy`` and ``runtime.memrefCopy``'s one ``memmove`` per contiguous run;
+    the loops were as fast or faster on every pad measured, from runs of 64 f32 (a call per 256
+    bytes) to 2000-element rows (``docs/backend-cpu.md``, Measurements, pad copies as loops).  A
+    conv's padding (``Emitter.pad``'s ``CONV_OPERAND`` copy) keeps the vectorized blocks where its
+    runs hold ``SHORT_RUN_VECTORS`` or more: loops need LLVM's loop pipeline, which costs a conv's
+    kernel a sixth more compile time (23 ms on 130) for a copy that is a few percent of its run."""
     shape = static_shape(op.operands[1].type)
     if not shape or 0 in shape:
         return None
@@ -524,14 +541,15 @@ def _plan_copy(unit: VectorUnit, op: Any, tag: int) -> str | None:
         if split is None:
             return None
         tiles = ElementwiseTiles(split, (0,) * len(shape))
-    if _contiguous_run(op, shape) < SHORT_RUN_VECTORS * unit.lanes(element_bits(op.operands[1].type)):
-        # short runs: loops in each block, which ``movement_loops`` hands to LLVM's loop vectorizer
-        return match(f"%ew{tag}", "linalg.copy", tag) + tile_forall(f"ep{tag}", f"%ew{tag}", tiles.parallel)
-    return elementwise_section(tag, "linalg.copy", tiles)
+    if CONV_OPERAND in op.attributes and \
+            _contiguous_run(op, shape) >= SHORT_RUN_VECTORS * unit.lanes(element_bits(op.operands[1].type)):
+        return elementwise_section(tag, "linalg.copy", tiles)
+    return match(f"%ew{tag}", "linalg.copy", tag) + tile_forall(f"ep{tag}", f"%ew{tag}", tiles.parallel)
 
 
 SHORT_RUN_VECTORS = 4
-"""A copy whose contiguous runs hold fewer vectors than this is loops, not one ``memmove`` a run."""
+"""A conv operand's copy whose contiguous runs hold fewer vectors than this is loops, not one
+``memmove`` a run (``_plan_copy``)."""
 
 
 def _contiguous_run(op: Any, shape: Sequence[int]) -> int:
@@ -601,7 +619,7 @@ def planners(unit: VectorUnit = AVX512, threads: int = 1) -> dict[str, Any]:
     strides/offsets, other gathers, zero-extent ops) stays a linalg op and is lowered to scalar
     loops."""
     return {"linalg.matmul": partial(_plan_matmul, unit), "linalg.batch_matmul": partial(_plan_matmul, unit),
-            "linalg.fill": partial(_plan_fill, unit), "linalg.generic": partial(_plan_generic, unit, threads),
+            "linalg.fill": partial(_plan_fill, unit, threads), "linalg.generic": partial(_plan_generic, unit, threads),
             "linalg.copy": partial(_plan_copy, unit),
             CONV_OP: partial(plan_conv, unit)}
 

@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 from mind.spec.dtypes import DType
 
 from .mlir_text import affine_map, identity_map, tensor_type
+from .transform_script import largest_divisor_at_most
 
 __all__ = ["TensorValue", "Emitter", "Body", "GenericBody"]
 
@@ -45,17 +46,31 @@ def _slice_attrs(offsets: Sequence[int], sizes: Sequence[int], steps: Sequence[i
                    for i, v in enumerate((offsets, sizes, steps)))
 
 
-def _border(lo: Sequence[int], inner: Sequence[int], shape: Sequence[int]) -> list[tuple[list[int], tuple[int, ...]]]:
+def _border(lo: Sequence[int], inner: Sequence[int], shape: Sequence[int],
+            axes: int | None = None) -> list[tuple[list[int], tuple[int, ...]]]:
     """The boxes (offsets, sizes) of ``shape`` outside the window ``inner`` at ``lo``, disjoint: for
-    each axis d, the part before and after the window along d, within the window along the axes
-    before d and whole along those after it (at most two boxes per axis, none of size 0)."""
+    each axis d (of the first ``axes``, all if None), the part before and after the window along d,
+    within the window along the axes before d and whole along those after it (at most two boxes per
+    axis, none of size 0)."""
     boxes = []
-    for d in range(len(shape)):
+    for d in range(len(shape) if axes is None else axes):
         for start, size in ((0, lo[d]), (lo[d] + inner[d], shape[d] - lo[d] - inner[d])):
             if size > 0:
                 offsets = list(lo[:d]) + [start] + [0] * (len(shape) - d - 1)
                 boxes.append((offsets, tuple(inner[:d]) + (size,) + tuple(shape[d + 1:])))
     return boxes
+
+
+PAD_BLOCK_ELEMENTS = 4096
+"""A pad's band (``Emitter._band``) moves blocks of whole rows of about this many elements."""
+
+CONV_OPERAND = "mind.conv_operand"
+"""The attribute of the copy of a conv's padding (``Emitter.pad``), which a target may plan apart."""
+
+
+def _last_padded_axis(lo: Sequence[int], inner: Sequence[int], shape: Sequence[int]) -> int:
+    """The last axis along which a pad of ``inner`` at ``lo`` in ``shape`` adds elements (-1: none)."""
+    return max((d for d in range(len(shape)) if shape[d] != inner[d] or lo[d]), default=-1)
 
 
 class TensorValue:
@@ -258,7 +273,8 @@ class Emitter:
         self.emit(f"{cut} = tensor.extract_slice {x.name}{_slice_attrs(offsets, sizes, steps)} : {x.ty} to {sub}")
         return TensorValue(cut, tuple(sizes), x.elem, x.dtype)
 
-    def pad(self, x: TensorValue, value: str, lo: Sequence[int], interior: Sequence[int], shape: tuple[int, ...]) -> str:
+    def pad(self, x: TensorValue, value: str, lo: Sequence[int], interior: Sequence[int], shape: tuple[int, ...],
+            conv_operand: bool = False) -> str:
         """``x`` placed at ``lo + i * (interior + 1)`` in a tensor of ``shape`` filled with ``value``.
 
         What a pad is: the result's border filled with ``value``, and a copy of ``x`` into its window
@@ -272,13 +288,18 @@ class Emitter:
         ``x`` still fuses into the copy.  The earlier form, one generic over the result reading ``x``
         at clamped indices (``tensor.extract``), stayed scalar: vectorized, it became
         ``vector.gather``s with linearized indices, wrong on a strided view (``docs/backend-cpu.md``,
-        Schedules).
+        Schedules).  With ``pad_border``, when the last padded axis is not the first, the rows inside
+        the window along the axes before it are one band (``_band``) unless ``conv_operand``: a conv's
+        padding keeps the boxes and its copy carries ``CONV_OPERAND`` (the CPU plans it apart).
         """
         steps = [i + 1 for i in interior]
         dense = self.pad_border and not any(interior)
         t = tensor_type(shape, x.elem)
         r = self.empty(shape, x.elem) if dense else self.filled(shape, x.elem, scalar=value)
-        for i, (offsets, box) in enumerate(_border(lo, x.shape, shape) if dense else []):
+        row_axis = _last_padded_axis(lo, x.shape, shape)
+        banded = dense and row_axis > 0 and not conv_operand
+        boxes = _border(lo, x.shape, shape, row_axis if banded else None) if dense else []
+        for i, (offsets, box) in enumerate(boxes):
             # the first box's init is its own tensor (bufferization places it in the result); the
             # others' a slice of the result (identical fills of fresh tensors would be merged by cse,
             # and one of them copied into place)
@@ -288,13 +309,73 @@ class Emitter:
             f = self.fresh("f")
             self.emit(f"{f} = linalg.fill ins({value} : {x.elem}) outs({init} : {box_ty}) -> {box_ty}")
             r = self._insert(f, box_ty, r, t, offsets, box, None)
+        if banded:
+            band = self._band(x, value, lo, shape, row_axis)
+            band_shape = tuple(x.shape[:row_axis]) + tuple(shape[row_axis:])
+            return self._insert(band, tensor_type(band_shape, x.elem), r, t,
+                                list(lo[:row_axis]) + [0] * (len(shape) - row_axis), band_shape, None)
         # The copy's init is a fresh tensor that bufferization (eliminate-empty-tensors) places in
         # the window itself; an extract_slice of a fill as its init made the fill a shared init,
         # which ``payload.untie_shared_inits`` splits in two (a second fill, and a copy between them).
         placed = self.fresh("c")
-        self.emit(f"{placed} = linalg.copy ins({x.name} : {x.ty}) outs({self.empty(x.shape, x.elem)} : {x.ty}) "
+        mark = f" {{{CONV_OPERAND}}}" if conv_operand else ""
+        self.emit(f"{placed} = linalg.copy{mark} ins({x.name} : {x.ty}) outs({self.empty(x.shape, x.elem)} : {x.ty}) "
                   f"-> {x.ty}")
         return self._insert(placed, x.ty, r, t, lo, x.shape, steps)
+
+    def _band(self, x: TensorValue, value: str, lo: Sequence[int], shape: tuple[int, ...], axis: int) -> str:
+        """The rows of a pad's result inside its window along the axes before ``axis`` (the last
+        padded one): a ``scf.forall`` over blocks of them, each block filling its border along
+        ``axis`` and copying its rows of ``x`` between, so that each row is written by one thread in
+        one pass (a fill of the border of every row on one thread, then a copy on two, moved each
+        row's shared cache line between the cores)."""
+        inner = x.shape
+        band_shape = tuple(inner[:axis]) + tuple(shape[axis:])
+        band_ty = tensor_type(band_shape, x.elem)
+        row = 1
+        for d in shape[axis:]:
+            row *= d
+        rows = largest_divisor_at_most(inner[axis - 1], max(1, PAD_BLOCK_ELEMENTS // row))
+        block = (1,) * (axis - 1) + (rows,) + tuple(shape[axis:])
+        block_ty = tensor_type(block, x.elem)
+        ivs = [self.fresh("i") for _ in range(axis)]
+        out, band = self.fresh("o"), self.fresh("b")
+        init = self.empty(band_shape, x.elem)
+        zeros = ", ".join("0" for _ in ivs)
+        steps = ", ".join(map(str, block[:axis]))
+        self.emit(f"{band} = scf.forall ({', '.join(ivs)}) = ({zeros}) to ({', '.join(map(str, inner[:axis]))}) "
+                  f"step ({steps}) shared_outs({out} = {init}) -> ({band_ty}) {{")
+        at = list(ivs) + ["0"] * (len(shape) - axis)
+        xs_shape = block[:axis] + tuple(inner[axis:])
+        xs = self.fresh("x")
+        self.emit(f"{xs} = tensor.extract_slice {x.name}{_slice_attrs(at, xs_shape, None)} : {x.ty} to "
+                  f"{tensor_type(xs_shape, x.elem)}")
+        blk = self.fresh("k")
+        self.emit(f"{blk} = tensor.extract_slice {out}{_slice_attrs(at, block, None)} : {band_ty} to {block_ty}")
+        width = shape[axis]
+        start = [0] * len(shape)
+        parts = [(lo[axis], None), (inner[axis], xs), (width - lo[axis] - inner[axis], None)]
+        for size, source in parts:
+            if size > 0:
+                sizes = block[:axis] + (size,) + tuple(shape[axis + 1:])
+                part_ty = tensor_type(sizes, x.elem)
+                dest = self.fresh("d")
+                self.emit(f"{dest} = tensor.extract_slice {blk}{_slice_attrs(start, sizes, None)} : {block_ty} to {part_ty}")
+                done = self.fresh("f")
+                if source is None:
+                    self.emit(f"{done} = linalg.fill ins({value} : {x.elem}) outs({dest} : {part_ty}) -> {part_ty}")
+                else:
+                    self.emit(f"{done} = linalg.copy ins({source} : {part_ty}) outs({dest} : {part_ty}) -> {part_ty}")
+                nxt = self.fresh("k")
+                self.emit(f"{nxt} = tensor.insert_slice {done} into {blk}{_slice_attrs(start, sizes, None)} : "
+                          f"{part_ty} into {block_ty}")
+                blk = nxt
+            start[axis] += size
+        self.emit("scf.forall.in_parallel {")
+        self.emit(f"  tensor.parallel_insert_slice {blk} into {out}{_slice_attrs(at, block, None)} : {block_ty} into {band_ty}")
+        self.emit("}")
+        self.emit("}")
+        return band
 
     def _insert(self, part: str, part_ty: str, into: str, into_ty: str, offsets: Sequence[int],
                 sizes: Sequence[int], steps: Sequence[int] | None) -> str:

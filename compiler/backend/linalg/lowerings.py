@@ -665,10 +665,11 @@ def _zero_padded(em: Emitter, x: TensorValue, lo: tuple[int, ...], interior: tup
     loops, and a transpose fused into it (a filter gradient's ``[3, 1, 2, 0]`` input) made it a
     scalar transposing copy, a fifth of the CNN train step; fusion stops at the copy, so the
     transpose is planned as a transpose (vector tiles transposed in registers) and the copy moves
-    contiguous rows (``docs/backend-cpu.md``, Measurements)."""
+    contiguous rows (``docs/backend-cpu.md``, Measurements).  A conv operand: ``Emitter.pad``'s
+    ``conv_operand``."""
     zero_value = em.fresh("c")
     em.emit(f"{zero_value} = arith.constant {zero(x.elem)} : {x.elem}")
-    return TensorValue(em.pad(x, zero_value, lo, interior, full), full, x.elem, x.dtype)
+    return TensorValue(em.pad(x, zero_value, lo, interior, full, conv_operand=True), full, x.elem, x.dtype)
 
 
 LOWERINGS: dict[str, Lowering] = {

@@ -23,13 +23,16 @@ Planner = Callable[[Any, int], "str | None"]
 _NOT_SCHEDULED = ("linalg.yield", "linalg.index")
 
 
-def _candidates(module: Any, skip: Callable[[Any], bool] | None) -> list[Any]:
-    """The linalg ops of ``module`` in walk order, without those ``skip`` leaves to someone else."""
+def _candidates(module: Any, skip: Callable[[Any], bool] | None, in_foralls: bool = True) -> list[Any]:
+    """The linalg ops of ``module`` in walk order, without those ``skip`` leaves to someone else;
+    without those inside an ``scf.forall`` unless ``in_foralls``."""
     from mlir import ir
     found: list[Any] = []
 
     def visit(op: Any) -> ir.WalkResult:
         name = op.name
+        if name == "scf.forall" and not in_foralls:
+            return ir.WalkResult.SKIP
         if name.startswith("linalg.") and name not in _NOT_SCHEDULED and not (skip and skip(op)):
             found.append(op)
         return ir.WalkResult.ADVANCE
@@ -53,7 +56,9 @@ def schedule_module(module: Any, planners: Mapping[str, Planner], lowering: str,
     plan); so are those ``skip`` accepts (a target's library calls, say).  ``group_planner``'s groups
     come first."""
     from mlir import ir
-    candidates = _candidates(module, skip)
+    # an op inside a forall of the payload (a pad's band, ``Emitter._band``) has its loop placed
+    # already: a section of its own would nest a second parallel loop in it
+    candidates = _candidates(module, skip, in_foralls=False)
     tagged: list[Any] = []
     sections: list[str] = []
     grouped: set[int] = set()

@@ -1,0 +1,165 @@
+"""IEEE maximum of vectors in three AVX-512 instructions instead of six.
+
+A max reduction combines every element with ``llvm.maximum`` (NaN if either operand is NaN, and +0
+above -0: the spec's ``reduce_max``).  x86 has no such instruction before AVX10.2, and LLVM expands
+each vector ``llvm.maximum`` into six (the sign of one operand as a mask, two blends ordering the
+operands so that ``vmaxps`` picks +0, ``vmaxps``, an unordered compare, a masked move of the NaN);
+a 46x208x100 f64 row max spent most of its time there.  AVX-512DQ's ``vrangeps``/``vrangepd`` with
+imm 5 (max, sign from the comparison) orders the zeros as IEEE does but, like ``maxNum``, returns
+the other operand when one is a quiet NaN; an unordered compare of the two operands and their sum
+(a NaN when either is) merged under that mask, one masked ``vaddps``, complete it.  Checked on
+every pair of specials (±0, ±inf, NaNs, subnormals) and random pairs per type and width, bit for
+bit (``tests/backend_cpu/test_range_max.py``).
+
+``rewrite_maximum`` works on the LLVM IR text of a kernel for an x86-64-v4 target: each vector
+``llvm.maximum`` of 32- or 64-bit floats whose width is a power of two times 128, 256 or 512 bits
+is split into the widest native pieces (the 256- and 128-bit forms are AVX-512VL's), and each
+``llvm.vector.reduce.fmaximum`` becomes a tree of halvings down to 128 bits, the last lanes left to
+``llvm.maximum`` of smaller vectors and scalars (the work of a few instructions per row).  New
+values are named (``%rmN.*``), so the function's numbered values keep their numbers.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["rewrite_maximum"]
+
+_ELEMENT = {"float": ("ps", 32), "double": ("pd", 64)}
+_MASK = {2: "i8", 4: "i8", 8: "i8", 16: "i16"}
+_VECTOR_MAX = re.compile(
+    r"^(\s*)(%[-\w.$]+) = call (?:[a-z ]+ )?<(\d+) x (float|double)> @llvm\.maximum\.v\d+f(?:32|64)\("
+    r"<\d+ x (?:float|double)> (%[-\w.$]+), <\d+ x (?:float|double)> (%[-\w.$]+)\)\s*$")
+_REDUCE_MAX = re.compile(
+    r"^(\s*)(%[-\w.$]+) = call (?:[a-z ]+ )?(float|double) @llvm\.vector\.reduce\.fmaximum\.v(\d+)f(?:32|64)\("
+    r"<\d+ x (?:float|double)> (%[-\w.$]+)\)\s*$")
+
+
+class _Writer:
+    """Lines of an expansion with fresh names and the declarations they need."""
+
+    def __init__(self, start: int) -> None:
+        self.n = start
+        self.lines: list[str] = []
+        self.declares: set[str] = set()
+
+    def fresh(self) -> str:
+        self.n += 1
+        return f"%rm{self.n}"
+
+    def emit(self, indent: str, text: str) -> str:
+        name = self.fresh()
+        self.lines.append(f"{indent}{name} = {text}")
+        return name
+
+    def piece(self, indent: str, v: str, lanes: int, elem: str, start: int, count: int) -> str:
+        """Lanes ``start .. start + count`` of ``v`` (of ``lanes``) as a vector of ``count``."""
+        if start == 0 and count == lanes:
+            return v
+        mask = ", ".join(f"i32 {start + i}" for i in range(count))
+        return self.emit(indent, f"shufflevector <{lanes} x {elem}> {v}, <{lanes} x {elem}> poison, "
+                                 f"<{count} x i32> <{mask}>")
+
+    def concat(self, indent: str, parts: list[str], count: int, elem: str) -> str:
+        """The pieces (each of ``count`` lanes) side by side, pairwise."""
+        while len(parts) > 1:
+            joined = []
+            for a, b in zip(parts[::2], parts[1::2]):
+                mask = ", ".join(f"i32 {i}" for i in range(2 * count))
+                joined.append(self.emit(indent, f"shufflevector <{count} x {elem}> {a}, <{count} x {elem}> {b}, "
+                                                f"<{2 * count} x i32> <{mask}>"))
+            parts, count = joined, 2 * count
+        return parts[0]
+
+    def native_max(self, indent: str, a: str, b: str, lanes: int, elem: str) -> str:
+        """``llvm.maximum`` of two vectors of one native width (128, 256 or 512 bits)."""
+        suffix, bits = _ELEMENT[elem]
+        width = lanes * bits
+        vec = f"<{lanes} x {elem}>"
+        name = f"@llvm.x86.avx512.mask.range.{suffix}.{width}"
+        rounding = ", i32 4" if width == 512 else ""
+        self.declares.add(f"declare {vec} {name}({vec}, {vec}, i32, {vec}, {_MASK[lanes]}{', i32' if rounding else ''})")
+        r = self.emit(indent, f"call {vec} {name}({vec} {a}, {vec} {b}, i32 5, {vec} zeroinitializer, "
+                              f"{_MASK[lanes]} -1{rounding})")
+        nan = self.emit(indent, f"fcmp uno {vec} {a}, {b}")
+        either = self.emit(indent, f"fadd {vec} {a}, {b}")
+        return self.emit(indent, f"select <{lanes} x i1> {nan}, {vec} {either}, {vec} {r}")
+
+    def vector_max(self, indent: str, a: str, b: str, lanes: int, elem: str) -> str | None:
+        """``llvm.maximum`` of two vectors of ``lanes``, in native pieces; None when the width is
+        not a multiple of 128 bits or the pieces are not a power of two."""
+        bits = _ELEMENT[elem][1]
+        if (lanes * bits) % 128:
+            return None
+        native = min(512, max(w for w in (128, 256, 512) if (lanes * bits) % w == 0)) // bits
+        if lanes == native:
+            return self.native_max(indent, a, b, lanes, elem)
+        pieces = lanes // native
+        if pieces & (pieces - 1):
+            return None  # joined pairwise: a power of two of pieces (48 f32 lanes stay LLVM's)
+        parts = [self.native_max(indent, self.piece(indent, a, lanes, elem, i, native),
+                                 self.piece(indent, b, lanes, elem, i, native), native, elem)
+                 for i in range(0, lanes, native)]
+        return self.concat(indent, parts, native, elem)
+
+    def reduce_max(self, indent: str, v: str, lanes: int, elem: str) -> str | None:
+        """``llvm.vector.reduce.fmaximum`` of ``v`` by halving while the halves are 128 bits or
+        more; the rest by ``llvm.maximum`` of the last pieces and scalars."""
+        bits = _ELEMENT[elem][1]
+        if lanes & (lanes - 1) or lanes * bits < 256:
+            return None
+        while lanes * bits >= 256:
+            half = lanes // 2
+            m = self.vector_max(indent, self.piece(indent, v, lanes, elem, 0, half),
+                                self.piece(indent, v, lanes, elem, half, half), half, elem)
+            if m is None:
+                return None
+            v, lanes = m, half
+        suffix = "f32" if bits == 32 else "f64"
+        while lanes > 1:
+            half = lanes // 2
+            vec = f"<{half} x {elem}>"
+            lo, hi = self.piece(indent, v, lanes, elem, 0, half), self.piece(indent, v, lanes, elem, half, half)
+            if half == 1:
+                lo = self.emit(indent, f"extractelement <1 x {elem}> {lo}, i32 0")
+                hi = self.emit(indent, f"extractelement <1 x {elem}> {hi}, i32 0")
+                self.declares.add(f"declare {elem} @llvm.maximum.{suffix}({elem}, {elem})")
+                v = self.emit(indent, f"call {elem} @llvm.maximum.{suffix}({elem} {lo}, {elem} {hi})")
+            else:
+                self.declares.add(f"declare {vec} @llvm.maximum.v{half}{suffix}({vec}, {vec})")
+                v = self.emit(indent, f"call {vec} @llvm.maximum.v{half}{suffix}({vec} {lo}, {vec} {hi})")
+            lanes = half
+        return v
+
+
+def rewrite_maximum(llvm_ir: str) -> str:
+    """``llvm_ir`` with its vector ``llvm.maximum`` calls and ``llvm.vector.reduce.fmaximum`` calls
+    expanded as the module docstring says (for a target with AVX-512 F, DQ and VL); unchanged when it
+    has none.  The result names each original value as before."""
+    if "@llvm.maximum.v" not in llvm_ir and "@llvm.vector.reduce.fmaximum" not in llvm_ir:
+        return llvm_ir
+    w = _Writer(0)
+    out: list[str] = []
+    for line in llvm_ir.split("\n"):
+        m = _VECTOR_MAX.match(line)
+        if m:
+            indent, result, lanes, elem, a, b = m.groups()
+            w.lines = []
+            v = w.vector_max(indent, a, b, int(lanes), elem)
+            if v is not None:
+                out.extend(w.lines)
+                out.append(f"{indent}{result} = select i1 true, <{lanes} x {elem}> {v}, <{lanes} x {elem}> {v}")
+                continue
+        m = _REDUCE_MAX.match(line)
+        if m:
+            indent, result, elem, lanes, v = m.groups()
+            w.lines = []
+            r = w.reduce_max(indent, v, int(lanes), elem)
+            if r is not None:
+                out.extend(w.lines)
+                out.append(f"{indent}{result} = select i1 true, {elem} {r}, {elem} {r}")
+                continue
+        out.append(line)
+    present = set(re.findall(r"^declare [^\n]*?(@[\w.]+)\(", llvm_ir, flags=re.M))
+    declares = sorted(d for d in w.declares if re.search(r"(@[\w.]+)\(", d).group(1) not in present)
+    return "\n".join(out) + ("\n" + "\n".join(declares) + "\n" if declares else "")
