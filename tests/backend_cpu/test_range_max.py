@@ -53,6 +53,11 @@ def _max_function(lanes: int, elem: str, suffix: str) -> str:
             f"define void @reduced(ptr %a, ptr %o) {{\n"
             f"  %x = load {vec}, ptr %a, align 8\n"
             f"  %r = call reassoc {elem} @llvm.vector.reduce.fmaximum.v{lanes}{suffix}({vec} %x)\n"
+            f"  store {elem} %r, ptr %o, align 8\n  ret void\n}}\n"
+            f"declare {elem} @llvm.maximum.{suffix}({elem}, {elem})\n"
+            f"define void @scalar(ptr %a, ptr %b, ptr %o) {{\n"
+            f"  %x = load {elem}, ptr %a, align 8\n  %y = load {elem}, ptr %b, align 8\n"
+            f"  %r = call {elem} @llvm.maximum.{suffix}({elem} %x, {elem} %y)\n"
             f"  store {elem} %r, ptr %o, align 8\n  ret void\n}}\n")
 
 
@@ -61,6 +66,7 @@ def test_the_rewrite_replaces_every_vector_maximum_and_declares_once():
         .replace("@reduced", "@r2")
     out = rewrite_maximum(text)
     assert "call <16 x float> @llvm.maximum" not in out and "call <8 x double> @llvm.maximum" not in out
+    assert "call float @llvm.maximum" not in out and "call double @llvm.maximum" not in out
     assert "reduce.fmaximum.v16f32(<16" not in out.split("declare float @llvm.vector")[0].split("define")[-1]
     assert out.count("declare <16 x float> @llvm.x86.avx512.mask.range.ps.512(") == 1
     assert "@llvm.x86.avx512.mask.range.pd.128(" in out  # the reduction's last halving of f64
@@ -92,6 +98,8 @@ def test_vector_maximum_matches_the_spec_on_every_special_pair(dtype, bits):
     pairwise = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(
         engine.get_function_address("pairwise"))
     reduced = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(engine.get_function_address("reduced"))
+    scalar = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(
+        engine.get_function_address("scalar"))
     rng = np.random.default_rng(7)
     pairs = np.array(list(itertools.product(_SPECIALS, repeat=2)) + list(rng.standard_normal((4000, 2))), dtype)
     pairs = np.concatenate([pairs, pairs[: (-len(pairs)) % lanes]])
@@ -104,6 +112,9 @@ def test_vector_maximum_matches_the_spec_on_every_special_pair(dtype, bits):
         reduced(a.ctypes.data, one.ctypes.data)
         want = functools.reduce(_maximum, [a[j:j + 1] for j in range(lanes)])
         assert _same(one, want, as_bits).all(), (a, one, want)
+        for j in range(lanes):
+            scalar(a[j:].ctypes.data, b[j:].ctypes.data, one.ctypes.data)
+            assert _same(one, _maximum(a[j:j + 1], b[j:j + 1]), as_bits).all(), (a[j], b[j], one)
     del engine
 
 

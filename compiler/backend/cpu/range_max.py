@@ -13,9 +13,11 @@ bit (``tests/backend_cpu/test_range_max.py``).
 
 ``rewrite_maximum`` works on the LLVM IR text of a kernel for an x86-64-v4 target: each vector
 ``llvm.maximum`` of 32- or 64-bit floats whose width is a power of two times 128, 256 or 512 bits
-is split into the widest native pieces (the 256- and 128-bit forms are AVX-512VL's), and each
-``llvm.vector.reduce.fmaximum`` becomes a tree of halvings down to 128 bits, the last lanes left to
-``llvm.maximum`` of smaller vectors and scalars (the work of a few instructions per row).  New
+is split into the widest native pieces (the 256- and 128-bit forms are AVX-512VL's); each
+``llvm.vector.reduce.fmaximum`` becomes a tree of halvings down to 128 bits and then shuffles within
+that vector down to lane 0; a scalar ``llvm.maximum`` (a reduction's last combination with its
+initial value) runs in lane 0 of a 128-bit vector: three instructions where LLVM's scalar expansion
+took eight, moving the values through integer registers.  New
 values are named (``%rmN.*``), so the function's numbered values keep their numbers.
 """
 
@@ -30,6 +32,9 @@ _MASK = {2: "i8", 4: "i8", 8: "i8", 16: "i16"}
 _VECTOR_MAX = re.compile(
     r"^(\s*)(%[-\w.$]+) = call (?:[a-z ]+ )?<(\d+) x (float|double)> @llvm\.maximum\.v\d+f(?:32|64)\("
     r"<\d+ x (?:float|double)> (%[-\w.$]+), <\d+ x (?:float|double)> (%[-\w.$]+)\)\s*$")
+_SCALAR_MAX = re.compile(
+    r"^(\s*)(%[-\w.$]+) = call (?:[a-z ]+ )?(float|double) @llvm\.maximum\.f(?:32|64)\("
+    r"(?:float|double) (%[-\w.$]+), (?:float|double) (%[-\w.$]+)\)\s*$")
 _REDUCE_MAX = re.compile(
     r"^(\s*)(%[-\w.$]+) = call (?:[a-z ]+ )?(float|double) @llvm\.vector\.reduce\.fmaximum\.v(\d+)f(?:32|64)\("
     r"<\d+ x (?:float|double)> (%[-\w.$]+)\)\s*$")
@@ -104,9 +109,10 @@ class _Writer:
 
     def reduce_max(self, indent: str, v: str, lanes: int, elem: str) -> str | None:
         """``llvm.vector.reduce.fmaximum`` of ``v`` by halving while the halves are 128 bits or
-        more; the rest by ``llvm.maximum`` of the last pieces and scalars."""
+        more, then within one 128-bit vector: its upper lanes moved down by a shuffle and combined,
+        until lane 0 holds the maximum (the other lanes are not read)."""
         bits = _ELEMENT[elem][1]
-        if lanes & (lanes - 1) or lanes * bits < 256:
+        if lanes & (lanes - 1) or lanes * bits < 128:
             return None
         while lanes * bits >= 256:
             half = lanes // 2
@@ -115,28 +121,29 @@ class _Writer:
             if m is None:
                 return None
             v, lanes = m, half
-        suffix = "f32" if bits == 32 else "f64"
-        while lanes > 1:
-            half = lanes // 2
-            vec = f"<{half} x {elem}>"
-            lo, hi = self.piece(indent, v, lanes, elem, 0, half), self.piece(indent, v, lanes, elem, half, half)
-            if half == 1:
-                lo = self.emit(indent, f"extractelement <1 x {elem}> {lo}, i32 0")
-                hi = self.emit(indent, f"extractelement <1 x {elem}> {hi}, i32 0")
-                self.declares.add(f"declare {elem} @llvm.maximum.{suffix}({elem}, {elem})")
-                v = self.emit(indent, f"call {elem} @llvm.maximum.{suffix}({elem} {lo}, {elem} {hi})")
-            else:
-                self.declares.add(f"declare {vec} @llvm.maximum.v{half}{suffix}({vec}, {vec})")
-                v = self.emit(indent, f"call {vec} @llvm.maximum.v{half}{suffix}({vec} {lo}, {vec} {hi})")
-            lanes = half
-        return v
+        shift = lanes // 2
+        while shift:
+            mask = ", ".join(f"i32 {min(i + shift, lanes - 1)}" for i in range(lanes))
+            moved = self.emit(indent, f"shufflevector <{lanes} x {elem}> {v}, <{lanes} x {elem}> poison, "
+                                      f"<{lanes} x i32> <{mask}>")
+            v = self.native_max(indent, v, moved, lanes, elem)
+            shift //= 2
+        return self.emit(indent, f"extractelement <{lanes} x {elem}> {v}, i32 0")
+
+    def scalar_max(self, indent: str, a: str, b: str, elem: str) -> str:
+        """``llvm.maximum`` of two scalars, in lane 0 of a 128-bit vector."""
+        lanes = 128 // _ELEMENT[elem][1]
+        vec = f"<{lanes} x {elem}>"
+        va = self.emit(indent, f"insertelement {vec} poison, {elem} {a}, i32 0")
+        vb = self.emit(indent, f"insertelement {vec} poison, {elem} {b}, i32 0")
+        return self.emit(indent, f"extractelement {vec} {self.native_max(indent, va, vb, lanes, elem)}, i32 0")
 
 
 def rewrite_maximum(llvm_ir: str) -> str:
     """``llvm_ir`` with its vector ``llvm.maximum`` calls and ``llvm.vector.reduce.fmaximum`` calls
     expanded as the module docstring says (for a target with AVX-512 F, DQ and VL); unchanged when it
     has none.  The result names each original value as before."""
-    if "@llvm.maximum.v" not in llvm_ir and "@llvm.vector.reduce.fmaximum" not in llvm_ir:
+    if "@llvm.maximum." not in llvm_ir and "@llvm.vector.reduce.fmaximum" not in llvm_ir:
         return llvm_ir
     w = _Writer(0)
     out: list[str] = []
@@ -150,6 +157,14 @@ def rewrite_maximum(llvm_ir: str) -> str:
                 out.extend(w.lines)
                 out.append(f"{indent}{result} = select i1 true, <{lanes} x {elem}> {v}, <{lanes} x {elem}> {v}")
                 continue
+        m = _SCALAR_MAX.match(line)
+        if m:
+            indent, result, elem, a, b = m.groups()
+            w.lines = []
+            r = w.scalar_max(indent, a, b, elem)
+            out.extend(w.lines)
+            out.append(f"{indent}{result} = select i1 true, {elem} {r}, {elem} {r}")
+            continue
         m = _REDUCE_MAX.match(line)
         if m:
             indent, result, elem, lanes, v = m.groups()
