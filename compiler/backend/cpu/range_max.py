@@ -139,42 +139,48 @@ class _Writer:
         return self.emit(indent, f"extractelement {vec} {self.native_max(indent, va, vb, lanes, elem)}, i32 0")
 
 
+def _vector(w: _Writer, indent: str, lanes: str, elem: str, a: str, b: str) -> tuple[str, str | None]:
+    return f"<{lanes} x {elem}>", w.vector_max(indent, a, b, int(lanes), elem)
+
+
+def _scalar(w: _Writer, indent: str, elem: str, a: str, b: str) -> tuple[str, str | None]:
+    return elem, w.scalar_max(indent, a, b, elem)
+
+
+def _reduced(w: _Writer, indent: str, elem: str, lanes: str, v: str) -> tuple[str, str | None]:
+    return elem, w.reduce_max(indent, v, int(lanes), elem)
+
+
+_RULES = ((_VECTOR_MAX, _vector), (_SCALAR_MAX, _scalar), (_REDUCE_MAX, _reduced))
+"""Each call's pattern (indent, result, then the builder's arguments) and its expansion: the
+result's type and the value that replaces it (None: left to LLVM)."""
+
+
+def _expand(w: _Writer, line: str) -> list[str] | None:
+    """The lines that replace ``line``, or None to keep it."""
+    for pattern, build in _RULES:
+        m = pattern.match(line)
+        if m:
+            indent, result, *args = m.groups()
+            w.lines = []
+            ty, value = build(w, indent, *args)
+            if value is None:
+                return None
+            return w.lines + [f"{indent}{result} = select i1 true, {ty} {value}, {ty} {value}"]
+    return None
+
+
 def rewrite_maximum(llvm_ir: str) -> str:
-    """``llvm_ir`` with its vector ``llvm.maximum`` calls and ``llvm.vector.reduce.fmaximum`` calls
-    expanded as the module docstring says (for a target with AVX-512 F, DQ and VL); unchanged when it
-    has none.  The result names each original value as before."""
+    """``llvm_ir`` with its ``llvm.maximum`` and ``llvm.vector.reduce.fmaximum`` calls expanded as
+    the module docstring says (for a target with AVX-512 F, DQ and VL); unchanged when it has none.
+    Each original value keeps its name (a ``select i1 true`` of the expansion, which LLVM folds)."""
     if "@llvm.maximum." not in llvm_ir and "@llvm.vector.reduce.fmaximum" not in llvm_ir:
         return llvm_ir
     w = _Writer(0)
     out: list[str] = []
     for line in llvm_ir.split("\n"):
-        m = _VECTOR_MAX.match(line)
-        if m:
-            indent, result, lanes, elem, a, b = m.groups()
-            w.lines = []
-            v = w.vector_max(indent, a, b, int(lanes), elem)
-            if v is not None:
-                out.extend(w.lines)
-                out.append(f"{indent}{result} = select i1 true, <{lanes} x {elem}> {v}, <{lanes} x {elem}> {v}")
-                continue
-        m = _SCALAR_MAX.match(line)
-        if m:
-            indent, result, elem, a, b = m.groups()
-            w.lines = []
-            r = w.scalar_max(indent, a, b, elem)
-            out.extend(w.lines)
-            out.append(f"{indent}{result} = select i1 true, {elem} {r}, {elem} {r}")
-            continue
-        m = _REDUCE_MAX.match(line)
-        if m:
-            indent, result, elem, lanes, v = m.groups()
-            w.lines = []
-            r = w.reduce_max(indent, v, int(lanes), elem)
-            if r is not None:
-                out.extend(w.lines)
-                out.append(f"{indent}{result} = select i1 true, {elem} {r}, {elem} {r}")
-                continue
-        out.append(line)
+        expanded = _expand(w, line)
+        out.extend([line] if expanded is None else expanded)
     present = set(re.findall(r"^declare [^\n]*?(@[\w.]+)\(", llvm_ir, flags=re.M))
     declares = sorted(d for d in w.declares if re.search(r"(@[\w.]+)\(", d).group(1) not in present)
     return "\n".join(out) + ("\n" + "\n".join(declares) + "\n" if declares else "")
