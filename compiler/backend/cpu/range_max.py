@@ -17,8 +17,8 @@ is split into the widest native pieces (the 256- and 128-bit forms are AVX-512VL
 ``llvm.vector.reduce.fmaximum`` becomes a tree of halvings down to 128 bits and then shuffles within
 that vector down to lane 0; a scalar ``llvm.maximum`` (a reduction's last combination with its
 initial value) runs in lane 0 of a 128-bit vector: three instructions where LLVM's scalar expansion
-took eight, moving the values through integer registers.  New
-values are named (``%rmN.*``), so the function's numbered values keep their numbers.
+took eight, moving the values through integer registers.  New values are named (``%mind.max.N``, a
+prefix MLIR's translation never writes), so the function's numbered values keep their numbers.
 """
 
 from __future__ import annotations
@@ -43,14 +43,14 @@ _REDUCE_MAX = re.compile(
 class _Writer:
     """Lines of an expansion with fresh names and the declarations they need."""
 
-    def __init__(self, start: int) -> None:
-        self.n = start
+    def __init__(self) -> None:
+        self.n = 0
         self.lines: list[str] = []
         self.declares: set[str] = set()
 
     def fresh(self) -> str:
         self.n += 1
-        return f"%rm{self.n}"
+        return f"%mind.max.{self.n}"
 
     def emit(self, indent: str, text: str) -> str:
         name = self.fresh()
@@ -176,7 +176,7 @@ def rewrite_maximum(llvm_ir: str) -> str:
     Each original value keeps its name (a ``select i1 true`` of the expansion, which LLVM folds)."""
     if "@llvm.maximum." not in llvm_ir and "@llvm.vector.reduce.fmaximum" not in llvm_ir:
         return llvm_ir
-    w = _Writer(0)
+    w = _Writer()
     out: list[str] = []
     for line in llvm_ir.split("\n"):
         expanded = _expand(w, line)

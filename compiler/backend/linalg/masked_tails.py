@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .payload import ops_named
+from .payload import constant_index, ops_named
 
 __all__ = ["forward_masked_tails"]
 
@@ -42,22 +42,13 @@ def _parts(op: Any) -> tuple[Any, list[Any], Any, Any]:
     return ops[1], ops[2:2 + rank], ops[0], (ops[2 + rank] if len(ops) > 2 + rank else None)
 
 
-def _zero(v: Any) -> bool:
-    from mlir import ir
-    owner = v.owner
-    if not isinstance(owner, (ir.Operation, ir.OpView)) or owner.name != "arith.constant":
-        return False
-    attr = owner.attributes["value"]
-    return isinstance(attr, ir.IntegerAttr) and ir.IntegerAttr(attr).value == 0
-
-
 def _plain(op: Any) -> bool:
     """A transfer at zero indices, in bounds, with the identity permutation."""
     from mlir import ir
     tensor, indices, _, _ = _parts(op)
     perm = ir.AffineMapAttr(op.attributes["permutation_map"]).value
     in_bounds = [ir.BoolAttr(b).value for b in ir.ArrayAttr(op.attributes["in_bounds"])]
-    return all(map(_zero, indices)) and all(in_bounds) and \
+    return all(constant_index(i) == 0 for i in indices) and all(in_bounds) and \
         perm == ir.AffineMap.get_identity(len(tensor.type.shape))
 
 
