@@ -441,10 +441,9 @@ def _streams_transposed(op: Any, ranges: Sequence[int], plane: tuple[int, int], 
     than L2, and both loops of the plane are at least a vector long.  Read from beyond L2, a tile's
     loads then follow sequential streams, which the hardware prefetches, while its stores, rows of
     the result apart, wait in the store buffer; walking along the result's rows, every load missed
-    a vector's rows below the last (a 2048 x 2048 transpose on two threads: f32 1.59 → 1.18 ms, f64
-    4.9 → 2.4 ms).  Within L2 the result's order stays, its stores then costing more than its loads
-    (512 x 700 f32, 0.7 MB a thread: 39 against 46 µs), and so does a plane with a loop shorter than
-    a vector (``[3, 4096, 513]`` by ``[2, 1, 0]``: 3.6 against 7.2 ms)."""
+    a vector's rows below the last.  Within L2 the result's order stays faster (its stores then
+    cost more than its loads), and so does a plane with a loop shorter than a vector
+    (``docs/backend-cpu.md``, Measurements: transposes beyond L2)."""
     inputs = list(op.operands)[:len(op.operands) - len(op.results)]
     shape = static_shape(inputs[0].type) if len(inputs) == 1 else None
     if shape is None:
