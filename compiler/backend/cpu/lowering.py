@@ -20,6 +20,7 @@ from ..linalg.hoist import hoist_broadcast_work
 from ..linalg.masked_tails import forward_masked_tails
 from ..linalg.payload import splats_as_fills, untie_shared_inits
 from ..linalg.pipeline import PipelineError, bufferize, prefusion
+from ..linalg.recompute import recompute_cheap_producers
 from ..linalg.result_roots import place_result_roots
 from ..linalg.schedule import largest_loop_work
 from ..linalg.transform_script import apply_script
@@ -174,6 +175,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                 if schedule:
                     try:
                         stage = "fusion"
+                        recompute_cheap_producers(module)  # one copy per user, which fusion then fuses
                         run_pipeline(ctx, prefusion().render(), module, stage, diags)
                         # The pass manager does not verify between passes (_pass_manager), and
                         # elementwise fusion can compose maps into an op whose loop ranges disagree
