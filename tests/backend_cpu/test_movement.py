@@ -370,6 +370,48 @@ def test_last_axis_steps_are_vectorized_loops(cpu, dtype, step, shape):
     _check_slice(fn, cpu)
 
 
+def _scripts_of(fn, threads: int) -> str:
+    """The transform script the CPU lowering applies to ``fn`` (schedule "all")."""
+    from mind.compiler.backend.cpu import lowering
+    from mind.compiler.backend.cpu.api import emit_cpu_mlir
+    from mind.compiler.backend.cpu.options import CpuOptions
+    scripts: list[str] = []
+    real = lowering.apply_script
+    try:
+        lowering.apply_script = lambda m, script: (scripts.append(script), real(m, script))[1]
+        lowering.lower_to_llvm_dialect(*emit_cpu_mlir(fn, {}, None),
+                                       CpuOptions.resolve(threads=threads, schedule="all"))
+    finally:
+        lowering.apply_script = real
+    return "".join(scripts)
+
+
+@pytest.mark.parametrize("cpu", ["host", "x86-64-v3"])
+@pytest.mark.parametrize("dtype,shape,step", [("f32", (4692, 144), 2), ("f64", (600, 8, 500), 4),
+                                              ("i32", (997, 301), 3), ("bool", (1000, 1000), 2)])
+def test_large_last_axis_steps_run_on_the_kernels_threads(cpu, dtype, shape, step):
+    """A step along the rows of a large operand: blocks of whole rows on the kernel's threads
+    (``transforms._plan_strided``), each block's loops still marked for LLVM's loop vectorizer; on
+    one thread, loops as before.  Bit for bit against the reference, 1 and 2 threads."""
+    fn = _slice_program(_DTYPES[dtype], shape, step)
+    assert "tile_using_forall" in _scripts_of(fn, 2)
+    assert "tile_using_forall" not in _scripts_of(fn, 1)
+    assert "llvm.loop.vectorize.enable" in _llvm_ir(fn, cpu, threads=2)
+    _check_slice(fn, cpu)
+
+
+def test_steps_that_keep_their_loops():
+    """A step on rows only (whole rows: one ``memmove`` each, faster than the loops on two
+    threads), a reversal (MLIR's tiling rejects its negative coefficient), and a small slice (the
+    parallel region would cost more than it saves) are not tiled."""
+    b = FunctionBuilder("main")
+    rows = b.emit("slice", b.param("x", TensorType(DType.F32, (3000, 1000))), start=(0, 0), stop=(3000, 1000),
+                  step=(2, 1))
+    assert "tile_using_forall" not in _scripts_of(b.finish([rows]), 2)
+    assert "tile_using_forall" not in _scripts_of(_slice_program(DType.F32, (4692, 144), -1), 2)
+    assert "tile_using_forall" not in _scripts_of(_slice_program(DType.F32, (20, 144), 2), 2)
+
+
 def test_short_movement_loops_are_not_marked(capfd):
     """A forced loop that LLVM reshapes and then cannot vectorize makes it print "remark: loop not
     vectorized" on stderr (a 2-element fill beside a reduction did): loops shorter than a vector are

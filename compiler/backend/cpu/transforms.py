@@ -387,7 +387,7 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
         return None
     for amap_attr in op.attributes["indexing_maps"]:
         if map_kind(ir.AffineMapAttr(amap_attr).value) is None:
-            return None  # strided or shifted reads (slices): loops
+            return _plan_strided(threads, op, tag, ranges, kinds)  # strided or shifted reads (slices): loops
     block = op.regions[0].blocks[0]
     if any(block_op.operation.name in _UNSCHEDULED_BODY_OPS for block_op in block.operations):
         return _plan_row_reads(unit, op, tag, ranges, kinds)
@@ -408,6 +408,60 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
                                          tuple(tiles.reduction[d] for d in order), tiles.masked)
                 ranges = [ranges[d] for d in order]
     return elementwise_section(tag, "linalg.generic", tiles, ranges=ranges, order=order)
+
+
+def _plan_strided(threads: int, op: Any, tag: int, ranges: Sequence[int], kinds: Sequence[str]) -> str | None:
+    """A parallel generic that reads with a step along its rows (a slice with a step on the last
+    axis): loops, whose innermost one LLVM's loop vectorizer takes (``movement_loops``), on the kernel's threads
+    in blocks of whole rows (``COPY_TILE_ELEMENTS``, at least two blocks) when the time they save
+    pays for a parallel region (``thread_cost.saving_pays``, its operands and result moved at one
+    core's streaming bandwidth); else None (loops on one thread).  Why not vectors: MLIR's vector
+    transfers of a strided view are lowered element by element (``movement_loops``).  Steps on outer
+    axes only, shifts and reversals keep their loops (a step on rows bufferizes to one ``memmove`` per
+    row, which ran faster than these loops on two threads)."""
+    from mlir import ir
+    if threads < 2 or any(k != "parallel" for k in kinds) or len(ranges) < 2:
+        return None
+    results = [e for a in op.attributes["indexing_maps"] for e in ir.AffineMapAttr(a).value.results]
+    if not all(_increasing(e) for e in results):
+        return None  # a reversal: MLIR's tiling rejects a negative coefficient (an assertion aborts)
+    if not any(_steps_through(e, len(ranges) - 1) for e in results):
+        return None  # unit steps along the rows: bufferized to a copy of whole runs (one memmove each)
+    moved = sum(product(s) * element_bits(v.type) // 8 for v in op.operands if (s := static_shape(v.type)))
+    if not saving_pays(moved / COSTS["stream_bytes_per_s"], 1, threads):
+        return None
+    axis = len(ranges) - 2
+    rows = largest_divisor_at_most(ranges[axis], max(1, COPY_TILE_ELEMENTS // ranges[-1]))
+    if product(ranges[:axis]) * (ranges[axis] // rows) < 2:
+        rows = largest_divisor_at_most(ranges[axis], ranges[axis] // 2)
+        if rows < 1 or product(ranges[:axis]) * (ranges[axis] // rows) < 2:
+            return None
+    tiles = (1,) * axis + (rows, 0)
+    return match(f"%ew{tag}", "linalg.generic", tag) + tile_forall(f"ep{tag}", f"%ew{tag}", tiles)
+
+
+def _increasing(expr: Any) -> bool:
+    """Whether an affine expression is sums of loops times positive constants, and constants."""
+    from mlir import ir
+    if isinstance(expr, (ir.AffineDimExpr, ir.AffineConstantExpr)):
+        return not isinstance(expr, ir.AffineConstantExpr) or expr.value >= 0
+    if isinstance(expr, ir.AffineAddExpr):
+        return _increasing(expr.lhs) and _increasing(expr.rhs)
+    if isinstance(expr, ir.AffineMulExpr):
+        return _increasing(expr.lhs) and _increasing(expr.rhs)
+    return False
+
+
+def _steps_through(expr: Any, dim: int) -> bool:
+    """Whether an affine expression multiplies loop ``dim`` by a constant other than 1 (a step)."""
+    from mlir import ir
+    if isinstance(expr, ir.AffineMulExpr):
+        pair = (expr.lhs, expr.rhs)
+        if any(isinstance(e, ir.AffineDimExpr) and e.position == dim for e in pair):
+            return any(isinstance(e, ir.AffineConstantExpr) and e.value != 1 for e in pair)
+    if isinstance(expr, (ir.AffineAddExpr, ir.AffineMulExpr)):
+        return _steps_through(expr.lhs, dim) or _steps_through(expr.rhs, dim)
+    return False
 
 
 def _plan_row_reads(unit: VectorUnit, op: Any, tag: int, ranges: Sequence[int], kinds: Sequence[str]) -> str | None:
