@@ -193,14 +193,15 @@ class SymbolTable:
 # ------------------------------------------------------------------------------------------------
 
 
-def new_solver(limits: SolverLimits, tactic: bool = False) -> Any:
+def new_solver(limits: SolverLimits, tactic: bool = False, ctx: Any = None) -> Any:
     """A solver with the resource limit, the timeout and the seed set.  ``tactic``: first eliminate
     variables that the query defines by equations (``solve-eqs``), which closes the product
-    identities of reshape-like rules that the default nonlinear engine may not."""
+    identities of reshape-like rules that the default nonlinear engine may not.  ``ctx``: a Z3
+    context of its own (default: Z3's main one)."""
     if tactic:
-        s = z3.Then("simplify", "propagate-values", "solve-eqs", "smt").solver()
+        s = z3.Then("simplify", "propagate-values", "solve-eqs", "smt", ctx=ctx).solver()
     else:
-        s = z3.Solver()
+        s = z3.Solver(ctx=ctx)
     s.set("rlimit", limits.rlimit)
     s.set("timeout", max(1, int(limits.timeout_s * 1000)))
     s.set("random_seed", SEED)

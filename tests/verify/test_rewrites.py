@@ -270,3 +270,22 @@ def test_docs_table_is_in_step(report):
     text = (Path(__file__).resolve().parents[2] / "docs" / "rewrites.md").read_text()
     table = text[text.index(TABLE_BEGIN):text.index(TABLE_END) + len(TABLE_END)]
     assert table == markdown_table(report)
+
+
+def test_each_query_runs_in_a_context_of_its_own():
+    """A query's solver works on a copy of it in a fresh Z3 context, so that its search does not
+    depend on the terms the process made before (Z3's main context numbers terms in the order they
+    are made; a test run's random examples once left the f64 ``mul-commute`` lemma out of resources).
+    Its verdicts and models are the same after many unrelated terms as before."""
+    import z3
+
+    prover = Prover(rank_bound=1)
+    x = z3.FP("x", z3.Float64())
+    verdict, solver, _reason = prover._check(z3.Not(x * 2.0 == x + x), "doubling")
+    assert verdict == "unsat" and solver.ctx is not z3.main_ctx()
+    first = prover.prove(BY_NAME["mul-commute"]).to_json()
+    junk = [z3.FP(f"junk{i}", z3.Float64()) * z3.FPVal(i, z3.Float64()) for i in range(2000)]
+    assert z3.simplify(junk[-1]) is not None
+    assert Prover(rank_bound=1).prove(BY_NAME["mul-commute"]).to_json() == first
+    refuted = Prover(rank_bound=1).prove(PLANTED["sub treated as commutative"][0])
+    assert refuted.status == "refuted"  # its counterexample's values read from the query's own context
