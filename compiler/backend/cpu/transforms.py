@@ -488,6 +488,10 @@ def _moves_inner_dim(amap: Any) -> bool:
         results[-1].position != amap.n_dims - 1 and map_kind(amap) == "permutation"
 
 
+CACHE_LINE_BYTES = 64
+"""An x86 cache line: a tile row narrower than it leaves lines that other tiles finish."""
+
+
 def _streams_transposed(op: Any, ranges: Sequence[int], plane: tuple[int, int], unit: VectorUnit,
                         threads: int) -> bool:
     """Whether a transposing copy (one operand) walks along the operand's rows (its contiguous loop
@@ -496,14 +500,16 @@ def _streams_transposed(op: Any, ranges: Sequence[int], plane: tuple[int, int], 
     loads then follow sequential streams, which the hardware prefetches, while its stores, rows of
     the result apart, wait in the store buffer; walking along the result's rows, every load missed
     a vector's rows below the last.  Within L2 the result's order stays faster (its stores then
-    cost more than its loads), and so does a plane with a loop shorter than a vector
-    (``docs/backend-cpu.md``, Measurements: transposes beyond L2)."""
+    cost more than its loads), and so does a plane with a loop shorter than a vector, and a vector
+    narrower than a cache line (AVX2's 32 bytes: each line of the result is then written in halves
+    by tiles a whole band of rows apart, and read for ownership twice; ``docs/backend-cpu.md``,
+    Measurements: transposes beyond L2)."""
     inputs = list(op.operands)[:len(op.operands) - len(op.results)]
     shape = static_shape(inputs[0].type) if len(inputs) == 1 else None
     if shape is None:
         return False
     bits = element_bits(inputs[0].type)
-    return all(ranges[d] >= unit.lanes(bits) for d in plane) and \
+    return unit.bits // 8 >= CACHE_LINE_BYTES and all(ranges[d] >= unit.lanes(bits) for d in plane) and \
         product(shape) * bits // 8 > unit.l2_bytes * max(1, threads)
 
 
