@@ -281,6 +281,22 @@ def test_a_pads_rows_are_one_band_and_a_convs_padding_keeps_its_copy():
     np.testing.assert_array_equal(got[0], run_reference(fn, args)[0])
 
 
+def _scripts_of(fn, threads: int) -> str:
+    """The transform script the CPU lowering applies to ``fn`` (schedule "all")."""
+    from mind.compiler.backend.cpu import lowering
+    from mind.compiler.backend.cpu.api import emit_cpu_mlir
+    from mind.compiler.backend.cpu.options import CpuOptions
+    scripts: list[str] = []
+    real = lowering.apply_script
+    try:
+        lowering.apply_script = lambda m, script: (scripts.append(script), real(m, script))[1]
+        lowering.lower_to_llvm_dialect(*emit_cpu_mlir(fn, {}, None),
+                                       CpuOptions.resolve(threads=threads, schedule="all"))
+    finally:
+        lowering.apply_script = real
+    return "".join(scripts)
+
+
 @pytest.mark.parametrize("threads,shape,parallel", [
     (2, (256, 1, 500), True),    # 1.5 MB of border rows: worth a parallel region each
     (1, (256, 1, 500), False),   # a one-thread kernel never starts one
@@ -289,19 +305,8 @@ def test_a_pads_rows_are_one_band_and_a_convs_padding_keeps_its_copy():
 def test_big_pad_borders_are_filled_on_the_kernels_threads(threads, shape, parallel):
     """A pad's border boxes are most of what it writes ([256, 1, 500] -> [256, 4, 503]: three
     quarters); filled on one thread, only the window's copy used the second (57 -> 33 us)."""
-    from mind.compiler.backend.cpu import lowering
-    from mind.compiler.backend.cpu.api import emit_cpu_mlir
-    from mind.compiler.backend.cpu.options import CpuOptions
-    scripts: list[str] = []
-    real = lowering.apply_script
     fn = _pad_program(DType.F32, shape, (0, 1, 3), (0, 2, 0), (0, 0, 0))
-    try:
-        lowering.apply_script = lambda m, script: (scripts.append(script), real(m, script))[1]
-        lowering.lower_to_llvm_dialect(*emit_cpu_mlir(fn, {}, None),
-                                       CpuOptions.resolve(threads=threads, schedule="all"))
-    finally:
-        lowering.apply_script = real
-    fills = [ln for ln in scripts[0].splitlines() if "%ft" in ln and "tile_using" in ln]
+    fills = [ln for ln in _scripts_of(fn, threads).splitlines() if "%ft" in ln and "tile_using" in ln]
     rows = [ln for ln in fills if f", {shape[-1] + 3}]" in ln]
     assert len(fills) == 3 and len(rows) == 2, fills  # the boxes along axis 1; axis 2's is 3 wide
     assert all(("tile_using_forall" in ln) == parallel for ln in rows), rows
@@ -368,22 +373,6 @@ def test_last_axis_steps_are_vectorized_loops(cpu, dtype, step, shape):
     if len(range(0, shape[-1], abs(step))) >= 64:  # a whole vector of any element on any vector unit
         assert "llvm.loop.vectorize.enable" in _llvm_ir(fn, cpu)
     _check_slice(fn, cpu)
-
-
-def _scripts_of(fn, threads: int) -> str:
-    """The transform script the CPU lowering applies to ``fn`` (schedule "all")."""
-    from mind.compiler.backend.cpu import lowering
-    from mind.compiler.backend.cpu.api import emit_cpu_mlir
-    from mind.compiler.backend.cpu.options import CpuOptions
-    scripts: list[str] = []
-    real = lowering.apply_script
-    try:
-        lowering.apply_script = lambda m, script: (scripts.append(script), real(m, script))[1]
-        lowering.lower_to_llvm_dialect(*emit_cpu_mlir(fn, {}, None),
-                                       CpuOptions.resolve(threads=threads, schedule="all"))
-    finally:
-        lowering.apply_script = real
-    return "".join(scripts)
 
 
 @pytest.mark.parametrize("cpu", ["host", "x86-64-v3"])
