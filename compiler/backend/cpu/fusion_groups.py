@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from ..linalg.lowerings import SUM_RUN
-from ..linalg.payload import element_bits, generic_loops, product, static_shape
+from ..linalg.payload import element_bits, generic_inputs, generic_loops, product, static_shape
 from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .vector_unit import VectorUnit
 
@@ -145,7 +145,7 @@ def _leading_dims_kept(op: Any, inside: Callable[[Any], bool], k: int, ranges: S
     if own[:k] != list(ranges[:k]) or any(kind != "parallel" for kind in kinds[:k]):
         return False
     maps = [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
-    n_in = len(op.operands) - len(op.results)
+    n_in = len(generic_inputs(op))
     for i, (v, amap) in enumerate(zip(op.operands, maps)):
         if i < n_in and not inside(v):
             continue

@@ -30,8 +30,8 @@ from typing import Any, Sequence
 from mind.spec.record import FrozenRecord
 
 from ..linalg.emitter import CONV_OPERAND
-from ..linalg.payload import (DEFAULT_MAPS, element_bits, generic_loops, map_kind, product, row_reads,
-                              static_shape, vectorizable_reduction)
+from ..linalg.payload import (DEFAULT_MAPS, element_bits, generic_inputs, generic_loops, map_kind, product,
+                              row_reads, static_bytes, static_shape, vectorizable_reduction)
 from ..linalg.schedule import schedule_module
 from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .conv_schedule import CONV_OP, feeds_conv, plan_conv
@@ -427,7 +427,7 @@ def _plan_strided(threads: int, op: Any, tag: int, ranges: Sequence[int], kinds:
         return None  # a reversal: MLIR's tiling rejects a negative coefficient (an assertion aborts)
     if not any(_steps_through(e, len(ranges) - 1) for e in results):
         return None  # unit steps along the rows: bufferized to a copy of whole runs (one memmove each)
-    moved = sum(product(s) * element_bits(v.type) // 8 for v in op.operands if (s := static_shape(v.type)))
+    moved = sum(b for v in op.operands if (b := static_bytes(v.type)))
     if not saving_pays(moved / COSTS["stream_bytes_per_s"], 1, threads):
         return None
     axis = len(ranges) - 2
@@ -504,13 +504,13 @@ def _streams_transposed(op: Any, ranges: Sequence[int], plane: tuple[int, int], 
     narrower than a cache line (AVX2's 32 bytes: each line of the result is then written in halves
     by tiles a whole band of rows apart, and read for ownership twice; ``docs/backend-cpu.md``,
     Measurements: transposes beyond L2)."""
-    inputs = list(op.operands)[:len(op.operands) - len(op.results)]
-    shape = static_shape(inputs[0].type) if len(inputs) == 1 else None
-    if shape is None:
+    inputs = generic_inputs(op)
+    size = static_bytes(inputs[0].type) if len(inputs) == 1 else None
+    if size is None:
         return False
-    bits = element_bits(inputs[0].type)
-    return unit.bits // 8 >= CACHE_LINE_BYTES and all(ranges[d] >= unit.lanes(bits) for d in plane) and \
-        product(shape) * bits // 8 > unit.l2_bytes * max(1, threads)
+    lanes = unit.lanes(element_bits(inputs[0].type))
+    return unit.bits // 8 >= CACHE_LINE_BYTES and all(ranges[d] >= lanes for d in plane) and \
+        size > unit.l2_bytes * max(1, threads)
 
 
 def _transpose_plane(op: Any) -> tuple[int, int] | None:
@@ -599,7 +599,7 @@ def _plan_fill(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | None:
     shape = static_shape(t)
     if not shape or 0 in shape:
         return None
-    written = product(shape) * element_bits(t) // 8
+    written = static_bytes(t)
     parallel = threads > 1 and saving_pays(written / COSTS["stream_bytes_per_s"], 1, threads)
     return fill_section(tag, shape, parallel)
 

@@ -12,7 +12,8 @@ from typing import Any, Iterable
 __all__ = ["DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
            "element_bits", "generic_loops", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "product", "splats_as_fills",
-           "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips", "ops_named"]
+           "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips", "ops_named", "static_bytes",
+           "generic_inputs"]
 
 DEFAULT_MAPS = {
     "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
@@ -95,6 +96,17 @@ def element_bits(t: Any) -> int:
         return max(8, int(et.width))
     except AttributeError:
         return 32
+
+
+def static_bytes(t: Any) -> int | None:
+    """The bytes of a statically shaped type (its elements times their width), or None."""
+    shape = static_shape(t)
+    return None if shape is None else product(shape) * element_bits(t) // 8
+
+
+def generic_inputs(op: Any) -> list[Any]:
+    """A ``linalg.generic``'s inputs: its operands before the inits (one init per result)."""
+    return list(op.operands)[:len(op.operands) - len(op.results)]
 
 
 def generic_loops(op: Any) -> tuple[list[int], list[str]] | None:

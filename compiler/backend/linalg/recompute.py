@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .payload import element_bits, generic_loops, ops_named, product, static_shape
+from .payload import element_bits, generic_inputs, generic_loops, ops_named, product, static_shape
 
 __all__ = ["recompute_cheap_producers", "MAX_BODY_OPS"]
 
@@ -46,12 +46,11 @@ def _cheap(op: Any) -> bool:
     body = list(op.regions[0].blocks[0].operations)
     if len(body) - 1 > MAX_BODY_OPS or any(len(b.regions) for b in body):
         return False
-    n_in = len(op.operands) - len(op.results)
     result = static_shape(op.results[0].type)
     if result is None:
         return False
     size = product(result)
-    large = [v for v in list(op.operands)[:n_in] if (s := static_shape(v.type)) is not None and product(s) >= size]
+    large = [v for v in generic_inputs(op) if (s := static_shape(v.type)) is not None and product(s) >= size]
     # the large operand is read by others too (a row's statistics): its users then read it anyway;
     # one read by this producer alone (a conv's or matmul's result and its bias) is better left with
     # one user, which can be fused into the contraction's tiles (a conv's epilogue)
@@ -66,7 +65,7 @@ def _reads_only(op: Any, users: list[tuple[Any, int]]) -> bool:
     for user, index in users:
         if user.name not in _READERS:
             return False
-        if user.name == "linalg.generic" and index >= len(user.operands) - len(user.results):
+        if user.name == "linalg.generic" and index >= len(generic_inputs(user)):
             return False  # an init: the user writes into it
     return True
 
