@@ -12,7 +12,7 @@ import pytest
 from mind.compiler.backend.cpu.api import compile_function
 from mind.compiler.backend.cpu.conv_gemm import ConvGemm, gemm_of_shapes
 from mind.compiler.backend.cpu.conv_schedule import (ConvTiles, block_cost, choose_conv_tiles, conv_section,
-                                                     direct_cost, most_pixels)
+                                                     direct_estimate, most_pixels)
 from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS
 from mind.compiler.backend.linalg.conv_phases import AxisPhase, axis_phases, phase_padding
 from mind.compiler.backend.linalg.lowerings import block_channels, block_width
@@ -42,9 +42,9 @@ def test_tiles_f64_and_narrow_channels():
 
 def test_tiles_narrow_f_fits_one_vector():
     # F not a lane multiple: the largest divisor of F that fits one register (a row of 20 or 24
-    # floats is a vector length LLVM scalarizes), with up to 24 pixels
-    assert choose_conv_tiles(2, 3, 12, 20, 3, 3, 5) == ConvTiles(ow=12, f=10, c=1)
-    assert choose_conv_tiles(8, 28, 28, 24, 3, 3, 24) == ConvTiles(ow=14, f=12, c=1)
+    # floats is a vector length LLVM scalarizes), with up to 24 pixels (of 2 or 4 images here)
+    assert choose_conv_tiles(2, 3, 12, 20, 3, 3, 5) == ConvTiles(ow=12, f=10, c=1, n=2)
+    assert choose_conv_tiles(8, 28, 28, 24, 3, 3, 24) == ConvTiles(ow=4, f=12, c=1, n=4)
     assert choose_conv_tiles(1, 4, 3, 17, 2, 3, 3) == ConvTiles(ow=3, f=1, c=1)       # F prime > lanes
     assert choose_conv_tiles(1, 3, 3, 5, 3, 3, 2) == ConvTiles(ow=3, f=5, c=1)
     assert choose_conv_tiles(1, 4, 4, 12, 3, 3, 2, elem_bits=64) == ConvTiles(ow=4, f=6, c=1)
@@ -52,23 +52,28 @@ def test_tiles_narrow_f_fits_one_vector():
 
 def test_tiles_power_of_two_vector_rows():
     # F = 48 / 80 / 96: rows of 3, 5 or 6 vectors are never chosen (LLVM scalarizes them: 6 vs
-    # 200 GFLOP/s); one vector with up to 24 pixels (18 x 16 here) or 2 vectors instead
-    assert choose_conv_tiles(8, 54, 54, 48, 3, 3, 48) == ConvTiles(ow=18, f=16, c=1)
-    assert choose_conv_tiles(4, 28, 28, 80, 3, 3, 48) == ConvTiles(ow=14, f=16, c=1)
+    # 200 GFLOP/s); one vector with up to 24 pixels (6 of 4 images x 16 here: 5.3 -> 4.6 ms
+    # against 18 x 16 of one image; 4 of 4 x 16 as fast as 14 x 16) or 2 vectors instead
+    assert choose_conv_tiles(8, 54, 54, 48, 3, 3, 48) == ConvTiles(ow=6, f=16, c=1, n=4)
+    assert choose_conv_tiles(4, 28, 28, 80, 3, 3, 48) == ConvTiles(ow=4, f=16, c=1, n=4)
     assert choose_conv_tiles(8, 54, 54, 96, 3, 3, 96) == ConvTiles(ow=9, f=32, c=1)
 
 
 def test_tiles_one_vector_takes_up_to_24_pixels():
     # OW = 13 / 26 / 28 with few small divisors: 13 (14) pixels x 1 vector beat 1 x 4 or 2 x 4
-    # (4 or 8 accumulators; measured about 4x and 2x faster) and 7 x 1 (fewer than 8 accumulators)
+    # (4 or 8 accumulators; measured about 4x and 2x faster) and 7 x 1 (fewer than 8 accumulators);
+    # with 8 images, 2 pixels of 4 images x 2 vectors is as fast as 13 x 1 (7.1 ms either way)
     assert choose_conv_tiles(8, 13, 13, 256, 3, 3, 256) == ConvTiles(ow=13, f=16, c=1)
-    assert choose_conv_tiles(8, 26, 26, 128, 3, 3, 128) == ConvTiles(ow=13, f=16, c=1)
+    assert choose_conv_tiles(1, 26, 26, 128, 3, 3, 128) == ConvTiles(ow=13, f=16, c=1)
+    assert choose_conv_tiles(8, 26, 26, 128, 3, 3, 128) == ConvTiles(ow=2, f=32, c=1, n=4)
     assert choose_conv_tiles(8, 24, 24, 16, 3, 3, 32) == ConvTiles(ow=24, f=16, c=1)
 
 
 def test_tiles_prefer_more_accumulators_over_wider_f():
-    # OW = 7 or 27 has no divisor <= 6: 7 x 2 (9 x 2) vectors beat 1 x 4 (3 x 4)
-    assert choose_conv_tiles(8, 7, 7, 256, 3, 3, 256) == ConvTiles(ow=7, f=32, c=1)
+    # OW = 7 or 27 has no divisor <= 6: 7 x 2 (9 x 2) vectors beat 1 x 4 (3 x 4); a filter of
+    # 3 x 3 x 256 x 256 (2.4 MB) streams from L3: 7 pixels of 2 images x 1 vector (3.3 -> 2.5 ms)
+    assert choose_conv_tiles(8, 7, 7, 256, 3, 3, 64) == ConvTiles(ow=7, f=32, c=1)
+    assert choose_conv_tiles(8, 7, 7, 256, 3, 3, 256) == ConvTiles(ow=7, f=16, c=1, n=2)
     assert choose_conv_tiles(8, 27, 27, 64, 3, 3, 64) == ConvTiles(ow=9, f=32, c=1)
     # equal cost and accumulator counts: the wider f wins (4 x 4 over 8 x 2)
     assert choose_conv_tiles(8, 56, 56, 64, 3, 3, 64) == ConvTiles(ow=4, f=64, c=1)
@@ -121,21 +126,31 @@ def test_avx2_prefers_rows_of_several_vectors():
     assert choose_conv_tiles(4, 64, 64, 32, 3, 3, 32, unit=avx2) == ConvTiles(ow=2, f=32, c=1)
 
 
-def test_tiles_take_several_images_when_the_filter_streams_from_l3():
+def test_tiles_take_several_images():
     # a filter gradient: 3 x 3 output pixels, the "filter" (the output gradient) megabytes; 4 images
     # x 3 pixels x 2 vectors (24 accumulators), each filter vector serving 12 FMAs instead of 3
     assert choose_conv_tiles(16, 3, 3, 32, 32, 32, 48) == ConvTiles(ow=3, f=32, c=1, n=4)
     assert choose_conv_tiles(3, 3, 3, 16, 64, 64, 48) == ConvTiles(ow=3, f=16, c=1, n=3)
-    # the same block with a filter in L2 keeps one image (the blocks measured for it)
+    # the same block with a filter in L2 is estimated as fast with one image: one image wins the tie
     assert choose_conv_tiles(16, 3, 3, 32, 3, 3, 48) == ConvTiles(ow=3, f=32, c=1)
-    # a partial row never spans images
-    assert choose_conv_tiles(16, 3, 30, 32, 32, 32, 48).n == 1
+    assert choose_conv_tiles(16, 3, 30, 32, 32, 32, 48) == ConvTiles(ow=10, f=32, c=1)
+    # AVX2, OW = 27 (3 x 9): 9 x 1 vector (10 loads per 9 FMAs) or 3 x 2 (3 pixels per filter
+    # vector) of one image; 3 pixels of 2 images x 2 vectors, 12 accumulators, is 13-25 % faster
+    avx2 = VECTOR_UNITS["x86-64-v3"]
+    assert choose_conv_tiles(8, 27, 27, 128, 3, 3, 64, unit=avx2) == ConvTiles(ow=3, f=16, c=1, n=2)
+    assert choose_conv_tiles(32, 27, 27, 32, 3, 3, 16, unit=avx2) == ConvTiles(ow=3, f=16, c=1, n=2)
+    assert choose_conv_tiles(1, 27, 27, 128, 3, 3, 64, unit=avx2) == ConvTiles(ow=9, f=8, c=1)
 
 
-def test_direct_cost_rates_blocks():
-    assert direct_cost(8, 54, 54, 64, 3, 3, 64) == 0.5
-    assert direct_cost(1, 29, 29, 48, 1, 1, 24) > 1.0   # prime width: 1-pixel blocks
-    assert direct_cost(1, 0, 4, 4, 1, 1, 1) == float("inf")
+def test_direct_estimate_rates_blocks():
+    assert direct_estimate(8, 54, 54, 64, 3, 3, 64) == (0.5, 24)
+    assert direct_estimate(1, 29, 29, 48, 1, 1, 24)[0] > 1.0   # prime width: 1-pixel blocks
+    assert direct_estimate(1, 0, 4, 4, 1, 1, 1) == (float("inf"), 0)
+    # a filter larger than L2 (AVX2's 512 KB): its rows, F apart, fill the cache's sets as the whole
+    # filter does, whatever the slice f of F a block reads; streamed from L3
+    avx2 = VECTOR_UNITS["x86-64-v3"]
+    assert direct_estimate(8, 14, 14, 512, 1, 1, 512, unit=avx2)[0] > 0.5
+    assert direct_estimate(8, 14, 14, 512, 1, 1, 128, unit=avx2)[0] == 0.5
 
 
 def test_gemm_of_shapes_is_the_cost_models_choice():
@@ -143,10 +158,14 @@ def test_gemm_of_shapes_is_the_cost_models_choice():
     # a whole-window conv (the filter gradient of a 1x1 conv) is always a GEMM of one row per image
     assert gemm_of_shapes([512, 14, 14, 8], [14, 14, 8, 512], [512, 1, 1, 512], [1, 1], [1, 1]) == \
         ConvGemm(512, 512, 1568, (images, pixels, images))
-    # a 1x1 conv: the GEMM only where the direct block is estimated slower (a prime width)
+    # a 1x1 conv: the GEMM where the direct block is estimated slower (a prime width), or as fast
+    # with fewer accumulators than the GEMM's tile (8 x 2 zmm; 6 x 2 ymm on AVX2)
     assert gemm_of_shapes([1, 29, 29, 24], [1, 1, 24, 48], [1, 29, 29, 48], [1, 1], [1, 1]) == \
         ConvGemm(841, 48, 24, (pixels, pixels, pixels))
-    assert gemm_of_shapes([8, 14, 14, 512], [1, 1, 512, 512], [8, 14, 14, 512], [1, 1], [1, 1]) is None
+    big = ([8, 56, 56, 64], [1, 1, 64, 256], [8, 56, 56, 256], [1, 1], [1, 1])
+    assert gemm_of_shapes(*big) is None                        # 8 x 2 zmm, as many as the GEMM's
+    assert gemm_of_shapes(*big, isa="x86-64-v3") == ConvGemm(25088, 256, 64, (pixels, pixels, pixels))
+    assert gemm_of_shapes([8, 14, 14, 512], [1, 1, 512, 512], [8, 14, 14, 512], [1, 1], [1, 1]) is not None
     # strided 1x1, a dilated whole window, a window smaller than the input: not a matmul of the tensors
     assert gemm_of_shapes([1, 29, 29, 24], [1, 1, 24, 48], [1, 15, 15, 48], [2, 2], [1, 1]) is None
     assert gemm_of_shapes([2, 5, 5, 3], [5, 5, 3, 4], [2, 1, 1, 4], [1, 1], [2, 2]) is None
@@ -513,6 +532,60 @@ def test_matmul_convs_call_the_gemm(xs, ws, threads):
     got = compile_function(fn, threads=threads)([x, w])[0]
     attrs = {"strides": (1, 1), "padding": ((0, 0), (0, 0)), "lhs_dilation": (1, 1), "rhs_dilation": (1, 1)}
     assert check_op("conv2d", [x, w], attrs, got, ref_conv2d(x, w, **attrs)) is None
+
+
+@pytest.mark.parametrize("xs,ws,epilogue", [
+    ((2, 3, 29, 4), (3, 3, 4, 32), False),    # OW = 27: 3 pixels of 2 images x 2 ymm
+    ((4, 4, 29, 3), (3, 3, 3, 32), True),     # the same blocks with a fused bias + relu
+    ((6, 3, 11, 2), (3, 3, 2, 32), False),    # OW = 9: 3 pixels of 2 of the 6 images
+])
+def test_avx2_image_blocks_match_reference(xs, ws, epilogue):
+    """Blocks of the same pixels of several images on a partial row (AVX2's units: 12 accumulators
+    where a row of 27 or 9 has no such block of one image), on two threads."""
+    from mind.compiler.backend.cpu.vector_unit import runs_isa
+    if not runs_isa("x86-64-v3"):
+        pytest.skip("this CPU does not run AVX2 code (x86-64-v3)")
+    avx2 = VECTOR_UNITS["x86-64-v3"]
+    fn, out_shape = _conv_fn(xs, ws, "f32", epilogue=epilogue)
+    n, _, ow, f = out_shape
+    t = choose_conv_tiles(n, out_shape[1], ow, f, ws[0], ws[1], ws[2], unit=avx2)
+    assert t.n > 1 and t.ow < ow, t
+    rng = np.random.default_rng(11)
+    args = [_data(rng, xs, "f32"), _data(rng, ws, "f32")] + ([_data(rng, (f,), "f32")] if epilogue else [])
+    run = compile_function(fn, threads=2, cpu="x86-64-v3")
+    got = run(args)[0]
+    assert next(iter(run._kernels.values())).scheduled
+    attrs = {"strides": (1, 1), "padding": ((0, 0), (0, 0)), "lhs_dilation": (1, 1), "rhs_dilation": (1, 1)}
+    c = ref_conv2d(args[0], args[1], **attrs)
+    if not epilogue:
+        assert check_op("conv2d", args[:2], attrs, got, c) is None
+    else:
+        scale = ref_conv2d(np.abs(args[0]), np.abs(args[1]), **attrs) + np.abs(args[2])
+        assert np.all(np.abs(got - np.maximum(c + args[2], 0)) <= 1e-5 * scale)
+
+
+def test_avx2_pointwise_conv_calls_the_gemm():
+    """A 1x1 conv whose AVX2 blocks hold 8 accumulators (the GEMM's tile 12) calls the GEMM in an
+    AVX2 kernel and keeps its direct blocks (16 zmm, as many as the GEMM's) in an AVX-512 one."""
+    from mind.compiler.backend.cpu.engine import mlir_to_llvm_ir
+    from mind.compiler.backend.cpu.options import CpuOptions
+    from mind.compiler.backend.cpu.vector_unit import runs_isa
+    from mind.compiler.backend.linalg.emit import emit_mlir
+
+    xs, ws = (2, 4, 8, 64), (1, 1, 64, 256)
+    fn, _ = _conv_fn(xs, ws, "f32")
+    text, name = emit_mlir(fn, {})
+    for cpu, gemm in (("x86-64-v3", True), ("x86-64-v4", False)):
+        if not runs_isa(cpu):
+            continue
+        llvm_ir = mlir_to_llvm_ir(text, name, CpuOptions.resolve(threads=1, cpu=cpu)).llvm_ir
+        assert ("call void @mind_gemm_f32" in llvm_ir) == gemm, cpu
+    if runs_isa("x86-64-v3"):
+        rng = np.random.default_rng(3)
+        x, w = _data(rng, xs, "f32"), _data(rng, ws, "f32")
+        got = compile_function(fn, threads=2, cpu="x86-64-v3")([x, w])[0]
+        attrs = {"strides": (1, 1), "padding": ((0, 0), (0, 0)), "lhs_dilation": (1, 1), "rhs_dilation": (1, 1)}
+        assert check_op("conv2d", [x, w], attrs, got, ref_conv2d(x, w, **attrs)) is None
 
 
 def test_input_dilated_conv_has_no_dilated_copy():

@@ -238,6 +238,12 @@ def test_gemm_edges_of_every_tile(isa, elem):
         for n in ns:
             for k in ks:
                 _check_gemm(isa, elem, m, n, k, (0, 0, 0, 0, 0, 0), accumulate=(m + n + k) % 2 == 0)
+    # every count of rows a band leaves over (a band of exactly that many), after two whole bands:
+    # with B's blocks read in place, and packed (a row of 512 f32 / 256 f64 is 2 KiB: B's lines
+    # conflict in L1, so two bands pack them; ``PACK_CONFLICT_BYTES``)
+    for rest in range(g.rows):
+        for n in (g.width + 1, 2048 // (4 if elem == "f32" else 8) + 3, 2048 // (4 if elem == "f32" else 8)):
+            _check_gemm(isa, elem, 2 * g.rows + rest, n, 129, (0, 0, 0, 0, 0, 0), accumulate=rest % 2 == 0)
 
 
 @pytest.mark.parametrize("isa", RUNNABLE)

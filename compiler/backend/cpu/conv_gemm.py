@@ -24,7 +24,9 @@ from typing import Any
 
 from mind.spec.record import FrozenRecord
 
-from .conv_schedule import CONV_OP, direct_cost
+from .conv_schedule import CONV_OP, direct_estimate
+from .gemm_kernel import VARIANTS, operand_type
+from .vector_unit import vector_unit
 
 __all__ = ["ConvGemm", "GEMM_CYCLES_PER_FMA", "conv_gemm", "conv_helper", "gemm_of_shapes", "CONV_OP"]
 
@@ -59,18 +61,23 @@ keeps both FMA pipes busy, its K slabs keep the operands in L1 and L2."""
 
 
 def gemm_of_shapes(xs: list[int], ws: list[int], os_: list[int], strides: list[int], dilations: list[int],
-                   elem_bits: int = 32) -> ConvGemm | None:
+                   elem_bits: int = 32, isa: str = "x86-64-v4") -> ConvGemm | None:
     """The matmul of a conv of these static shapes and attributes that the GEMM should compute, or
     None (see the module docstring).  The cost model: a whole-window conv always (one output pixel
     per image: the direct schedule's block has one pixel and walks a whole image per FMA chain); a
     1x1 conv when the direct schedule's best block is estimated slower than the GEMM (a row of prime
-    width, say), since the direct schedule keeps a bias and activation fused into its tiles.  Both
-    estimates are AVX-512's (``direct_cost`` with the default unit): the tensor and memref stages
-    decide alike whatever the level."""
+    width, say; 512 channels in and out on AVX2, whose filter does not fit its L2), or as fast but
+    with fewer accumulators than the GEMM's register tile (AVX2's 1x1 blocks of 8 against its 6 x 2:
+    10-25 % slower, ``docs/backend-cpu.md``), since the direct schedule keeps a bias and activation
+    fused into its tiles.  Both sides are the library level ``isa``'s (the kernel's vector unit and
+    the GEMM's tile for it): the tensor stage, which leaves the conv to the library, and the memref
+    stage, which calls it, are given the same level."""
     n, h, w, c = xs
     kh, kw, _, f = ws
     if (kh, kw) == (1, 1) and strides == [1, 1]:
-        if direct_cost(n, h, w, f, 1, 1, c, elem_bits) <= GEMM_CYCLES_PER_FMA:
+        cost, accumulators = direct_estimate(n, h, w, f, 1, 1, c, elem_bits, vector_unit(isa))
+        tile = VARIANTS[isa]["f32" if elem_bits == 32 else "f64"]
+        if (cost, -accumulators) <= (GEMM_CYCLES_PER_FMA, -2 * tile.rows):
             return None
         return ConvGemm(n * h * w, f, c, (_PIXEL_ROWS, _PIXEL_ROWS, _PIXEL_ROWS))
     if (kh, kw) == (h, w) and os_[1:3] == [1, 1] and (dilations == [1, 1] or (h, w) == (1, 1)):
@@ -78,9 +85,10 @@ def gemm_of_shapes(xs: list[int], ws: list[int], os_: list[int], strides: list[i
     return None
 
 
-def conv_gemm(op: Any) -> tuple[str, ConvGemm] | None:
+def conv_gemm(op: Any, isa: str) -> tuple[str, ConvGemm] | None:
     """(element type, matmul) of a ``linalg.conv_2d_nhwc_hwcf`` (tensor or memref form) that the GEMM
-    computes: f32/f64, static non-empty shapes, one of the two kinds; else None."""
+    of the library level ``isa`` computes: f32/f64, static non-empty shapes, one of the two kinds;
+    else None."""
     from mlir import ir
     if op.name != CONV_OP or len(list(op.operands)) != 3:
         return None
@@ -98,7 +106,7 @@ def conv_gemm(op: Any) -> tuple[str, ConvGemm] | None:
         attrs.append([int(v) for v in ir.DenseIntElementsAttr(op.attributes[key])] if key in op.attributes
                      else [1, 1])
     elem = elems.pop()
-    view = gemm_of_shapes(*shapes, *attrs, elem_bits=32 if elem == "f32" else 64)
+    view = gemm_of_shapes(*shapes, *attrs, elem_bits=32 if elem == "f32" else 64, isa=isa)
     return None if view is None else (elem, view)
 
 
@@ -108,7 +116,6 @@ def conv_helper(elem: str, types: list[str], shapes: list[list[int]], dense: lis
     operand i is row-major without offset) that views each operand as its matrix into ``%d0..%d2``
     (the library's type), runs the GEMM ``call`` lines, and copies a result computed in a buffer
     back."""
-    from .gemm_kernel import operand_type
     dyn = operand_type(elem)
     dims = ((view.m, view.k), (view.k, view.n), (view.m, view.n))
     lines: list[str] = []

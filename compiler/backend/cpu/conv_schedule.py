@@ -27,12 +27,14 @@ itself and drops the transfers' leading unit dims so that the zeros fold into it
 
 Register block (``choose_conv_tiles``): tile sizes divide the static shapes (a partial tile would have
 dynamic shapes and stay scalar); at most three quarters of the registers as accumulators (24 zmm),
-and those with the filter row and a broadcast within the registers; a row of 1, 2 or 4 whole vectors, or one narrow vector when F is not a lane
-multiple (other row lengths are scalarized by LLVM); among those, the block of least estimated
-cycles per FMA (``block_cost``: FMA throughput, FMA latency, loads, filter stream from L2), then the
-most accumulators.  Every other case (dynamic shapes, other element types) returns None: the conv
-then becomes scalar loops.  Without an epilogue the fill writes the output tile itself (no buffer)
-and its zero stores are kept: they touch the output lines early.  ``docs/backend-cpu.md``,
+and those with the filter row and a broadcast within the registers; a row of 1, 2 or 4 whole
+vectors, or one narrow vector when F is not a lane multiple (other row lengths are scalarized by
+LLVM), of one image or of the same pixels of several; among those, the block of least estimated
+cycles per FMA (``block_cost``: FMA throughput, FMA latency, loads, filter stream from L2 or L3),
+then the fewest images, then the most accumulators.  Every other case (dynamic shapes, other
+element types) returns None: the conv then becomes scalar loops.  Without an epilogue the fill
+writes the output tile itself (no buffer) and its zero stores are kept: they touch the output lines
+early.  ``docs/backend-cpu.md``,
 Measurements, has the timings of the blocks, the cost model's fit and the comparison with PyTorch.
 
 MLIR is imported inside functions only; ``choose_conv_tiles`` and ``conv_section`` are pure.
@@ -50,7 +52,8 @@ from .vector_unit import AVX512, VectorUnit
 
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
-__all__ = ["ConvTiles", "block_cost", "block_pixels", "most_pixels", "choose_conv_tiles", "direct_cost", "conv_section", "plan_conv", "feeds_conv", "CONV_OP"]
+__all__ = ["ConvTiles", "block_cost", "block_pixels", "most_pixels", "choose_conv_tiles", "direct_estimate",
+           "conv_section", "plan_conv", "feeds_conv", "CONV_OP"]
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
 
@@ -61,8 +64,12 @@ _F_VECS = (1, 2, 4)  # filter-row vectors per register block: power-of-two vecto
 # Fitted on 1-thread timings of the blocks of F = 64 and F = 128 (docs/backend-cpu.md, Measurements).
 _STREAM_WHOLE_ROWS = 1.5
 _STREAM_STRIDED_ROWS = 3.5
-# the same from L3, when the filter slice a block reads is larger than L2 (a filter gradient's
-# "filter" is the output gradient, megabytes): fitted on 1-thread timings of filter-gradient convs.
+# the same from L3, when the filter does not fit L2 (a filter gradient's "filter" is the output
+# gradient, megabytes; 512 x 512 channels of a 1x1 conv on AVX2): fitted on 1-thread timings of
+# filter-gradient convs.  The whole filter, not the slice of f of its F columns a block reads: the
+# slice's rows lie F elements apart, and rows a power-of-two stride apart fall into a cache's sets
+# as the whole filter does (a 1x1 conv of 512 channels, f = 8 of F = 512 on AVX2: 8x14x14 images
+# 5.6-6.4 ms by blocks, 4.0 by the GEMM).
 _STREAM_FROM_L3 = 5.0
 _FITTED_VECTOR_BYTES = 64  # the vectors the stream constants were fitted with (zmm)
 
@@ -89,7 +96,7 @@ def block_cost(ow: int, vecs: int, strided: bool, from_l3: bool = False, vector_
     4 cycles latency, 2 loads per cycle): the most of the FMA throughput (0.5), the latency (fewer
     than 8 accumulators leave the pipes waiting: 2 / acc), the loads (``ow`` broadcasts and ``vecs``
     filter vectors per step: (ow + vecs) / (2 acc)) and the filter stream from L2, or from L3 when
-    the block's filter does not fit L2 (k / ow, ``k`` larger when the block reads its filter rows
+    the filter does not fit L2 (k / ow, ``k`` larger when the block reads its filter rows
     strided or from L3, see ``_STREAM_*``).  ``ow`` counts the block's pixels of all its images.
     The stream is bytes per FMA: its constants were fitted with 64-byte vectors (AVX-512), and a
     filter vector of ``vector_bytes`` carries that share of their bytes (an AVX2 vector half)."""
@@ -120,11 +127,15 @@ def choose_conv_tiles(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int
     return None if best is None else best[1]
 
 
-def direct_cost(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int,
-                elem_bits: int = 32, unit: VectorUnit = AVX512) -> float:
-    """Estimated cycles per FMA of the direct schedule's best block (``block_cost``; inf if none)."""
+def direct_estimate(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int,
+                    elem_bits: int = 32, unit: VectorUnit = AVX512) -> tuple[float, int]:
+    """(estimated cycles per FMA, accumulator vectors) of the direct schedule's best block
+    (``block_cost``; (inf, 0) if none): what ``conv_gemm`` weighs against the GEMM's register tile."""
     best = _best_block(n, oh, ow, f, kh, kw, c, elem_bits, unit)
-    return float("inf") if best is None else -best[0][0]
+    if best is None:
+        return float("inf"), 0
+    t = best[1]
+    return -best[0][0], t.n * t.ow * -(-t.f // unit.lanes(elem_bits))
 
 
 def _best_block(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int, elem_bits: int,
@@ -138,14 +149,16 @@ def _best_block(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int, elem
     LLVM's AVX-512 lowering scalarizes (inserts and shuffles around every FMA), an order of magnitude
     slower.  ``ow``: any divisor of OW within the accumulator budget (``most_pixels``: three
     quarters of ``unit``'s registers, 24 of AVX-512's 32, 12 of AVX2's 16, with the filter row and a
-    broadcast beside them: 2 x 4 vectors on AVX2, not 3 x 4).  The block of least ``block_cost`` wins; ties go to more
-    accumulators, then to the wider ``f``.
+    broadcast beside them: 2 x 4 vectors on AVX2, not 3 x 4).  The block of least ``block_cost``
+    wins; ties go to fewer images (below), then to more accumulators, then to the wider ``f``.
     ``c`` is 1: one outer product per step, as in the matmul schedule (the input values are broadcast
     from memory; more channels per step measured no faster).
-    ``n``: when ``ow`` is the whole row and the filter streams from L3, the block may take the rows
-    of ``n`` images (a divisor of N), each filter vector then serving ``n * ow`` FMAs: what a short
-    row (a filter gradient's output, 3 x 3 pixels, whose "filter" is the output gradient) needs.
-    A filter in L2 keeps one image per block (the blocks measured for it).
+    ``n``: the block may take the same ``ow`` pixels of ``n`` images (a divisor of N), each filter
+    vector then serving ``n * ow`` FMAs: what a row whose divisors leave too few pixels per block
+    needs (27 = 3 x 9 on AVX2: 9 x 1 vector, 10 loads per 9 FMAs, or 3 x 2, 3 pixels per filter
+    vector; 2 images x 3 x 2 is 12 accumulators: 104-126 -> 188 GFLOP/s), and a short row of a
+    filter that streams from L3 (a filter gradient's output, 3 x 3 pixels, whose "filter" is the
+    output gradient).  At equal cost one image wins: its pixels are one stretch of the input rows.
     """
     if min(n, oh, ow, f, kh, kw, c) < 1:
         return None
@@ -158,15 +171,15 @@ def _best_block(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int, elem
     for ft in fts:
         vecs = -(-ft // lanes)
         cap = most_pixels(unit, vecs)
-        from_l3 = kh * kw * c * ft * elem_bits // 8 > unit.l2_bytes
+        from_l3 = kh * kw * c * f * elem_bits // 8 > unit.l2_bytes
         for owt in range(1, min(ow, cap) + 1):
             if ow % owt:
                 continue
-            for nt in range(1, (min(n, cap // owt) if owt == ow and from_l3 else 1) + 1):
+            for nt in range(1, min(n, cap // owt) + 1):
                 if n % nt:
                     continue
                 cost = block_cost(nt * owt, vecs, ft < f, from_l3, unit.bits // 8)
-                score = (-round(cost, 9), nt * owt * vecs, -nt, ft)
+                score = (-round(cost, 9), -nt, nt * owt * vecs, ft)
                 if best is None or score > best[0]:
                     best = (score, ConvTiles(owt, ft, 1, nt))
     assert best is not None

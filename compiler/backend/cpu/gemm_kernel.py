@@ -9,7 +9,8 @@ ahead of time, for a fixed instruction set (``kernel_library``); a program only 
 The loop nest mirrors the matmul schedule of ``transforms`` (K slabs of 128, column blocks of 128,
 register tiles of ``rows`` x 2 vectors, k innermost with the accumulators in registers), so it runs as
 fast.  Edges need no padding: the last columns use masked loads and stores (AVX-512 and AVX2 have
-them natively), the last rows a one-row tile.  The operands are ``memref<?x?xT, strided<[?, 1],
+them natively), the last ``M mod rows`` rows one band of tiles of exactly that many rows
+(``_last_rows``).  The operands are ``memref<?x?xT, strided<[?, 1],
 offset: ?>>``: rows may be any distance apart (slices, row blocks of a thread), elements of a row are
 contiguous.  Summation order: for each output element, k ascending within a slab and slabs ascending,
 each step one fused multiply-add: what the scheduled kernel does, within the spec's bound for matmul.
@@ -423,7 +424,8 @@ def gemm_function(name: str, g: GemmShape, layout: str = "") -> str:
     k = t.op(f"memref.dim %A, {one} : {aty}", "k")
     n = t.op(f"memref.dim %B, {one} : {bty}", "n")
     rows_c = t.index(g.rows)
-    m_whole = t.op(f"arith.subi {m}, {t.op(f'arith.remui {m}, {rows_c} : index', 'rem')} : index", "mw")
+    rest = t.op(f"arith.remui {m}, {rows_c} : index", "rem")
+    m_whole = t.op(f"arith.subi {m}, {rest} : index", "mw")
     kslab, nblock = t.index(GEMM_K_SLAB), t.index(GEMM_N_BLOCK)
     t.line(f"%Bp = memref.alloca() {{alignment = 64 : i64}} : {packed_type(g)}")
     strided_b = layout == "strided_rhs"
@@ -440,19 +442,20 @@ def gemm_function(name: str, g: GemmShape, layout: str = "") -> str:
     if strided_b:  # every tile reads the packed block, the last rows' too
         _pack_b_transposed(t, g, "%nb", ne, "%kb", ke, unit)
         _row_tiles(t, g, "%ip", zero, m_whole, rows_c, g.rows, ne, ke, one, True)
-        _row_tiles(t, g, "%r", m_whole, m, one, 1, ne, ke, one, True)
+        _last_rows(t, g, m_whole, rest, ne, ke, one, True, True)
     else:
         t.line(f"scf.if {pack} {{")
         t.depth += 1
         _pack_b(t, g, "%nb", ne, "%kb", ke)
         _row_tiles(t, g, "%ip", zero, m_whole, rows_c, g.rows, ne, ke, one, False, packed=True)
+        _last_rows(t, g, m_whole, rest, ne, ke, one, False, True)
         t.depth -= 1
         t.line("} else {")
         t.depth += 1
         _row_tiles(t, g, "%i", zero, m_whole, rows_c, g.rows, ne, ke, one, False)
+        _last_rows(t, g, m_whole, rest, ne, ke, one, False, False)
         t.depth -= 1
         t.line("}")
-        _row_tiles(t, g, "%r", m_whole, m, one, 1, ne, ke, one, False)
     t.depth -= 1
     t.line("}")
     t.depth -= 1
@@ -462,6 +465,28 @@ def gemm_function(name: str, g: GemmShape, layout: str = "") -> str:
     return (f"func.func @{name}(%A: {aty}, %B: {bty}, %C: {cty}, %accumulate: i1) "
             f"attributes {{llvm.emit_c_interface}} {{\n"
             f"{body}\n}}\n")
+
+
+def _last_rows(t: _Text, g: GemmShape, start: str, rest: str, ne: str, ke: str, one: str, packed_edge: bool,
+               packed: bool) -> None:
+    """The last ``rest`` rows (fewer than a band, from ``start``) as one band of tiles of exactly that
+    many rows: a case per count (``scf.index_switch``).  Why not one row at a time: a one-row tile
+    loads two vectors of B per two FMAs, load-bound at a third of the FMA rate, and the rows a band
+    leaves over are up to ``rows - 1`` of a thread's block (AVX2's 6-row bands: 4 of 64 rows of an
+    attention head's matrix, 4 of 16 of an MLP's 32-row batch split over two threads)."""
+    t.line(f"scf.index_switch {rest}")
+    for r in range(1, g.rows):
+        t.line(f"case {r} {{")
+        t.depth += 1
+        _column_tiles(t, g, r, start, "%nb", ne, "%kb", ke, one, packed=packed, packed_edge=packed_edge)
+        t.line("scf.yield")
+        t.depth -= 1
+        t.line("}")
+    t.line("default {")
+    t.depth += 1
+    t.line("scf.yield")
+    t.depth -= 1
+    t.line("}")
 
 
 def _row_tiles(t: _Text, g: GemmShape, i: str, lo: str, hi: str, step: str, rows: int, ne: str, ke: str, one: str,

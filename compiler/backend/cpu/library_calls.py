@@ -77,12 +77,12 @@ def _form(op: Any) -> tuple[tuple[int, int, int], str] | None:
     return FORMS.get((op.name, str(op.attributes["indexing_maps"])))
 
 
-def eligible_matmul(op: Any) -> str | None:
-    """The element type ("f32"/"f64") if the library can compute ``op`` (tensor or memref form): a
-    matmul, or a conv that is one (``conv_gemm``)."""
+def eligible_matmul(op: Any, isa: str) -> str | None:
+    """The element type ("f32"/"f64") if the library of level ``isa`` can compute ``op`` (tensor or
+    memref form): a matmul, or a conv that is one (``conv_gemm``)."""
     from mlir import ir
     if op.name == CONV_OP:
-        found = conv_gemm(op)
+        found = conv_gemm(op, isa)
         return None if found is None else found[0]
     form = _form(op) if op.name in RANKS else None
     if form is None:
@@ -115,14 +115,15 @@ def _transposed_type(t: Any) -> str:
             f"offset: {text(offset)}>>")
 
 
-def handled_by_library(op: Any) -> bool:
-    """A matmul that ``insert_library_calls`` hands to the prebuilt GEMM, or the zero fill of its init
-    (which it drops: the GEMM then overwrites its output): what the schedule leaves alone."""
+def handled_by_library(op: Any, isa: str) -> bool:
+    """A matmul that ``insert_library_calls`` hands to the prebuilt GEMM of level ``isa``, or the
+    zero fill of its init (which it drops: the GEMM then overwrites its output): what the schedule
+    leaves alone."""
     if op.name == "linalg.fill":
         uses = [u for r in op.results for u in r.uses]
         return bool(uses) and all(_contraction(u.owner) and u.operand_number == 2 and
-                                  eligible_matmul(u.owner) is not None for u in uses)
-    return eligible_matmul(op) is not None
+                                  eligible_matmul(u.owner, isa) is not None for u in uses)
+    return eligible_matmul(op, isa) is not None
 
 
 def _zero_fills_in_front(module: Any) -> list[tuple[Any, Any]]:
@@ -316,7 +317,7 @@ def insert_library_calls(module: Any, isa: str, threads: int) -> int:
 
     def visit(op: Any) -> ir.WalkResult:
         if _contraction(op):
-            elem = eligible_matmul(op)
+            elem = eligible_matmul(op, isa)
             if elem is not None and all(isinstance(v.type, ir.MemRefType) for v in op.operands):
                 found.append((op, elem))
         return ir.WalkResult.ADVANCE
@@ -333,7 +334,7 @@ def insert_library_calls(module: Any, isa: str, threads: int) -> int:
         fill = next((f for m, f in fills if m.operation == op.operation), None)
         types = [str(v.type) for v in operands]
         if op.name == CONV_OP:
-            _, view = conv_gemm(op)
+            _, view = conv_gemm(op, isa)
             shapes = [list(ir.ShapedType(v.type).shape) for v in operands]
             call = _gemm_call(isa, elem, (view.m, view.n, view.k), threads)
             helpers.append(_function(name, types, conv_helper(elem, types, shapes, [_dense(v.type) for v in operands],

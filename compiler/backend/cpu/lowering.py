@@ -10,6 +10,7 @@ and translated.  Every MLIR failure is a ``linalg.context.LoweringError``; ``eng
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Protocol
 
 from mind.spec.record import FrozenRecord
@@ -149,6 +150,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
     from mlir import ir
 
     threads, schedule, library = options.threads, options.schedule, options.library
+    unit = vector_unit(options.cpu)
     min_work = 0 if schedule == "all" else MIN_SCHEDULE_WORK
     try:
         # the loops are marked (``mark_movement_loops``) between the last two
@@ -188,8 +190,8 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         splats_as_fills(module)  # after fusion folded the splats elementwise ops read
                         # cse merged identical inits: unshare them (see untie_shared_inits)
                         untie_shared_inits(module, tag_empties=True)
-                        skip = handled_by_library if library is not None else None
-                        script = cpu_schedule(module, min_work, skip, vector_unit(options.cpu), threads)
+                        skip = partial(handled_by_library, isa=library) if library is not None else None
+                        script = cpu_schedule(module, min_work, skip, unit, threads)
                         if script is not None:
                             apply_script(module, script)
                             forward_masked_tails(module)
@@ -220,7 +222,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         report["library_calls"] = calls
                     stage = "lower"
                     run_pipeline(ctx, pipelines[1], module, stage, diags)
-                mark_movement_loops(module, vector_unit(options.cpu))
+                mark_movement_loops(module, unit)
                 run_pipeline(ctx, pipelines[-1], module, stage, diags)
                 seat_loop_annotations(module)
                 if not module.operation.verify():
