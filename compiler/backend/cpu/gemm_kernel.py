@@ -471,9 +471,10 @@ def _last_rows(t: _Text, g: GemmShape, start: str, rest: str, ne: str, ke: str, 
                packed: bool) -> None:
     """The last ``rest`` rows (fewer than a band, from ``start``) as one band of tiles of exactly that
     many rows: a case per count (``scf.index_switch``).  Why not one row at a time: a one-row tile
-    loads two vectors of B per two FMAs, load-bound at a third of the FMA rate, and the rows a band
-    leaves over are up to ``rows - 1`` of a thread's block (AVX2's 6-row bands: 4 of 64 rows of an
-    attention head's matrix, 4 of 16 of an MLP's 32-row batch split over two threads)."""
+    has two accumulators, two FMA chains where the pipes take eight in flight (two pipes of four
+    cycles' latency), and three loads per two FMAs; and the rows a band leaves over are up to
+    ``rows - 1`` of a thread's block (AVX2's 6-row bands: 4 of the 64 rows of an attention head's
+    matrix, 2 of an MLP's 32-row batch)."""
     t.line(f"scf.index_switch {rest}")
     for r in range(1, g.rows):
         t.line(f"case {r} {{")
