@@ -61,7 +61,7 @@ keeps both FMA pipes busy, its K slabs keep the operands in L1 and L2."""
 
 
 def gemm_of_shapes(xs: list[int], ws: list[int], os_: list[int], strides: list[int], dilations: list[int],
-                   elem_bits: int = 32, isa: str = "x86-64-v4") -> ConvGemm | None:
+                   elem_bits: int, isa: str) -> ConvGemm | None:
     """The matmul of a conv of these static shapes and attributes that the GEMM should compute, or
     None (see the module docstring).  The cost model: a whole-window conv always (one output pixel
     per image: the direct schedule's block has one pixel and walks a whole image per FMA chain); a

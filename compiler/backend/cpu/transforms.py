@@ -37,7 +37,7 @@ from ..linalg.transform_script import largest_divisor_at_most, match, sizes, til
 from .conv_schedule import CONV_OP, feeds_conv, plan_conv
 from .fusion_groups import _MASKED, CHAINS, plan_groups, unblock_sums
 from .thread_cost import COSTS, saving_pays
-from .vector_unit import AVX512, VectorUnit
+from .vector_unit import AVX512, CACHE_LINE_BYTES, VectorUnit
 
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
@@ -486,10 +486,6 @@ def _moves_inner_dim(amap: Any) -> bool:
     results = list(amap.results)
     return bool(results) and isinstance(results[-1], ir.AffineDimExpr) and \
         results[-1].position != amap.n_dims - 1 and map_kind(amap) == "permutation"
-
-
-CACHE_LINE_BYTES = 64
-"""An x86 cache line: a tile row narrower than it leaves lines that other tiles finish."""
 
 
 def _streams_transposed(op: Any, ranges: Sequence[int], plane: tuple[int, int], unit: VectorUnit,

@@ -13,7 +13,7 @@ from mind.spec.record import FrozenRecord
 
 from . import host
 
-__all__ = ["VectorUnit", "VECTOR_UNITS", "AVX512", "LEVEL_FLAGS", "runs_isa", "vector_unit"]
+__all__ = ["VectorUnit", "VECTOR_UNITS", "AVX512", "CACHE_LINE_BYTES", "LEVEL_FLAGS", "runs_isa", "vector_unit"]
 
 
 class VectorUnit(FrozenRecord):
@@ -52,6 +52,10 @@ VECTOR_UNITS: dict[str, VectorUnit] = {
 """The unit of each x86-64 level the options may name (``codegen.FIXED_TARGETS``)."""
 
 AVX512 = VECTOR_UNITS["x86-64-v4"]
+
+CACHE_LINE_BYTES = 64
+"""An x86 cache line, at every level: a tile row narrower than it leaves lines that other tiles
+finish (``transforms``: an AVX2 vector is half a line)."""
 
 # cpuinfo flags each level needs (LLVM's definitions of x86-64-v3 and -v4; ``abm`` is LZCNT)
 _V3_FLAGS = frozenset({"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"})
