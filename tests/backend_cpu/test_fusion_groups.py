@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 import mind
 import mind.compiler.backend.cpu.lowering as lowering
-from mind.compiler.backend.cpu.fusion_groups import _chained_rows, _masked_vectors, block_rows, reduction_tile, row_tile, Group
+from mind.compiler.backend.cpu.fusion_groups import (_chained_rows, _masked_vectors, block_rows, elementwise_row_tile,
+                                                     per_row_tile, reduction_tile, row_tile, Group)
 from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, runs_isa, vector_unit
 
 EPS = 1e-5
@@ -232,6 +233,24 @@ def test_row_tile_is_whole_vectors():
     assert row_tile(80, 16) == (16, False)    # 5 whole vectors, not 2 tiles of 64 lanes
 
 
+def test_an_elementwise_row_shorter_than_two_vectors_is_one_tile():
+    # a masked vector and its peeled masked tail would compile the body twice for at most 2 vectors
+    # of work; nothing is carried from tile to tile, so the odd width costs no registers across steps
+    assert elementwise_row_tile(20, 16) == (20, False)
+    assert elementwise_row_tile(31, 16) == (31, False)
+    assert elementwise_row_tile(10, 8) == (10, False)
+    assert elementwise_row_tile(32, 16) == (32, False)
+    assert elementwise_row_tile(33, 16) == row_tile(33, 16) == (16, True)
+    assert elementwise_row_tile(1000, 16) == row_tile(1000, 16)
+
+
+def test_an_op_over_the_block_rows_alone_takes_one_vector_per_tile():
+    assert per_row_tile(10, 8) == (10, False)    # shorter than 2 vectors: one tile
+    assert per_row_tile(32, 8) == (8, False)     # not 4 vectors of an f64 exp and log
+    assert per_row_tile(60, 16) == (16, True)
+    assert per_row_tile(64, 16) == (16, False)
+
+
 def test_reduction_tiles_cover_short_rows_without_waste_and_divide_when_they_can():
     assert reduction_tile(2048, 16) == (64, False)
     assert reduction_tile(1000, 16) == (64, True)  # 64 vectors against the fewest, 63: 4 accumulators
@@ -368,6 +387,29 @@ def test_small_group_with_costly_bodies_is_scheduled(monkeypatch):
     with applied_scripts() as seen:
         _compare(src, _args(shapes, "f64"), "host", threads=1)
     assert not _grouped(seen)
+
+
+@pytest.mark.parametrize("cpu", CPUS)
+@pytest.mark.parametrize("kind,shape", [("rms_norm", (4096, 1024)), ("layer_norm", (4096, 768)),
+                                        ("rms_norm", (200, 640))])
+def test_an_f32_norm_sizes_its_f64_square_root_by_f64_lanes(kind, shape, cpu):
+    # an f32 norm's sqrt is exp(log(x) / 2) in f64: the op computing it is sized by the f64 values it
+    # makes (payload.compute_bits), one vector per tile over the block's rows, or all of a block
+    # shorter than 2 vectors (per_row_tile), not 4 vectors of f32 lanes (64 f64 lanes, 8 AVX-512
+    # registers per value)
+    import re
+
+    from mind.compiler.backend.cpu.api import emit_cpu_mlir
+    from mind.compiler.backend.cpu.engine import mlir_to_llvm_ir
+    from mind.compiler.backend.cpu.options import CpuOptions
+    from mind.compiler.frontend.api import compile_source
+    from mind.calling import select_function
+    src, shapes = _src(kind, "f32", shape)
+    text, name = emit_cpu_mlir(select_function(compile_source(src, "<test>"), "f"), {}, None)
+    llvm_ir = mlir_to_llvm_ir(text, name, CpuOptions.resolve(threads=2, cpu=cpu)).llvm_ir
+    widths = [int(n) for n in re.findall(r"<(\d+) x double>", llvm_ir)]
+    assert widths and max(widths) < 2 * vector_unit(cpu).lanes(64)
+    _compare(src, _args(shapes, "f32"), cpu)
 
 
 def logsumexp_src(dt: str, shape: tuple[int, ...]) -> str:

@@ -233,6 +233,34 @@ def test_a_padded_conv_leaves_no_scalar_loops():
         assert _scalar_work(text, threads=threads) < MIN_SCHEDULE_WORK
 
 
+def test_a_pad_copy_that_a_conv_also_reads_is_not_left_as_loops(monkeypatch):
+    # a stride-2 conv's input gradient is four phase convs over the padded cotangent; the 1x1 phase
+    # reads the pad's copy itself, so the copy has two users.  Its run was counted as its last extent
+    # (32 < 4 vectors) and it stayed a scalar loop nest, which sent a CNN's whole training kernel
+    # through LLVM's loop pipeline (438 of its 1054 ms cold compile); the pad's window keeps runs of
+    # 16 x 32 and the conv reads the whole copy, so it is vectorized into memmoves
+    import mind
+    from mind.compiler.backend.cpu import engine
+    from mind.compiler.backend.cpu.transforms import MIN_SCHEDULE_WORK
+    lowered: list = []
+    real = engine.mlir_to_llvm_ir
+    monkeypatch.setattr(engine, "mlir_to_llvm_ir", lambda *a, **k: lowered.append(real(*a, **k)) or lowered[-1])
+    src = ("fn loss(x: Tensor<f32, [4, 32, 32, 16]>, k: Tensor<f32, [3, 3, 16, 32]>) -> f32 {\n"
+           "  let h = conv2d(x, k, strides=[2, 2], padding=\"same\");\n"
+           "  sum(h * h, axes=[0, 1, 2, 3], keepdims=false)\n}\n"
+           "fn g(x: Tensor<f32, [4, 32, 32, 16]>, k: Tensor<f32, [3, 3, 16, 32]>)"
+           " -> (Tensor<f32, [4, 32, 32, 16]>, Tensor<f32, [3, 3, 16, 32]>) {\n"
+           "  grad(loss(x, k), wrt=[x, k])\n}\n")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 32, 32, 16)).astype(np.float32)
+    k = (rng.standard_normal((3, 3, 16, 32)) * 0.1).astype(np.float32)
+    got = mind.compile(src, fn="g", threads=2, cache=False)(x, k)
+    assert lowered and all(low.scalar_work < MIN_SCHEDULE_WORK for low in lowered)
+    want = mind.compile(src, fn="g", backend="reference")(x, k)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * float(np.max(np.abs(b))))
+
+
 def test_loop_work_multiplies_the_trips_of_the_loops_around_an_op():
     from mlir import ir
 

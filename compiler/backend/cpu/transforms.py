@@ -30,8 +30,8 @@ from typing import Any, Sequence
 from mind.spec.record import FrozenRecord
 
 from ..linalg.emitter import CONV_OPERAND
-from ..linalg.payload import (DEFAULT_MAPS, element_bits, generic_inputs, generic_loops, map_kind, product,
-                              row_reads, static_bytes, static_shape, vectorizable_reduction)
+from ..linalg.payload import (DEFAULT_MAPS, compute_bits, element_bits, generic_inputs, generic_loops, map_kind,
+                              product, row_reads, static_bytes, static_shape, vectorizable_reduction)
 from ..linalg.schedule import schedule_module
 from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .conv_schedule import CONV_OP, feeds_conv, plan_conv
@@ -395,7 +395,7 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
         return None
     # the widest element type sets the lane count: with the narrowest (an i8 mask), f32 operands of
     # the same op got 256-element tiles, 16 registers per row, and 4x the IR of a register-sized tile
-    bits = max(element_bits(v.type) for v in op.operands)
+    bits = compute_bits(op)
     tiles = choose_elementwise_tiles(ranges, kinds, bits, unit, masked=True, threads=threads)
     order: list[int] = []
     if all(k == "parallel" for k in kinds) and len(ranges) >= 2:
@@ -554,7 +554,7 @@ def _inner_tiles(unit: VectorUnit, threads: int, op: Any, block: dict[int, int])
         return fill_tiles([block.get(i, n) for i, n in enumerate(shape)])
     ranges, kinds = generic_loops(op)  # type: ignore[misc]
     ranges = [block.get(i, n) for i, n in enumerate(ranges)]
-    t = choose_elementwise_tiles(ranges, kinds, max(element_bits(v.type) for v in op.operands), unit,
+    t = choose_elementwise_tiles(ranges, kinds, compute_bits(op), unit,
                                  threads=threads)
     return [p or r for p, r in zip(t.parallel, t.reduction)]
 
@@ -640,16 +640,24 @@ SHORT_RUN_VECTORS = 4
 
 
 def _contiguous_run(op: Any, shape: Sequence[int]) -> int:
-    """The elements a copy into its window moves contiguously (``memrefCopy`` moves each such run with
-    one ``memmove``): the trailing extents the window spans whole in the destination, times the
-    first it does not, with unit steps; the copy's last extent when its user is not a static
-    ``tensor.insert_slice``."""
-    from mlir import ir
+    """The elements a copy moves contiguously (``memrefCopy`` moves each such run with one
+    ``memmove``), the shortest over its users: into an insert_slice's window, the trailing extents
+    the window spans whole in the destination, times the first it does not, with unit steps; for
+    any other user, which reads the copy's own dense tensor, the whole copy.  A copy that a pad
+    inserts and a 1x1 conv also reads counted as its last extent (32) before and stayed loops,
+    which sent a CNN's whole training kernel through LLVM's loop pipeline (``docs/backend-cpu.md``,
+    Measurements)."""
     users = [u.owner for u in op.results[0].uses] if len(op.results) else []
-    if len(users) != 1 or users[0].name != "tensor.insert_slice":
-        return shape[-1]
-    dest = static_shape(users[0].operands[1].type)
-    steps = list(ir.DenseI64ArrayAttr(users[0].attributes["static_strides"]))
+    return min((_window_run(u, shape) if u.name == "tensor.insert_slice" and u.operands[0] == op.results[0]
+                else product(shape) for u in users), default=product(shape))
+
+
+def _window_run(insert: Any, shape: Sequence[int]) -> int:
+    """The contiguous run of a copy of ``shape`` into the window of ``insert`` (a ``tensor.insert_slice``
+    of the copy); the copy's last extent when the window is not static."""
+    from mlir import ir
+    dest = static_shape(insert.operands[1].type)
+    steps = list(ir.DenseI64ArrayAttr(insert.attributes["static_strides"]))
     if dest is None or len(dest) != len(shape):
         return shape[-1]
     run = 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 __all__ = ["DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
-           "element_bits", "generic_loops", "map_kind",
+           "element_bits", "compute_bits", "generic_loops", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "product", "splats_as_fills",
            "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips", "ops_named", "static_bytes",
            "generic_inputs"]
@@ -96,6 +96,28 @@ def element_bits(t: Any) -> int:
         return max(8, int(et.width))
     except AttributeError:
         return 32
+
+
+def compute_bits(op: Any) -> int:
+    """The widest element an op computes in: its operands' and every value its body makes.
+
+    Why: the lane count of its vectors follows from it.  An f32 norm's ``sqrt`` is ``exp(log(x) / 2)``
+    in f64 (``builtins.b_sqrt``), so a tile of 64 f32 lanes computed 64 f64 lanes, 8 registers per
+    value: 4x the registers and machine code of a tile sized by the f64 values, and an eighth of the
+    cold compile of an RMS norm (``docs/backend-cpu.md``, Measurements).  A body value is wider than
+    the operands only through a cast or a constant (``_WIDENING``), so only those are read."""
+    bits = max((element_bits(v.type) for v in op.operands), default=32)
+    for region in op.regions:
+        for block in region.blocks:
+            for body_op in block.operations:
+                if body_op.operation.name in _WIDENING:
+                    bits = max([bits] + [element_bits(r.type) for r in body_op.results])
+    return bits
+
+
+_WIDENING = frozenset({"arith.extf", "arith.extsi", "arith.extui", "arith.sitofp", "arith.uitofp", "arith.bitcast",
+                       "arith.constant"})
+"""The body operations whose result can be wider than their operands (``compute_bits``)."""
 
 
 def static_bytes(t: Any) -> int | None:
