@@ -9,9 +9,12 @@ module compiles in two parts on two cores.  ``first call`` is the kernel's first
 (its compute, page faults, OpenMP start-up); ``other`` is the total less the stages (the frontend,
 the lazy imports, verification, signature reading, Python glue)::
 
-    python benchmarks/cold_stages.py [--only WORD ...] [--repeat N]
+    python benchmarks/cold_stages.py [--only WORD ...] [--repeat N] [--warm] [--all]
 
 prints one row per workload: the median over ``--repeat`` processes (default 5) of each stage, ms.
+``--warm`` compiles a small program first in each process (untimed), so that the figures are the
+workload's own work rather than the process's first use of MLIR and LLVM; ``--all`` takes every
+suite workload and ends with each stage's share of their total.
 """
 
 from __future__ import annotations
@@ -50,7 +53,12 @@ COLUMNS = ("emit mlir", "mlir context", "mlir parse", "prefusion", "schedule bui
            "link runtime", "bind openmp", "llvm split", "llvm parse", "llvm opt", "emit obj", "jit load", "ld link", "first call", "other", "total")
 
 
-def _child(name: str) -> dict[str, float]:
+WARM_UP = "fn g(x: Tensor<f32, [64, 32]>) -> Tensor<f32, [64]> { sum(exp(x), axes=[1], keepdims=false) }"
+"""What ``--warm`` compiles before the workload (a reduction of an ``exp``: the schedule, the transform
+interpreter, the vector lowering and LLVM's code generation all run once)."""
+
+
+def _child(name: str, warm: bool) -> dict[str, float]:
     import importlib
     import threading
 
@@ -92,6 +100,9 @@ def _child(name: str) -> dict[str, float]:
     lowering.run_pipeline = timed(lambda ctx, text, module, stage, diags: pipeline_stage.get(stage, stage),
                                   lowering.run_pipeline)
 
+    if warm:
+        mind.compile(WARM_UP, fn="g", cpu=suite.ISA)(np.ones((64, 32), np.float32))
+        spent.clear()
     w = next(w for w in suite.workloads() if w.name == name)
     arrays = w.inputs(np.random.default_rng(0))
     t0 = time.perf_counter()
@@ -106,24 +117,36 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", nargs="*", default=list(DEFAULT))
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--warm", action="store_true", help="compile a small program first in each process")
+    ap.add_argument("--all", action="store_true", help="every suite workload, then each stage's share")
     ap.add_argument("--child")
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(_child(args.child)))
+        print(json.dumps(_child(args.child, args.warm)))
         return
+    if args.all:
+        sys.path.insert(0, HERE)
+        import suite
+        args.only = [w.name for w in suite.workloads()]
     env = dict(os.environ, MIND_CACHE="off", PYTHONPYCACHEPREFIX=os.path.join(ROOT, "build", "pycache"))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode, as an install has (``suite.fresh_cold``)
     print(f"{'workload':40s}" + "".join(f"{c[:10]:>11s}" for c in COLUMNS))
+    totals = dict.fromkeys(COLUMNS, 0.0)
+    child = [sys.executable, os.path.abspath(__file__)] + (["--warm"] if args.warm else []) + ["--child"]
     for name in args.only:
         runs = []
         for _ in range(args.repeat):
-            r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name], capture_output=True,
-                               text=True, env=env, cwd=ROOT, timeout=600)
+            r = subprocess.run(child + [name], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
             if r.returncode != 0:
                 sys.exit(f"{name}: {r.stderr.strip().splitlines()[-1:]}")
             runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
         med = {c: statistics.median(run.get(c, 0.0) for run in runs) for c in COLUMNS}
+        for c in COLUMNS:
+            totals[c] += med[c]
         print(f"{name:40s}" + "".join(f"{1000 * med[c]:11.1f}" for c in COLUMNS), flush=True)
+    if args.all:
+        print(f"{'share of the total':40s}" + "".join(f"{100 * totals[c] / totals['total']:10.1f}%"
+                                                     for c in COLUMNS))
 
 
 if __name__ == "__main__":
