@@ -3,6 +3,7 @@ with the spec's signed zeros and special values kept."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 import mind
 import mind.compiler.backend.cpu.lowering as lowering
-from mind.compiler.backend.linalg.lowerings import SUM_RUN, SUM_WIDTH_BYTES, sum_levels, sum_width
+from mind.compiler.backend.linalg.lowerings import SUM_RUN, SUM_WIDTH_BYTES, _unblocked, sum_levels, sum_width
 
 
 def _sum_fn(shape: tuple[int, ...], axes: list[int], dt: str = "f32") -> str:
@@ -42,6 +43,41 @@ def test_long_sums_with_a_large_prime_factor_are_split(shape, axes):
     got = np.asarray(mind.compile(_sum_fn(shape, axes))(x), np.float64)
     exact = x.astype(np.float64).sum(axis=tuple(axes))
     assert np.max(np.abs(got - exact) / np.abs(exact)) <= 8 * np.finfo(np.float32).eps
+
+
+def _reduce_fn(kind: str, shape: tuple[int, ...], axes: list[int], dt: str = "f32") -> str:
+    return _sum_fn(shape, axes, dt).replace("sum(", f"{kind}(")
+
+
+@pytest.mark.parametrize("kind", ["sum", "mean", "max"])
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+@pytest.mark.parametrize("shape,axes", [((362, 3376), [0]), ((262, 500), [0]), ((1031, 100), [0]),
+                                        ((19, 317, 84), [1]), ((3, 131, 5, 7), [1, 2]), ((181, 9), [0])])
+def test_rows_without_levels_are_split_and_match_the_reference(kind, dt, shape, axes):
+    # a sum over rows whose divisors do not block (362 = 2 x 181: a level of 2 left 181 rows, and
+    # wrote half as many partial rows as it read; a prime count was one running sum) is split into
+    # rows that block and a few more (lowerings._blocked_rows); a max is blocked the same way
+    count = int(np.prod([shape[a] for a in axes]))
+    assert _unblocked(count)
+    src = _reduce_fn(kind, shape, axes, dt)
+    x = (np.random.default_rng(0).standard_normal(shape) + 3).astype(dt.replace("f", "float"))
+    got = np.asarray(mind.compile(src, fn="f", threads=2, cache=False)(x), np.float64)
+    want = np.asarray(mind.compile(src, fn="f", backend="reference")(x), np.float64)
+    if kind == "max":
+        np.testing.assert_array_equal(got, want)
+        return
+    terms = np.moveaxis(x.astype(np.float64), axes, list(range(x.ndim - len(axes), x.ndim)))
+    terms = terms.reshape(terms.shape[:x.ndim - len(axes)] + (count,))
+    exact = np.apply_along_axis(math.fsum, -1, terms) / (count if kind == "mean" else 1)  # correctly rounded
+    err = np.max(np.abs(got - exact) / np.abs(exact))
+    eps = np.finfo(x.dtype).eps
+    assert err <= 8 * eps  # each term in runs of at most SUM_RUN: a few roundings of the result
+    np.testing.assert_allclose(got, want, rtol=16 * eps)
+
+
+def test_which_row_counts_block():
+    assert not _unblocked(128) and not _unblocked(4096) and not _unblocked(300)  # 300 = 100 x 3
+    assert _unblocked(362) and _unblocked(1031) and _unblocked(262) and _unblocked(131)
 
 
 @pytest.mark.parametrize("n", [300, 16411])  # 16411: a prime, split into 16384 terms and 27

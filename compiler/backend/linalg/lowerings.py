@@ -190,14 +190,14 @@ def reduce_sum(em: Emitter, op: OpApplication) -> str:
     """A float sum over a run of adjacent axes of more than ``SUM_RUN`` terms is blocked: with the
     operand viewed as ``[A, R, C]`` (A the axes before the run, R its terms, C the axes after it),
     the R terms are added in levels of ``q`` ≤ ``SUM_RUN`` rows each (``[A, R / q, q, C]`` reduced
-    over ``q``), until at most ``SUM_RUN`` are left, which the last level adds.  A sum over trailing
+    over ``q``), until at most ``SUM_RUN`` are left, which the last level adds; R whose divisors
+    do not get there is split into a part that does and a few rows more (``_blocked_rows``).  A sum over trailing
     axes (C = 1) first views its terms as rows of ``w`` partial sums (``sum_width``), added at the
     end.  Why: each term then goes through a few additions of short runs, not one running sum of R
     (an f32 sum of 4M terms: 1.6e-5 relative error against 2.5e-9 for NumPy's pairwise sum), and
     the partial sums are vectors of independent accumulators along the contiguous axis, where one
     running sum is a chain of dependent additions.  A long trailing sum whose terms have a prime
-    factor above ``SUM_RUN`` is split (``_split_sum``); a prime R along other axes has no blocks
-    (one running sum)."""
+    factor above ``SUM_RUN`` is split (``_split_sum``), and so is a prime R along other axes."""
     elem = op.elem
     x = op.xs[0]
     run = _long_run(x.shape, op.attrs["axes"])
@@ -209,7 +209,7 @@ def reduce_sum(em: Emitter, op: OpApplication) -> str:
     if inner == 1:
         part = _trailing_sum(em, op, em.reshape(x, outer + (count,)), init)
     else:
-        part = _levels_then_last(em, op, x, outer, count, (inner,), init)
+        part = _blocked_rows(em, op, x, outer, count, (inner,), init)
     return em.reshape(part, op.shape).name
 
 
@@ -251,6 +251,46 @@ def _levels_then_last(em: Emitter, op: OpApplication, x: TensorValue, outer: tup
     part = em.reshape(part, outer + (rows,) + tail)
     last = OpApplication(op.name, [part], {**op.attrs, "axes": [k]}, op.dtype, outer + tail)
     return TensorValue(_reduce(em, last, init, combine), outer + tail, elem, op.dtype)
+
+
+def _unblocked(rows: int) -> bool:
+    """Whether ``sum_levels`` leaves more than ``SUM_RUN`` of ``rows`` for the last level (no divisor
+    up to ``SUM_RUN`` takes them below it: 362 = 2 x 181 keeps 181 after a level of 2)."""
+    left = rows
+    for q in sum_levels(rows):
+        left //= q
+    return left > SUM_RUN
+
+
+def _blocked_rows(em: Emitter, op: OpApplication, x: TensorValue, outer: tuple[int, ...], rows: int,
+                  tail: tuple[int, ...], init: str,
+                  combine: Callable[[Body, str, str], str] | None = None) -> TensorValue:
+    """``_levels_then_last``, or ``_split_rows`` for rows that do not block (``_unblocked``) and are
+    not a whole number of the split's runs."""
+    if _unblocked(rows) and rows % (1 << (rows.bit_length() - 7)):
+        return _split_rows(em, op, x, outer, rows, tail, init, combine or _add(op.elem))
+    return _levels_then_last(em, op, x, outer, rows, tail, init, combine)
+
+
+def _split_rows(em: Emitter, op: OpApplication, x: TensorValue, outer: tuple[int, ...], rows: int,
+                tail: tuple[int, ...], init: str, combine: Callable[[Body, str, str], str]) -> TensorValue:
+    """``_levels_then_last`` of rows that do not block (``_unblocked``): the first ``k * b`` rows
+    (``b`` the power of two with ``k = rows / b`` in [64, 128), which block into levels of at most
+    ``SUM_RUN``) and the rest (fewer than ``rows / 64``) reduced apart, then combined.  Why: a level
+    of a small divisor (2 of 362) wrote and read again half as many partial rows as it read, and
+    left a running sum of 181 terms anyway (a 362x3376 f32 column sum ran 2.4 times torch eager's
+    time), and a prime count of rows was one running sum (1031 rows: 1.5e-6 relative error, as
+    NumPy's, against 2.6e-7 split; ``docs/backend-cpu.md``, Measurements), as the trailing sums are
+    split (``_split_sum``)."""
+    b = 1 << (rows.bit_length() - 7)
+    head = rows // b * b
+    view = em.reshape(x, outer + (rows,) + tail)
+    zeros = [0] * len(outer)
+    parts = [_levels_then_last(em, op, em.extract_slice(view, zeros + [start] + [0] * len(tail),
+                                                        outer + (count,) + tail), outer, count, tail, init, combine)
+             for start, count in ((0, head), (head, rows - head))]
+    both = em.elementwise(outer + tail, op.elem, parts, lambda body, u, v: combine(body, u, v))
+    return TensorValue(both, outer + tail, op.elem, op.dtype)
 
 
 def _trailing_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str) -> TensorValue:
@@ -310,7 +350,7 @@ def reduce_max(em: Emitter, op: OpApplication) -> str:
     if run is None or run[2] == 1:  # a trailing max: one reduction along the row
         return _reduce(em, op, init, combine)
     outer, count, inner = run
-    part = _levels_then_last(em, op, x, outer, count, (inner,), init, combine)
+    part = _blocked_rows(em, op, x, outer, count, (inner,), init, combine)
     return em.reshape(part, op.shape).name
 
 
