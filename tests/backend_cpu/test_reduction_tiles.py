@@ -199,3 +199,16 @@ def test_a_column_max_is_blocked_into_levels_of_rows(shape, axes, first):
     for short in (((12800, 32), [1]), ((100, 32), [0])):
         text = emit_mlir(_reduction("reduce_max", "f32", *short), {})[0]
         assert text.count("linalg.generic") == 1
+
+
+def test_streaming_column_blocks_give_every_thread_as_many():
+    # a column reduction streaming from beyond L2: its outer parallel blocks times the blocks of its
+    # contiguous loop are a multiple of the threads (3 outer blocks on 2 threads were 2 and 1)
+    from mind.compiler.backend.cpu.transforms import _column_blocks
+    kinds = ["parallel", "reduction", "parallel"]
+    for outer, threads, want in [(3, 2, 2), (2, 2, 1), (1, 2, 2), (5, 2, 2), (4, 2, 1), (32, 2, 1), (3, 1, 1),
+                                 (2, 3, 3), (1, 4, 4)]:
+        got = _column_blocks([outer, 120, 3376], kinds, 32, threads)
+        assert got == want and outer * got % threads == 0, (outer, threads, got)
+    # a block's accumulators still fit STREAM_BLOCK_BYTES: 20000 f32 columns are 5 blocks of 4000
+    assert _column_blocks([3, 120, 20000], kinds, 32, 2) == 5

@@ -184,15 +184,17 @@ level."""
 
 def _column_blocks(ranges: Sequence[int], kinds: Sequence[str], elem_bits: int, threads: int) -> int:
     """How many blocks a column reduction that streams from beyond L2 splits its contiguous loop
-    into: one per thread left without a block of the outer parallel loops (each of which is a block
-    of its own), and more only where a block's accumulators would not fit ``STREAM_BLOCK_BYTES``.
+    into: the fewest that give every thread as many blocks (with the outer parallel loops' blocks:
+    each of their iterations is a block of its own), and more only where a block's accumulators
+    would not fit ``STREAM_BLOCK_BYTES``.  Three outer blocks on two threads (a 362x3376 column sum's
+    first level, [3, 120, 3376]) were 2 and 1: cut in two each, 3 and 3 (54.5 → 42.6 µs).
 
     Why as few as that: each block sweeps every row, so the run it reads of a row is as long as the
     block.  Four blocks of 250 f32 read 1000 bytes of each 4000-byte row of a 4096x1000 column max:
     one block per thread read it 1.15-1.2x faster, and one block on one thread 1.25x; the figures are
     in ``docs/backend-cpu.md``, Measurements."""
     outer = product(r for r, k in zip(ranges[:-1], kinds[:-1]) if k == "parallel")
-    blocks = max(1, -(-threads // outer))
+    blocks = next(b for b in range(max(1, -(-threads // outer)), threads + 1) if outer * b % threads == 0)
     widest = max(1, STREAM_BLOCK_BYTES * 8 // max(8, elem_bits))
     return max(blocks, -(-ranges[-1] // widest))
 
