@@ -11,7 +11,7 @@ import pytest
 
 import mind
 import mind.compiler.backend.cpu.lowering as lowering
-from mind.compiler.backend.linalg.lowerings import SUM_RUN, SUM_WIDTH_BYTES, _unblocked, sum_levels, sum_width
+from mind.compiler.backend.linalg.lowerings import SUM_RUN, SUM_WIDTH_BYTES, splits_rows, sum_levels, sum_width
 
 
 def _sum_fn(shape: tuple[int, ...], axes: list[int], dt: str = "f32") -> str:
@@ -51,14 +51,14 @@ def _reduce_fn(kind: str, shape: tuple[int, ...], axes: list[int], dt: str = "f3
 
 @pytest.mark.parametrize("kind", ["sum", "mean", "max"])
 @pytest.mark.parametrize("dt", ["f32", "f64"])
-@pytest.mark.parametrize("shape,axes", [((362, 3376), [0]), ((262, 500), [0]), ((1031, 100), [0]),
-                                        ((19, 317, 84), [1]), ((3, 131, 5, 7), [1, 2]), ((181, 9), [0])])
-def test_rows_without_levels_are_split_and_match_the_reference(kind, dt, shape, axes):
+@pytest.mark.parametrize("shape,axes", [((362, 3376), [0]), ((262, 500), [0]), ((1046, 100), [0]),
+                                        ((19, 334, 84), [1]), ((3, 131, 5, 7), [1, 2]), ((411, 9), [0])])
+def test_rows_that_do_not_block_are_split_and_match_the_reference(kind, dt, shape, axes):
     # a sum over rows whose divisors do not block (362 = 2 x 181: a level of 2 left 181 rows, and
-    # wrote half as many partial rows as it read; a prime count was one running sum) is split into
-    # rows that block and a few more (lowerings._blocked_rows); a max is blocked the same way
+    # wrote half as many partial rows as it read) is split into rows that block and a few more
+    # (lowerings.splits_rows); a max is blocked the same way
     count = int(np.prod([shape[a] for a in axes]))
-    assert _unblocked(count)
+    assert splits_rows(count)
     src = _reduce_fn(kind, shape, axes, dt)
     x = (np.random.default_rng(0).standard_normal(shape) + 3).astype(dt.replace("f", "float"))
     got = np.asarray(mind.compile(src, fn="f", threads=2, cache=False)(x), np.float64)
@@ -75,9 +75,11 @@ def test_rows_without_levels_are_split_and_match_the_reference(kind, dt, shape, 
     np.testing.assert_allclose(got, want, rtol=16 * eps)
 
 
-def test_which_row_counts_block():
-    assert not _unblocked(128) and not _unblocked(4096) and not _unblocked(300)  # 300 = 100 x 3
-    assert _unblocked(362) and _unblocked(1031) and _unblocked(262) and _unblocked(131)
+def test_which_row_counts_are_split():
+    assert not any(map(splits_rows, [128, 4096, 300, 254]))  # they block (300 = 3 x 100, 254 = 2 x 127)
+    assert all(map(splits_rows, [362, 262, 394, 655, 16411]))  # a level of 2 or 5 leaves > 128; a long prime
+    # a shorter prime keeps one running sum: one pass (131 x 352: the split's ops cost more)
+    assert not any(map(splits_rows, [131, 317, 1031]))
 
 
 @pytest.mark.parametrize("n", [300, 16411])  # 16411: a prime, split into 16384 terms and 27

@@ -191,13 +191,13 @@ def reduce_sum(em: Emitter, op: OpApplication) -> str:
     operand viewed as ``[A, R, C]`` (A the axes before the run, R its terms, C the axes after it),
     the R terms are added in levels of ``q`` ≤ ``SUM_RUN`` rows each (``[A, R / q, q, C]`` reduced
     over ``q``), until at most ``SUM_RUN`` are left, which the last level adds; R whose divisors
-    do not get there is split into a part that does and a few rows more (``_blocked_rows``).  A sum over trailing
+    do not get there is split into a part that does and a few rows more (``splits_rows``).  A sum over trailing
     axes (C = 1) first views its terms as rows of ``w`` partial sums (``sum_width``), added at the
     end.  Why: each term then goes through a few additions of short runs, not one running sum of R
     (an f32 sum of 4M terms: 1.6e-5 relative error against 2.5e-9 for NumPy's pairwise sum), and
     the partial sums are vectors of independent accumulators along the contiguous axis, where one
     running sum is a chain of dependent additions.  A long trailing sum whose terms have a prime
-    factor above ``SUM_RUN`` is split (``_split_sum``), and so is a prime R along other axes."""
+    factor above ``SUM_RUN`` is split (``_split_sum``), and so is a long prime R along other axes."""
     elem = op.elem
     x = op.xs[0]
     run = _long_run(x.shape, op.attrs["axes"])
@@ -265,11 +265,22 @@ def _unblocked(rows: int) -> bool:
 def _blocked_rows(em: Emitter, op: OpApplication, x: TensorValue, outer: tuple[int, ...], rows: int,
                   tail: tuple[int, ...], init: str,
                   combine: Callable[[Body, str, str], str] | None = None) -> TensorValue:
-    """``_levels_then_last``, or ``_split_rows`` for rows that do not block (``_unblocked``) and are
-    not a whole number of the split's runs."""
-    if _unblocked(rows) and rows % (1 << (rows.bit_length() - 7)):
+    """``_levels_then_last``, or ``_split_rows`` where ``splits_rows`` says so."""
+    if splits_rows(rows):
         return _split_rows(em, op, x, outer, rows, tail, init, combine or _add(op.elem))
     return _levels_then_last(em, op, x, outer, rows, tail, init, combine)
+
+
+def splits_rows(rows: int) -> bool:
+    """Whether a blocked reduction of ``rows`` rows is split (``_split_rows``): rows that do not
+    block (``_unblocked``) and are not a whole number of the split's runs, when a level would
+    otherwise be made (362 = 2 x 181: a level of 2 whose partial rows are half the traffic of its
+    input) or, as for trailing sums, the rows are more than ``SUM_RUN`` squared.  A prime count of
+    fewer rows keeps one running sum: one pass, where the split's four ops cost more than they
+    save on small operands (a 131x352 column sum: 7.3 → 11.1 µs)."""
+    if not _unblocked(rows) or rows % (1 << (rows.bit_length() - 7)) == 0:
+        return False
+    return bool(sum_levels(rows)) or rows > SUM_RUN * SUM_RUN
 
 
 def _split_rows(em: Emitter, op: OpApplication, x: TensorValue, outer: tuple[int, ...], rows: int,
@@ -279,9 +290,7 @@ def _split_rows(em: Emitter, op: OpApplication, x: TensorValue, outer: tuple[int
     ``SUM_RUN``) and the rest (fewer than ``rows / 64``) reduced apart, then combined.  Why: a level
     of a small divisor (2 of 362) wrote and read again half as many partial rows as it read, and
     left a running sum of 181 terms anyway (a 362x3376 f32 column sum ran 2.4 times torch eager's
-    time), and a prime count of rows was one running sum (1031 rows: 1.5e-6 relative error, as
-    NumPy's, against 2.6e-7 split; ``docs/backend-cpu.md``, Measurements), as the trailing sums are
-    split (``_split_sum``)."""
+    time; ``docs/backend-cpu.md``, Measurements), as the trailing sums are split (``_split_sum``)."""
     b = 1 << (rows.bit_length() - 7)
     head = rows // b * b
     view = em.reshape(x, outer + (rows,) + tail)
