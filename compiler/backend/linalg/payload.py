@@ -102,9 +102,9 @@ def compute_bits(op: Any) -> int:
     """The widest element an op computes in: its operands' and every value its body makes.
 
     Why: the lane count of its vectors follows from it.  An f32 norm's ``sqrt`` is ``exp(log(x) / 2)``
-    in f64 (``builtins.b_sqrt``), so a tile of 64 f32 lanes computed 64 f64 lanes, 8 registers per
-    value: 4x the registers and machine code of a tile sized by the f64 values, and an eighth of the
-    cold compile of an RMS norm (``docs/backend-cpu.md``, Measurements).  A body value is wider than
+    in f64 (``builtins.b_sqrt``), so a tile of 64 f32 lanes computed 64 f64 lanes, 8 AVX-512
+    registers per value: twice the registers and machine code of a tile sized by the f64 values, and
+    a ninth of the cold compile of an RMS norm (``docs/backend-cpu.md``, Measurements).  A body value is wider than
     the operands only through a cast or a constant (``_WIDENING``), so only those are read."""
     bits = max((element_bits(v.type) for v in op.operands), default=32)
     for region in op.regions:
