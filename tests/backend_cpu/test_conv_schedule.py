@@ -168,22 +168,22 @@ def test_gemm_of_shapes_is_the_cost_models_choice():
     V4 = "x86-64-v4"
     pixels, images = "[[0, 1, 2], [3]]", "[[0], [1, 2, 3]]"
     # a whole-window conv (the filter gradient of a 1x1 conv) is always a GEMM of one row per image
-    assert gemm_of_shapes([512, 14, 14, 8], [14, 14, 8, 512], [512, 1, 1, 512], [1, 1], [1, 1], 32, V4) == \
+    assert gemm_of_shapes([512, 14, 14, 8], [14, 14, 8, 512], [512, 1, 1, 512], [1, 1], [1, 1], "f32", V4) == \
         ConvGemm(512, 512, 1568, (images, pixels, images))
     # a 1x1 conv: the GEMM where the direct block is estimated slower (a prime width), or as fast
     # with fewer accumulators than the GEMM's tile (8 x 2 zmm; 6 x 2 ymm on AVX2)
-    assert gemm_of_shapes([1, 29, 29, 24], [1, 1, 24, 48], [1, 29, 29, 48], [1, 1], [1, 1], 32, V4) == \
+    assert gemm_of_shapes([1, 29, 29, 24], [1, 1, 24, 48], [1, 29, 29, 48], [1, 1], [1, 1], "f32", V4) == \
         ConvGemm(841, 48, 24, (pixels, pixels, pixels))
     big = ([8, 56, 56, 64], [1, 1, 64, 256], [8, 56, 56, 256], [1, 1], [1, 1])
-    assert gemm_of_shapes(*big, 32, V4) is None  # 8 x 2 zmm, as many as the GEMM's
-    assert gemm_of_shapes(*big, 32, "x86-64-v3") == ConvGemm(25088, 256, 64, (pixels, pixels, pixels))
+    assert gemm_of_shapes(*big, "f32", V4) is None  # 8 x 2 zmm, as many as the GEMM's
+    assert gemm_of_shapes(*big, "f32", "x86-64-v3") == ConvGemm(25088, 256, 64, (pixels, pixels, pixels))
     wide = ([8, 14, 14, 512], [1, 1, 512, 512], [8, 14, 14, 512], [1, 1], [1, 1])
-    assert gemm_of_shapes(*wide, 32, V4) is None  # 2 pixels of 4 images x 2 zmm: 24 accumulators
-    assert gemm_of_shapes(*wide, 32, "x86-64-v3") is not None
+    assert gemm_of_shapes(*wide, "f32", V4) is None  # 2 pixels of 4 images x 2 zmm: 24 accumulators
+    assert gemm_of_shapes(*wide, "f32", "x86-64-v3") is not None
     # strided 1x1, a dilated whole window, a window smaller than the input: not a matmul of the tensors
-    assert gemm_of_shapes([1, 29, 29, 24], [1, 1, 24, 48], [1, 15, 15, 48], [2, 2], [1, 1], 32, V4) is None
+    assert gemm_of_shapes([1, 29, 29, 24], [1, 1, 24, 48], [1, 15, 15, 48], [2, 2], [1, 1], "f32", V4) is None
     assert gemm_of_shapes([2, 5, 5, 3], [5, 5, 3, 4], [2, 1, 1, 4], [1, 1], [2, 2], 32, V4) is None
-    assert gemm_of_shapes([2, 5, 5, 3], [4, 5, 3, 4], [2, 2, 1, 4], [1, 1], [1, 1], 32, V4) is None
+    assert gemm_of_shapes([2, 5, 5, 3], [4, 5, 3, 4], [2, 2, 1, 4], [1, 1], [1, 1], "f32", V4) is None
 
 
 def test_axis_phases_of_an_input_gradient():

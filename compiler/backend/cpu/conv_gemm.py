@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mind.spec.dtypes import DType
 from mind.spec.record import FrozenRecord
 
 from .conv_schedule import CONV_OP, direct_estimate
@@ -61,9 +62,9 @@ keeps both FMA pipes busy, its K slabs keep the operands in L1 and L2."""
 
 
 def gemm_of_shapes(xs: list[int], ws: list[int], os_: list[int], strides: list[int], dilations: list[int],
-                   elem_bits: int, isa: str) -> ConvGemm | None:
-    """The matmul of a conv of these static shapes and attributes that the GEMM should compute, or
-    None (see the module docstring).  The cost model: a whole-window conv always (one output pixel
+                   elem: str, isa: str) -> ConvGemm | None:
+    """The matmul of a conv of these static shapes and attributes (``elem``: "f32" or "f64") that the
+    GEMM should compute, or None (see the module docstring).  The cost model: a whole-window conv always (one output pixel
     per image: the direct schedule's block has one pixel and walks a whole image per FMA chain); a
     1x1 conv when the direct schedule's best block is estimated slower than the GEMM (a row of prime
     width, say; 512 channels in and out on AVX2, whose filter does not fit its L2), or as fast but
@@ -75,9 +76,8 @@ def gemm_of_shapes(xs: list[int], ws: list[int], os_: list[int], strides: list[i
     n, h, w, c = xs
     kh, kw, _, f = ws
     if (kh, kw) == (1, 1) and strides == [1, 1]:
-        cost, accumulators = direct_estimate(n, h, w, f, 1, 1, c, elem_bits, vector_unit(isa))
-        tile = VARIANTS[isa]["f32" if elem_bits == 32 else "f64"]
-        if (cost, -accumulators) <= (GEMM_CYCLES_PER_FMA, -2 * tile.rows):
+        cost, accumulators = direct_estimate(n, h, w, f, 1, 1, c, DType(elem).bits, vector_unit(isa))
+        if (cost, -accumulators) <= (GEMM_CYCLES_PER_FMA, -2 * VARIANTS[isa][elem].rows):
             return None
         return ConvGemm(n * h * w, f, c, (_PIXEL_ROWS, _PIXEL_ROWS, _PIXEL_ROWS))
     if (kh, kw) == (h, w) and os_[1:3] == [1, 1] and (dilations == [1, 1] or (h, w) == (1, 1)):
@@ -106,7 +106,7 @@ def conv_gemm(op: Any, isa: str) -> tuple[str, ConvGemm] | None:
         attrs.append([int(v) for v in ir.DenseIntElementsAttr(op.attributes[key])] if key in op.attributes
                      else [1, 1])
     elem = elems.pop()
-    view = gemm_of_shapes(*shapes, *attrs, elem_bits=32 if elem == "f32" else 64, isa=isa)
+    view = gemm_of_shapes(*shapes, *attrs, elem, isa)
     return None if view is None else (elem, view)
 
 

@@ -160,7 +160,7 @@ def _best_block(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int, elem
     filter that streams from L3 (a filter gradient's output, 3 x 3 pixels, whose "filter" is the
     output gradient).  At equal cost and accumulators one image wins: its pixels are one stretch of
     the input rows.  At equal cost more accumulators win even across images: the suite's stride-2
-    conv of 27-pixel rows, 3 pixels of 4 images x 2 zmm against 9 x 2 of one image, 4.27 -> 3.95 ms.
+    conv of 27-pixel rows, 3 pixels of 4 images x 2 zmm against 9 x 2 of one image, 4.27 -> 3.91 ms.
     """
     if min(n, oh, ow, f, kh, kw, c) < 1:
         return None

@@ -253,6 +253,13 @@ def _levels_then_last(em: Emitter, op: OpApplication, x: TensorValue, outer: tup
     return TensorValue(_reduce(em, last, init, combine), outer + tail, elem, op.dtype)
 
 
+def _split_run(n: int) -> int:
+    """The power of two ``b`` with ``n // b`` in [64, 128) (``SUM_RUN``): a split sum's first part is
+    ``n // b * b`` terms, which block into levels of at most ``SUM_RUN``, and the rest fewer than
+    ``n / 64`` (``_split_sum``, ``_split_rows``)."""
+    return 1 << (n.bit_length() - 7)
+
+
 def _unblocked(rows: int) -> bool:
     """Whether ``sum_levels`` leaves more than ``SUM_RUN`` of ``rows`` for the last level (no divisor
     up to ``SUM_RUN`` takes them below it: 362 = 2 x 181 keeps 181 after a level of 2)."""
@@ -278,7 +285,7 @@ def splits_rows(rows: int) -> bool:
     input) or, as for trailing sums, the rows are more than ``SUM_RUN`` squared.  A prime count of
     fewer rows keeps one running sum: one pass, where the split's four ops cost more than they
     save on small operands (a 131x352 column sum: 7.3 → 11.1 µs)."""
-    if not _unblocked(rows) or rows % (1 << (rows.bit_length() - 7)) == 0:
+    if not _unblocked(rows) or rows % _split_run(rows) == 0:
         return False
     return bool(sum_levels(rows)) or rows > SUM_RUN * SUM_RUN
 
@@ -291,7 +298,7 @@ def _split_rows(em: Emitter, op: OpApplication, x: TensorValue, outer: tuple[int
     of a small divisor (2 of 362) wrote and read again half as many partial rows as it read, and
     left a running sum of 181 terms anyway (a 362x3376 f32 column sum ran 2.4 times torch eager's
     time; ``docs/backend-cpu.md``, Measurements), as the trailing sums are split (``_split_sum``)."""
-    b = 1 << (rows.bit_length() - 7)
+    b = _split_run(rows)
     head = rows // b * b
     view = em.reshape(x, outer + (rows,) + tail)
     zeros = [0] * len(outer)
@@ -314,7 +321,7 @@ def _trailing_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str) -> 
     left = n // width
     for q in sum_levels(left):
         left //= q
-    if left > SUM_RUN and n > SUM_RUN * SUM_RUN and n % (1 << (n.bit_length() - 7)):
+    if left > SUM_RUN and n > SUM_RUN * SUM_RUN and n % _split_run(n):
         return _split_sum(em, op, x, init)
     part = _levels_then_last(em, op, x, outer, n // width, (width,) if width > 1 else (), init)
     if width == 1:
@@ -329,7 +336,7 @@ def _split_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str) -> Ten
     their own, then added.  Why: otherwise one running sum of all n terms, a dependent chain of
     scalar adds (``docs/backend-cpu.md``, Measurements) and an error growing with n."""
     outer, n = x.shape[:-1], x.shape[-1]
-    b = 1 << (n.bit_length() - 7)
+    b = _split_run(n)
     head = n // b * b
     zeros = [0] * len(outer)
     first = _trailing_sum(em, op, em.extract_slice(x, zeros + [0], outer + (head,)), init)
