@@ -24,6 +24,7 @@ from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir
 from mind.compiler.backend.cpu.gemm_kernel import VARIANTS, gemm_symbol
 from mind.compiler.backend.cpu.options import CpuOptions
 from mind.diagnostics import MindError
+from mind.spec.dtypes import DType
 
 HOST = KL.host_isa()
 RUNNABLE = [isa for isa in KL.ISAS if KL._REQUIRED_FLAGS[isa] <= host.cpu_flags()]
@@ -241,8 +242,9 @@ def test_gemm_edges_of_every_tile(isa, elem):
     # every count of rows a band leaves over (a band of exactly that many), after two whole bands:
     # with B's blocks read in place, and packed (a row of 512 f32 / 256 f64 is 2 KiB: B's lines
     # conflict in L1, so two bands pack them; ``PACK_CONFLICT_BYTES``)
+    row_2k = 2048 * 8 // DType(elem).bits
     for rest in range(g.rows):
-        for n in (g.width + 1, 2048 // (4 if elem == "f32" else 8) + 3, 2048 // (4 if elem == "f32" else 8)):
+        for n in (g.width + 1, row_2k + 3, row_2k):
             _check_gemm(isa, elem, 2 * g.rows + rest, n, 129, (0, 0, 0, 0, 0, 0), accumulate=rest % 2 == 0)
 
 
