@@ -136,6 +136,11 @@ CASES = [
     ("reduce_max", "f32", (12671, 32), [0], False),     # blocked max: levels of rows the threads share
     ("reduce_max", "f64", (3, 640, 2, 9), [1, 2], True),  # blocked over a run of middle axes
     ("reduce_max", "f32", (4096, 1000), [0], False),    # streams: one wide block per thread
+    ("reduce_max", "f64", (2000, 48), [1], False),      # short rows, whole: 6 vectors, a tree of pieces
+    ("reduce_sum", "f32", (1000, 100), [1], False),     # short rows, whole: 6 vectors and 4 lanes
+    ("reduce_sum", "f64", (7, 17, 40), [2], True),      # rows of 17 in tiles of 1 row (17 is prime)
+    ("reduce_max", "f32", (250, 8, 4), [1, 2], False),  # a row of two trailing axes, 2 vectors
+    ("reduce_sum", "f32", (3000, 12), [1], False),      # shorter than a vector: the transposed tile
 ]
 THREADS_AND_CPUS = [(1, "host"), (2, "host")] + ([(2, "x86-64-v3")] if host_isa() is not None else [])
 
@@ -199,6 +204,46 @@ def test_a_column_max_is_blocked_into_levels_of_rows(shape, axes, first):
     for short in (((12800, 32), [1]), ((100, 32), [0])):
         text = emit_mlir(_reduction("reduce_max", "f32", *short), {})[0]
         assert text.count("linalg.generic") == 1
+
+
+def _scheduled(fn, unit=AVX512) -> str:
+    from mlir import ir
+    from mlir.passmanager import PassManager
+
+    from mind.compiler.backend.cpu.transforms import schedule
+    from mind.compiler.backend.linalg.emit import emit_mlir
+    from mind.compiler.backend.linalg.pipeline import prefusion
+    text, _name = emit_mlir(fn, {})
+    with ir.Context(), ir.Location.unknown():
+        m = ir.Module.parse(text)
+        PassManager.parse(prefusion().render()).run(m.operation)
+        return schedule(m, min_work=0, unit=unit)
+
+
+@pytest.mark.parametrize("cpu, op, dtype, shape, axes, tiles", [
+    ("x86-64-v4", "reduce_max", "f32", (2000, 64), [1], "[4, 0]"),        # 4 vectors: 4 whole rows per tile
+    ("x86-64-v4", "reduce_sum", "f64", (28, 112, 32), [2], "[1, 4, 0]"),
+    ("x86-64-v4", "reduce_sum", "f32", (250, 8, 4), [1, 2], "[2, 0, 0]"),  # a row of two axes; 250 = 2 x 125
+    ("x86-64-v4", "reduce_max", "f32", (37, 176), [1], "[1, 0]"),          # 11 vectors, 37 rows (prime): one a tile
+    ("x86-64-v4", "reduce_max", "f32", (4000, 16), [1], "[4, 0]"),         # one vector
+    ("x86-64-v4", "reduce_sum", "f32", (3000, 12), [1], None),             # shorter than a vector
+    ("x86-64-v4", "reduce_max", "f32", (300, 192), [1], None),             # 12 vectors: a fusion group's rows
+    ("x86-64-v4", "reduce_max", "f32", (64, 300), [0], None),              # a column reduction
+    ("x86-64-v3", "reduce_sum", "f32", (3000, 12), [1], "[4, 0]"),         # 1.5 AVX2 vectors
+    ("x86-64-v3", "reduce_max", "f32", (2000, 24), [1], None),             # AVX2's maximum: 4 vectors at least
+    ("x86-64-v3", "reduce_max", "f32", (2000, 33), [1], "[4, 0]"),
+    ("x86-64-v3", "reduce_max", "f64", (1000, 44), [1], "[4, 0]"),
+])
+def test_short_rows_are_reduced_whole_several_rows_per_tile(cpu, op, dtype, shape, axes, tiles):
+    # a reduction along rows of 1 to 12 vectors (a max on AVX2: 4 to 12) takes tiles of whole rows,
+    # each row's vector reduced horizontally ("innerreduction", reassociated); others keep the
+    # transposed plan
+    script = _scheduled(_reduction(op, dtype, shape, axes), VECTOR_UNITS[cpu])
+    horizontal = "%eh1 = transform.structured.match ops{[\"vector.reduction\"]} in %ep1_f" in script
+    assert horizontal == (tiles is not None), script
+    if tiles:
+        assert f"tile_using_forall %ew1 tile_sizes {tiles}" in script and "tile_using_for %ep1" not in script
+        assert "innerreduction" in script and "#arith.fastmath<reassoc>" in script
 
 
 def test_streaming_column_blocks_give_every_thread_as_many():

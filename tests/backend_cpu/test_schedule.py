@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from mind.compiler.backend.cpu.api import compile_function
@@ -282,3 +284,55 @@ def test_loop_work_multiplies_the_trips_of_the_loops_around_an_op():
         dynamic = ir.Module.parse("func.func @f(%t: tensor<8x8xf32>, %n: index) -> tensor<8x8xf32> {\n"
                                   + body.replace("UPPER", "%n") + "}\n", ctx)
         assert largest_loop_work(dynamic) == 1 << 62  # a bound that is not a constant: large
+
+
+def test_an_op_with_a_long_body_counts_its_operations_not_its_iterations():
+    # an f32 RMS norm over 6000 rows of 24: rows of less than 2 AVX-512 vectors stay with the per-op
+    # plans, and its per-row sqrt (an f64 exp and log, some 130 operations per row) is 6000
+    # iterations, below MIN_SCHEDULE_WORK: counted as iterations it stayed a scalar loop nest that
+    # took 5x the time of the rest of the kernel; counted as operations it is scheduled
+    from mind.calling import select_function as select
+    from mind.compiler.backend.cpu.engine import mlir_to_llvm_ir
+    from mind.compiler.backend.cpu.lowering import lower_to_llvm_dialect
+    from mind.compiler.backend.cpu.transforms import MIN_SCHEDULE_WORK
+    from mind.compiler.backend.linalg.emit import emit_mlir
+    from mind.compiler.backend.linalg.payload import BODY_OPS
+    from mind.compiler.frontend.api import compile_source
+    src = ("fn f(x: Tensor<f32, [6000, 24]>, g: Tensor<f32, [24]>) -> Tensor<f32, [6000, 24]> {\n"
+           "  x / sqrt(mean(x * x, axes=[1], keepdims=true) + 1e-5) * g\n}")
+    fn = select(compile_source(src, "<test>"), "f")
+    mlir_text, name = emit_mlir(fn, {})
+    for cpu in ("x86-64-v4", "x86-64-v3"):
+        options = CpuOptions.resolve(threads=2, cpu=cpu, schedule=True)
+        report: dict = {}
+        lower_to_llvm_dialect(mlir_text, name, options, report=report)
+        assert report["scalar_work"] < MIN_SCHEDULE_WORK, cpu
+        # the sqrt in f64 vectors (a scalar loop has none: the rest of the kernel is f32)
+        assert re.search(r"<\d+ x double>", mlir_to_llvm_ir(mlir_text, name, options).llvm_ir), cpu
+    assert 6000 < MIN_SCHEDULE_WORK < 6000 * 100 // BODY_OPS  # the per-row op's iterations, its operations
+    x = np.random.default_rng(5).standard_normal((6000, 24)).astype(np.float32)
+    g = np.random.default_rng(6).standard_normal(24).astype(np.float32)
+    import mind
+    got = mind.compile(src, fn="f", threads=2, cache=False)(x, g)
+    want = x / np.sqrt((x.astype(np.float64) ** 2).mean(axis=1, keepdims=True) + 1e-5) * g
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+
+
+def test_op_work_weighs_a_generic_by_its_body():
+    from mlir import ir
+
+    from mind.compiler.backend.linalg.payload import BODY_OPS, op_work
+
+    def chain(n: int) -> str:
+        return ("#m = affine_map<(d0) -> (d0)>\n"
+                "func.func @f(%x: tensor<1000xf32>) -> tensor<1000xf32> {\n"
+                "  %0 = linalg.generic {indexing_maps = [#m, #m], iterator_types = [\"parallel\"]} "
+                "ins(%x : tensor<1000xf32>) outs(%x : tensor<1000xf32>) {\n"
+                "  ^bb0(%a: f32, %o: f32):\n" +
+                "".join(f"    %v{i} = arith.mulf {'%a' if i == 0 else f'%v{i - 1}'}, %a : f32\n" for i in range(n)) +
+                f"    linalg.yield %v{n - 1} : f32\n  }} -> tensor<1000xf32>\n  return %0 : tensor<1000xf32>\n}}\n")
+    with ir.Context(), ir.Location.unknown():
+        for n, work in ((32, 1000 * 32 // BODY_OPS), (BODY_OPS, 1000), (3, 1000)):  # a short body: its iterations
+            m = ir.Module.parse(chain(n))
+            op = next(o for o in m.body.operations[0].regions[0].blocks[0].operations if o.name == "linalg.generic")
+            assert op_work(op) == work, n

@@ -12,7 +12,7 @@ from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir
 from mind.compiler.backend.cpu.kernel_library import host_isa
 from mind.compiler.backend.cpu.options import CpuOptions
 from mind.compiler.backend.cpu.transforms import choose_elementwise_tiles, choose_matmul_tiles
-from mind.compiler.backend.cpu.vector_unit import AVX512, VECTOR_UNITS, vector_unit
+from mind.compiler.backend.cpu.vector_unit import AVX512, VECTOR_UNITS, runs_isa, vector_unit
 from mind.ir.parser import parse_module
 from mind.calling import select_function
 
@@ -27,6 +27,22 @@ def test_each_cpu_option_names_its_vector_unit():
     assert vector_unit("generic") == VECTOR_UNITS["x86-64"]
     assert vector_unit("host") == VECTOR_UNITS[host_isa() or "x86-64"]
     assert AVX2.lanes(32) == 8 and AVX2.lanes(64) == 4 and AVX512.lanes(8) == 64
+
+
+def test_the_maximum_costs_three_instructions_where_kernels_get_the_vrange_rewrite():
+    # the schedules read a max's cost from the unit (transforms._whole_row_tiles); the 512-bit unit
+    # is the one whose kernels' LLVM IR goes through range_max (lowering), the others keep LLVM's
+    # six-instruction expansion
+    from mind.compiler.backend.cpu.engine import mlir_to_llvm_ir as lower
+    from mind.compiler.backend.linalg.emit import emit_mlir
+    fn = select_function(parse_module("func @main(%x: f32[64, 64]) -> (f32[64]) {\n"
+                                      "  %0 = reduce_max(%x) {axes = [1], keepdims = false} : f32[64]\n"
+                                      "  return %0\n}\n", "t"), None)
+    text, name = emit_mlir(fn, {})
+    for cpu in ["generic"] + [isa for isa in ("x86-64-v3", "x86-64-v4") if runs_isa(isa)]:
+        llvm_ir = lower(text, name, CpuOptions.resolve(threads=1, cpu=cpu, schedule="all")).llvm_ir
+        assert ("@llvm.x86.avx512.mask.range" in llvm_ir) == (vector_unit(cpu).maximum_instructions == 3), cpu
+    assert AVX512.maximum_instructions == 3 and AVX2.maximum_instructions == 6
 
 
 def test_tiles_follow_the_vector_unit():

@@ -29,13 +29,14 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from ..linalg.lowerings import SUM_RUN
-from ..linalg.payload import compute_bits, element_bits, generic_inputs, generic_loops, product, static_shape
+from ..linalg.payload import (BODY_OPS, compute_bits, element_bits, generic_inputs, generic_loops,
+                              generic_operations, product, static_shape)
 from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .vector_unit import VectorUnit
 
 __all__ = ["L2_SHARE", "MIN_BLOCKS", "MIN_BLOCK_BYTES", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
            "group_section", "plan_groups", "unblock_sums", "group_work", "BODY_OPS", "consumer_kind", "short_rows",
-           "reduction_tile", "ROW_VECTORS_TO_GROUP", "worth_grouping"]
+           "reduction_tile", "ROW_VECTORS_TO_GROUP", "worth_grouping", "horizontal_reductions"]
 
 L2_SHARE = 2
 """A block's live rows take at most 1/L2_SHARE of L2: the rest holds the next block's prefetched
@@ -299,11 +300,23 @@ _MASKED = """\
 """
 
 
-_REASSOCIATE = """\
+_HORIZONTAL = """\
+    transform.apply_patterns to {forall} {{
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
+    }} : !transform.any_op
     %{v} = transform.structured.match ops{{["vector.reduction"]}} in {forall} : (!transform.any_op) -> !transform.any_op
     %{v}_p = transform.param.constant #arith.fastmath<reassoc> -> !transform.any_param
     transform.annotate %{v} "fastmath" = %{v}_p : !transform.any_op, !transform.any_param
 """
+
+
+def horizontal_reductions(var: str, forall: str) -> str:
+    """The vector reductions inside ``forall`` (a handle) lowered one row at a time, each a
+    horizontal reduction of the row's vector (the target's "innerparallel" lowering, right for
+    the other reductions, transposes the rows and combines them one after another), reassociated:
+    a sum may add in any order, so a tree of shuffles and vector adds, not one dependent scalar add
+    per element (``range_max`` makes a max's tree of ``vrange``s on AVX-512)."""
+    return _HORIZONTAL.format(v=var, forall=forall)
 
 
 def _cse(var: str) -> str:
@@ -354,15 +367,10 @@ def group_section(group: Group, tags: Sequence[int | None], unit: VectorUnit,
         s += (f"    transform.apply_patterns to {forall} {{\n      transform.apply_patterns.canonicalization\n"
               f"    }} : !transform.any_op\n")
     # the per-row combinations of split reductions first, alone in the block, as horizontal
-    # reductions (the target's "innerparallel" lowering, right for the other reductions, extracts a
-    # row's 64 partial results one by one), reassociated (a sum may add in any order: a tree of
-    # shuffles and vector adds, not one dependent scalar add per partial result); then the rest
+    # reductions (their row's partial results, reassociated); then the rest
     s += combines
     if combines:
-        s += (f"    transform.apply_patterns to {forall} {{\n"
-              f"      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = \"innerreduction\"\n"
-              f"    }} : !transform.any_op\n")
-        s += _REASSOCIATE.format(v=f"gh{g}", forall=forall)
+        s += horizontal_reductions(f"gh{g}", forall)
     # masked transfers (rows without a whole-vector divisor) as transfers with a mask operand,
     # which the target's vector lowering turns into masked loads and stores
     return s + rest + _MASKED.format(v=f"gm{g}")
@@ -544,23 +552,13 @@ def _peeled(name: str, loop: str, vector_sizes: Sequence[int]) -> tuple[str, str
     return s, vec
 
 
-BODY_OPS = 8
-"""The operations per iteration that the cost model's ``min_work`` (iterations) stands for: a group
-whose bodies do more (an ``exp``/``log`` polynomial, a norm's ``sqrt`` as ``exp(log(x) / 2)`` that
-elementwise fusion computes for every element of the row) counts its operations in such units."""
-
-
 def group_work(group: Group) -> int:
     """The work a group's cost is compared with ``min_work`` by: the consumer's iterations, or, when
     larger, the operations of every generic of the group (iterations times body operations) in units
     of ``BODY_OPS``.  Why: left unscheduled, a group is scalar loops that recompute whatever fusion
     put in a body for every element (a per-row ``log`` or ``sqrt`` of an f64 RMS norm of 64x77
     elements), so its cost is its operations, not its elements."""
-    ops = 0
-    for op in group.ops:
-        loops = generic_loops(op) if op.name == "linalg.generic" else None
-        if loops is not None:
-            ops += product(loops[0]) * (len(op.regions[0].blocks[0].operations) - 1)
+    ops = sum(generic_operations(op) or 0 for op in group.ops if op.name == "linalg.generic")
     return max(product(group.ranges), ops // BODY_OPS)
 
 

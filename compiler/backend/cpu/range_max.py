@@ -108,19 +108,20 @@ class _Writer:
         return self.concat(indent, parts, native, elem)
 
     def reduce_max(self, indent: str, v: str, lanes: int, elem: str) -> str | None:
-        """``llvm.vector.reduce.fmaximum`` of ``v`` by halving while the halves are 128 bits or
-        more, then within one 128-bit vector: its upper lanes moved down by a shuffle and combined,
-        until lane 0 holds the maximum (the other lanes are not read)."""
+        """``llvm.vector.reduce.fmaximum`` of ``v``: a power of two of lanes by halving while the
+        halves are 128 bits or more; other counts (a row of 48 f64, 100 f32) through their native
+        pieces (``_fold_pieces``).  Then within one 128-bit vector: its upper lanes moved down by a
+        shuffle and combined, until lane 0 holds the maximum (the other lanes are not read), and
+        the lanes of less than 128 bits that no piece took combined with it one by one."""
         bits = _ELEMENT[elem][1]
-        if lanes & (lanes - 1) or lanes * bits < 128:
+        if lanes * bits < 128:
             return None
-        while lanes * bits >= 256:
-            half = lanes // 2
-            m = self.vector_max(indent, self.piece(indent, v, lanes, elem, 0, half),
-                                self.piece(indent, v, lanes, elem, half, half), half, elem)
-            if m is None:
-                return None
-            v, lanes = m, half
+        whole, rest = v, lanes
+        if lanes & (lanes - 1):
+            v, lanes, left = self._fold_pieces(indent, v, lanes, elem)
+        else:
+            left = []
+        v, lanes = self._halve_to(indent, v, lanes, 128 // bits, elem)
         shift = lanes // 2
         while shift:
             mask = ", ".join(f"i32 {min(i + shift, lanes - 1)}" for i in range(lanes))
@@ -128,7 +129,47 @@ class _Writer:
                                       f"<{lanes} x i32> <{mask}>")
             v = self.native_max(indent, v, moved, lanes, elem)
             shift //= 2
-        return self.emit(indent, f"extractelement <{lanes} x {elem}> {v}, i32 0")
+        result = self.emit(indent, f"extractelement <{lanes} x {elem}> {v}, i32 0")
+        for i in left:
+            lane = self.emit(indent, f"extractelement <{rest} x {elem}> {whole}, i32 {i}")
+            result = self.scalar_max(indent, result, lane, elem)
+        return result
+
+    def _halve_to(self, indent: str, v: str, lanes: int, target: int, elem: str) -> tuple[str, int]:
+        """``v`` of a power of two of native ``lanes`` folded in halves down to ``target`` lanes."""
+        while lanes > target:
+            half = lanes // 2
+            m = self.vector_max(indent, self.piece(indent, v, lanes, elem, 0, half),
+                                self.piece(indent, v, lanes, elem, half, half), half, elem)
+            assert m is not None, "halves of a power of two of native pieces"
+            v, lanes = m, half
+        return v, lanes
+
+    def _fold_pieces(self, indent: str, v: str, lanes: int, elem: str) -> tuple[str, int, list[int]]:
+        """A row of ``lanes`` that is not a power of two, cut into native pieces from its start (as
+        many of 512 bits as fit, then one of 256 and one of 128 where they fit): the 512-bit pieces
+        combined pairwise, then each narrower piece with the result so far halved to its width.
+        Returns (that native vector, its lanes, the lanes left over: fewer than 128 bits)."""
+        bits = _ELEMENT[elem][1]
+        acc: str | None = None
+        acc_lanes = start = 0
+        for width in (512, 256, 128):
+            n = width // bits
+            count = (lanes - start) // n if width == 512 else min(1, (lanes - start) // n)
+            pieces = [self.piece(indent, v, lanes, elem, start + i * n, n) for i in range(count)]
+            start += count * n
+            while len(pieces) > 1:
+                pairs = [self.native_max(indent, a, b, n, elem) for a, b in zip(pieces[::2], pieces[1::2])]
+                pieces = pairs + pieces[2 * len(pairs):]
+            if not pieces:
+                continue
+            if acc is None:
+                acc, acc_lanes = pieces[0], n
+            else:
+                acc, acc_lanes = self._halve_to(indent, acc, acc_lanes, n, elem)
+                acc = self.native_max(indent, acc, pieces[0], n, elem)
+        assert acc is not None, "at least 128 bits"
+        return acc, acc_lanes, list(range(start, lanes))
 
     def scalar_max(self, indent: str, a: str, b: str, elem: str) -> str:
         """``llvm.maximum`` of two scalars, in lane 0 of a 128-bit vector."""

@@ -35,7 +35,7 @@ from ..linalg.payload import (DEFAULT_MAPS, compute_bits, element_bits, generic_
 from ..linalg.schedule import schedule_module
 from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .conv_schedule import CONV_OP, feeds_conv, plan_conv
-from .fusion_groups import _MASKED, CHAINS, plan_groups, unblock_sums
+from .fusion_groups import _MASKED, CHAINS, ROW_VECTORS_TO_GROUP, horizontal_reductions, plan_groups, unblock_sums
 from .thread_cost import COSTS, saving_pays
 from .vector_unit import AVX512, CACHE_LINE_BYTES, VectorUnit
 
@@ -398,6 +398,10 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
     # the widest element type sets the lane count: with the narrowest (an i8 mask), f32 operands of
     # the same op got 256-element tiles, 16 registers per row, and 4x the IR of a register-sized tile
     bits = compute_bits(op)
+    rows = _whole_row_tiles(op, ranges, kinds, unit, bits)
+    if rows is not None:
+        return elementwise_section(tag, "linalg.generic", ElementwiseTiles(rows, (0,) * len(ranges))) + \
+            horizontal_reductions(f"eh{tag}", f"%ep{tag}_f")
     tiles = choose_elementwise_tiles(ranges, kinds, bits, unit, masked=True, threads=threads)
     order: list[int] = []
     if all(k == "parallel" for k in kinds) and len(ranges) >= 2:
@@ -410,6 +414,57 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
                                          tuple(tiles.reduction[d] for d in order), tiles.masked)
                 ranges = [ranges[d] for d in order]
     return elementwise_section(tag, "linalg.generic", tiles, ranges=ranges, order=order)
+
+
+ROWS_PER_TILE = 4
+"""Rows of a tile of whole short rows (``_whole_row_tiles``): independent horizontal reductions
+side by side; 2 and 8 ran within a few per cent of 4, 1 up to 1.7x slower (a 4000x24 f64 max;
+``docs/backend-cpu.md``, Measurements)."""
+
+
+EXPANDED_MAXIMUM_ROW_VECTORS = 4
+"""The fewest vectors of a max's row reduced whole (``_whole_row_tiles``) on a unit whose IEEE maximum
+is LLVM's six-instruction expansion (``VectorUnit.maximum_instructions``, AVX2)."""
+
+
+def _whole_row_tiles(op: Any, ranges: Sequence[int], kinds: Sequence[str], unit: VectorUnit,
+                     bits: int) -> tuple[int, ...] | None:
+    """The forall tiles of a reduction along its trailing loops whose row (those loops, read
+    contiguously: every operand's map an identity or a projection) is at least one vector and
+    shorter than the rows that fusion groups take (``ROW_VECTORS_TO_GROUP``): ``ROWS_PER_TILE`` rows
+    (or the largest divisor below it) of whole rows, each row reduced on its own by a horizontal
+    reduction (``horizontal_reductions``); None for other ops.
+
+    Why: the plan of other reductions (a tile of 8 rows by one vector, "innerparallel") transposes
+    the tile and folds its columns into the 8 rows' accumulator one after another, a dependent chain
+    of one IEEE maximum (or add) per column: a 2000x64 f32 max ran 0.5x torch eager's speed, a
+    2000x48 f64 sum 0.4x.  A whole row's vectors are combined as a tree, then across the vector's
+    lanes (the figures are in ``docs/backend-cpu.md``, Measurements).  Rows shorter than a vector
+    keep that plan: there the transposed tile is what packs several rows into one vector (3000x12
+    f64 max: 10.9 µs against 18.3 µs whole).  A max on a unit without a short IEEE maximum (AVX2)
+    needs ``EXPANDED_MAXIMUM_ROW_VECTORS``: a row's horizontal reduction is log2(lanes) maxima and
+    one with the initial value, at six instructions each, where the transposed tile does about one
+    per vector of the row; with fewer vectors than 4 it was up to 1.5x slower (a 4000x9 f32 max),
+    with 4 or more up to 1.6x faster (1000x90)."""
+    from mlir import ir
+    first = next((d for d, k in enumerate(kinds) if k != "parallel"), 0)
+    if first == 0 or any(k == "parallel" for k in kinds[first:]):
+        return None
+    lanes, row = unit.lanes(bits), product(ranges[first:])
+    expanded = unit.maximum_instructions > AVX512.maximum_instructions  # no vrange maximum
+    fewest = EXPANDED_MAXIMUM_ROW_VECTORS if expanded and _body_has(op, "arith.maximumf") else 1
+    if not fewest * lanes <= row < ROW_VECTORS_TO_GROUP["reduction"] * lanes:
+        return None
+    if any(map_kind(ir.AffineMapAttr(a).value) not in ("identity", "projection") for a in op.attributes["indexing_maps"]):
+        return None
+    tiles = [1] * first + [0] * (len(ranges) - first)
+    tiles[first - 1] = largest_divisor_at_most(ranges[first - 1], ROWS_PER_TILE)
+    return tuple(tiles)
+
+
+def _body_has(op: Any, name: str) -> bool:
+    """Whether the body of the generic ``op`` has an operation ``name``."""
+    return any(b.operation.name == name for b in op.regions[0].blocks[0].operations)
 
 
 def _plan_strided(threads: int, op: Any, tag: int, ranges: Sequence[int], kinds: Sequence[str]) -> str | None:

@@ -24,20 +24,24 @@ class VectorUnit(FrozenRecord):
     ``fma_per_cycle``: the full-width vector multiply-adds one core issues per cycle, again the fewest
     of its class (Zen 4 issues a 512-bit FMA over both of its 256-bit FMA pipes, as do Intel parts with
     one AVX-512 FMA unit; AVX2 parts have two 256-bit FMA pipes; SSE2 has no FMA), which the thread
-    cost model charges a contraction's multiply-adds at."""
+    cost model charges a contraction's multiply-adds at; ``maximum_instructions``: the instructions
+    of one vector IEEE maximum (NaN if either operand is, +0 above -0): 3 with AVX-512DQ's ``vrange``
+    (``range_max``), 6 as LLVM expands it without (sign blends, ``maxps``, a NaN fix-up)."""
 
-    __slots__ = ("bits", "registers", "l2_bytes", "fma_per_cycle")
+    __slots__ = ("bits", "registers", "l2_bytes", "fma_per_cycle", "maximum_instructions")
 
     bits: int
     registers: int
     l2_bytes: int
     fma_per_cycle: int
+    maximum_instructions: int
 
-    def __init__(self, bits: int, registers: int, l2_bytes: int, fma_per_cycle: int) -> None:
+    def __init__(self, bits: int, registers: int, l2_bytes: int, fma_per_cycle: int, maximum_instructions: int) -> None:
         object.__setattr__(self, "bits", bits)
         object.__setattr__(self, "registers", registers)
         object.__setattr__(self, "l2_bytes", l2_bytes)
         object.__setattr__(self, "fma_per_cycle", fma_per_cycle)
+        object.__setattr__(self, "maximum_instructions", maximum_instructions)
 
     def lanes(self, elem_bits: int) -> int:
         """Elements of ``elem_bits`` in one register (at least 1)."""
@@ -45,9 +49,9 @@ class VectorUnit(FrozenRecord):
 
 
 VECTOR_UNITS: dict[str, VectorUnit] = {
-    "x86-64-v4": VectorUnit(512, 32, 1 << 20, 1),    # AVX-512: 32 zmm, L2 >= 1 MB, 1 zmm FMA per cycle
-    "x86-64-v3": VectorUnit(256, 16, 512 << 10, 2),  # AVX2 + FMA: 16 ymm, L2 >= 512 KB, 2 ymm FMAs per cycle
-    "x86-64": VectorUnit(128, 16, 256 << 10, 1),     # the baseline: SSE2, 16 xmm, L2 >= 256 KB, a mul + an add
+    "x86-64-v4": VectorUnit(512, 32, 1 << 20, 1, 3),    # AVX-512: 32 zmm, L2 >= 1 MB, 1 zmm FMA per cycle, vrange
+    "x86-64-v3": VectorUnit(256, 16, 512 << 10, 2, 6),  # AVX2 + FMA: 16 ymm, L2 >= 512 KB, 2 ymm FMAs per cycle
+    "x86-64": VectorUnit(128, 16, 256 << 10, 1, 6),     # the baseline: SSE2, 16 xmm, L2 >= 256 KB, a mul + an add
 }
 """The unit of each x86-64 level the options may name (``codegen.FIXED_TARGETS``)."""
 
