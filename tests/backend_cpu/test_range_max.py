@@ -42,23 +42,40 @@ def _same(got: np.ndarray, want: np.ndarray, bits) -> np.ndarray:
     return (np.isnan(got) & np.isnan(want)) | (got.view(bits) == want.view(bits))
 
 
+def _define(name: str, operand: str, result: str, call: str, operands: int) -> str:
+    """``@name(ptr %a[, ptr %b], ptr %o)``: loads %x (and %y) of type ``operand``, ``%r = call``,
+    stores %r (of type ``result``) to %o."""
+    ptrs = ["%a", "%b"][:operands]
+    loads = "".join(f"  %{v} = load {operand}, ptr {p}, align 8\n" for v, p in zip("xy", ptrs))
+    return (f"define void @{name}({', '.join(f'ptr {p}' for p in ptrs)}, ptr %o) {{\n{loads}"
+            f"  %r = {call}\n  store {result} %r, ptr %o, align 8\n  ret void\n}}\n")
+
+
+def _reduce_function(lanes: int, elem: str, suffix: str) -> str:
+    vec, name = f"<{lanes} x {elem}>", f"@llvm.vector.reduce.fmaximum.v{lanes}{suffix}"
+    return f"declare {elem} {name}({vec})\n" + _define("reduced", vec, elem, f"call reassoc {elem} {name}({vec} %x)", 1)
+
+
 def _max_function(lanes: int, elem: str, suffix: str) -> str:
-    vec = f"<{lanes} x {elem}>"
-    return (f"declare {vec} @llvm.maximum.v{lanes}{suffix}({vec}, {vec})\n"
-            f"declare {elem} @llvm.vector.reduce.fmaximum.v{lanes}{suffix}({vec})\n"
-            f"define void @pairwise(ptr %a, ptr %b, ptr %o) {{\n"
-            f"  %x = load {vec}, ptr %a, align 8\n  %y = load {vec}, ptr %b, align 8\n"
-            f"  %r = call {vec} @llvm.maximum.v{lanes}{suffix}({vec} %x, {vec} %y)\n"
-            f"  store {vec} %r, ptr %o, align 8\n  ret void\n}}\n"
-            f"define void @reduced(ptr %a, ptr %o) {{\n"
-            f"  %x = load {vec}, ptr %a, align 8\n"
-            f"  %r = call reassoc {elem} @llvm.vector.reduce.fmaximum.v{lanes}{suffix}({vec} %x)\n"
-            f"  store {elem} %r, ptr %o, align 8\n  ret void\n}}\n"
-            f"declare {elem} @llvm.maximum.{suffix}({elem}, {elem})\n"
-            f"define void @scalar(ptr %a, ptr %b, ptr %o) {{\n"
-            f"  %x = load {elem}, ptr %a, align 8\n  %y = load {elem}, ptr %b, align 8\n"
-            f"  %r = call {elem} @llvm.maximum.{suffix}({elem} %x, {elem} %y)\n"
-            f"  store {elem} %r, ptr %o, align 8\n  ret void\n}}\n")
+    vec, name, scalar = f"<{lanes} x {elem}>", f"@llvm.maximum.v{lanes}{suffix}", f"@llvm.maximum.{suffix}"
+    return (f"declare {vec} {name}({vec}, {vec})\n" +
+            _define("pairwise", vec, vec, f"call {vec} {name}({vec} %x, {vec} %y)", 2) +
+            _reduce_function(lanes, elem, suffix) + f"declare {elem} {scalar}({elem}, {elem})\n" +
+            _define("scalar", elem, elem, f"call {elem} {scalar}({elem} %x, {elem} %y)", 2))
+
+
+def _jit(text: str):
+    """An x86-64-v4 MCJIT engine of the LLVM IR ``text`` (keep it alive while its functions run)."""
+    import llvmlite.binding as llvm
+
+    from mind.compiler.backend.cpu import codegen
+    codegen._llvm()
+    tm = codegen._target_machine("x86-64-v4")
+    module = llvm.parse_assembly(text)
+    module.triple = tm.triple
+    engine = llvm.create_mcjit_compiler(module, tm)
+    engine.finalize_object()
+    return engine
 
 
 def test_the_rewrite_replaces_every_vector_maximum_and_declares_once():
@@ -83,19 +100,11 @@ def test_the_rewrite_replaces_every_vector_maximum_and_declares_once():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("bits", [128, 256, 512, 1024, 2048])
 def test_vector_maximum_matches_the_spec_on_every_special_pair(dtype, bits):
-    import llvmlite.binding as llvm
-
-    from mind.compiler.backend.cpu import codegen
     elem, suffix, as_bits = _TYPES[dtype]
     lanes = bits // (32 if dtype == np.float32 else 64)
     text = rewrite_maximum(_max_function(lanes, elem, suffix))
     assert f"call <{lanes} x {elem}> @llvm.maximum" not in text and "call reassoc" not in text  # all rewritten
-    codegen._llvm()
-    tm = codegen._target_machine("x86-64-v4")
-    module = llvm.parse_assembly(text)
-    module.triple = tm.triple
-    engine = llvm.create_mcjit_compiler(module, tm)
-    engine.finalize_object()
+    engine = _jit(text)
     pairwise = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(
         engine.get_function_address("pairwise"))
     reduced = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(engine.get_function_address("reduced"))
@@ -120,15 +129,6 @@ def test_vector_maximum_matches_the_spec_on_every_special_pair(dtype, bits):
 
 
 
-def _reduce_function(lanes: int, elem: str, suffix: str) -> str:
-    vec = f"<{lanes} x {elem}>"
-    return (f"declare {elem} @llvm.vector.reduce.fmaximum.v{lanes}{suffix}({vec})\n"
-            f"define void @reduced(ptr %a, ptr %o) {{\n"
-            f"  %x = load {vec}, ptr %a, align 8\n"
-            f"  %r = call reassoc {elem} @llvm.vector.reduce.fmaximum.v{lanes}{suffix}({vec} %x)\n"
-            f"  store {elem} %r, ptr %o, align 8\n  ret void\n}}\n")
-
-
 @V4
 @pytest.mark.parametrize("dtype,lanes", [(np.float32, 100), (np.float32, 33), (np.float32, 17), (np.float32, 12),
                                          (np.float32, 7), (np.float32, 4), (np.float64, 48), (np.float64, 40),
@@ -137,18 +137,10 @@ def _reduce_function(lanes: int, elem: str, suffix: str) -> str:
 def test_reductions_of_any_width_match_the_spec(dtype, lanes):
     """A row that is not a power of two of lanes (48 f64, 100 f32) is cut into native pieces and
     the lanes left over; a NaN or a zero of either sign in each lane in turn, the rest random."""
-    import llvmlite.binding as llvm
-
-    from mind.compiler.backend.cpu import codegen
     elem, suffix, as_bits = _TYPES[dtype]
     text = rewrite_maximum(_reduce_function(lanes, elem, suffix))
     assert "@llvm.vector.reduce.fmaximum" not in text.split("define")[1]  # rewritten, not left to LLVM
-    codegen._llvm()
-    tm = codegen._target_machine("x86-64-v4")
-    module = llvm.parse_assembly(text)
-    module.triple = tm.triple
-    engine = llvm.create_mcjit_compiler(module, tm)
-    engine.finalize_object()
+    engine = _jit(text)
     reduced = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(engine.get_function_address("reduced"))
     rng = np.random.default_rng(11)
     rows = []
