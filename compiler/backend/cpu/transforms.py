@@ -437,11 +437,11 @@ def _whole_row_tiles(op: Any, ranges: Sequence[int], kinds: Sequence[str], unit:
 
     Why: the plan of other reductions (a tile of 8 rows by one vector, "innerparallel") transposes
     the tile and folds its columns into the 8 rows' accumulator one after another, a dependent chain
-    of one IEEE maximum (or add) per column: a 2000x64 f32 max ran 0.5x torch eager's speed, a
-    2000x48 f64 sum 0.4x.  A whole row's vectors are combined as a tree, then across the vector's
-    lanes (the figures are in ``docs/backend-cpu.md``, Measurements).  Rows shorter than a vector
-    keep that plan: there the transposed tile is what packs several rows into one vector (3000x12
-    f64 max: 10.9 µs against 18.3 µs whole).  A max on a unit without a short IEEE maximum (AVX2)
+    of one IEEE maximum (or add) per column: a 2000x64 f32 max ran at 0.56x torch eager's speed, a
+    2000x48 f64 max 0.63x (1.25x and 1.19x whole).  A whole row's vectors are combined as a tree,
+    then across the vector's lanes (the figures are in ``docs/backend-cpu.md``, Measurements).  Rows
+    shorter than a vector keep that plan: there the transposed tile is what packs several rows into
+    one vector (a 5000x7 f32 sum: 7.1 µs against 10.8 µs whole).  A max on a unit without a short IEEE maximum (AVX2)
     needs ``EXPANDED_MAXIMUM_ROW_VECTORS``: a row's horizontal reduction is log2(lanes) maxima and
     one with the initial value, at six instructions each, where the transposed tile does about one
     per vector of the row; with fewer vectors than 4 it was up to 1.5x slower (a 4000x9 f32 max),
