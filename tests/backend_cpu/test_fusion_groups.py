@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 import mind
 import mind.compiler.backend.cpu.lowering as lowering
-from mind.compiler.backend.cpu.fusion_groups import (_chained_rows, _masked_vectors, block_rows, elementwise_row_tile,
-                                                     per_row_tile, reduction_tile, row_tile, Group)
+from mind.compiler.backend.cpu.fusion_groups import (_chained_rows, _masked_vectors, block_rows, carried_row_tile,
+                                                     elementwise_row_tile, masked_cover, per_row_tile, reduction_tile,
+                                                     row_tile, Group)
 from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, runs_isa, vector_unit
 
 EPS = 1e-5
@@ -231,6 +232,22 @@ def test_row_tile_is_whole_vectors():
     assert row_tile(83, 16) == (32, True)     # 96 lanes for 83, not 128
     assert row_tile(37, 16) == (16, True)
     assert row_tile(80, 16) == (16, False)    # 5 whole vectors, not 2 tiles of 64 lanes
+
+
+def test_a_carried_row_is_one_two_or_four_vectors():
+    # accumulators carried along a reduction loop outside the row stay in registers as 1, 2 or 4
+    # vectors: 3 whole vectors take the most of 4, 2, 1 that divide the row; a row of 1 to 4 vectors
+    # that no vector divides is one masked tile covering it; other rows keep row_tile's tiles
+    assert row_tile(48, 16) == (48, False) and carried_row_tile(48, 16) == (16, False)
+    assert row_tile(96, 16) == (48, False) and carried_row_tile(96, 16) == (32, False)
+    assert carried_row_tile(24, 8) == (8, False)   # 3 AVX2 vectors
+    assert carried_row_tile(40, 16) == (64, True) and carried_row_tile(24, 16) == (32, True)
+    assert carried_row_tile(20, 8) == (32, True) and carried_row_tile(17, 16) == (32, True)
+    for n, lanes in [(64, 16), (32, 16), (12, 16), (16, 16), (784, 16), (100, 16), (1000, 16), (20, 4), (8, 4)]:
+        assert carried_row_tile(n, lanes) == row_tile(n, lanes), (n, lanes)
+    for n, lanes in [(40, 16), (24, 16), (17, 16), (33, 16), (5, 4), (11, 8), (63, 16)]:
+        t = masked_cover(n, lanes)
+        assert t >= n and t // lanes in (1, 2, 4) and t // 2 < n, (n, lanes, t)
 
 
 def test_an_elementwise_row_shorter_than_two_vectors_is_one_tile():
@@ -531,7 +548,8 @@ def test_a_reduction_alone_is_grouped_only_over_more_than_one_row():
 
 @pytest.mark.parametrize("cpu", CPUS)
 @pytest.mark.parametrize("dt,shape", [("f32", (20, 300, 1000)), ("f32", (8, 304, 926)), ("f64", (6, 259, 130)),
-                                      ("f32", (104, 59, 23))])
+                                      ("f32", (104, 59, 23)), ("f32", (64, 50, 48)), ("f32", (16, 30, 40)),
+                                      ("f64", (8, 40, 24))])
 def test_a_middle_axis_mean_tiles_its_rows_in_whole_vectors(dt, shape, cpu):
     # the mean's division groups the blocked sum over the middle axis; that sum's levels run along
     # the row in whole vectors with a peeled last tile, as the block's elementwise ops do, never as

@@ -36,7 +36,8 @@ from .vector_unit import VectorUnit
 
 __all__ = ["L2_SHARE", "MIN_BLOCKS", "MIN_BLOCK_BYTES", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
            "group_section", "plan_groups", "unblock_sums", "group_work", "BODY_OPS", "consumer_kind", "short_rows",
-           "reduction_tile", "ROW_VECTORS_TO_GROUP", "worth_grouping", "horizontal_reductions"]
+           "reduction_tile", "ROW_VECTORS_TO_GROUP", "worth_grouping", "horizontal_reductions", "carried_row_tile",
+           "masked_cover"]
 
 L2_SHARE = 2
 """A block's live rows take at most 1/L2_SHARE of L2: the rest holds the next block's prefetched
@@ -390,6 +391,31 @@ def row_tile(n: int, lanes: int) -> tuple[int, bool]:
     return t, n % t != 0
 
 
+def carried_row_tile(n: int, lanes: int) -> tuple[int, bool]:
+    """The tile along the row of a reduction over an outer loop of the block (a mean over a middle
+    axis), whose accumulators are carried along that loop: ``row_tile``'s, but a whole number of
+    vectors that is not a power of two (3 of a row of 48 f32) becomes the most vectors, 4, 2 or 1,
+    that divide the row, and a row of 1 to 4 vectors that no vector divides is one masked tile of
+    the fewest vectors that cover it (``masked_cover``), not one-vector tiles and a masked last one.
+    Why: LLVM keeps a loop-carried value of 1, 2 or 4 vectors in registers, and 3 went through the
+    stack every step: a mean over the middle axis of 64x50x48 f32 ran 23.5-33.1 µs against 8.3-8.8
+    (torch eager 10.7-15.4), of 64x100x40 28.1-31.9 against 9.5-10.4 (``docs/backend-cpu.md``,
+    Measurements)."""
+    if lanes < n < 4 * lanes and n % lanes:
+        return masked_cover(n, lanes), True
+    t, masked = row_tile(n, lanes)
+    vectors = t // lanes
+    if not masked and t % lanes == 0 and vectors & (vectors - 1):
+        t = max(v * lanes for v in (4, 2, 1) if n % (v * lanes) == 0)
+    return t, masked
+
+
+def masked_cover(n: int, lanes: int) -> int:
+    """The lanes of the fewest vectors, a power of two of them up to 4, that cover ``n``: one masked
+    tile of a loop-carried row (1, 2 or 4 vectors stay in registers)."""
+    return lanes * min(4, 1 << (-(-n // lanes) - 1).bit_length())
+
+
 def elementwise_row_tile(n: int, lanes: int) -> tuple[int, bool]:
     """``row_tile`` for an op that carries nothing from tile to tile (all its loops parallel), where
     a row shorter than 2 vectors is one tile.  Why: a masked vector and its peeled masked tail
@@ -498,7 +524,7 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
             # whole vectors with a peeled last tile, as the block's elementwise ops have; the per-op
             # plan's column block (the whole row of 1000, a forall block, not a tile) became one
             # vector of 1000 lanes here, 8x slower than torch eager
-            tiles[-1], masked = row_tile(ranges[-1], lanes)
+            tiles[-1], masked = carried_row_tile(ranges[-1], lanes)
         tiles = _chained_rows(tiles, ranges, kinds, block, lanes)
     if not any(tiles):
         return "", "", vectorize(handle)

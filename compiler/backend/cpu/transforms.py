@@ -35,7 +35,8 @@ from ..linalg.payload import (DEFAULT_MAPS, compute_bits, element_bits, generic_
 from ..linalg.schedule import schedule_module
 from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .conv_schedule import CONV_OP, feeds_conv, plan_conv
-from .fusion_groups import _MASKED, CHAINS, ROW_VECTORS_TO_GROUP, horizontal_reductions, plan_groups, unblock_sums
+from .fusion_groups import (_MASKED, CHAINS, ROW_VECTORS_TO_GROUP, horizontal_reductions, masked_cover, plan_groups,
+                            unblock_sums)
 from .thread_cost import COSTS, saving_pays
 from .vector_unit import AVX512, CACHE_LINE_BYTES, VectorUnit
 
@@ -264,7 +265,7 @@ def _column_tiles(size: int, lanes: int, masked: bool = False, vectors: int = 4,
             return block, (tile if block > tile else 0), False
     if not masked:
         return block, (tile if block > tile else 0), False
-    return lanes * min(4, 1 << (-(-size // lanes) - 1).bit_length()), 0, True
+    return masked_cover(size, lanes), 0, True
 
 
 def matmul_section(tag: int, t: MatmulTiles) -> str:
