@@ -398,8 +398,8 @@ def carried_row_tile(n: int, lanes: int) -> tuple[int, bool]:
     that divide the row, and a row of 1 to 4 vectors that no vector divides is one masked tile of
     the fewest vectors that cover it (``masked_cover``), not one-vector tiles and a masked last one.
     Why: LLVM keeps a loop-carried value of 1, 2 or 4 vectors in registers, and 3 went through the
-    stack every step: a mean over the middle axis of 64x50x48 f32 ran 23.5-33.1 µs against 8.3-8.8
-    (torch eager 10.7-15.4), of 64x100x40 28.1-31.9 against 9.5-10.4 (``docs/backend-cpu.md``,
+    stack every step: a mean over the middle axis of 64x50x48 f32 ran 23.4-33.6 µs against 8.3-10.0
+    (torch eager 10.7-16.1), of 64x100x40 28.1-32.7 against 9.3-13.2 (``docs/backend-cpu.md``,
     Measurements)."""
     if lanes < n < 4 * lanes and n % lanes:
         return masked_cover(n, lanes), True
