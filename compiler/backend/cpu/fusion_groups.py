@@ -528,9 +528,9 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
         tiles = _chained_rows(tiles, ranges, kinds, block, lanes)
     if masked and tiles[-1] >= ranges[-1]:
         # one masked tile covers the row (``masked_cover``): the row stays untiled and is vectorized
-        # with a mask, not peeled; peeling a loop of one partial tile leaves an empty loop of whole
-        # tiles, which canonicalization erases while a handle still names its op (a use after free:
-        # a crash, now and then, in the thorough profile)
+        # with a mask, not peeled (peeled, a loop of one partial tile leaves an empty loop of whole
+        # tiles, whose generic canonicalization then erases under a handle that the script
+        # vectorizes next)
         cover, tiles[-1] = tiles[-1], 0
         vector = [t or n for t, n in zip(tiles, ranges)][:-1] + [cover]
         s = tile_for(f"{name}i", handle, tiles) if any(tiles) else ""
