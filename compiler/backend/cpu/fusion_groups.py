@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from ..linalg.lowerings import SUM_RUN
-from ..linalg.payload import (BODY_OPS, compute_bits, element_bits, generic_inputs, generic_loops,
+from ..linalg.payload import (BODY_OPS, body_ops, compute_bits, element_bits, generic_inputs, generic_loops,
                               generic_operations, product, static_shape)
 from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .vector_unit import VectorUnit
@@ -717,15 +717,11 @@ def _next_chain(module: Any, unit: VectorUnit, plannable: Callable[[Any], bool],
     return None
 
 
-def _body_ops(op: Any) -> list[Any]:
-    return list(op.regions[0].blocks[0].operations)
-
-
 def _adds_to_out(op: Any) -> bool:
     """Whether ``op``'s body yields ``out + x`` (``x`` computed without ``out``): an accumulation whose
     terms may be regrouped."""
     block = op.regions[0].blocks[0]
-    body = _body_ops(op)
+    body = body_ops(op)
     out = block.arguments[len(block.arguments) - 1]
     yielded = body[-1].operands[0] if len(body[-1].operands) == 1 else None
     add = _owner(yielded) if yielded is not None else None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..linalg.payload import element_bits, for_trips
+from ..linalg.payload import body_ops, element_bits, for_trips
 from .vector_unit import VectorUnit
 
 __all__ = ["mark_movement_loops", "seat_loop_annotations", "MOVEMENT_BODY_OPS"]
@@ -36,14 +36,13 @@ ANNOTATION = "#llvm.loop_annotation<vectorize = #llvm.loop_vectorize<disable = f
 def _moves_data(loop: Any) -> bool:
     """An innermost loop without loop-carried values whose body stores (loaded values, or a fill's
     constant) and computes nothing but indices."""
-    names = [op.operation.name for op in loop.regions[0].blocks[0].operations]
+    names = [op.operation.name for op in body_ops(loop)]
     return not len(loop.results) and all(n in MOVEMENT_BODY_OPS for n in names) and "memref.store" in names
 
 
 def _stored_bits(loop: Any) -> int:
     """The widest element the loop stores."""
-    return max(element_bits(op.operands[1].type) for op in loop.regions[0].blocks[0].operations
-               if op.operation.name == "memref.store")
+    return max(element_bits(op.operands[1].type) for op in body_ops(loop) if op.operation.name == "memref.store")
 
 
 def mark_movement_loops(module: Any, unit: VectorUnit) -> int:

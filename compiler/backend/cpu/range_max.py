@@ -16,9 +16,10 @@ bit (``tests/backend_cpu/test_range_max.py``).
 is split into the widest native pieces (the 256- and 128-bit forms are AVX-512VL's); each
 ``llvm.vector.reduce.fmaximum`` becomes a tree of halvings down to 128 bits and then shuffles within
 that vector down to lane 0 (a row that is not a power of two of lanes, 48 f64 or 100 f32, first
-combines its native pieces, and its last lanes of less than 128 bits join at the end); a scalar ``llvm.maximum`` (a reduction's last combination with its
-initial value) runs in lane 0 of a 128-bit vector: three instructions where LLVM's scalar expansion
-took eight, moving the values through integer registers.  New values are named (``%mind.max.N``, a
+combines its native pieces, and its last lanes of less than 128 bits join at the end); a scalar
+``llvm.maximum`` (a reduction's last combination with its initial value) runs in lane 0 of a
+128-bit vector: three instructions where LLVM's scalar expansion took eight, moving the values
+through integer registers.  New values are named (``%mind.max.N``, a
 prefix MLIR's translation never writes), so the function's numbered values keep their numbers.
 """
 

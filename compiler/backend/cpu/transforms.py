@@ -30,8 +30,8 @@ from typing import Any, Sequence
 from mind.spec.record import FrozenRecord
 
 from ..linalg.emitter import CONV_OPERAND
-from ..linalg.payload import (DEFAULT_MAPS, compute_bits, element_bits, generic_inputs, generic_loops, map_kind,
-                              product, row_reads, static_bytes, static_shape, vectorizable_reduction)
+from ..linalg.payload import (DEFAULT_MAPS, body_ops, compute_bits, element_bits, generic_inputs, generic_loops,
+                              map_kind, product, row_reads, static_bytes, static_shape, vectorizable_reduction)
 from ..linalg.schedule import schedule_module
 from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
 from .conv_schedule import CONV_OP, feeds_conv, plan_conv
@@ -391,8 +391,7 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
     for amap_attr in op.attributes["indexing_maps"]:
         if map_kind(ir.AffineMapAttr(amap_attr).value) is None:
             return _plan_strided(threads, op, tag, ranges, kinds)  # strided or shifted reads (slices): loops
-    block = op.regions[0].blocks[0]
-    if any(block_op.operation.name in _UNSCHEDULED_BODY_OPS for block_op in block.operations):
+    if any(block_op.operation.name in _UNSCHEDULED_BODY_OPS for block_op in body_ops(op)):
         return _plan_row_reads(unit, op, tag, ranges, kinds)
     if any(k != "parallel" for k in kinds) and not vectorizable_reduction(op):
         return None
@@ -442,8 +441,8 @@ def _whole_row_tiles(op: Any, ranges: Sequence[int], kinds: Sequence[str], unit:
     2000x48 f64 max 0.63x (1.25x and 1.19x whole).  A whole row's vectors are combined as a tree,
     then across the vector's lanes (the figures are in ``docs/backend-cpu.md``, Measurements).  Rows
     shorter than a vector keep that plan: there the transposed tile is what packs several rows into
-    one vector (a 5000x7 f32 sum: 7.1 µs against 10.8 µs whole).  A max on a unit without a short IEEE maximum (AVX2)
-    needs ``EXPANDED_MAXIMUM_ROW_VECTORS``: a row's horizontal reduction is log2(lanes) maxima and
+    one vector (a 5000x7 f32 sum: 7.1 µs against 10.8 µs whole).  A max on a unit without a short
+    IEEE maximum (AVX2) needs ``EXPANDED_MAXIMUM_ROW_VECTORS``: a row's horizontal reduction is log2(lanes) maxima and
     one with the initial value, at six instructions each, where the transposed tile does about one
     per vector of the row; with fewer vectors than 4 it was up to 1.5x slower (a 4000x9 f32 max),
     with 4 or more up to 1.6x faster (1000x90)."""
@@ -453,19 +452,16 @@ def _whole_row_tiles(op: Any, ranges: Sequence[int], kinds: Sequence[str], unit:
         return None
     lanes, row = unit.lanes(bits), product(ranges[first:])
     expanded = unit.maximum_instructions > AVX512.maximum_instructions  # no vrange maximum
-    fewest = EXPANDED_MAXIMUM_ROW_VECTORS if expanded and _body_has(op, "arith.maximumf") else 1
+    maximum = any(b.operation.name == "arith.maximumf" for b in body_ops(op))
+    fewest = EXPANDED_MAXIMUM_ROW_VECTORS if expanded and maximum else 1
     if not fewest * lanes <= row < ROW_VECTORS_TO_GROUP["reduction"] * lanes:
         return None
-    if any(map_kind(ir.AffineMapAttr(a).value) not in ("identity", "projection") for a in op.attributes["indexing_maps"]):
+    maps = [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
+    if any(map_kind(m) not in ("identity", "projection") for m in maps):
         return None
     tiles = [1] * first + [0] * (len(ranges) - first)
     tiles[first - 1] = largest_divisor_at_most(ranges[first - 1], ROWS_PER_TILE)
     return tuple(tiles)
-
-
-def _body_has(op: Any, name: str) -> bool:
-    """Whether the body of the generic ``op`` has an operation ``name``."""
-    return any(b.operation.name == name for b in op.regions[0].blocks[0].operations)
 
 
 def _plan_strided(threads: int, op: Any, tag: int, ranges: Sequence[int], kinds: Sequence[str]) -> str | None:

@@ -36,7 +36,8 @@ class VectorUnit(FrozenRecord):
     fma_per_cycle: int
     maximum_instructions: int
 
-    def __init__(self, bits: int, registers: int, l2_bytes: int, fma_per_cycle: int, maximum_instructions: int) -> None:
+    def __init__(self, bits: int, registers: int, l2_bytes: int, fma_per_cycle: int,
+                 maximum_instructions: int) -> None:
         object.__setattr__(self, "bits", bits)
         object.__setattr__(self, "registers", registers)
         object.__setattr__(self, "l2_bytes", l2_bytes)

@@ -13,7 +13,7 @@ __all__ = ["DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED
            "element_bits", "compute_bits", "generic_loops", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "product", "splats_as_fills",
            "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips", "ops_named", "static_bytes",
-           "generic_inputs", "generic_operations", "BODY_OPS"]
+           "generic_inputs", "generic_operations", "BODY_OPS", "body_ops"]
 
 DEFAULT_MAPS = {
     "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
@@ -283,11 +283,17 @@ more (an ``exp``/``log`` polynomial; a norm's ``sqrt`` as ``exp(log(x) / 2)`` in
 operations in such units."""
 
 
+def body_ops(op: Any) -> list[Any]:
+    """The operations of the one block of ``op``'s first region, its terminator last: a
+    linalg.generic's body, a loop's."""
+    return list(op.regions[0].blocks[0].operations)
+
+
 def generic_operations(op: Any) -> int | None:
     """Iterations times body operations (the terminator excluded) of a linalg.generic; None when a
     shape is not static."""
     loops = generic_loops(op)
-    return None if loops is None else product(loops[0]) * (len(op.regions[0].blocks[0].operations) - 1)
+    return None if loops is None else product(loops[0]) * (len(body_ops(op)) - 1)
 
 
 def op_work(op: Any) -> int | None:
@@ -307,9 +313,8 @@ def op_work(op: Any) -> int | None:
             w, out = (static_shape(v.type) for v in list(op.operands)[1:3])
             return None if not w or not out else product(out) * w[0] * w[1] * w[2]
         if name == "linalg.generic":
-            loops = generic_loops(op)
             ops = generic_operations(op)
-            return None if loops is None or ops is None else max(product(loops[0]), ops // BODY_OPS)
+            return None if ops is None else max(product(generic_loops(op)[0]), ops // BODY_OPS)
         if name in ("linalg.fill", "linalg.copy"):  # the size of the output (operand 1)
             shape = static_shape(op.results[0].type) if len(op.results) else static_shape(op.operands[1].type)
             return None if shape is None else product(shape)

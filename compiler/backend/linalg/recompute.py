@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .payload import element_bits, generic_inputs, generic_loops, ops_named, product, static_shape
+from .payload import body_ops, element_bits, generic_inputs, generic_loops, ops_named, product, static_shape
 
 __all__ = ["recompute_cheap_producers", "MAX_BODY_OPS"]
 
@@ -43,7 +43,7 @@ def _cheap(op: Any) -> bool:
     loops = generic_loops(op)
     if loops is None or any(k != "parallel" for k in loops[1]) or len(op.results) != 1:
         return False
-    body = list(op.regions[0].blocks[0].operations)
+    body = body_ops(op)
     if len(body) - 1 > MAX_BODY_OPS or any(len(b.regions) for b in body):
         return False
     result = static_shape(op.results[0].type)
