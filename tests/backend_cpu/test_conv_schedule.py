@@ -171,15 +171,17 @@ def test_gemm_of_shapes_is_the_cost_models_choice():
     assert gemm_of_shapes([512, 14, 14, 8], [14, 14, 8, 512], [512, 1, 1, 512], [1, 1], [1, 1], "f32", V4) == \
         ConvGemm(512, 512, 1568, (images, pixels, images))
     # a 1x1 conv: the GEMM where the direct block is estimated slower (a prime width), or as fast
-    # with fewer accumulators than the GEMM's tile (8 x 2 zmm; 6 x 2 ymm on AVX2)
+    # with fewer accumulators than the GEMM's tile (6 x 4 zmm; 6 x 2 ymm on AVX2)
     assert gemm_of_shapes([1, 29, 29, 24], [1, 1, 24, 48], [1, 29, 29, 48], [1, 1], [1, 1], "f32", V4) == \
         ConvGemm(841, 48, 24, (pixels, pixels, pixels))
     big = ([8, 56, 56, 64], [1, 1, 64, 256], [8, 56, 56, 256], [1, 1], [1, 1])
-    assert gemm_of_shapes(*big, "f32", V4) is None  # 8 x 2 zmm, as many as the GEMM's
-    assert gemm_of_shapes(*big, "f32", "x86-64-v3") == ConvGemm(25088, 256, 64, (pixels, pixels, pixels))
+    for isa in (V4, "x86-64-v3"):  # the direct block's 8 x 2 zmm (8 ymm): fewer than the GEMM's
+        assert gemm_of_shapes(*big, "f32", isa) == ConvGemm(25088, 256, 64, (pixels, pixels, pixels))
     wide = ([8, 14, 14, 512], [1, 1, 512, 512], [8, 14, 14, 512], [1, 1], [1, 1])
-    assert gemm_of_shapes(*wide, "f32", V4) is None  # 2 pixels of 4 images x 2 zmm: 24 accumulators
-    assert gemm_of_shapes(*wide, "f32", "x86-64-v3") is not None
+    for isa in (V4, "x86-64-v3"):  # 16 accumulators (2 pixels of 4 images x 2 zmm): fewer than 24
+        assert gemm_of_shapes(*wide, "f32", isa) == ConvGemm(1568, 512, 512, (pixels, pixels, pixels))
+    # f64 on AVX-512: the same tile, 6 x 4 zmm
+    assert gemm_of_shapes(*big, "f64", V4) == ConvGemm(25088, 256, 64, (pixels, pixels, pixels))
     # strided 1x1, a dilated whole window, a window smaller than the input: not a matmul of the tensors
     assert gemm_of_shapes([1, 29, 29, 24], [1, 1, 24, 48], [1, 15, 15, 48], [2, 2], [1, 1], "f32", V4) is None
     assert gemm_of_shapes([2, 5, 5, 3], [5, 5, 3, 4], [2, 1, 1, 4], [1, 1], [2, 2], 32, V4) is None
@@ -578,9 +580,10 @@ def test_avx2_image_blocks_match_reference(xs, ws, epilogue):
         assert np.all(np.abs(got - np.maximum(c + args[2], 0)) <= 1e-5 * scale)
 
 
-def test_avx2_pointwise_conv_calls_the_gemm():
-    """A 1x1 conv whose AVX2 blocks hold 8 accumulators (the GEMM's tile 12) calls the GEMM in an
-    AVX2 kernel and keeps its direct blocks (16 zmm, as many as the GEMM's) in an AVX-512 one."""
+def test_pointwise_conv_with_fewer_accumulators_calls_the_gemm():
+    """A 1x1 conv whose direct blocks hold fewer accumulators than the GEMM's register tile (AVX2's
+    8 against 6 x 2 ymm, AVX-512's 16 against 6 x 4 zmm) calls the GEMM, and computes the reference's
+    values on both levels."""
     from mind.compiler.backend.cpu.engine import mlir_to_llvm_ir
     from mind.compiler.backend.cpu.options import CpuOptions
     from mind.compiler.backend.cpu.vector_unit import runs_isa
@@ -591,17 +594,16 @@ def test_avx2_pointwise_conv_calls_the_gemm():
     xs, ws = (2, 4, 8, 64), (1, 1, 64, 256)
     fn, _ = _conv_fn(xs, ws, "f32")
     text, name = emit_mlir(fn, {})
-    for cpu, gemm in (("x86-64-v3", True), ("x86-64-v4", False)):
+    rng = np.random.default_rng(3)
+    x, w = _data(rng, xs, "f32"), _data(rng, ws, "f32")
+    attrs = {"strides": (1, 1), "padding": ((0, 0), (0, 0)), "lhs_dilation": (1, 1), "rhs_dilation": (1, 1)}
+    for cpu in ("x86-64-v3", "x86-64-v4"):
         if not runs_isa(cpu):
             continue
         llvm_ir = mlir_to_llvm_ir(text, name, CpuOptions.resolve(threads=1, cpu=cpu)).llvm_ir
-        assert ("call void @mind_gemm_f32" in llvm_ir) == gemm, cpu
-    if runs_isa("x86-64-v3"):
-        rng = np.random.default_rng(3)
-        x, w = _data(rng, xs, "f32"), _data(rng, ws, "f32")
-        got = compile_function(fn, threads=2, cpu="x86-64-v3")([x, w])[0]
-        attrs = {"strides": (1, 1), "padding": ((0, 0), (0, 0)), "lhs_dilation": (1, 1), "rhs_dilation": (1, 1)}
-        assert check_op("conv2d", [x, w], attrs, got, ref_conv2d(x, w, **attrs)) is None
+        assert "call void @mind_gemm_f32" in llvm_ir, cpu
+        got = compile_function(fn, threads=2, cpu=cpu)([x, w])[0]
+        assert check_op("conv2d", [x, w], attrs, got, ref_conv2d(x, w, **attrs)) is None, cpu
 
 
 def test_input_dilated_conv_has_no_dilated_copy():

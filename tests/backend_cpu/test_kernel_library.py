@@ -233,8 +233,10 @@ def _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=0, layout="", b_steps
 def test_gemm_edges_of_every_tile(isa, elem):
     g = VARIANTS[isa][elem]
     ms = sorted({1, g.rows - 1, g.rows, g.rows + 1, 2 * g.rows + 3})
-    ns = sorted({1, g.lanes - 1, g.lanes, g.lanes + 1, g.width, g.width + 1, 129})
-    ks = [1, 127, 129]
+    # every count of vectors a masked edge tile takes, the tile's width, a second column block
+    ns = sorted({1, g.lanes - 1, g.lanes, g.width - 1, g.width, g.width + 1, g.n_block + 1,
+                 *(v * g.lanes + 1 for v in range(1, g.vectors))})
+    ks = [1, g.k_slab - 1, g.k_slab + 1]
     for m in ms:
         for n in ns:
             for k in ks:
@@ -245,7 +247,7 @@ def test_gemm_edges_of_every_tile(isa, elem):
     row_2k = 2048 * 8 // DType(elem).bits
     for rest in range(g.rows):
         for n in (g.width + 1, row_2k + 3, row_2k):
-            _check_gemm(isa, elem, 2 * g.rows + rest, n, 129, (0, 0, 0, 0, 0, 0), accumulate=rest % 2 == 0)
+            _check_gemm(isa, elem, 2 * g.rows + rest, n, g.k_slab + 1, (0, 0, 0, 0, 0, 0), accumulate=rest % 2 == 0)
 
 
 @pytest.mark.parametrize("isa", RUNNABLE)
@@ -283,8 +285,9 @@ def test_strided_rhs_gemm_edges_of_every_tile(isa, elem):
     tiles and the column block, rows around the register tile."""
     g = VARIANTS[isa][elem]
     for m in sorted({1, g.rows - 1, g.rows + 1, 2 * g.rows + 3}):
-        for n in sorted({1, g.lanes + 1, g.width, g.width + 1, 129, 257}):
-            for k in sorted({1, g.lanes - 1, g.lanes, g.lanes + 1, 127, 129, 260}):
+        for n in sorted({1, g.lanes + 1, g.width, g.width + 1, g.n_block + 1, 2 * g.n_block + 1,
+                         *(v * g.lanes + 1 for v in range(1, g.vectors))}):
+            for k in sorted({1, g.lanes - 1, g.lanes, g.lanes + 1, g.k_slab - 1, g.k_slab + 1, g.k_slab + 4}):
                 _check_gemm(isa, elem, m, n, k, (1, 2, 3, 1, 0, 2), accumulate=(m + n + k) % 2 == 0,
                             layout="strided_rhs")
 

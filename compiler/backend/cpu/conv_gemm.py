@@ -57,7 +57,7 @@ _IMAGE_ROWS = "[[0], [1, 2, 3]]"
 
 
 GEMM_CYCLES_PER_FMA = 0.5
-"""The GEMM's estimate in ``conv_schedule.block_cost``'s units: its register tile (8 rows x 2 zmm)
+"""The GEMM's estimate in ``conv_schedule.block_cost``'s units: its register tile (``VARIANTS``)
 keeps both FMA pipes busy, its K slabs keep the operands in L1 and L2."""
 
 
@@ -77,7 +77,8 @@ def gemm_of_shapes(xs: list[int], ws: list[int], os_: list[int], strides: list[i
     kh, kw, _, f = ws
     if (kh, kw) == (1, 1) and strides == [1, 1]:
         cost, accumulators = direct_estimate(n, h, w, f, 1, 1, c, DType(elem).bits, vector_unit(isa))
-        if (cost, -accumulators) <= (GEMM_CYCLES_PER_FMA, -2 * VARIANTS[isa][elem].rows):
+        tile = VARIANTS[isa][elem]
+        if (cost, -accumulators) <= (GEMM_CYCLES_PER_FMA, -tile.rows * tile.vectors):
             return None
         return ConvGemm(n * h * w, f, c, (_PIXEL_ROWS, _PIXEL_ROWS, _PIXEL_ROWS))
     if (kh, kw) == (h, w) and os_[1:3] == [1, 1] and (dilations == [1, 1] or (h, w) == (1, 1)):

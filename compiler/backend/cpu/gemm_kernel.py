@@ -6,10 +6,11 @@ unrolled body; ``docs/backend-cpu.md`` has the figures).  This kernel is compile
 ahead of time, for a fixed instruction set (``kernel_library``); a program only emits a call to it
 (``library_calls``), which costs what any small function costs.
 
-The loop nest mirrors the matmul schedule of ``transforms`` (K slabs of 128, column blocks of 128,
-register tiles of ``rows`` x 2 vectors, k innermost with the accumulators in registers), so it runs as
-fast.  Edges need no padding: the last columns use masked loads and stores (AVX-512 and AVX2 have
-them natively), the last ``M mod rows`` rows one band of tiles of exactly that many rows
+The loop nest is the matmul schedule's of ``transforms`` (K slabs, column blocks, register tiles of
+``rows`` x ``vectors`` vectors, k innermost with the accumulators in registers), its sizes per
+instruction set and element type (``VARIANTS``).  Edges need no padding: the last columns use masked
+loads and stores (AVX-512 and AVX2 have them natively) in a tile of as many vectors as they need
+(``_edge``), the last ``M mod rows`` rows one band of tiles of exactly that many rows
 (``_last_rows``).  The operands are ``memref<?x?xT, strided<[?, 1],
 offset: ?>>``: rows may be any distance apart (slices, row blocks of a thread), elements of a row are
 contiguous.  Summation order: for each output element, k ascending within a slab and slabs ascending,
@@ -22,51 +23,63 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from mind.spec.record import FrozenRecord
 
 _set = object.__setattr__
 
 __all__ = ["GemmShape", "gemm_function", "gemm_symbol", "operand_type", "operand_types", "VARIANTS", "LAYOUTS",
-           "GEMM_K_SLAB", "GEMM_N_BLOCK", "packed_type", "PACK_MIN_ROW_TILES", "PACK_CONFLICT_BYTES"]
-
-GEMM_K_SLAB = 128
-"""K rows of B per slab: a 128 x 128 block of B (64 KiB of f32) is reused by every row tile."""
-GEMM_N_BLOCK = 128
-"""Columns per block (a multiple of every register tile's width)."""
-
+           "packed_type", "PACK_MIN_ROW_TILES", "PACK_CONFLICT_BYTES"]
 
 class GemmShape(FrozenRecord):
-    """One variant: element type, lanes per vector register, rows of the register tile.
+    """One variant: element type, lanes per vector register, the register tile (``rows`` x
+    ``vectors`` vectors of accumulators), and the cache blocks: ``k_slab`` rows of B per slab,
+    ``n_block`` columns per block (a multiple of the tile's width).
 
-    The tile is ``rows`` x 2 vectors: 8 x 2 zmm = 16 accumulators of the 32 AVX-512 registers,
-    6 x 2 ymm = 12 of AVX2's 16 (two for B, one for the broadcast of A)."""
+    Why these fields: the tile decides how many loads and address computations each FMA shares
+    (a broadcast of A per row and k, a load of B per vector and k), the slab how often a tile's
+    accumulators go through C (once per slab), the block how large the packed copy of B is
+    (``packed_type``: ``k_slab`` x ``n_block`` elements, on the stack)."""
 
-    __slots__ = ("elem", "lanes", "rows")
+    __slots__ = ("elem", "lanes", "rows", "vectors", "k_slab", "n_block")
 
     elem: str
     lanes: int
     rows: int
+    vectors: int
+    k_slab: int
+    n_block: int
 
-    def __init__(self, elem: str, lanes: int, rows: int) -> None:
-        if (elem not in ("f32", "f64") or lanes < 1 or rows < 1 or GEMM_N_BLOCK % (2 * lanes)
-                or GEMM_K_SLAB % lanes or lanes & (lanes - 1)):  # whole runs of k per slab; shuffle stages
-            raise ValueError(f"unsupported GEMM variant {elem}/{lanes} lanes/{rows} rows")
-        _set(self, "elem", elem)
-        _set(self, "lanes", lanes)
-        _set(self, "rows", rows)
+    def __init__(self, elem: str, lanes: int, rows: int, vectors: int = 2, k_slab: int = 128,
+                 n_block: int = 128) -> None:
+        if (elem not in ("f32", "f64") or lanes < 1 or rows < 1 or vectors < 1 or n_block < 1
+                or n_block % (vectors * lanes) or k_slab < lanes or k_slab % lanes  # whole runs of k per slab
+                or lanes & (lanes - 1)):  # shuffle stages
+            raise ValueError(f"unsupported GEMM variant {elem}/{lanes} lanes/{rows}x{vectors} tile/"
+                             f"{k_slab}x{n_block} block")
+        for name, value in (("elem", elem), ("lanes", lanes), ("rows", rows), ("vectors", vectors),
+                            ("k_slab", k_slab), ("n_block", n_block)):
+            _set(self, name, value)
 
     @property
     def width(self) -> int:
         """Columns of the register tile."""
-        return 2 * self.lanes
+        return self.vectors * self.lanes
 
 
 VARIANTS: dict[str, dict[str, GemmShape]] = {
-    "x86-64-v4": {"f32": GemmShape("f32", 16, 8), "f64": GemmShape("f64", 8, 8)},
+    "x86-64-v4": {"f32": GemmShape("f32", 16, 6, vectors=4, k_slab=256, n_block=128),
+                  "f64": GemmShape("f64", 8, 6, vectors=4, k_slab=256, n_block=64)},
     "x86-64-v3": {"f32": GemmShape("f32", 8, 6), "f64": GemmShape("f64", 4, 6)},
 }
-"""Per instruction set of ``kernel_library.ISAS`` and element type: the register tile."""
+"""Per instruction set of ``kernel_library.ISAS`` and element type: the register tile and blocks.
+
+AVX-512: 6 rows x 4 zmm = 24 accumulators of the 32 registers (four for B, one for the broadcast of
+A), slabs of 256 k, a packed block of 128 KiB.  Each k step then shares its 10 loads and its
+address arithmetic among 24 FMAs (8 x 2 zmm: among 16), which matters where two FMA pipes take a
+zmm FMA each cycle and the loop's scalar instructions compete for their ports (``docs/backend-cpu.md``,
+Measurements: the GEMM on Intel).  AVX2: 6 rows x 2 ymm = 12 of its 16 registers, slabs of 128."""
 
 
 LAYOUTS = ("", "strided_lhs", "strided_rhs")
@@ -238,31 +251,38 @@ def _column_tiles(t: _Text, g: GemmShape, rows: int, i: str, nb: str, ne: str, k
     panel = ""
     if packed:
         panel = _panel(t, loop, nb, width)[1]
-    _tile(t, g, rows, 2, False, i, loop, "", kb, ke, one, panel)
+    _tile(t, g, rows, g.vectors, False, i, loop, "", kb, ke, one, panel)
     t.depth -= 1
     t.line("}")
     left = t.op(f"arith.subi {ne}, {je} : index", "left")
-    wide = t.op(f"arith.cmpi ugt, {left}, {t.index(g.lanes)} : index", "p")
-    some = t.op(f"arith.cmpi ugt, {left}, {t.index(0)} : index", "p")
-    t.line(f"scf.if {wide} {{")
+    _edge(t, g, left, lambda vectors: _tile(t, g, rows, vectors, True, i, je, left, kb, ke, one, edge_panel))
+
+
+def _edge(t: _Text, g: GemmShape, left: str, emit: Any) -> None:
+    """The columns a block leaves past its whole tiles (``left``, fewer than a tile's width): one
+    masked tile of as many vectors as they need (``emit(vectors)``, a case per count), so that a
+    narrow output (N <= lanes) does no work on lanes that do not exist."""
+    lanes = t.index(g.lanes)
+    need = t.op(f"arith.divui {t.op(f'arith.addi {left}, {t.index(g.lanes - 1)} : index', 'w')}, {lanes} : index", "nv")
+    t.line(f"scf.index_switch {need}")
+    for v in range(1, g.vectors + 1):
+        t.line(f"case {v} {{")
+        t.depth += 1
+        emit(v)
+        t.line("scf.yield")
+        t.depth -= 1
+        t.line("}")
+    t.line("default {")
     t.depth += 1
-    _tile(t, g, rows, 2, True, i, je, left, kb, ke, one, edge_panel)
-    t.depth -= 1
-    t.line("} else {")
-    t.depth += 1
-    t.line(f"scf.if {some} {{")
-    t.depth += 1
-    _tile(t, g, rows, 1, True, i, je, left, kb, ke, one, edge_panel)
-    t.depth -= 1
-    t.line("}")
+    t.line("scf.yield")
     t.depth -= 1
     t.line("}")
 
 
 def packed_type(g: GemmShape) -> str:
-    """The packed block of B: ``[GEMM_N_BLOCK / width, GEMM_K_SLAB, width]``, one register tile's
-    columns of every k of the slab one after the other."""
-    return f"memref<{GEMM_N_BLOCK // g.width}x{GEMM_K_SLAB}x{g.width}x{g.elem}>"
+    """The packed block of B: ``[n_block / width, k_slab, width]``, one register tile's columns of
+    every k of the slab one after the other."""
+    return f"memref<{g.n_block // g.width}x{g.k_slab}x{g.width}x{g.elem}>"
 
 
 PACK_MIN_ROW_TILES = 32
@@ -270,8 +290,8 @@ PACK_MIN_ROW_TILES = 32
 of the passes over it (at 4-8 row tiles, N = 256 f32, packing cost 5-15 %)."""
 
 PACK_CONFLICT_BYTES = 2048
-"""A row stride of B that is a multiple of this packs its blocks from two row tiles on: 128 rows at
-such a stride fall in at most 2 of the 64 sets of an x86 L1 (its ways are 4 KiB, 64 sets of 64-byte
+"""A row stride of B that is a multiple of this packs its blocks from two row tiles on: a slab's rows
+at such a stride fall in at most 2 of the 64 sets of an x86 L1 (its ways are 4 KiB, 64 sets of 64-byte
 lines), so a tile's k loop missed L1 on every step whatever its reuse (N = 512 or 1024 f32)."""
 
 
@@ -290,7 +310,7 @@ def _pack_b(t: _Text, g: GemmShape, nb: str, ne: str, kb: str, ke: str) -> None:
         kk = t.op(f"arith.subi %pk, {kb} : index", "kk")
         with t.block(f"scf.for %pj = {nb} to {je} step {width}"):
             jt = _panel(t, "%pj", nb, width)[1]
-            for v in range(2):
+            for v in range(g.vectors):
                 col = t.op(f"arith.addi %pj, {t.index(v * g.lanes)} : index", "j")
                 val = t.op(f"vector.load %B[%pk, {col}] : {operand_type(g.elem)}, {vty}", "ld")
                 t.line(f"vector.store {val}, %Bp[{jt}, {kk}, {t.index(v * g.lanes)}] : {packed_type(g)}, {vty}")
@@ -372,7 +392,7 @@ def _transposed_chunk(t: _Text, g: GemmShape, jt: str, k0: str, kb: str, mask: s
     vty, bt = f"vector<{g.lanes}x{g.elem}>", operand_type(g.elem)
     kk = t.op(f"arith.subi {k0}, {kb} : index", "kk")
     zero = t.op(f"arith.constant dense<0.0> : {vty}", "z") if mask else ""
-    for half in range(2):
+    for half in range(g.vectors):
         rows = []
         for c in range(g.lanes):
             j = t.op(f"arith.addi %vj, {t.index(half * g.lanes + c)} : index", "j")
@@ -426,7 +446,7 @@ def gemm_function(name: str, g: GemmShape, layout: str = "") -> str:
     rows_c = t.index(g.rows)
     rest = t.op(f"arith.remui {m}, {rows_c} : index", "rem")
     m_whole = t.op(f"arith.subi {m}, {rest} : index", "mw")
-    kslab, nblock = t.index(GEMM_K_SLAB), t.index(GEMM_N_BLOCK)
+    kslab, nblock = t.index(g.k_slab), t.index(g.n_block)
     t.line(f"%Bp = memref.alloca() {{alignment = 64 : i64}} : {packed_type(g)}")
     strided_b = layout == "strided_rhs"
     unit = _transposed_view(t, g, bty, k, n) if strided_b else ""
