@@ -21,9 +21,8 @@ Pure Python: no MLIR import.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from mind.spec.record import FrozenRecord
 
@@ -31,6 +30,7 @@ _set = object.__setattr__
 
 __all__ = ["GemmShape", "gemm_function", "gemm_symbol", "operand_type", "operand_types", "VARIANTS", "LAYOUTS",
            "packed_type", "PACK_MIN_ROW_TILES", "PACK_CONFLICT_BYTES"]
+
 
 class GemmShape(FrozenRecord):
     """One variant: element type, lanes per vector register, the register tile (``rows`` x
@@ -258,12 +258,12 @@ def _column_tiles(t: _Text, g: GemmShape, rows: int, i: str, nb: str, ne: str, k
     _edge(t, g, left, lambda vectors: _tile(t, g, rows, vectors, True, i, je, left, kb, ke, one, edge_panel))
 
 
-def _edge(t: _Text, g: GemmShape, left: str, emit: Any) -> None:
+def _edge(t: _Text, g: GemmShape, left: str, emit: Callable[[int], None]) -> None:
     """The columns a block leaves past its whole tiles (``left``, fewer than a tile's width): one
     masked tile of as many vectors as they need (``emit(vectors)``, a case per count), so that a
     narrow output (N <= lanes) does no work on lanes that do not exist."""
-    lanes = t.index(g.lanes)
-    need = t.op(f"arith.divui {t.op(f'arith.addi {left}, {t.index(g.lanes - 1)} : index', 'w')}, {lanes} : index", "nv")
+    up = t.op(f"arith.addi {left}, {t.index(g.lanes - 1)} : index", "w")
+    need = t.op(f"arith.divui {up}, {t.index(g.lanes)} : index", "nv")
     t.line(f"scf.index_switch {need}")
     for v in range(1, g.vectors + 1):
         t.line(f"case {v} {{")

@@ -541,11 +541,12 @@ def _plan_row_reads(unit: VectorUnit, op: Any, tag: int, ranges: Sequence[int], 
 
 def _peeled_row_reads(op: Any, tag: int, ranges: Sequence[int], tile: int) -> str:
     """``_plan_row_reads`` for a row no vector divides (a prime length: 67 f32): the rows on the
-    forall, each row in tiles of ``tile`` (whole vectors) on a loop that is peeled, its whole tiles
-    vectorized with ``vectorize_nd_extract``, the last partial tile (fewer than ``tile`` elements)
-    left to loops.  Why not a mask: a masked read at a computed index may become a
-    ``vector.gather``; and without a vector-sized divisor the whole row was scalar loops (a 182-row
-    gather of 67 f32: 27 µs against NumPy's 7)."""
+    forall, each row in tiles of ``tile`` (whole vectors) on a loop that is peeled; the whole tiles
+    and the last partial tile (fewer than ``tile`` elements), both of static size once the peeled
+    loop's bounds are folded, are each vectorized with ``vectorize_nd_extract`` as one contiguous
+    read.  Why not a mask: a masked read at a computed index may become a ``vector.gather``; and
+    without a vector-sized divisor the whole row was scalar loops (a 182-row gather of 67 f32:
+    27 µs against NumPy's 7)."""
     n = len(ranges)
     name = f"rr{tag}"
     return (match(f"%ew{tag}", "linalg.generic", tag)
@@ -554,8 +555,8 @@ def _peeled_row_reads(op: Any, tag: int, ranges: Sequence[int], tile: int) -> st
             + f"    %{name}_c = transform.cast %{name}t_l : !transform.any_op to !transform.op<\"scf.for\">\n"
             f"    %{name}_m, %{name}_r = transform.loop.peel %{name}_c : (!transform.op<\"scf.for\">) -> "
             f"(!transform.any_op, !transform.any_op)\n"
-            + "".join(f"    %{name}_{part}g = transform.structured.match ops{{[\"linalg.generic\"]}} in %{name}_{part} : "
-                      f"(!transform.any_op) -> !transform.any_op\n" for part in ("m", "r"))
+            + "".join(f"    %{name}_{part}g = transform.structured.match ops{{[\"linalg.generic\"]}} "
+                      f"in %{name}_{part} : (!transform.any_op) -> !transform.any_op\n" for part in ("m", "r"))
             # the tiles' sizes, constants after peeling, folded into static shapes (the forall outlives
             # the patterns; the ops' handles follow them)
             + f"    transform.apply_patterns to %{name}p_f {{\n      transform.apply_patterns.canonicalization\n"
