@@ -212,9 +212,23 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
     lines += ["%c0 = arith.constant 0 : index", "%c1 = arith.constant 1 : index",
               f"%cb = arith.constant {bsz} : index",
               f"%acc = arith.constant {'true' if accumulate else 'false'}"]
+    wanted = operand_types(elem, layout)
+    if batched[0] and not batched[1] and batched[2] and layout == "":
+        # one B for the whole batch, A and C dense: the batch's matrices are the rows of one GEMM
+        # (bsz * m rows), whose threads split those rows and pack each block of B once, where a
+        # call per matrix packed it again for every matrix; each output's sum is the same
+        for i, r in ((0, k), (2, n)):
+            flat = f"memref<{bsz * m}x{r}x{elem}>"
+            lines.append(f"%f{i} = memref.collapse_shape {args[i]} [[0, 1], [2]] : {full[i]} into {flat}")
+            lines.append(f"%d{i} = memref.cast %f{i} : {flat} to {wanted[i]}")
+        lines.append(f"%d1 = memref.cast {args[1]} : {full[1]} to {wanted[1]}")
+        lines += _gemm_call(isa, elem, (bsz * m, n, k), threads, layout)
+        if not dense[2]:
+            lines.append(f"memref.copy %t2, %c : {full[2]} to {types[2]}")
+        lines += [f"memref.dealloc %t{i} : {full[i]}" for i in range(3) if not dense[i]]
+        return _function(name, types, lines)
     by_batch = threads > 1 and bsz >= threads
     inner = []
-    wanted = operand_types(elem, layout)
     for i, (r, c) in enumerate(dims):
         body = inner if batched[i] else lines
         value, vty = args[i], full[i]
