@@ -1,5 +1,6 @@
 """Batched matmul as one named op (``linalg.batch_matmul``): through the prebuilt GEMM (one call per
-matrix, the batch split across threads, or each matrix split by the threaded driver), or scheduled
+matrix, the batch split across threads, or each matrix split by the threaded driver; a rhs shared
+by the batch: one GEMM over the batch's rows), or scheduled
 (``matmul="schedule"``, integers), against NumPy; operands that are views (a transpose's result, a
 slice) and results that feed other ops."""
 

@@ -191,9 +191,11 @@ def _transpose(lines: list[str], value: str, src: str, name: str) -> tuple[str, 
 def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: list[bool], batched: list[bool],
                     shape: tuple[int, int, int, int], threads: int, accumulate: bool, layout: str = "") -> str:
     """A private function ``name(A, B, C)``: C[i] (+)= A[i] @ B[i] (or @ B, when ``batched[1]`` is
-    False: one rhs shared by the batch) for each i of the batch, one call of the serial GEMM per
-    matrix, the batch split across threads (``scf.forall``, OpenMP) when it has at least as many
-    matrices as threads; else the matrices in turn, each split by the threaded driver (``_split``).
+    False: one rhs shared by the batch) for each i of the batch.  A shared rhs: one GEMM over the
+    batch's rows (A and C collapsed to ``[B * M, K]`` and ``[B * M, N]``), split by the threaded
+    driver (``_split``).  Else one call of the serial GEMM per matrix, the batch split across
+    threads (``scf.forall``, OpenMP) when it has at least as many matrices as threads; else the
+    matrices in turn, each split by the threaded driver.
     Operands that are not dense row-major go through a dense copy.  ``layout`` "strided_rhs": B is
     given as ``[N, K]`` matrices, each passed as its ``memref.transpose`` (read in place)."""
     bsz, m, n, k = shape
