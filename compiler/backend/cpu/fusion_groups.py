@@ -31,7 +31,8 @@ from typing import Any, Callable, Sequence
 from ..linalg.lowerings import SUM_RUN
 from ..linalg.payload import (BODY_OPS, body_ops, compute_bits, element_bits, generic_inputs, generic_loops,
                               generic_operations, product, static_shape)
-from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
+from ..linalg.transform_script import (canonicalize, largest_divisor_at_most, match, peel, sizes, tile_for,
+                                      tile_forall, vectorize)
 from .vector_unit import VectorUnit
 
 __all__ = ["L2_SHARE", "MIN_BLOCKS", "MIN_BLOCK_BYTES", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
@@ -365,8 +366,7 @@ def group_section(group: Group, tags: Sequence[int | None], unit: VectorUnit,
         # the whole tiles' sizes, constants after peeling, folded into static shapes; applied to the
         # forall, which outlives the patterns (a peeled loop of one tile is inlined by them, and a
         # handle to it would then name an erased op; the ops' handles follow them)
-        s += (f"    transform.apply_patterns to {forall} {{\n      transform.apply_patterns.canonicalization\n"
-              f"    }} : !transform.any_op\n")
+        s += canonicalize(forall)
     # the per-row combinations of split reductions first, alone in the block, as horizontal
     # reductions (their row's partial results, reassociated); then the rest
     s += combines
@@ -576,16 +576,9 @@ def _peeled(name: str, loop: str, vector_sizes: Sequence[int]) -> tuple[str, str
     vectorized without masks, and the one partial tile, vectorized with a mask.  Why: a masked tile in
     every iteration keeps a reduction's partial sums in memory (a masked load and store of the
     accumulator per tile, each waiting for the last) and computes a mask per tile."""
-    s = (f"    %{name}_c = transform.cast {loop} : !transform.any_op to !transform.op<\"scf.for\">\n"
-         f"    %{name}_m, %{name}_t = transform.loop.peel %{name}_c : (!transform.op<\"scf.for\">) -> "
-         f"(!transform.any_op, !transform.any_op)\n")
-    vec = ""
-    for part in ("m", "t"):
-        s += (f"    %{name}_{part}g = transform.structured.match ops{{[\"linalg.generic\"]}} in %{name}_{part} : "
-              f"(!transform.any_op) -> !transform.any_op\n")
-    vec += vectorize(f"%{name}_mg")
+    vec = vectorize(f"%{name}_mg")
     vec += f"    transform.structured.vectorize %{name}_tg vector_sizes {sizes(vector_sizes)} : !transform.any_op\n"
-    return s, vec
+    return peel(name, loop), vec
 
 
 def group_work(group: Group) -> int:

@@ -33,7 +33,8 @@ from ..linalg.emitter import CONV_OPERAND
 from ..linalg.payload import (DEFAULT_MAPS, body_ops, compute_bits, element_bits, generic_inputs, generic_loops,
                               map_kind, product, row_reads, static_bytes, static_shape, vectorizable_reduction)
 from ..linalg.schedule import schedule_module
-from ..linalg.transform_script import largest_divisor_at_most, match, sizes, tile_for, tile_forall, vectorize
+from ..linalg.transform_script import (canonicalize, largest_divisor_at_most, match, peel, sizes, tile_for,
+                                      tile_forall, vectorize)
 from .conv_schedule import CONV_OP, feeds_conv, plan_conv
 from .fusion_groups import (_MASKED, CHAINS, ROW_VECTORS_TO_GROUP, horizontal_reductions, masked_cover, plan_groups,
                             unblock_sums)
@@ -552,16 +553,9 @@ def _peeled_row_reads(op: Any, tag: int, ranges: Sequence[int], tile: int) -> st
     return (match(f"%ew{tag}", "linalg.generic", tag)
             + tile_forall(f"{name}p", f"%ew{tag}", (1,) * (n - 1) + (0,))
             + tile_for(f"{name}t", f"%{name}p", (0,) * (n - 1) + (tile,))
-            + f"    %{name}_c = transform.cast %{name}t_l : !transform.any_op to !transform.op<\"scf.for\">\n"
-            f"    %{name}_m, %{name}_r = transform.loop.peel %{name}_c : (!transform.op<\"scf.for\">) -> "
-            f"(!transform.any_op, !transform.any_op)\n"
-            + "".join(f"    %{name}_{part}g = transform.structured.match ops{{[\"linalg.generic\"]}} "
-                      f"in %{name}_{part} : (!transform.any_op) -> !transform.any_op\n" for part in ("m", "r"))
-            # the tiles' sizes, constants after peeling, folded into static shapes (the forall outlives
-            # the patterns; the ops' handles follow them)
-            + f"    transform.apply_patterns to %{name}p_f {{\n      transform.apply_patterns.canonicalization\n"
-            f"    }} : !transform.any_op\n"
-            + vectorize(f"%{name}_mg", nd_extract=True) + vectorize(f"%{name}_rg", nd_extract=True))
+            + peel(name, f"%{name}t_l")
+            + canonicalize(f"%{name}p_f")  # the peeled tiles' sizes folded into static shapes
+            + vectorize(f"%{name}_mg", nd_extract=True) + vectorize(f"%{name}_tg", nd_extract=True))
 
 
 def _moves_inner_dim(amap: Any) -> bool:

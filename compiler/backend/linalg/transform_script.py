@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 __all__ = ["SCHED_ATTR", "ENTRY", "largest_divisor_at_most", "sizes", "match", "tile_for", "tile_forall",
-           "vectorize", "wrap_script", "apply_script"]
+           "vectorize", "peel", "canonicalize", "wrap_script", "apply_script"]
 
 SCHED_ATTR = "mind.sched"
 ENTRY = "__mind_schedule"
@@ -60,6 +60,26 @@ def vectorize(handle: str, nd_extract: bool = False) -> str:
     then vectorizes too (``payload.row_reads`` says when that is safe)."""
     attrs = " {vectorize_nd_extract}" if nd_extract else ""
     return f"    transform.structured.vectorize {handle}{attrs} : !transform.any_op\n"
+
+
+def peel(name: str, loop: str) -> str:
+    """Split the ``scf.for`` handle ``loop`` into its whole tiles (``%{name}_m``) and its last partial
+    tile (``%{name}_t``), with the linalg.generic of each (``%{name}_mg``, ``%{name}_tg``)."""
+    s = (f"    %{name}_c = transform.cast {loop} : !transform.any_op to !transform.op<\"scf.for\">\n"
+         f"    %{name}_m, %{name}_t = transform.loop.peel %{name}_c : (!transform.op<\"scf.for\">) -> "
+         f"(!transform.any_op, !transform.any_op)\n")
+    for part in ("m", "t"):
+        s += (f"    %{name}_{part}g = transform.structured.match ops{{[\"linalg.generic\"]}} in %{name}_{part} : "
+              f"(!transform.any_op) -> !transform.any_op\n")
+    return s
+
+
+def canonicalize(handle: str) -> str:
+    """MLIR's canonicalization patterns on the payload of ``handle`` (after ``peel``: the peeled tiles'
+    sizes, constants then, folded into static shapes; the ops' handles follow them, so apply it to
+    an op that outlives the patterns, a forall, not to a peeled loop of one tile that they inline)."""
+    return (f"    transform.apply_patterns to {handle} {{\n      transform.apply_patterns.canonicalization\n"
+            f"    }} : !transform.any_op\n")
 
 
 def wrap_script(sections: Sequence[str], lowering: str, name: str = ENTRY) -> str:
