@@ -21,7 +21,7 @@ from mind.compiler.backend.cpu import host
 from mind.compiler.backend.cpu import kernel_library as KL
 from mind.compiler.backend.cpu.abi import descriptor_type
 from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir
-from mind.compiler.backend.cpu.gemm_kernel import VARIANTS, gemm_symbol
+from mind.compiler.backend.cpu.gemm_kernel import VARIANTS, gemm_function, gemm_symbol
 from mind.compiler.backend.cpu.options import CpuOptions
 from mind.diagnostics import MindError
 from mind.spec.dtypes import DType
@@ -250,15 +250,29 @@ def test_gemm_edges_of_every_tile(isa, elem):
             _check_gemm(isa, elem, 2 * g.rows + rest, n, g.k_slab + 1, (0, 0, 0, 0, 0, 0), accumulate=rest % 2 == 0)
 
 
+@pytest.mark.parametrize("isa", sorted(VARIANTS))
+@pytest.mark.parametrize("elem", ["f32", "f64"])
+def test_late_c_tiles_read_c_after_their_k_loop(isa, elem):
+    """A variant with ``late_c`` starts a tile's accumulators from zeros, prefetches its C lines and
+    reads C only after the k loop; one without reads C before it and prefetches nothing.  (The
+    values of both, over several slabs and with ``accumulate``, are the tests above and below.)"""
+    g = VARIANTS[isa][elem]
+    text = gemm_function("g", g)
+    first_loop = text.index("scf.for %k = ")
+    first_c = min(text.index(op) for op in ("vector.load %C[", "vector.maskedload %C["))
+    assert (first_c > first_loop) == g.late_c
+    assert ("memref.prefetch %C[" in text) == g.late_c
+
+
 @pytest.mark.parametrize("isa", RUNNABLE)
-@given(m=st.integers(1, 40), n=st.integers(1, 300), k=st.integers(1, 300),
+@given(m=st.integers(1, 40), n=st.integers(1, 300), k=st.integers(1, 1100),
        pads=st.tuples(*[st.integers(0, 9)] * 6), accumulate=st.booleans(), elem=st.sampled_from(["f32", "f64"]))
 def test_gemm_on_strided_views_matches_float64(isa, m, n, k, pads, accumulate, elem):
     _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=m * 7 + n)
 
 
 @pytest.mark.parametrize("isa", RUNNABLE)
-@given(m=st.integers(1, 40), n=st.integers(1, 300), k=st.integers(1, 300),
+@given(m=st.integers(1, 40), n=st.integers(1, 300), k=st.integers(1, 1100),
        pads=st.tuples(*[st.integers(0, 9)] * 6), accumulate=st.booleans(), elem=st.sampled_from(["f32", "f64"]))
 def test_strided_lhs_gemm_reads_a_transposed_view(isa, m, n, k, pads, accumulate, elem):
     """The ``strided_lhs`` variant with A column-major (the transpose of a view at an offset, NaN
@@ -267,7 +281,7 @@ def test_strided_lhs_gemm_reads_a_transposed_view(isa, m, n, k, pads, accumulate
 
 
 @pytest.mark.parametrize("isa", RUNNABLE)
-@given(m=st.integers(1, 40), n=st.integers(1, 300), k=st.integers(1, 300),
+@given(m=st.integers(1, 40), n=st.integers(1, 300), k=st.integers(1, 1100),
        pads=st.tuples(*[st.integers(0, 9)] * 6), accumulate=st.booleans(), elem=st.sampled_from(["f32", "f64"]),
        steps=st.sampled_from([(1, 1), (1, 1), (1, 1), (2, 1), (1, 3), (2, 2)]))
 def test_strided_rhs_gemm_reads_a_transposed_view(isa, m, n, k, pads, accumulate, elem, steps):

@@ -14,7 +14,10 @@ loads and stores (AVX-512 and AVX2 have them natively) in a tile of as many vect
 (``_last_rows``).  The operands are ``memref<?x?xT, strided<[?, 1],
 offset: ?>>``: rows may be any distance apart (slices, row blocks of a thread), elements of a row are
 contiguous.  Summation order: for each output element, k ascending within a slab and slabs ascending,
-each step one fused multiply-add: what the scheduled kernel does, within the spec's bound for matmul.
+each step one fused multiply-add; in a variant with ``late_c`` each slab's sum starts from zero and is
+then added to C (the sum of the slabs before it, or the accumulated-into value), which bounds the
+error by the slab's length plus the number of slabs rather than by K.  Both are within the spec's
+bound for matmul.
 
 Pure Python: no MLIR import.
 """
@@ -34,15 +37,16 @@ __all__ = ["GemmShape", "gemm_function", "gemm_symbol", "operand_type", "operand
 
 class GemmShape(FrozenRecord):
     """One variant: element type, lanes per vector register, the register tile (``rows`` x
-    ``vectors`` vectors of accumulators), and the cache blocks: ``k_slab`` rows of B per slab,
-    ``n_block`` columns per block (a multiple of the tile's width).
+    ``vectors`` vectors of accumulators), the cache blocks (``k_slab`` rows of B per slab,
+    ``n_block`` columns per block, a multiple of the tile's width), and ``late_c``: whether a tile
+    reads C after its k loop rather than before it (``_tile``).
 
     Why these fields: the tile decides how many loads and address computations each FMA shares
     (a broadcast of A per row and k, a load of B per vector and k), the slab how often a tile's
     accumulators go through C (once per slab), the block how large the packed copy of B is
     (``packed_type``: ``k_slab`` x ``n_block`` elements, on the stack)."""
 
-    __slots__ = ("elem", "lanes", "rows", "vectors", "k_slab", "n_block")
+    __slots__ = ("elem", "lanes", "rows", "vectors", "k_slab", "n_block", "late_c")
 
     elem: str
     lanes: int
@@ -50,16 +54,17 @@ class GemmShape(FrozenRecord):
     vectors: int
     k_slab: int
     n_block: int
+    late_c: bool
 
     def __init__(self, elem: str, lanes: int, rows: int, vectors: int = 2, k_slab: int = 128,
-                 n_block: int = 128) -> None:
+                 n_block: int = 128, late_c: bool = False) -> None:
         if (elem not in ("f32", "f64") or lanes < 1 or rows < 1 or vectors < 1 or n_block < 1
                 or n_block % (vectors * lanes) or k_slab < lanes or k_slab % lanes  # whole runs of k per slab
                 or lanes & (lanes - 1)):  # shuffle stages
             raise ValueError(f"unsupported GEMM variant {elem}/{lanes} lanes/{rows}x{vectors} tile/"
                              f"{k_slab}x{n_block} block")
         for name, value in (("elem", elem), ("lanes", lanes), ("rows", rows), ("vectors", vectors),
-                            ("k_slab", k_slab), ("n_block", n_block)):
+                            ("k_slab", k_slab), ("n_block", n_block), ("late_c", late_c)):
             _set(self, name, value)
 
     @property
@@ -69,17 +74,19 @@ class GemmShape(FrozenRecord):
 
 
 VARIANTS: dict[str, dict[str, GemmShape]] = {
-    "x86-64-v4": {"f32": GemmShape("f32", 16, 6, vectors=4, k_slab=256, n_block=128),
-                  "f64": GemmShape("f64", 8, 6, vectors=4, k_slab=256, n_block=64)},
+    "x86-64-v4": {"f32": GemmShape("f32", 16, 6, vectors=4, k_slab=512, n_block=64, late_c=True),
+                  "f64": GemmShape("f64", 8, 6, vectors=4, k_slab=512, n_block=32, late_c=True)},
     "x86-64-v3": {"f32": GemmShape("f32", 8, 6), "f64": GemmShape("f64", 4, 6)},
 }
 """Per instruction set of ``kernel_library.ISAS`` and element type: the register tile and blocks.
 
 AVX-512: 6 rows x 4 zmm = 24 accumulators of the 32 registers (four for B, one for the broadcast of
-A), slabs of 256 k, a packed block of 128 KiB.  Each k step then shares its 10 loads and its
-address arithmetic among 24 FMAs (8 x 2 zmm: among 16), which matters where two FMA pipes take a
-zmm FMA each cycle and the loop's scalar instructions compete for their ports (``docs/backend-cpu.md``,
-Measurements: the GEMM on Intel).  AVX2: 6 rows x 2 ymm = 12 of its 16 registers, slabs of 128."""
+A), slabs of 512 k, blocks of one tile's width (the packed block 128 KiB, as AVX2's), C read late
+(``late_c``).  Each k step shares its 10 loads and its address arithmetic among 24 FMAs (8 x 2
+zmm: among 16), which matters where two FMA pipes take a zmm FMA each cycle and the loop's scalar
+instructions compete for their ports; slabs of 512 halve the passes over C, and a late C hides
+what those passes still cost (``docs/backend-cpu.md``, Measurements: the GEMM on Intel).  AVX2:
+6 rows x 2 ymm = 12 of its 16 registers, slabs of 128, C read first (a late C measured no faster)."""
 
 
 LAYOUTS = ("", "strided_lhs", "strided_rhs")
@@ -148,8 +155,11 @@ class _Text:
 
 def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str, j: str, width_left: str,
           kb: str, ke: str, one: str, panel: str = "") -> None:
-    """One register tile of ``rows`` x ``vectors`` vectors at (i, j): load C, accumulate over k in
-    [kb, ke), store C.
+    """One register tile of ``rows`` x ``vectors`` vectors at (i, j): accumulate over k in [kb, ke)
+    from C's values (or zeros: ``%load_c``), store C.  With ``g.late_c`` the accumulators start
+    from zeros and C's values are added after the k loop, its lines prefetched when the tile
+    starts: the loads of C then wait on nothing (a C of megabytes misses L2 at every slab, and the
+    first slab's stores need the lines too), where reading C first held the FMAs until it came.
 
     ``masked``: only the first ``width_left`` columns exist (fewer than the tile's width).
     ``panel``: the index of the tile's columns in the packed block of B (``_pack_b``), read there
@@ -176,18 +186,15 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
 
     n_acc = vectors * rows
     types = ", ".join([vty] * n_acc)
-    init = t.fresh("init")
-    t.line(f"{init}:{n_acc} = scf.if %load_c -> ({types}) {{")  # C's values, or zeros (see gemm_function)
-    t.depth += 1
-    t.line(f"scf.yield {', '.join(load('%C', row_idx[r], v) for r in range(rows) for v in range(vectors))} : {types}")
-    t.depth -= 1
-    t.line("} else {")
-    t.depth += 1
-    zeros = t.op(f"arith.constant dense<0.0> : {vty}", "z")
-    t.line(f"scf.yield {', '.join([zeros] * n_acc)} : {types}")
-    t.depth -= 1
-    t.line("}")
-    acc0 = [f"{init}#{n}" for n in range(n_acc)]
+    every = [(r, v) for r in range(rows) for v in range(vectors)]
+    if g.late_c:
+        if not masked:  # C's lines on their way to L2 while the k loop runs (for writing: the first slab only stores)
+            for r, v in every:
+                t.line(f"memref.prefetch %C[{row_idx[r]}, {cols[v]}], write, locality<2>, data : {mty}")
+        acc0 = [t.op(f"arith.constant dense<0.0> : {vty}", "z")] * n_acc
+    else:
+        acc0 = _if_load_c(t, types, lambda: [load("%C", row_idx[r], v) for r, v in every], "init",
+                          lambda: [t.op(f"arith.constant dense<0.0> : {vty}", "z")] * n_acc)
     accs = [f"%acc{n}" for n in range(n_acc)]
     results = t.fresh("res")
     iters = ", ".join(f"{a} = {x}" for a, x in zip(accs, acc0))
@@ -211,13 +218,35 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
     t.line(f"scf.yield {', '.join(new)} : {types}")
     t.depth -= 1
     t.line("}")
+    sums = [f"{results}#{n}" for n in range(n_acc)]
+    if g.late_c:
+        sums = _if_load_c(t, types, lambda: [t.op(f"arith.addf {load('%C', row_idx[r], v)}, {sums[vectors * r + v]} : {vty}", "s")
+                                             for r, v in every], "sum", lambda: sums)
     for r in range(rows):
         for v in range(vectors):
-            val = f"{results}#{vectors * r + v}"
+            val = sums[vectors * r + v]
             if masked:
                 t.line(f"vector.maskedstore %C[{row_idx[r]}, {cols[v]}], {masks[v]}, {val} : {mty}, {mask_ty}, {vty}")
             else:
                 t.line(f"vector.store {val}, %C[{row_idx[r]}, {cols[v]}] : {mty}, {vty}")
+
+
+def _if_load_c(t: _Text, types: str, then: Callable[[], list[str]], hint: str, other: Callable[[], list[str]]) -> list[str]:
+    """The values ``then()`` computes (C's, or C's plus the tile's sums) where ``%load_c`` (a later slab,
+    or an accumulating call), else ``other()``'s: the results of one ``scf.if``, each branch's
+    values written inside it."""
+    out = t.fresh(hint)
+    n = types.count(",") + 1
+    t.line(f"{out}:{n} = scf.if %load_c -> ({types}) {{")
+    t.depth += 1
+    t.line(f"scf.yield {', '.join(then())} : {types}")
+    t.depth -= 1
+    t.line("} else {")
+    t.depth += 1
+    t.line(f"scf.yield {', '.join(other())} : {types}")
+    t.depth -= 1
+    t.line("}")
+    return [f"{out}#{i}" for i in range(n)]
 
 
 def _whole_columns_end(t: _Text, g: GemmShape, nb: str, ne: str) -> str:
