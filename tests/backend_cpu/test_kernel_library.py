@@ -248,6 +248,12 @@ def test_gemm_edges_of_every_tile(isa, elem):
     for rest in range(g.rows):
         for n in (g.width + 1, row_2k + 3, row_2k):
             _check_gemm(isa, elem, 2 * g.rows + rest, n, g.k_slab + 1, (0, 0, 0, 0, 0, 0), accumulate=rest % 2 == 0)
+    # row blocks (``a_block``): three of a whole slab's rows, the last one short, with the last
+    # rows of a band in it; the second slab (one k) takes all rows in one block
+    if g.a_block:
+        per_block = g.a_block // (g.k_slab * DType(elem).bits // 8)
+        for m in (2 * per_block + g.rows + 1, per_block + 1):
+            _check_gemm(isa, elem, m, g.width + 1, g.k_slab + 1, (0, 0, 0, 0, 0, 0), accumulate=m % 2 == 0)
 
 
 @pytest.mark.parametrize("isa", sorted(VARIANTS))

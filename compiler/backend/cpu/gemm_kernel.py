@@ -7,7 +7,8 @@ ahead of time, for a fixed instruction set (``kernel_library``); a program only 
 (``library_calls``), which costs what any small function costs.
 
 The loop nest is the matmul schedule's of ``transforms`` (K slabs, column blocks, register tiles of
-``rows`` x ``vectors`` vectors, k innermost with the accumulators in registers), its sizes per
+``rows`` x ``vectors`` vectors, k innermost with the accumulators in registers), with row blocks
+between the slabs and the column blocks where a variant bounds them (``a_block``), its sizes per
 instruction set and element type (``VARIANTS``).  Edges need no padding: the last columns use masked
 loads and stores (AVX-512 and AVX2 have them natively) in a tile of as many vectors as they need
 (``_edge``), the last ``M mod rows`` rows one band of tiles of exactly that many rows
@@ -38,15 +39,17 @@ __all__ = ["GemmShape", "gemm_function", "gemm_symbol", "operand_type", "operand
 class GemmShape(FrozenRecord):
     """One variant: element type, lanes per vector register, the register tile (``rows`` x
     ``vectors`` vectors of accumulators), the cache blocks (``k_slab`` rows of B per slab,
-    ``n_block`` columns per block, a multiple of the tile's width), and ``late_c``: whether a tile
-    reads C after its k loop rather than before it (``_tile``).
+    ``n_block`` columns per block, a multiple of the tile's width), ``late_c``: whether a tile
+    reads C after its k loop rather than before it (``_tile``), and ``a_block``: the most bytes of
+    A's slab one row block reads (``_row_block``; 0: one block of every row).
 
     Why these fields: the tile decides how many loads and address computations each FMA shares
     (a broadcast of A per row and k, a load of B per vector and k), the slab how often a tile's
     accumulators go through C (once per slab), the block how large the packed copy of B is
-    (``packed_type``: ``k_slab`` x ``n_block`` elements, on the stack)."""
+    (``packed_type``: ``k_slab`` x ``n_block`` elements, on the stack), the row block how often A's
+    slab is read from beyond L2: once per column block, unless the rows of a block fit there."""
 
-    __slots__ = ("elem", "lanes", "rows", "vectors", "k_slab", "n_block", "late_c")
+    __slots__ = ("elem", "lanes", "rows", "vectors", "k_slab", "n_block", "late_c", "a_block")
 
     elem: str
     lanes: int
@@ -55,16 +58,18 @@ class GemmShape(FrozenRecord):
     k_slab: int
     n_block: int
     late_c: bool
+    a_block: int
 
     def __init__(self, elem: str, lanes: int, rows: int, vectors: int = 2, k_slab: int = 128,
-                 n_block: int = 128, late_c: bool = False) -> None:
+                 n_block: int = 128, late_c: bool = False, a_block: int = 0) -> None:
         if (elem not in ("f32", "f64") or lanes < 1 or rows < 1 or vectors < 1 or n_block < 1
                 or n_block % (vectors * lanes) or k_slab < lanes or k_slab % lanes  # whole runs of k per slab
+                or a_block < 0
                 or lanes & (lanes - 1)):  # shuffle stages
             raise ValueError(f"unsupported GEMM variant {elem}/{lanes} lanes/{rows}x{vectors} tile/"
                              f"{k_slab}x{n_block} block")
         for name, value in (("elem", elem), ("lanes", lanes), ("rows", rows), ("vectors", vectors),
-                            ("k_slab", k_slab), ("n_block", n_block), ("late_c", late_c)):
+                            ("k_slab", k_slab), ("n_block", n_block), ("late_c", late_c), ("a_block", a_block)):
             _set(self, name, value)
 
     @property
@@ -74,8 +79,8 @@ class GemmShape(FrozenRecord):
 
 
 VARIANTS: dict[str, dict[str, GemmShape]] = {
-    "x86-64-v4": {"f32": GemmShape("f32", 16, 6, vectors=4, k_slab=512, n_block=64, late_c=True),
-                  "f64": GemmShape("f64", 8, 6, vectors=4, k_slab=512, n_block=32, late_c=True)},
+    "x86-64-v4": {"f32": GemmShape("f32", 16, 6, vectors=4, k_slab=512, n_block=64, late_c=True, a_block=1 << 20),
+                  "f64": GemmShape("f64", 8, 6, vectors=4, k_slab=512, n_block=32, late_c=True, a_block=1 << 20)},
     "x86-64-v3": {"f32": GemmShape("f32", 8, 6), "f64": GemmShape("f64", 4, 6)},
 }
 """Per instruction set of ``kernel_library.ISAS`` and element type: the register tile and blocks.
@@ -85,8 +90,11 @@ A), slabs of 512 k, blocks of one tile's width (the packed block 128 KiB, as AVX
 (``late_c``).  Each k step shares its 10 loads and its address arithmetic among 24 FMAs (8 x 2
 zmm: among 16), which matters where two FMA pipes take a zmm FMA each cycle and the loop's scalar
 instructions compete for their ports; slabs of 512 halve the passes over C, and a late C hides
-what those passes still cost (``docs/backend-cpu.md``, Measurements: the GEMM on Intel).  AVX2:
-6 rows x 2 ymm = 12 of its 16 registers, slabs of 128, C read first (a late C measured no faster)."""
+what those passes still cost; row blocks of at most 1 MiB of A (half this host's L2) keep the
+A of a matmul of thousands of rows in L2 across the column blocks, at the price of packing B once
+per row block (``docs/backend-cpu.md``, Measurements: the GEMM on Intel).  AVX2:
+6 rows x 2 ymm = 12 of its 16 registers, slabs of 128, C read first, no row blocks (neither a late
+C nor row blocks measured faster)."""
 
 
 LAYOUTS = ("", "strided_lhs", "strided_rhs")
@@ -459,6 +467,18 @@ def _transposed_view(t: _Text, g: GemmShape, bty: str, k: str, n: str) -> str:
     return t.op(f"arith.cmpi eq, {meta}#3, {t.index(1)} : index", "unit")
 
 
+def _row_block(t: _Text, g: GemmShape, m: str, kb: str, ke: str) -> str:
+    """Rows per row block of the slab [kb, ke): the fewest blocks whose A slab takes at most
+    ``g.a_block`` bytes each, as equal as whole bands make them (at least one band)."""
+    size = int(g.elem[1:]) // 8
+    row_bytes = t.op(f"arith.muli {t.op(f'arith.subi {ke}, {kb} : index', 'kl')}, {t.index(size)} : index", "rb")
+    fit = t.op(f"arith.maxui {t.op(f'arith.divui {t.index(g.a_block)}, {row_bytes} : index', 'fit')}, {t.index(1)} : index", "fit")
+    blocks = t.op(f"arith.ceildivui {m}, {fit} : index", "nblk")
+    rows = t.op(f"arith.ceildivui {m}, {t.op(f'arith.maxui {blocks}, {t.index(1)} : index', 'nblk')} : index", "mb")
+    bands = t.op(f"arith.ceildivui {rows}, {t.index(g.rows)} : index", "mb")
+    return t.op(f"arith.muli {bands}, {t.index(g.rows)} : index", "mb")
+
+
 def gemm_function(name: str, g: GemmShape, layout: str = "") -> str:
     """``func.func @name(%A, %B, %C, %accumulate: i1)``: C += A @ B if ``accumulate``, else C = A @ B
     (C is then only written, never read: the zero fill in front of a matmul is not needed), the
@@ -485,28 +505,47 @@ def gemm_function(name: str, g: GemmShape, layout: str = "") -> str:
     ke = t.op(f"arith.minui {t.op(f'arith.addi %kb, {kslab} : index', 'ke')}, {k} : index", "ke")
     later_slab = t.op(f"arith.cmpi ne, %kb, {zero} : index", "p")
     t.line(f"%load_c = arith.ori {later_slab}, %accumulate : i1")
+    lo, hi, last = zero, m_whole, ""
+    if g.a_block:
+        block = _row_block(t, g, m, "%kb", ke)
+        t.line(f"scf.for %mb = {zero} to {m} step {block} {{")
+        t.depth += 1
+        lo, after = "%mb", t.op(f"arith.addi %mb, {block} : index", "me")
+        hi = t.op(f"arith.minui {after}, {m_whole} : index", "me")
+        last = t.op(f"arith.cmpi uge, {after}, {m} : index", "p")
     t.line(f"scf.for %nb = {zero} to {n} step {nblock} {{")
     t.depth += 1
     ne = t.op(f"arith.minui {t.op(f'arith.addi %nb, {nblock} : index', 'ne')}, {n} : index", "ne")
+
+    def last_rows(packed_edge: bool, packed: bool) -> None:
+        if not last:
+            _last_rows(t, g, m_whole, rest, ne, ke, one, packed_edge, packed)
+            return
+        with t.block(f"scf.if {last}"):
+            _last_rows(t, g, m_whole, rest, ne, ke, one, packed_edge, packed)
+
     if strided_b:  # every tile reads the packed block, the last rows' too
         _pack_b_transposed(t, g, "%nb", ne, "%kb", ke, unit)
-        _row_tiles(t, g, "%ip", zero, m_whole, rows_c, g.rows, ne, ke, one, True)
-        _last_rows(t, g, m_whole, rest, ne, ke, one, True, True)
+        _row_tiles(t, g, "%ip", lo, hi, rows_c, g.rows, ne, ke, one, True)
+        last_rows(True, True)
     else:
         t.line(f"scf.if {pack} {{")
         t.depth += 1
         _pack_b(t, g, "%nb", ne, "%kb", ke)
-        _row_tiles(t, g, "%ip", zero, m_whole, rows_c, g.rows, ne, ke, one, False, packed=True)
-        _last_rows(t, g, m_whole, rest, ne, ke, one, False, True)
+        _row_tiles(t, g, "%ip", lo, hi, rows_c, g.rows, ne, ke, one, False, packed=True)
+        last_rows(False, True)
         t.depth -= 1
         t.line("} else {")
         t.depth += 1
-        _row_tiles(t, g, "%i", zero, m_whole, rows_c, g.rows, ne, ke, one, False)
-        _last_rows(t, g, m_whole, rest, ne, ke, one, False, False)
+        _row_tiles(t, g, "%i", lo, hi, rows_c, g.rows, ne, ke, one, False)
+        last_rows(False, False)
         t.depth -= 1
         t.line("}")
     t.depth -= 1
     t.line("}")
+    if g.a_block:
+        t.depth -= 1
+        t.line("}")
     t.depth -= 1
     t.line("}")
     t.line("return")
