@@ -86,7 +86,7 @@ VARIANTS: dict[str, dict[str, GemmShape]] = {
 """Per instruction set of ``kernel_library.ISAS`` and element type: the register tile and blocks.
 
 AVX-512: 6 rows x 4 zmm = 24 accumulators of the 32 registers (four for B, one for the broadcast of
-A), slabs of 512 k, blocks of one tile's width (the packed block 128 KiB, as AVX2's), C read late
+A), slabs of 512 k, blocks of one tile's width (a packed block of 128 KiB), C read late
 (``late_c``).  Each k step shares its 10 loads and its address arithmetic among 24 FMAs (8 x 2
 zmm: among 16), which matters where two FMA pipes take a zmm FMA each cycle and the loop's scalar
 instructions compete for their ports; slabs of 512 halve the passes over C, and a late C hides
@@ -473,10 +473,9 @@ def _row_block(t: _Text, g: GemmShape, m: str, kb: str, ke: str) -> str:
     size = int(g.elem[1:]) // 8
     row_bytes = t.op(f"arith.muli {t.op(f'arith.subi {ke}, {kb} : index', 'kl')}, {t.index(size)} : index", "rb")
     fit = t.op(f"arith.maxui {t.op(f'arith.divui {t.index(g.a_block)}, {row_bytes} : index', 'fit')}, {t.index(1)} : index", "fit")
-    blocks = t.op(f"arith.ceildivui {m}, {fit} : index", "nblk")
-    rows = t.op(f"arith.ceildivui {m}, {t.op(f'arith.maxui {blocks}, {t.index(1)} : index', 'nblk')} : index", "mb")
-    bands = t.op(f"arith.ceildivui {rows}, {t.index(g.rows)} : index", "mb")
-    return t.op(f"arith.muli {bands}, {t.index(g.rows)} : index", "mb")
+    blocks = t.op(f"arith.maxui {t.op(f'arith.ceildivui {m}, {fit} : index', 'nblk')}, {t.index(1)} : index", "nblk")
+    bands = t.op(f"arith.ceildivui {t.op(f'arith.ceildivui {m}, {blocks} : index', 'mb')}, {t.index(g.rows)} : index", "mb")
+    return t.op(f"arith.muli {t.op(f'arith.maxui {bands}, {t.index(1)} : index', 'mb')}, {t.index(g.rows)} : index", "mb")
 
 
 def gemm_function(name: str, g: GemmShape, layout: str = "") -> str:
