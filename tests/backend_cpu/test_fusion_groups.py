@@ -280,6 +280,37 @@ def test_reduction_tiles_cover_short_rows_without_waste_and_divide_when_they_can
         assert v in (4, 2, 1) and -(-n // (v * 16)) * v * 8 <= fewest * 9
 
 
+def test_a_reduction_row_is_never_one_whole_tile_and_a_masked_one():
+    # a loop of one whole tile is folded away, a max's -inf start with it, and the peeled tile then
+    # updated the row's own slice: a copy of it per row (a softmax over rows of 62: 1.9x slower)
+    for lanes in (16, 8, 4):
+        for n in range(2 * lanes, 64 * lanes):
+            t, masked = reduction_tile(n, lanes)
+            assert masked == (n % t != 0) and not (masked and t < n < 2 * t and t > lanes), (n, lanes, t)
+    assert reduction_tile(62, 16) == (16, True)   # three whole vectors and a masked one, not 32 + 30
+    assert reduction_tile(120, 16) == (32, True)  # three whole tiles of 2 vectors, not 64 + 56
+    assert reduction_tile(64, 16) == (64, False)  # whole rows are unchanged
+    assert reduction_tile(1000, 16) == (64, True)
+
+
+@pytest.mark.parametrize("kind,dt,shape", [("softmax", "f32", (7, 9, 62)), ("log_softmax", "f32", (40, 120)),
+                                           ("softmax", "f64", (50, 30)), ("softmax", "f32", (3, 11, 53))])
+def test_rows_of_one_tile_and_a_masked_one_copy_nothing(kind, dt, shape):
+    """The kernel of a grouped softmax over rows that ``row_tile`` would cut into one whole tile and
+    a masked one copies nothing (it copied each row's slice into a fresh buffer), and matches the
+    reference."""
+    from mind.compiler.backend.cpu.api import emit_stage
+    from mind.compiler.frontend.api import compile_source
+
+    src = softmax_src(kind, dt, shape)
+    with applied_scripts() as seen:
+        for cpu in CPUS:
+            _compare(src, _args([shape], dt), cpu, threads=1)
+    assert _grouped(seen)
+    llvm = emit_stage(compile_source(src), "llvm")
+    assert "@llvm.memcpy" not in llvm
+
+
 def test_blocks_fit_l2_and_outnumber_threads():
     unit = VECTOR_UNITS["x86-64-v4"]
     g = Group([], 1, [4096, 1000], 3 * 4000)

@@ -469,12 +469,22 @@ def reduction_tile(n: int, lanes: int) -> tuple[int, bool]:
     """The tile of a reduction along a row of ``n``: 4, 2 or 1 whole vectors of partial results
     (``_masked_vectors``: 4 when they divide n; 2 vectors for a row of 6, with no mask), with a
     peeled, masked last tile when the tile does not divide n; ``row_tile`` for rows shorter than 4
-    vectors.  Why: LLVM keeps a loop-carried vector of 1, 2 or 4
-    registers in registers; 3 (a row of 432 f32: tiles of 48) went through the stack every step."""
+    vectors; never one whole tile and a masked one (halved until there are two whole tiles or one
+    vector).  Why: LLVM keeps a loop-carried vector of 1, 2 or 4
+    registers in registers; 3 (a row of 432 f32: tiles of 48) went through the stack every step.
+    And a loop of one whole tile is folded away, and with it a max's start (``max(-inf, x)`` is
+    x): its partial maxima became the row's own slice, which the peeled tile then updated, so
+    bufferization copied the slice into a fresh buffer for every row (a softmax over rows of 49-63
+    or 113-127 f32 ran 1.7-2x slower than over 64 or 112; ``docs/backend-cpu.md``, Measurements)."""
     if n < 4 * lanes:
-        return row_tile(n, lanes)
-    t = _masked_vectors(n, lanes) * lanes
-    return t, n % t != 0
+        t, masked = row_tile(n, lanes)
+    else:
+        t = _masked_vectors(n, lanes) * lanes
+        masked = n % t != 0
+    while masked and lanes < t < n < 2 * t:
+        t //= 2
+        masked = n % t != 0
+    return t, masked
 
 
 def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit: VectorUnit,
