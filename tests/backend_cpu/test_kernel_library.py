@@ -254,6 +254,12 @@ def test_gemm_edges_of_every_tile(isa, elem):
         per_block = g.a_block // (g.k_slab * DType(elem).bits // 8)
         for m in (2 * per_block + g.rows + 1, per_block + 1):
             _check_gemm(isa, elem, m, g.width + 1, g.k_slab + 1, (0, 0, 0, 0, 0, 0), accumulate=m % 2 == 0)
+    # a B whose rows start off the vectors' grid (a column of padding: odd offsets) from
+    # ``pack_unaligned`` row tiles on: packed; one band fewer: read in place
+    if g.pack_unaligned:
+        for m in (g.pack_unaligned * g.rows, g.pack_unaligned * g.rows - 1):
+            for pads in ((0, 0, 0, 1, 0, 0), (0, 0, 0, 0, 0, 0)):
+                _check_gemm(isa, elem, m, g.width + 3, 70, pads, accumulate=m % 2 == 0)
 
 
 @pytest.mark.parametrize("isa", sorted(VARIANTS))

@@ -40,8 +40,10 @@ class GemmShape(FrozenRecord):
     """One variant: element type, lanes per vector register, the register tile (``rows`` x
     ``vectors`` vectors of accumulators), the cache blocks (``k_slab`` rows of B per slab,
     ``n_block`` columns per block, a multiple of the tile's width), ``late_c``: whether a tile
-    reads C after its k loop rather than before it (``_tile``), and ``a_block``: the most bytes of
-    A's slab one row block reads (``_row_block``; 0: one block of every row).
+    reads C after its k loop rather than before it (``_tile``), ``a_block``: the most bytes of
+    A's slab one row block reads (``_row_block``; 0: one block of every row), and
+    ``pack_unaligned``: the row tiles from which a B whose rows are off the vectors' grid is packed
+    (``_packs``; 0: never for that reason).
 
     Why these fields: the tile decides how many loads and address computations each FMA shares
     (a broadcast of A per row and k, a load of B per vector and k), the slab how often a tile's
@@ -49,7 +51,7 @@ class GemmShape(FrozenRecord):
     (``packed_type``: ``k_slab`` x ``n_block`` elements, on the stack), the row block how often A's
     slab is read from beyond L2: once per column block, unless the rows of a block fit there."""
 
-    __slots__ = ("elem", "lanes", "rows", "vectors", "k_slab", "n_block", "late_c", "a_block")
+    __slots__ = ("elem", "lanes", "rows", "vectors", "k_slab", "n_block", "late_c", "a_block", "pack_unaligned")
 
     elem: str
     lanes: int
@@ -59,17 +61,20 @@ class GemmShape(FrozenRecord):
     n_block: int
     late_c: bool
     a_block: int
+    pack_unaligned: int
 
     def __init__(self, elem: str, lanes: int, rows: int, vectors: int = 2, k_slab: int = 128,
-                 n_block: int = 128, late_c: bool = False, a_block: int = 0) -> None:
+                 n_block: int = 128, late_c: bool = False, a_block: int = 0,
+                 pack_unaligned: int = 0) -> None:
         if (elem not in ("f32", "f64") or lanes < 1 or rows < 1 or vectors < 1 or n_block < 1
                 or n_block % (vectors * lanes) or k_slab < lanes or k_slab % lanes  # whole runs of k per slab
-                or a_block < 0
+                or a_block < 0 or pack_unaligned < 0
                 or lanes & (lanes - 1)):  # shuffle stages
             raise ValueError(f"unsupported GEMM variant {elem}/{lanes} lanes/{rows}x{vectors} tile/"
                              f"{k_slab}x{n_block} block")
         for name, value in (("elem", elem), ("lanes", lanes), ("rows", rows), ("vectors", vectors),
-                            ("k_slab", k_slab), ("n_block", n_block), ("late_c", late_c), ("a_block", a_block)):
+                            ("k_slab", k_slab), ("n_block", n_block), ("late_c", late_c), ("a_block", a_block),
+                            ("pack_unaligned", pack_unaligned)):
             _set(self, name, value)
 
     @property
@@ -79,8 +84,10 @@ class GemmShape(FrozenRecord):
 
 
 VARIANTS: dict[str, dict[str, GemmShape]] = {
-    "x86-64-v4": {"f32": GemmShape("f32", 16, 6, vectors=4, k_slab=512, n_block=64, late_c=True, a_block=1 << 20),
-                  "f64": GemmShape("f64", 8, 6, vectors=4, k_slab=512, n_block=32, late_c=True, a_block=1 << 20)},
+    "x86-64-v4": {"f32": GemmShape("f32", 16, 6, vectors=4, k_slab=512, n_block=64, late_c=True, a_block=1 << 20,
+                                    pack_unaligned=16),
+                  "f64": GemmShape("f64", 8, 6, vectors=4, k_slab=512, n_block=32, late_c=True, a_block=1 << 20,
+                                    pack_unaligned=16)},
     "x86-64-v3": {"f32": GemmShape("f32", 8, 6), "f64": GemmShape("f64", 4, 6)},
 }
 """Per instruction set of ``kernel_library.ISAS`` and element type: the register tile and blocks.
@@ -92,9 +99,11 @@ zmm: among 16), which matters where two FMA pipes take a zmm FMA each cycle and 
 instructions compete for their ports; slabs of 512 halve the passes over C, and a late C hides
 what those passes still cost; row blocks of at most 1 MiB of A (half this host's L2) keep the
 A of a matmul of thousands of rows in L2 across the column blocks, at the price of packing B once
-per row block (``docs/backend-cpu.md``, Measurements: the GEMM on Intel).  AVX2:
-6 rows x 2 ymm = 12 of its 16 registers, slabs of 128, C read first, no row blocks (neither a late
-C nor row blocks measured faster)."""
+per row block; from 16 row tiles a B whose rows start off the 64-byte grid (NumPy's arrays
+usually do) is packed, since every zmm load of it spans two lines (``docs/backend-cpu.md``,
+Measurements: the GEMM on Intel).  AVX2: 6 rows x 2 ymm = 12 of its 16 registers, slabs of 128,
+C read first, no row blocks, no packing for alignment (none of the three measured faster: a ymm
+load off the grid spans two lines only every other time)."""
 
 
 LAYOUTS = ("", "strided_lhs", "strided_rhs")
@@ -443,7 +452,9 @@ def _transposed_chunk(t: _Text, g: GemmShape, jt: str, k0: str, kb: str, mask: s
 
 def _packs(t: _Text, g: GemmShape, mty: str, m_whole: str) -> str:
     """Whether B's blocks are packed (``_pack_b``): at least ``PACK_MIN_ROW_TILES`` row tiles, or two
-    and a row stride of B that is a multiple of ``PACK_CONFLICT_BYTES``."""
+    and a row stride of B that is a multiple of ``PACK_CONFLICT_BYTES``, or (a variant with
+    ``pack_unaligned``) that many row tiles and rows of B that do not all start on a vector's
+    boundary (``_unaligned``)."""
     zero = t.index(0)
     meta = t.fresh("meta")
     t.line(f"%base{meta[1:]}, {meta}:5 = memref.extract_strided_metadata %B : {mty} -> "
@@ -453,7 +464,24 @@ def _packs(t: _Text, g: GemmShape, mty: str, m_whole: str) -> str:
     conflict = t.op(f"arith.cmpi eq, {t.op(f'arith.remui {stride}, {per_conflict} : index', 'r')}, {zero} : index", "p")
     two = t.op(f"arith.cmpi uge, {m_whole}, {t.index(2 * g.rows)} : index", "p")
     many = t.op(f"arith.cmpi uge, {m_whole}, {t.index(PACK_MIN_ROW_TILES * g.rows)} : index", "p")
+    if g.pack_unaligned:
+        enough = t.op(f"arith.cmpi uge, {m_whole}, {t.index(g.pack_unaligned * g.rows)} : index", "p")
+        unaligned = _unaligned(t, g, mty, f"{meta}#0", stride)
+        many = t.op(f"arith.ori {many}, {t.op(f'arith.andi {enough}, {unaligned} : i1', 'p')} : i1", "p")
     return t.op(f"arith.ori {many}, {t.op(f'arith.andi {two}, {conflict} : i1', 'p')} : i1", "pack")
+
+
+def _unaligned(t: _Text, g: GemmShape, mty: str, offset: str, stride: str) -> str:
+    """Whether some row of B (of ``mty``, at ``offset`` elements with a row stride of ``stride``)
+    starts off a vector's boundary: then every vector load of its tiles spans two cache lines."""
+    size = int(g.elem[1:]) // 8
+    vector = t.index(g.lanes * size)
+    ptr = t.op(f"memref.extract_aligned_pointer_as_index %B : {mty} -> index", "ptr")
+    first = t.op(f"arith.addi {ptr}, {t.op(f'arith.muli {offset}, {t.index(size)} : index', 'o')} : index", "a")
+    step = t.op(f"arith.muli {stride}, {t.index(size)} : index", "sb")
+    off = t.op(f"arith.ori {t.op(f'arith.remui {first}, {vector} : index', 'r')}, "
+               f"{t.op(f'arith.remui {step}, {vector} : index', 'r')} : index", "r")
+    return t.op(f"arith.cmpi ne, {off}, {t.index(0)} : index", "p")
 
 
 def _transposed_view(t: _Text, g: GemmShape, bty: str, k: str, n: str) -> str:
