@@ -210,7 +210,7 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
                 t.line(f"memref.prefetch %C[{row_idx[r]}, {cols[v]}], write, locality<2>, data : {mty}")
         acc0 = [t.op(f"arith.constant dense<0.0> : {vty}", "z")] * n_acc
     else:
-        acc0 = _if_load_c(t, types, lambda: [load("%C", row_idx[r], v) for r, v in every], "init",
+        acc0 = _if_load_c(t, vty, n_acc, lambda: [load("%C", row_idx[r], v) for r, v in every], "init",
                           lambda: [t.op(f"arith.constant dense<0.0> : {vty}", "z")] * n_acc)
     accs = [f"%acc{n}" for n in range(n_acc)]
     results = t.fresh("res")
@@ -237,8 +237,8 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
     t.line("}")
     sums = [f"{results}#{n}" for n in range(n_acc)]
     if g.late_c:
-        sums = _if_load_c(t, types, lambda: [t.op(f"arith.addf {load('%C', row_idx[r], v)}, {sums[vectors * r + v]} : {vty}", "s")
-                                             for r, v in every], "sum", lambda: sums)
+        sums = _if_load_c(t, vty, n_acc, lambda: [t.op(f"arith.addf {load('%C', row_idx[r], v)}, {sums[vectors * r + v]} : {vty}",
+                                                         "s") for r, v in every], "sum", lambda: sums)
     for r in range(rows):
         for v in range(vectors):
             val = sums[vectors * r + v]
@@ -248,12 +248,13 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
                 t.line(f"vector.store {val}, %C[{row_idx[r]}, {cols[v]}] : {mty}, {vty}")
 
 
-def _if_load_c(t: _Text, types: str, then: Callable[[], list[str]], hint: str, other: Callable[[], list[str]]) -> list[str]:
-    """The values ``then()`` computes (C's, or C's plus the tile's sums) where ``%load_c`` (a later slab,
-    or an accumulating call), else ``other()``'s: the results of one ``scf.if``, each branch's
-    values written inside it."""
+def _if_load_c(t: _Text, vty: str, n: int, then: Callable[[], list[str]], hint: str,
+               other: Callable[[], list[str]]) -> list[str]:
+    """The ``n`` values of type ``vty`` that ``then()`` computes (C's, or C's plus the tile's sums)
+    where ``%load_c`` (a later slab, or an accumulating call), else ``other()``'s: the results of
+    one ``scf.if``, each branch's values written inside it."""
     out = t.fresh(hint)
-    n = types.count(",") + 1
+    types = ", ".join([vty] * n)
     t.line(f"{out}:{n} = scf.if %load_c -> ({types}) {{")
     t.depth += 1
     t.line(f"scf.yield {', '.join(then())} : {types}")
