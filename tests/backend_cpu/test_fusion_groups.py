@@ -296,9 +296,9 @@ def test_a_reduction_row_is_never_one_whole_tile_and_a_masked_one():
 @pytest.mark.parametrize("kind,dt,shape", [("softmax", "f32", (7, 9, 62)), ("log_softmax", "f32", (40, 120)),
                                            ("softmax", "f64", (50, 30)), ("softmax", "f32", (3, 11, 53))])
 def test_rows_of_one_tile_and_a_masked_one_copy_nothing(kind, dt, shape):
-    """The kernel of a grouped softmax over rows that ``row_tile`` would cut into one whole tile and
-    a masked one copies nothing (it copied each row's slice into a fresh buffer), and matches the
-    reference."""
+    """The kernel of a grouped softmax over rows that ``reduction_tile`` cut into one whole tile and
+    a masked one copies nothing (it copied each row's slice into a fresh buffer: the host's LLVM IR
+    is read), and matches the reference on every level of ``CPUS``."""
     from mind.compiler.backend.cpu.api import emit_stage
     from mind.compiler.frontend.api import compile_source
 
