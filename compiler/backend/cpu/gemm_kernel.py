@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from mind.spec.dtypes import DType
 from mind.spec.record import FrozenRecord
 
 _set = object.__setattr__
@@ -76,6 +77,11 @@ class GemmShape(FrozenRecord):
                             ("k_slab", k_slab), ("n_block", n_block), ("late_c", late_c), ("a_block", a_block),
                             ("pack_unaligned", pack_unaligned)):
             _set(self, name, value)
+
+    @property
+    def elem_bytes(self) -> int:
+        """Bytes of one element (the spec's dtype table)."""
+        return DType(self.elem).bits // 8
 
     @property
     def width(self) -> int:
@@ -461,7 +467,7 @@ def _packs(t: _Text, g: GemmShape, mty: str, m_whole: str) -> str:
     t.line(f"%base{meta[1:]}, {meta}:5 = memref.extract_strided_metadata %B : {mty} -> "
            f"memref<{g.elem}>, index, index, index, index, index")
     stride = f"{meta}#3"
-    per_conflict = t.index(PACK_CONFLICT_BYTES // (int(g.elem[1:]) // 8))
+    per_conflict = t.index(PACK_CONFLICT_BYTES // g.elem_bytes)
     conflict = t.op(f"arith.cmpi eq, {t.op(f'arith.remui {stride}, {per_conflict} : index', 'r')}, {zero} : index", "p")
     two = t.op(f"arith.cmpi uge, {m_whole}, {t.index(2 * g.rows)} : index", "p")
     many = t.op(f"arith.cmpi uge, {m_whole}, {t.index(PACK_MIN_ROW_TILES * g.rows)} : index", "p")
@@ -475,7 +481,7 @@ def _packs(t: _Text, g: GemmShape, mty: str, m_whole: str) -> str:
 def _unaligned(t: _Text, g: GemmShape, mty: str, offset: str, stride: str) -> str:
     """Whether some row of B (of ``mty``, at ``offset`` elements with a row stride of ``stride``)
     starts off a vector's boundary: then every vector load of its tiles spans two cache lines."""
-    size = int(g.elem[1:]) // 8
+    size = g.elem_bytes
     vector = t.index(g.lanes * size)
     ptr = t.op(f"memref.extract_aligned_pointer_as_index %B : {mty} -> index", "ptr")
     first = t.op(f"arith.addi {ptr}, {t.op(f'arith.muli {offset}, {t.index(size)} : index', 'o')} : index", "a")
@@ -499,7 +505,7 @@ def _transposed_view(t: _Text, g: GemmShape, bty: str, k: str, n: str) -> str:
 def _row_block(t: _Text, g: GemmShape, m: str, kb: str, ke: str) -> str:
     """Rows per row block of the slab [kb, ke): the fewest blocks whose A slab takes at most
     ``g.a_block`` bytes each, as equal as whole bands make them (at least one band)."""
-    size = int(g.elem[1:]) // 8
+    size = g.elem_bytes
     row_bytes = t.op(f"arith.muli {t.op(f'arith.subi {ke}, {kb} : index', 'kl')}, {t.index(size)} : index", "rb")
     fit = t.op(f"arith.maxui {t.op(f'arith.divui {t.index(g.a_block)}, {row_bytes} : index', 'fit')}, {t.index(1)} : index", "fit")
     blocks = t.op(f"arith.maxui {t.op(f'arith.ceildivui {m}, {fit} : index', 'nblk')}, {t.index(1)} : index", "nblk")
