@@ -1,8 +1,9 @@
 """Run the cuda backend's kernels on a GPU machine that has no MLIR: prepare here, run there, compare here.
 
-    python tools/gpu_check.py prepare DIR [--select GLOB] [--limit N] [--max-mib 60]
+    python tools/gpu_check.py prepare DIR [--select GLOB] [--limit N] [--max-mib 60] [--jobs J]
+    python tools/gpu_check.py prepare DIR --differential N [--seed S] [--jobs J]
     python tools/gpu_check.py run DIR --out RESULTS          # on the GPU machine: numpy + cuda-bindings
-    python tools/gpu_check.py compare DIR RESULTS [--json]
+    python tools/gpu_check.py compare DIR RESULTS [--json]   # here, or there (NumPy and mind alone)
 
 ``prepare`` builds, for each program of the conformance suite that runs (or those matching
 ``--select``), the ``mind build --target cuda`` artifact of its *probe* (every op's value returned,
@@ -12,6 +13,14 @@ that the folder travels to the GPU machine in one call (64 MiB).  ``run`` loads 
 diagnostic.  ``compare`` judges each case's results as the conformance runner does
 (``mind.conformance.verdict``) and, for a failing case, names the first op whose value leaves its
 accuracy bound on the GPU's own operands (``mind.reference.bisect``).  It prints the counts.
+
+``--differential N`` prepares, instead of the conformance suite, ``N`` random programs of the cpu
+backend's differential test (``tests/backend_cpu/test_differential.py``: a quarter with tile-sized
+dims), drawn with hypothesis under ``--seed``; every op's value is a result, and ``compare`` checks
+each op against the reference applied to the GPU's own operands (``reference.accuracy.check_op``),
+naming the first that diverges.  Every prepared folder also holds the ``interop`` artifact, with
+which ``run`` checks the driver paths that conformance cases do not take (``gpu_interop.py``):
+device arguments without a copy, results left on the device, the PTX path, coded errors.
 """
 
 from __future__ import annotations
@@ -21,55 +30,144 @@ import fnmatch
 import json
 import os
 import sys
+from collections import Counter
 from typing import Any
 
 import numpy as np
+
+
+def _sibling(name: str) -> Any:
+    """A module of this folder (``gpu_interop``), loaded by path: the tools are scripts, not a package."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
 
 
 def _safe(case_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in case_id)
 
 
-def prepare(folder: str, select: str | None, limit: int | None, max_mib: float) -> int:
+def _draw_differential(n: int, seed: int) -> list[tuple[str, Any, dict[str, np.ndarray]]]:
+    """``n`` programs of the cpu differential test's strategy, three quarters with small dims and a
+    quarter with tile-sized ones, drawn reproducibly from ``seed``."""
+    import importlib.util
+
+    from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location(
+        "mind_differential", os.path.join(root, "tests", "backend_cpu", "test_differential.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    from hypothesis import strategies as st
+
+    drawn: list[tuple[str, Any, dict[str, np.ndarray]]] = []
+    for kind, count, strategy in (("small", n - n // 4, module.programs()),
+                                  ("tiled", n // 4, module.programs(st.sampled_from(module.TILED_DIMS)))):
+        found: list[Any] = []
+
+        @hseed(seed)
+        @settings(max_examples=count, database=None, phases=[Phase.generate], deadline=None,
+                  suppress_health_check=list(HealthCheck))
+        @given(strategy)
+        def collect(program: Any) -> None:
+            found.append(program)
+
+        if count:
+            collect()
+        drawn += [(f"differential/{kind}/{i:04d}", fn, inputs) for i, (fn, inputs) in enumerate(found)]
+    return drawn
+
+
+def _build(job: tuple[str, str, list[np.ndarray], bool]) -> tuple[str, dict[str, bytes] | str]:
+    """One case's cuda artifact (its probe for a conformance case), or the diagnostic that stops it."""
     from mind.bisect import probe_function
     from mind.calling import bind_arguments
     from mind.compiler.build import build_artifact
-    from mind.conformance.encoding import decode
-    from mind.conformance.suite import load_suite
     from mind.diagnostics import MindError
     from mind.ir.parser import parse_module
 
-    os.makedirs(folder, exist_ok=False)
-    suite, index, total, skipped = load_suite(), [], 0, {}
+    case_id, text, inputs, probe = job
+    fn = parse_module(text, case_id).functions[0]
+    try:
+        _, env = bind_arguments(fn, inputs)
+        return case_id, build_artifact(probe_function(fn) if probe else fn, "cuda", env)
+    except MindError as err:
+        return case_id, f"{err.diagnostics[0].code}: {err.diagnostics[0].message}"
+
+
+def _jobs(select: str | None, limit: int | None, differential: int | None,
+          seed: int) -> list[tuple[str, str, list[np.ndarray], bool]]:
+    """What ``prepare`` builds: (id, Core IR text, inputs in parameter order, build its probe)."""
+    from mind.calling import bind_arguments
+    from mind.ir.printer import print_function
+
+    if differential is not None:
+        out = []
+        for case_id, fn, inputs in _draw_differential(differential, seed):
+            arrays, _ = bind_arguments(fn, inputs)
+            if fn.ops:
+                out.append((case_id, print_function(fn), arrays, False))
+        return out
+    from mind.conformance.encoding import decode
+    from mind.conformance.suite import load_suite
+    from mind.ir.parser import parse_module
+
+    suite, out = load_suite(), []
     for e in suite.entries:
         if e.status != "success" or (select and not fnmatch.fnmatch(e.id, select)):
             continue
-        if limit is not None and len(index) >= limit:
+        if limit is not None and len(out) >= limit:
             break
         case = suite.case(e)
-        fn = parse_module(case["ir"], e.id).functions[0]
-        inputs = [decode(x) for x in case["inputs"]]
-        try:
-            _, env = bind_arguments(fn, inputs)
-            if not fn.ops:
-                continue
-            files = build_artifact(probe_function(fn), "cuda", env)
-        except MindError as err:
-            skipped[e.id] = f"{err.diagnostics[0].code}: {err.diagnostics[0].message}"
+        if parse_module(case["ir"], e.id).functions[0].ops:
+            out.append((e.id, case["ir"], [decode(x) for x in case["inputs"]], True))
+    return out
+
+
+def _write_case(folder: str, name: str, files: dict[str, bytes], inputs: list[np.ndarray], text: str) -> None:
+    d = os.path.join(folder, name)
+    os.makedirs(os.path.join(d, "artifact"))
+    for file, data in files.items():
+        with open(os.path.join(d, "artifact", file), "xb") as fh:
+            fh.write(data)
+    for i, a in enumerate(inputs):
+        np.save(os.path.join(d, f"in{i}.npy"), a, allow_pickle=False)
+    with open(os.path.join(d, "program.mir"), "x", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def prepare(folder: str, select: str | None, limit: int | None, max_mib: float,
+            differential: int | None = None, seed: int = 0, jobs: int = 1) -> int:
+    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing
+
+    os.makedirs(folder, exist_ok=False)
+    work = _jobs(select, limit, differential, seed)
+    by_id = {job[0]: job for job in work}
+    index, total, skipped = [], 0, {}
+    if jobs > 1:  # spawned workers: no MLIR context crosses a fork
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            built = list(pool.map(_build, work, chunksize=8))
+    else:
+        built = [_build(job) for job in work]
+    for case_id, files in built:
+        if isinstance(files, str):
+            skipped[case_id] = files
             continue
+        _, text, inputs, _ = by_id[case_id]
         size = sum(len(b) for b in files.values()) + sum(a.nbytes for a in inputs)
         if (total + size) / 2**20 > max_mib:
-            skipped[e.id] = "over the size budget"
+            skipped[case_id] = "over the size budget"
             continue
         total += size
-        d = os.path.join(folder, _safe(e.id))
-        os.makedirs(os.path.join(d, "artifact"))
-        for name, data in files.items():
-            with open(os.path.join(d, "artifact", name), "xb") as fh:
-                fh.write(data)
-        for i, a in enumerate(inputs):
-            np.save(os.path.join(d, f"in{i}.npy"), a, allow_pickle=False)
-        index.append({"id": e.id, "dir": _safe(e.id), "inputs": len(inputs)})
+        _write_case(folder, _safe(case_id), files, inputs, text)
+        index.append({"id": case_id, "dir": _safe(case_id), "inputs": len(inputs),
+                      "kind": "differential" if differential is not None else "conformance"})
+    _sibling("gpu_interop").prepare(os.path.join(folder, "interop"))
     with open(os.path.join(folder, "index.json"), "w", encoding="utf-8") as fh:
         json.dump({"cases": index, "skipped": skipped, "bytes": total}, fh, indent=1, sort_keys=True)
     print(f"prepared {len(index)} cases ({total / 2**20:.1f} MiB), skipped {len(skipped)} (see index.json)")
@@ -78,9 +176,6 @@ def prepare(folder: str, select: str | None, limit: int | None, max_mib: float) 
 
 def run(folder: str, out: str) -> int:
     """Needs only numpy, cuda-bindings and mind.runtime (no MLIR), from a plain copy of the repository."""
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from mind.checkout import use_checkout
-    use_checkout(sys.path[0])
     import mind.runtime
     from mind.diagnostics import MindError
 
@@ -104,7 +199,35 @@ def run(folder: str, out: str) -> int:
     with open(os.path.join(out, "status.json"), "w", encoding="utf-8") as fh:
         json.dump(status, fh, indent=1, sort_keys=True)
     print(f"ran {sum(s['status'] == 'ok' for s in status.values())} of {len(status)} cases")
+    if os.path.isdir(os.path.join(folder, "interop")):
+        checks = _sibling("gpu_interop").check(os.path.join(folder, "interop"))
+        with open(os.path.join(out, "interop.json"), "w", encoding="utf-8") as fh:
+            json.dump(checks, fh, indent=1, sort_keys=True)
+        print(f"interop: {sum(c['ok'] for c in checks)} of {len(checks)} checks pass")
     return 0
+
+
+def _differential_divergence(case_dir: str, n_inputs: int, values: list[np.ndarray]) -> str | None:
+    """The first op whose GPU value leaves its bound from the reference applied to the GPU's own
+    operands (every op's value is a result of a differential program), or None."""
+    from mind.ir.parser import parse_module
+    from mind.reference.accuracy import check_op
+    from mind.reference.ops import OP_FUNCTIONS
+
+    with open(os.path.join(case_dir, "program.mir"), encoding="utf-8") as fh:
+        fn = parse_module(fh.read(), case_dir).functions[0]
+    known: dict[int, Any] = {id(p): np.load(os.path.join(case_dir, f"in{i}.npy")) for i, p in enumerate(fn.params)}
+    for v, got in zip(fn.results, values):
+        known.setdefault(id(v), got)
+    for i, op in enumerate(fn.ops):
+        operands, attrs = [known[id(v)] for v in op.operands], dict(op.attrs)
+        with np.errstate(all="ignore"):
+            expected = OP_FUNCTIONS[op.op](*operands, **attrs)
+        mismatch = check_op(op.op, operands, attrs, known[id(op.result)], expected, dtype=op.result.type.dtype)
+        if mismatch is not None:
+            return (f"first diverging op #{i}: %{op.result.name} = {op.op}{attrs} on "
+                    f"{[str(v.type) for v in op.operands]}: {mismatch}")
+    return None
 
 
 def compare(folder: str, results: str, as_json: bool) -> int:
@@ -128,10 +251,16 @@ def compare(folder: str, results: str, as_json: bool) -> int:
             counts["error"] += 1
             failures.append({"id": c["id"], "why": f"{s['code']}: {s['message']}"})
             continue
+        values = [np.load(os.path.join(results, c["dir"], f"r{i}.npy")) for i in range(s["values"])]
+        if c.get("kind") == "differential":
+            why = _differential_divergence(os.path.join(folder, c["dir"]), c["inputs"], values)
+            counts["passed" if why is None else "failed"] += 1
+            if why is not None:
+                failures.append({"id": c["id"], "why": why})
+            continue
         case = suite.case(suite.entry(c["id"]))
         fn = parse_module(case["ir"], c["id"]).functions[0]
         arrays, env = bind_arguments(fn, [decode(x) for x in case["inputs"]])
-        values = [np.load(os.path.join(results, c["dir"], f"r{i}.npy")) for i in range(s["values"])]
         by_value = {id(op.result): v for op, v in zip(fn.ops, values)}
         by_value.update({id(p): a for p, a in zip(fn.params, arrays)})
         verdict = judge(case, Answer("ok", [by_value[id(r)] for r in fn.results]))
@@ -141,14 +270,29 @@ def compare(folder: str, results: str, as_json: bool) -> int:
         counts["failed"] += 1
         first = divergence(fn, arrays, env, values)
         failures.append({"id": c["id"], "why": verdict.message, "first_divergence": str(first) if first else None})
-    report = {"counts": counts, "skipped_when_prepared": len(index["skipped"]), "failures": failures}
+    interop = _read_json(os.path.join(results, "interop.json"), [])
+    report = {"counts": counts, "skipped_when_prepared": len(index["skipped"]), "failures": failures,
+              "not_built": dict(sorted(Counter(v.split(":")[0] for v in index["skipped"].values()).items())),
+              "interop": interop}
     if as_json:
         print(json.dumps(report, indent=1, sort_keys=True))
     else:
         print(", ".join(f"{k} {v}" for k, v in counts.items()) + f"; not built: {len(index['skipped'])}")
         for f in failures[:50]:
             print(f"  {f['id']}: {f['why']}" + (f" ({f['first_divergence']})" if f.get("first_divergence") else ""))
-    return 0 if counts["failed"] == counts["error"] == 0 else 1
+        if interop:
+            print(f"interop: {sum(c['ok'] for c in interop)} of {len(interop)} checks pass")
+            for c in interop:
+                print(f"  {'ok  ' if c['ok'] else 'FAIL'} {c['name']}: {c['detail']}")
+    interop_ok = all(c["ok"] for c in interop)
+    return 0 if counts["failed"] == counts["error"] == 0 and interop_ok else 1
+
+
+def _read_json(path: str, default: Any) -> Any:
+    if not os.path.isfile(path):
+        return default
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,6 +303,9 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--select")
     a.add_argument("--limit", type=int)
     a.add_argument("--max-mib", type=float, default=60.0)
+    a.add_argument("--differential", type=int, metavar="N", help="N random programs instead of the conformance suite")
+    a.add_argument("--seed", type=int, default=0, help="the hypothesis seed of --differential")
+    a.add_argument("--jobs", type=int, default=1, help="processes that build the artifacts")
     b = sub.add_parser("run")
     b.add_argument("folder")
     b.add_argument("--out", required=True)
@@ -167,11 +314,15 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("results")
     c.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
+    # ``run`` and ``compare`` also work from a plain copy of the repository (the GPU machine's case)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from mind.checkout import use_checkout
+    use_checkout(sys.path[0])
     # the folders each step needs, checked first: a wrong path is a usage error, not a traceback
     if args.command == "prepare":
         if os.path.lexists(args.folder):
             p.error(f"{args.folder} exists: prepare writes a new folder")
-        return prepare(args.folder, args.select, args.limit, args.max_mib)
+        return prepare(args.folder, args.select, args.limit, args.max_mib, args.differential, args.seed, args.jobs)
     if not os.path.isfile(os.path.join(args.folder, "index.json")):
         p.error(f"{args.folder} is not a folder that `prepare` wrote (no index.json)")
     if args.command == "run":

@@ -172,8 +172,11 @@ def test_random_programs_match_reference(prog):
 
 
 # Shapes large enough for real tiles (tiles divide the shapes: primes, powers of two, odd sizes).
+TILED_DIMS = [1, 2, 3, 5, 8, 16, 17, 32, 48, 64]
+
+
 @settings(max_examples=6, deadline=None) if _CI else settings(max_examples=300, deadline=None)
-@given(programs(st.sampled_from([1, 2, 3, 5, 8, 16, 17, 32, 48, 64])))
+@given(programs(st.sampled_from(TILED_DIMS)))
 def test_random_programs_with_tiled_shapes_match_reference(prog):
     _check(prog)
 
@@ -181,7 +184,7 @@ def test_random_programs_with_tiled_shapes_match_reference(prog):
 # The same on two threads: tiled loops become OpenMP regions (on libgomp through ``kmpc_gomp`` where
 # it is installed), so the work sharing and the outlined regions meet random programs too.
 @settings(max_examples=4, deadline=None) if _CI else settings(max_examples=150, deadline=None)
-@given(programs(st.sampled_from([1, 2, 3, 5, 8, 16, 17, 32, 48, 64])))
+@given(programs(st.sampled_from(TILED_DIMS)))
 def test_random_programs_on_two_threads_match_reference(prog):
     _check(prog, threads=2)
 
@@ -189,7 +192,7 @@ def test_random_programs_on_two_threads_match_reference(prog):
 # The same compiled for AVX2 hosts (x86-64-v3: 256-bit tiles, 16 registers, that level's GEMM); an
 # AVX-512 host runs AVX2 code, so the AVX2 schedules are checked on every x86-64 machine with AVX2.
 @settings(max_examples=4, deadline=None) if _CI else settings(max_examples=150, deadline=None)
-@given(programs(st.sampled_from([1, 2, 3, 5, 8, 16, 17, 32, 48, 64])))
+@given(programs(st.sampled_from(TILED_DIMS)))
 def test_random_programs_for_avx2_match_reference(prog):
     from mind.compiler.backend.cpu.kernel_library import host_isa
     if host_isa() is None:
