@@ -300,3 +300,25 @@ def test_a_strided_view_is_read_in_place():
     assert ["input", 0] in launch["args"] and not c.plan["temps"]
     ptx = "".join(c.ptx.values())
     assert "shl.b64" in ptx and "+4]" in ptx  # stride 2 elements (8 bytes), offset 1 element (4 bytes)
+
+
+def _launch_shapes(src: str) -> list[tuple[list[int], list[int]]]:
+    plan = compile_program(parse_module(src).functions[0], {}, CudaOptions.resolve({}, environ={})).plan
+    return [(s["grid"], s["block"]) for s in plan["steps"] if "launch" in s]
+
+
+def test_the_contiguous_dim_is_on_thread_x():
+    """A warp's threads take neighbouring elements of a row (one 128-byte line of f32 per access),
+    not 32 rows: the loop's last dim is tiled by the block's x (32) and the one before by y (8).  It
+    failed before the change: the grid was [2, 12, 1], rows on x."""
+    src = "func @main(%x: f32[64, 96]) -> (f32[64, 96]) {\n  %0 = exp(%x) : f32[64, 96]\n  return %0\n}\n"
+    assert _launch_shapes(src) == [([3, 8, 1], [32, 8, 1])]
+    three = "func @main(%x: f32[5, 64, 40]) -> (f32[5, 64, 40]) {\n  %0 = exp(%x) : f32[5, 64, 40]\n  return %0\n}\n"
+    assert _launch_shapes(three) == [([2, 8, 5], [32, 8, 1])]
+
+
+def test_a_loop_whose_grid_would_overflow_keeps_its_order():
+    """With its last dim on x, a loop of 600,000 rows of 2 would need 75,000 blocks along y (the
+    limit is 65,535): such a loop keeps its first dim on x."""
+    src = "func @main(%x: f32[600000, 2]) -> (f32[600000, 2]) {\n  %0 = exp(%x) : f32[600000, 2]\n  return %0\n}\n"
+    assert _launch_shapes(src) == [([18750, 1, 1], [32, 8, 1])]

@@ -159,7 +159,7 @@ def test_launches_arguments_and_device_results(fake):
     (name, grid, block, params), = fake.launches
     args = _launch_args(params, 2 + 3)
     assert ptr in args  # the device argument is used where it is
-    assert grid[0] * block[0] >= 33 and grid[1] * block[1] >= 5
+    assert grid[0] * block[0] >= 5 and grid[1] * block[1] >= 33  # the contiguous dim on threadIdx.x
     assert isinstance(out, cuda.DeviceArray) and out.ptr in args and out.ptr not in fake.freed
     fake.memory[out.ptr][:] = (2 * x).tobytes()  # what the kernel would write
     np.testing.assert_array_equal(out.numpy(), 2 * x)

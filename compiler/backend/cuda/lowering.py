@@ -281,6 +281,61 @@ def _sink_input_loads(func_op: Any, n_inputs: int) -> None:
             o.move_before(body.operations[0])  # its indices are constants, defined above the loop
 
 
+GRID_YZ_MAX = 65535
+"""The most blocks a grid may have along y and z (x allows 2**31 - 1)."""
+
+
+def _constant_index(v: Any) -> int | None:
+    from mlir import ir
+    owner = v.owner
+    if not isinstance(owner, ir.Block) and owner.name == "arith.constant":
+        return ir.IntegerAttr(owner.attributes["value"]).value
+    return None
+
+
+def _grid_fits(trips: list[int], tile: tuple[int, ...]) -> bool:
+    """Whether a parallel loop of these trip counts, tiled by ``tile`` (dims past it untiled), keeps
+    its grid's y and z within the hardware's limit."""
+    grid = [-(-t // tile[d]) if d < len(tile) else t for d, t in enumerate(trips[:3])]
+    return all(g <= GRID_YZ_MAX for g in grid[1:])
+
+
+def _contiguous_dim_first(func_op: Any, tile: tuple[int, ...]) -> int:
+    """Reverse the dims of every parallel loop of the host function, so that the last one (the
+    contiguous dim of the buffer the loop writes, row-major) is tiled first and mapped to threadIdx.x:
+    a warp's 32 threads then read and write 32 neighbouring elements (one 128-byte line of f32), where
+    the first dim would give 32 rows, 32 lines per access.  A loop whose grid would then exceed the
+    y/z limit keeps its order.  Returns how many loops were reversed.
+
+    Why legal: a parallel loop's iterations are independent, so any order of its dims computes the
+    same; the body sees each induction variable under its old meaning (uses are permuted with them)."""
+    from mlir import ir
+    reversed_loops = 0
+    for op in func_op.regions[0].blocks[0].operations:
+        o = op.operation
+        if o.name != "scf.parallel":
+            continue
+        args = list(o.regions[0].blocks[0].arguments)
+        n = len(args)
+        if n < 2:
+            continue
+        operands = list(o.operands)
+        lbs, ubs, steps = operands[:n], operands[n:2 * n], operands[2 * n:3 * n]
+        bounds = [(_constant_index(a), _constant_index(b), _constant_index(c)) for a, b, c in zip(lbs, ubs, steps)]
+        if any(x is None for b in bounds for x in b):
+            continue
+        trips = [max(0, -(-(ub - lb) // st)) for lb, ub, st in bounds]
+        if not _grid_fits(trips[::-1], tile):
+            continue
+        for i, v in enumerate(lbs[::-1] + ubs[::-1] + steps[::-1]):
+            o.operands[i] = v
+        uses = [(use.owner, use.operand_number, d) for d, a in enumerate(args) for use in a.uses]
+        for owner, number, d in uses:
+            owner.operands[number] = args[n - 1 - d]
+        reversed_loops += 1
+    return reversed_loops
+
+
 def _within(op: Any, run: list[Any]) -> bool:
     """Whether ``op`` is one of the ops of ``run`` or lies in one's regions (binding objects compare
     by the operation they wrap, never by Python identity)."""
@@ -342,6 +397,7 @@ def lower_to_ptx(mlir_text: str, func_name: str, sig: Signature, options: CudaOp
                 stage = "serial parts"
                 _sink_input_loads(find_func(module, func_name), len(sig.inputs))
                 _wrap_serial_runs(find_func(module, func_name))
+                _contiguous_dim_first(find_func(module, func_name), options.tile)
                 stage = "gpu mapping"
                 run_pipeline(ctx, pipelines[3], module, stage, diags)
                 stage = "plan"
