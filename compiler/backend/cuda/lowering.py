@@ -21,9 +21,11 @@ from typing import Any
 from mind.runtime.memref import Signature
 
 from ..linalg.context import Diagnostics, LoweringError, find_func, new_context, parse, run_pipeline
+from ..linalg.payload import constant_index
 from ..linalg.pipeline import PipelineError, bufferize, prefusion
-from .options import CudaOptions
-from .pipeline import gpu_mapping, to_parallel_loops, to_ptx
+from .library_gemm import GemmLaunch, insert_gemm_calls, library_ptx, module_name
+from .options import GRID_YZ_MAX, CudaOptions
+from .pipeline import PTX_TARGET, gpu_mapping, to_parallel_loops, to_ptx
 
 __all__ = ["GpuProgram", "lower_to_ptx", "LoweringError"]
 
@@ -138,8 +140,9 @@ def _constant_bytes(module: Any, name: str, spec: dict[str, Any]) -> str:
     raise LoweringError("plan", f"no memref.global @{name} for a constant")
 
 
-def _host_plan(module: Any, func_op: Any, sig: Signature) -> dict[str, Any]:
-    """The steps of the host function (see the module's text)."""
+def _host_plan(module: Any, func_op: Any, sig: Signature, gemms: dict[str, GemmLaunch]) -> dict[str, Any]:
+    """The steps of the host function (see the module's text); ``gemms``: the launch of each call of
+    the GEMM (``library_gemm``)."""
     from mlir import ir
     from mlir.dialects import gpu
 
@@ -190,6 +193,15 @@ def _host_plan(module: Any, func_op: Any, sig: Signature) -> dict[str, Any]:
                           "grid": [const(launch.gridSizeX), const(launch.gridSizeY), const(launch.gridSizeZ)],
                           "block": [const(launch.blockSizeX), const(launch.blockSizeY), const(launch.blockSizeZ)],
                           "args": args})
+        elif name == "func.call" and ir.FlatSymbolRefAttr(op.attributes["callee"]).value in gemms:
+            gemm = gemms[ir.FlatSymbolRefAttr(op.attributes["callee"]).value]
+            if any(v not in where for v in op.operands):
+                raise LoweringError("plan", "a GEMM operand the plan does not know")
+            mod = module_name(gemm.elem)
+            if mod not in modules:
+                modules.append(mod)
+            steps.append({"launch": [mod, mod], "grid": list(gemm.grid), "block": list(gemm.block),
+                          "args": [where[v] for v in op.operands] + [["index", x] for x in gemm.ints]})
         elif name == "memref.copy":
             src, dst = op.operands[0], op.operands[1]
             if src not in where or dst not in where:
@@ -218,8 +230,9 @@ def _host_plan(module: Any, func_op: Any, sig: Signature) -> dict[str, Any]:
 
 _HOST_OPS = frozenset({"arith.constant", "memref.alloc", "memref.alloca", "memref.get_global", "memref.dealloc",
                        "memref.copy", "memref.collapse_shape", "memref.expand_shape", "memref.subview", "scf.parallel",
-                       "func.return"})
-"""Ops that stay in the host function: buffers, views, copies, the parallel loops that become kernels."""
+                       "func.call", "func.return"})
+"""Ops that stay in the host function: buffers, views, copies, the parallel loops that become kernels,
+the GEMM's calls (``library_gemm``)."""
 
 
 def _wrap_serial_runs(func_op: Any) -> None:
@@ -281,18 +294,6 @@ def _sink_input_loads(func_op: Any, n_inputs: int) -> None:
             o.move_before(body.operations[0])  # its indices are constants, defined above the loop
 
 
-GRID_YZ_MAX = 65535
-"""The most blocks a grid may have along y and z (x allows 2**31 - 1)."""
-
-
-def _constant_index(v: Any) -> int | None:
-    from mlir import ir
-    owner = v.owner
-    if not isinstance(owner, ir.Block) and owner.name == "arith.constant":
-        return ir.IntegerAttr(owner.attributes["value"]).value
-    return None
-
-
 def _grid_fits(trips: list[int], tile: tuple[int, ...]) -> bool:
     """Whether a parallel loop of these trip counts, tiled by ``tile`` (dims past it untiled), keeps
     its grid's y and z within the hardware's limit."""
@@ -321,7 +322,7 @@ def _contiguous_dim_first(func_op: Any, tile: tuple[int, ...]) -> int:
             continue
         operands = list(o.operands)
         lbs, ubs, steps = operands[:n], operands[n:2 * n], operands[2 * n:3 * n]
-        bounds = [(_constant_index(a), _constant_index(b), _constant_index(c)) for a, b, c in zip(lbs, ubs, steps)]
+        bounds = [(constant_index(a), constant_index(b), constant_index(c)) for a, b, c in zip(lbs, ubs, steps)]
         if any(x is None for b in bounds for x in b):
             continue
         trips = [max(0, -(-(ub - lb) // st)) for lb, ub, st in bounds]
@@ -392,6 +393,8 @@ def lower_to_ptx(mlir_text: str, func_name: str, sig: Signature, options: CudaOp
                 stage = "bufferize"
                 run_pipeline(ctx, pipelines[1], module, stage, diags)
                 _views_copied_by_kernels(find_func(module, func_name))
+                stage = "gemm"
+                gemms = insert_gemm_calls(module, find_func(module, func_name))
                 stage = "parallel loops"
                 run_pipeline(ctx, pipelines[2], module, stage, diags)
                 stage = "serial parts"
@@ -401,10 +404,11 @@ def lower_to_ptx(mlir_text: str, func_name: str, sig: Signature, options: CudaOp
                 stage = "gpu mapping"
                 run_pipeline(ctx, pipelines[3], module, stage, diags)
                 stage = "plan"
-                plan = _host_plan(module, find_func(module, func_name), sig)
+                plan = _host_plan(module, find_func(module, func_name), sig, gemms)
                 stage = "ptx"
                 run_pipeline(ctx, pipelines[4], module, stage, diags)
                 ptx = _ptx_of(module)
+                ptx.update({module_name(g.elem): library_ptx(g.elem, PTX_TARGET) for g in gemms.values()})
             except LoweringError:
                 raise
             except Exception as e:  # noqa: BLE001 - anything from the bindings is a lowering failure

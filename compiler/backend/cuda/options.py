@@ -15,11 +15,13 @@ from mind.spec.record import FrozenRecord
 
 from ..options import Knob, resolve_knobs
 
-__all__ = ["CudaOptions", "KNOBS", "DEFAULT_SMS", "MAX_BLOCK_THREADS"]
+__all__ = ["CudaOptions", "KNOBS", "DEFAULT_SMS", "MAX_BLOCK_THREADS", "GRID_YZ_MAX"]
 
 DEFAULT_SMS = ("sm_80", "sm_90")
 MAX_BLOCK_THREADS = 1024
 """The most threads a CUDA block may have on every architecture MIND builds for."""
+GRID_YZ_MAX = 65535
+"""The most blocks a grid may have along y and z (x allows 2**31 - 1)."""
 
 
 def _sm(v: Any) -> bool:
