@@ -326,3 +326,28 @@ def test_a_loop_whose_grid_would_overflow_keeps_its_order():
     limit is 65,535): such a loop keeps its first dim on x."""
     src = "func @main(%x: f32[600000, 2]) -> (f32[600000, 2]) {\n  %0 = exp(%x) : f32[600000, 2]\n  return %0\n}\n"
     assert _launch_shapes(src) == [([18750, 1, 1], [32, 8, 1])]
+
+
+def test_split_factor():
+    from mind.compiler.backend.cuda.reductions import split_factor
+    assert [split_factor(k) for k in (4096, 1000, 1009, 32, 24, 64, 128)] == [32, 25, None, 8, None, 16, 32]
+
+
+@pytest.mark.parametrize("body", [
+    "softmax(x, axis=1)",
+    "x - mean(x, axes=[1], keepdims=true)",
+    "x - max(x, axes=[1], keepdims=true)",
+])
+def test_row_reductions_read_a_row_with_a_warp(body):
+    """A reduction along rows is split into 32 partials per row (``cuda/reductions.py``) and its loops
+    put parallel dims first, so every kernel that reads the input has 32 threads per row: before,
+    the max of a softmax ran one thread per row (256 threads reading 4 MB), and the emitter's
+    partial sums of a mean one thread per block."""
+    from mind.compiler.frontend.api import compile_source
+    from mind.calling import select_function
+
+    fn = select_function(compile_source(f"fn f(x: Tensor<f32, [256, 4096]>) -> Tensor<f32, [256, 4096]> {{ {body} }}",
+                                        "t"), "f")
+    plan = compile_program(fn, {}, CudaOptions.resolve({}, environ={})).plan
+    readers = [s for s in plan["steps"] if "launch" in s and ["input", 0] in s["args"]]
+    assert readers and all(int(np.prod(s["grid"]) * np.prod(s["block"])) >= 256 * 32 for s in readers), readers

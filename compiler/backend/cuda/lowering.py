@@ -26,6 +26,7 @@ from ..linalg.pipeline import PipelineError, bufferize, prefusion
 from .library_gemm import GemmLaunch, insert_gemm_calls, library_ptx, module_name
 from .options import GRID_YZ_MAX, CudaOptions
 from .pipeline import PTX_TARGET, gpu_mapping, to_parallel_loops, to_ptx
+from .reductions import split_row_reductions
 
 __all__ = ["GpuProgram", "lower_to_ptx", "LoweringError"]
 
@@ -390,6 +391,8 @@ def lower_to_ptx(mlir_text: str, func_name: str, sig: Signature, options: CudaOp
                     stage = "parse"
                     module = parse(ctx, mlir_text, stage, diags)
                     _read_only_inputs(find_func(module, func_name))
+                stage = "split reductions"
+                split_row_reductions(module, find_func(module, func_name))
                 stage = "bufferize"
                 run_pipeline(ctx, pipelines[1], module, stage, diags)
                 _views_copied_by_kernels(find_func(module, func_name))
