@@ -33,7 +33,7 @@ from mind.diagnostics import MindError, error
 
 from .artifact import PLAN, Checked
 
-__all__ = ["device", "unavailable", "Device", "Program", "DeviceArray", "CudaArtifact", "bind_device_arguments",
+__all__ = ["device", "unavailable", "Device", "Program", "DeviceArray", "CudaArtifact", "Binder", "bind_device_arguments",
            "cap_ptx_version", "ptx_version_for_driver"]
 
 _DRIVER: Any = None
@@ -262,6 +262,31 @@ def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+class Binder:
+    """``bind_device_arguments`` for one function, its parameters' dtypes and shapes read once: a
+    call with device arguments then costs a few dictionary lookups per argument (the per-call
+    overhead the runtime is measured by)."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.concrete = not fn.symbols()
+        self.params = [(p.name, str(p.type)) for p in fn.params]
+        self.expected = [(np.dtype(p.type.dtype.numpy), tuple(p.type.shape)) for p in fn.params] if self.concrete else []
+
+    def __call__(self, args: Sequence[Any] | Mapping[str, Any]) -> tuple[list[Any], dict[str, int]]:
+        if self.concrete and not isinstance(args, Mapping) and len(args) == len(self.expected):
+            out: list[Any] = []
+            for a, (dtype, shape), (name, typ) in zip(args, self.expected, self.params):
+                ref = _device_ref(a)
+                if ref is None:
+                    return bind_device_arguments(self.fn, args)  # a host array among them: the full check
+                if ref.dtype != dtype or ref.shape != shape:
+                    raise error("E6009", f"argument %{name} is {ref.dtype}{list(ref.shape)}, expected {typ}")
+                out.append(ref)
+            return out, {}
+        return bind_device_arguments(self.fn, args)
+
+
 def bind_device_arguments(fn: Any, args: Sequence[Any] | Mapping[str, Any]) -> tuple[list[Any], dict[str, int]]:
     """``mind.calling.bind_arguments`` for arguments that may live on the GPU.  Device arguments of a
     function without symbolic dims are checked against the parameter types directly (no host memory
@@ -306,8 +331,43 @@ def _bind_concrete(fn: Any, args: Sequence[Any] | Mapping[str, Any],
     return out, {}
 
 
+class _Launch:
+    """A launch step, ready to go: its kernel, grid and block, and its arguments as a persistent array
+    of 64-bit values (the plan's integers written once) with the array of pointers to them that the
+    driver reads; a call writes only the buffer addresses (``slots``)."""
+
+    __slots__ = ("function", "dims", "values", "params", "address", "slots", "empty", "name")
+
+    def __init__(self, function: Any, step: Mapping[str, Any]) -> None:
+        self.function, self.name = function, step["launch"][1]
+        self.dims = (*step["grid"], *step["block"])
+        self.empty = 0 in self.dims
+        args = step["args"]
+        self.values = (ctypes.c_uint64 * max(len(args), 1))()
+        self.slots = []
+        for i, (kind, v) in enumerate(args):
+            if kind == "index":
+                self.values[i] = v
+            else:
+                self.slots.append((i, kind, v))
+        base = ctypes.addressof(self.values)
+        self.params = (ctypes.c_void_p * max(len(args), 1))(*[base + 8 * i for i in range(len(args))])
+        self.address = ctypes.addressof(self.params) if args else 0
+
+
+class _Copy:
+    """A copy step: from (kind, n) plus a byte offset to (kind, n), ``nbytes`` bytes."""
+
+    __slots__ = ("source", "offset", "target", "nbytes")
+
+    def __init__(self, step: Mapping[str, Any]) -> None:
+        self.source, self.target = tuple(step["copy"]), tuple(step["to"])
+        self.offset, self.nbytes = step.get("offset", 0), step["bytes"]
+
+
 class Program:
-    """A launch plan's kernels loaded on ``dev``; ``run`` follows the plan on arguments."""
+    """A launch plan's kernels loaded on ``dev``; ``run`` follows the plan on arguments.  Everything
+    a call does not change (sizes, constants, launch arguments) is worked out here, once."""
 
     def __init__(self, dev: Device, plan: Mapping[str, Any], images: Mapping[str, Mapping[str, bytes]]) -> None:
         from .memref import Signature
@@ -315,7 +375,7 @@ class Program:
         self.device, self.plan = dev, plan
         self.signature = Signature.from_json(plan["signature"])
         cu = dev.cu
-        self._functions: dict[tuple[str, str], Any] = {}
+        functions: dict[tuple[str, str], Any] = {}
         with dev.lock:
             dev.activate()
             modules = {}
@@ -327,10 +387,33 @@ class Program:
             for step in plan["steps"]:
                 if "launch" in step:
                     mod, fn = step["launch"]
-                    if (mod, fn) not in self._functions:
-                        self._functions[(mod, fn)] = _check(cu, cu.cuModuleGetFunction(modules[mod], fn.encode()),
-                                                            f"finding the kernel {fn}")
+                    if (mod, fn) not in functions:
+                        functions[(mod, fn)] = _check(cu, cu.cuModuleGetFunction(modules[mod], fn.encode()),
+                                                      f"finding the kernel {fn}")
         self._modules = modules
+        self._steps = [_Launch(functions[tuple(step["launch"])], step) if "launch" in step else _Copy(step)
+                       for step in plan["steps"]]
+        self._outputs = [(tuple(o.shape), np.dtype(o.dtype), int(np.prod(o.shape, dtype=np.int64)) * np.dtype(o.dtype).itemsize)
+                         for o in self.signature.outputs]
+        self._temps = []
+        for t in plan["temps"]:
+            nbytes = int(np.prod(t["shape"], dtype=np.int64)) * np.dtype(t["dtype"]).itemsize
+            init = np.frombuffer(bytes.fromhex(t["init"]), np.uint8) if t.get("init") and nbytes else None
+            self._temps.append((nbytes, init))
+        self._event: Any = None
+
+    def _wait_for(self, stream: int) -> None:
+        """Order this device's stream after the work ``stream`` has queued (a device argument's
+        producer), without blocking the host: an event recorded there, waited on here.  The legacy
+        default stream (1) needs nothing: the runtime's stream is a blocking one, which the driver
+        orders after it."""
+        cu, dev = self.device.cu, self.device
+        if stream == 1:
+            return
+        if self._event is None:
+            self._event = _check(cu, cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING), "creating an event")
+        _check(cu, cu.cuEventRecord(self._event, cu.CUstream(stream)), "waiting for an argument")
+        _check(cu, cu.cuStreamWaitEvent(dev.stream, self._event, 0), "waiting for an argument")
 
     def run(self, arrays: Sequence[Any], *, device_results: bool = False) -> list[Any]:
         dev, cu, sig = self.device, self.device.cu, self.signature
@@ -342,8 +425,8 @@ class Program:
                 inputs = []
                 for a, spec in zip(arrays, sig.inputs):
                     if isinstance(a, _DeviceRef):
-                        if a.stream is not None:  # the producer's stream must finish writing it
-                            _check(cu, cu.cuStreamSynchronize(cu.CUstream(a.stream)), "waiting for an argument")
+                        if a.stream is not None:  # the producer's stream must finish writing it first
+                            self._wait_for(a.stream)
                         inputs.append(a.ptr)
                         continue
                     host = np.ascontiguousarray(a, dtype=spec.dtype)
@@ -353,27 +436,23 @@ class Program:
                         _check(cu, cu.cuMemcpyHtoDAsync(ptr, host.ctypes.data, host.nbytes, dev.stream),
                                "copying an argument to the GPU")
                     inputs.append(ptr)
-                outputs = [dev.alloc(int(np.prod(o.shape, dtype=np.int64)) * np.dtype(o.dtype).itemsize)
-                           for o in sig.outputs]
+                outputs = [dev.alloc(nbytes) for _, _, nbytes in self._outputs]
                 temps = []
-                for t in self.plan["temps"]:
-                    nbytes = int(np.prod(t["shape"], dtype=np.int64)) * np.dtype(t["dtype"]).itemsize
+                for nbytes, init in self._temps:
                     ptr = dev.alloc(nbytes)
                     owned.append(ptr)
-                    if t.get("init") and nbytes:
-                        data = np.frombuffer(bytes.fromhex(t["init"]), np.uint8)
-                        _check(cu, cu.cuMemcpyHtoDAsync(ptr, data.ctypes.data, nbytes, dev.stream),
+                    if init is not None:
+                        _check(cu, cu.cuMemcpyHtoDAsync(ptr, init.ctypes.data, nbytes, dev.stream),
                                "copying a constant to the GPU")
-                        owned.append(data)  # type: ignore[arg-type]  # alive until the stream is done
                     temps.append(ptr)
                 where = {"input": inputs, "output": outputs, "temp": temps}
-                for step in self.plan["steps"]:
+                for step in self._steps:
                     self._step(step, where)
                 if device_results:
-                    kept = [DeviceArray(dev, p, o.shape, np.dtype(o.dtype)) for p, o in zip(outputs, sig.outputs)]
+                    kept = [DeviceArray(dev, p, shape, dtype) for p, (shape, dtype, _) in zip(outputs, self._outputs)]
                     outputs = []  # the DeviceArrays own them now
                     return kept
-                results = [np.empty(o.shape, o.dtype) for o in sig.outputs]
+                results = [np.empty(shape, dtype) for shape, dtype, _ in self._outputs]
                 for r, p in zip(results, outputs):
                     if r.nbytes:
                         _check(cu, cu.cuMemcpyDtoHAsync(r.ctypes.data, p, r.nbytes, dev.stream),
@@ -388,25 +467,22 @@ class Program:
                         except MindError:
                             pass
 
-    def _step(self, step: Mapping[str, Any], where: Mapping[str, list[int]]) -> None:
+    def _step(self, step: "_Launch | _Copy", where: Mapping[str, list[int]]) -> None:
         cu, dev = self.device.cu, self.device
-        if "copy" in step:
-            (k1, i1), (k2, i2) = step["copy"], step["to"]
-            if step["bytes"]:
-                source = where[k1][i1] + step.get("offset", 0)  # a view's first element
-                _check(cu, cu.cuMemcpyDtoDAsync(where[k2][i2], source, step["bytes"], dev.stream),
+        if isinstance(step, _Copy):
+            if step.nbytes:
+                source = where[step.source[0]][step.source[1]] + step.offset  # a view's first element
+                _check(cu, cu.cuMemcpyDtoDAsync(where[step.target[0]][step.target[1]], source, step.nbytes, dev.stream),
                        "copying on the GPU")
             return
-        grid, block = step["grid"], step["block"]
-        if 0 in grid or 0 in block:
+        if step.empty:
             return  # an empty loop: nothing to launch
-        values = np.array([v if kind == "index" else where[kind][v] for kind, v in step["args"]], dtype=np.uint64) \
-            if step["args"] else np.zeros(0, np.uint64)
-        params = np.array([values.ctypes.data + 8 * i for i in range(len(values))], dtype=np.uint64)
-        _check(cu, cu.cuLaunchKernel(self._functions[tuple(step["launch"])], *grid, *block, 0, dev.stream,
-                                     params.ctypes.data if len(values) else 0, 0),
-               f"launching the kernel {step['launch'][1]}")
-        # ``values`` and ``params`` are read when the launch is enqueued: they may go now
+        values = step.values
+        for i, kind, n in step.slots:
+            values[i] = where[kind][n]
+        # the driver copies the arguments when it queues the launch: the arrays may change for the next
+        _check(cu, cu.cuLaunchKernel(step.function, *step.dims, 0, dev.stream, step.address, 0),
+               f"launching the kernel {step.name}")
 
 
 class CudaArtifact:
@@ -430,9 +506,10 @@ class CudaArtifact:
         self.function = select_function(parse_module(text, checked.path), plan.get("function"))
         self.program = Program(device(0), plan, images)
         self.signature = self.program.signature
+        self._bind = Binder(self.function)
 
     def run(self, args: Sequence[Any] | Mapping[str, Any], *, device_results: bool = False) -> list[Any]:
-        arrays, env = bind_device_arguments(self.function, args)
+        arrays, env = self._bind(args)
         if env != self.sizes:
             raise error("E6009", f"the artifact {self.path} was built for other sizes ({self.sizes}) than the "
                                  f"arguments give ({env})", help="build it again with `mind build --shapes`")

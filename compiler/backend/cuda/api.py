@@ -98,6 +98,7 @@ class CudaFunction:
     def __init__(self, fn: Function, options: CudaOptions) -> None:
         self.fn, self.options = fn, options
         self._programs: dict[tuple[tuple[str, int], ...], Any] = {}
+        self._bind: Any = None  # mind.runtime.cuda.Binder, made at the first call
         self._lock = threading.Lock()
 
     def program(self, env: Mapping[str, int]) -> Any:
@@ -115,9 +116,10 @@ class CudaFunction:
         return p
 
     def __call__(self, args: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
-        from mind.runtime.cuda import bind_device_arguments
-
-        arrays, env = bind_device_arguments(self.fn, args)
+        if self._bind is None:
+            from mind.runtime.cuda import Binder
+            self._bind = Binder(self.fn)
+        arrays, env = self._bind(args)
         return self.program(env).run(arrays, device_results=self.options.device_results)
 
 
