@@ -422,11 +422,12 @@ class Program:
             owned: list[Any] = []
             outputs: list[int] = []
             try:
-                inputs = []
+                inputs, waited = [], set()
                 for a, spec in zip(arrays, sig.inputs):
                     if isinstance(a, _DeviceRef):
-                        if a.stream is not None:  # the producer's stream must finish writing it first
+                        if a.stream is not None and a.stream not in waited:  # its producer must finish first
                             self._wait_for(a.stream)
+                            waited.add(a.stream)
                         inputs.append(a.ptr)
                         continue
                     host = np.ascontiguousarray(a, dtype=spec.dtype)

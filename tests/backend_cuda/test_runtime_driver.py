@@ -27,6 +27,11 @@ class _Enum:
 class FakeDriver:
     CUdevice_attribute = _Enum()
     CUmemPool_attribute = _Enum()
+    CUevent_flags = _Enum()
+
+    @staticmethod
+    def CUstream(handle):
+        return handle
 
     def __init__(self):
         self.memory: dict[int, bytearray] = {}
@@ -34,6 +39,9 @@ class FakeDriver:
         self.launches: list[tuple] = []
         self.freed: list[int] = []
         self.host_copies = 0
+        self.synchronized: list = []
+        self.stream_waits: list = []  # (waiting stream, stream the event was recorded on)
+        self._recorded = None
 
     def cuGetErrorName(self, err):
         return (0, b"CUDA_ERROR_FAKE")
@@ -100,7 +108,19 @@ class FakeDriver:
         self.memory[dst][:n] = buf[off:off + n]
         return (0,)
 
+    def cuEventCreate(self, flags):
+        return (0, "event")
+
+    def cuEventRecord(self, event, stream):
+        self._recorded = stream
+        return (0,)
+
+    def cuStreamWaitEvent(self, stream, event, flags):
+        self.stream_waits.append((stream, self._recorded))
+        return (0,)
+
     def cuStreamSynchronize(self, stream):
+        self.synchronized.append(stream)
         return (0,)
 
     def cuModuleLoadData(self, image):
@@ -194,3 +214,18 @@ def test_a_contiguous_view_is_copied_from_its_first_element(fake):
     x = np.arange(6, dtype=np.int32).reshape(2, 3)
     np.testing.assert_array_equal(f(x), x[1:2])
     assert fake.launches == []
+
+
+@pytest.mark.parametrize("stream,waits", [(None, []), (1, []), (2, [(7, 2)]), (0x5555, [(7, 0x5555)])])
+def test_a_device_argument_from_another_stream_is_waited_for_on_the_gpu(fake, stream, waits):
+    """An argument's producer stream (``__cuda_array_interface__``'s ``stream``) is waited for by an
+    event on the runtime's stream (7 here), never by blocking the host: none for the legacy default
+    stream (1), which the runtime's blocking stream follows anyway, nor for no stream at all."""
+    f = mind.compile(PROGRAM, backend="cuda", device_results=True)
+    x = np.arange(165, dtype=np.float32).reshape(33, 5)
+    (_, ptr) = fake.cuMemAllocAsync(x.nbytes, 7)
+    arg = DeviceBuffer(ptr, (33, 5), "<f4")
+    if stream is not None:
+        arg.__cuda_array_interface__["stream"] = stream
+    f(arg, arg)
+    assert fake.stream_waits == waits and fake.synchronized == []
