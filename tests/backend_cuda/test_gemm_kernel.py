@@ -1,4 +1,5 @@
-"""The CUDA GEMM (``compiler.backend.cuda.gemm_kernel``) and its calls (``library_gemm``), without a GPU.
+"""The CUDA GEMM (``compiler.backend.cuda.gemm_kernel``, with its window variant for convolutions)
+and its calls (``library_gemm``), without a GPU.
 
 The kernel's LLVM IR runs on the CPU through ``block_emulator`` (each block's 256 threads as OS
 threads meeting at real barriers), so its indexing, shared-memory double buffering, edges, strides,
@@ -35,10 +36,12 @@ _EMULATORS: dict[str, BlockEmulator] = {}
 DTYPES = {"f32": np.float32, "f64": np.float64}
 
 
-def _emulator(elem: str) -> BlockEmulator:
-    if elem not in _EMULATORS:
-        _EMULATORS[elem] = BlockEmulator(gk.gemm_llvm_ir(elem), gk.kernel_symbol(elem), 3, len(gk.PARAMS) - 3)
-    return _EMULATORS[elem]
+def _emulator(elem: str, window: bool = False) -> BlockEmulator:
+    key = gk.kernel_symbol(elem, window)
+    if key not in _EMULATORS:
+        params = gk.WINDOW_PARAMS if window else gk.PARAMS
+        _EMULATORS[key] = BlockEmulator(gk.gemm_llvm_ir(elem, window), key, 3, len(params) - 3)
+    return _EMULATORS[key]
 
 
 def _gemm(elem, a, b, c, m, n, k, batch, a_layout, b_layout, c_layout, accumulate):
@@ -105,11 +108,12 @@ def test_an_empty_k_overwrites_with_zeros_or_leaves_c():
 @pytest.mark.skipif(find_ptxas() is None, reason="no ptxas")
 @pytest.mark.parametrize("elem", ["f32", "f64"])
 @pytest.mark.parametrize("sm", ["sm_80", "sm_90"])
-def test_ptxas_builds_the_gemm_without_spills_in_128_registers(elem, sm, tmp_path):
+@pytest.mark.parametrize("window", [False, True])
+def test_ptxas_builds_the_gemm_without_spills_in_128_registers(elem, sm, window, tmp_path):
     from mind.compiler.backend.cuda.library_gemm import library_ptx
 
     src = tmp_path / "gemm.ptx"
-    src.write_text(library_ptx(elem, "sm_80"))
+    src.write_text(library_ptx(elem, "sm_80", window))
     out = subprocess.run([find_ptxas(), "-v", f"-arch={sm}", "-O3", "--fmad=false", str(src), "-o",
                           str(tmp_path / "gemm.cubin")], capture_output=True, text=True, check=True).stderr
     registers = int(out.split("Used ")[1].split(" registers")[0])
@@ -122,7 +126,7 @@ def _plan(src):
 
 
 def _gemm_launches(plan):
-    return [s for s in plan["steps"] if "launch" in s and s["launch"][0].startswith("mind_gemm_")]
+    return [s for s in plan["steps"] if "launch" in s and s["launch"][0].startswith(("mind_gemm_", "mind_conv_"))]
 
 
 def _run_gemm_plan(plan, inputs):
@@ -137,10 +141,10 @@ def _run_gemm_plan(plan, inputs):
             src = buffers[k1][i1].view(np.uint8)[step.get("offset", 0):step.get("offset", 0) + step["bytes"]]
             buffers[k2][i2].view(np.uint8)[:step["bytes"]] = src
             continue
-        assert step["launch"][0].startswith("mind_gemm_"), step["launch"]
-        elem = step["launch"][0].rsplit("_", 1)[1]
+        kind_, elem = step["launch"][0].split("_")[1:]
+        assert kind_ in ("gemm", "conv"), step["launch"]
         pointers = [buffers[kind][i].ctypes.data for kind, i in step["args"][:3]]
-        _emulator(elem).run(step["grid"], step["block"][0], pointers + [v for _, v in step["args"][3:]])
+        _emulator(elem, kind_ == "conv").run(step["grid"], step["block"][0], pointers + [v for _, v in step["args"][3:]])
     return [b.reshape(o["shape"]) for b, o in zip(buffers["output"], plan["signature"]["outputs"])]
 
 
@@ -172,6 +176,16 @@ def test_a_matmul_is_one_launch_that_overwrites_its_output():
     ("func @main(%a: f32[40, 50], %b: f32[20, 30]) -> (f32[19, 30]) {\n"
      "  %0 = slice(%a) {start = [1, 2], stop = [20, 22], step = [1, 1]} : f32[19, 20]\n"
      "  %1 = matmul(%0, %b) : f32[19, 30]\n  return %1\n}\n", [(40, 50), (20, 30)]),
+    # convolutions as implicit GEMMs: stride, dilation, a window of every size, many channels
+    ("func @main(%x: f32[2, 11, 13, 5], %w: f32[3, 2, 5, 7]) -> (f32[2, 5, 11, 7]) {\n"
+     "  %0 = conv2d(%x, %w) {strides = [2, 1], padding = [[0, 0], [0, 0]], lhs_dilation = [1, 1], "
+     "rhs_dilation = [1, 2]} : f32[2, 5, 11, 7]\n  return %0\n}\n", [(2, 11, 13, 5), (3, 2, 5, 7)]),
+    ("func @main(%x: f64[3, 20, 20, 9], %w: f64[1, 1, 9, 130]) -> (f64[3, 20, 20, 130]) {\n"
+     "  %0 = conv2d(%x, %w) {strides = [1, 1], padding = [[0, 0], [0, 0]], lhs_dilation = [1, 1], "
+     "rhs_dilation = [1, 1]} : f64[3, 20, 20, 130]\n  return %0\n}\n", [(3, 20, 20, 9), (1, 1, 9, 130)]),
+    ("func @main(%x: f32[1, 30, 9, 33], %w: f32[5, 3, 33, 4]) -> (f32[1, 6, 3, 4]) {\n"
+     "  %0 = conv2d(%x, %w) {strides = [3, 3], padding = [[0, 0], [0, 0]], lhs_dilation = [1, 1], "
+     "rhs_dilation = [3, 1]} : f32[1, 6, 3, 4]\n  return %0\n}\n", [(1, 30, 9, 33), (5, 3, 33, 4)]),
 ])
 def test_plans_of_matmuls_run_like_the_reference(src, shapes):
     fn, plan = _plan(src)

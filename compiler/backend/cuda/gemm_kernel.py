@@ -35,7 +35,7 @@ from collections.abc import Iterator
 
 from mind.spec.record import FrozenRecord
 
-__all__ = ["GemmTile", "TILES", "THREADS", "BK", "PARAMS", "kernel_symbol", "gemm_llvm_ir", "gemm_ptx", "block_shape"]
+__all__ = ["GemmTile", "TILES", "THREADS", "BK", "PARAMS", "WINDOW_PARAMS", "kernel_symbol", "gemm_llvm_ir", "gemm_ptx", "block_shape"]
 
 THREADS = 256
 """Threads per block: a 16 x 16 grid of register tiles."""
@@ -49,8 +49,17 @@ MIN_BLOCKS = 2
 
 PARAMS = ("a", "b", "c", "m", "n", "k", "a_offset", "a_batch", "a_row", "a_col", "b_offset", "b_batch", "b_row",
           "b_col", "c_offset", "c_batch", "c_row", "c_col", "accumulate")
-"""The kernel's arguments, in order: three buffers, then 64-bit integers (offsets and strides in
+"""The GEMM's arguments, in order: three buffers, then 64-bit integers (offsets and strides in
 elements, a batch stride 0 for an operand shared by the batch)."""
+
+WINDOW_PARAMS = ("a", "b", "c", "m", "n", "k", "m_inner", "m_middle", "k_inner", "k_middle",
+                 "a_offset", "a_outer", "a_middle", "a_inner", "a_k_outer", "a_k_middle", "a_k_inner",
+                 "b_offset", "b_row", "b_col", "c_offset", "c_outer", "c_middle", "c_inner", "c_col", "accumulate")
+"""The window variant's arguments (a convolution as an implicit GEMM): row ``m`` of A and of C is the
+index (outer, middle, inner) of sizes (-, ``m_middle``, ``m_inner``) — (image, output row, output
+column) — and column ``k`` of A the index (outer, middle, inner) of sizes (-, ``k_middle``,
+``k_inner``) — (filter row, filter column, channel); each part has its stride, so A's element is
+the input pixel under the window, read in place (no im2col copy)."""
 
 
 class GemmTile(FrozenRecord):
@@ -89,8 +98,8 @@ TILES = {"f32": GemmTile("f32", "float", 4), "f64": GemmTile("f64", "double", 8)
 """The element types the kernel computes."""
 
 
-def kernel_symbol(elem: str) -> str:
-    return f"mind_gemm_{elem}"
+def kernel_symbol(elem: str, window: bool = False) -> str:
+    return f"mind_{'conv' if window else 'gemm'}_{elem}"
 
 
 def block_shape(elem: str, m: int, n: int, batch: int) -> tuple[list[int], list[int]]:
@@ -117,11 +126,12 @@ class _Writer:
         self.lines.append(f"  {text}" if not text.endswith(":") else text)
 
 
-def gemm_llvm_ir(elem: str) -> str:
-    """The kernel for ``elem`` (``TILES``) as LLVM IR text."""
+def gemm_llvm_ir(elem: str, window: bool = False) -> str:
+    """The kernel for ``elem`` (``TILES``) as LLVM IR text; ``window``: the convolution variant
+    (``WINDOW_PARAMS``)."""
     tile = TILES[elem]
     T, v, bm, pad, rows = tile.llvm, tile.vec, tile.block, tile.padded, tile.rows
-    name = kernel_symbol(elem)
+    name = kernel_symbol(elem, window)
     w = _Writer()
     a_words, b_words = 2 * BK * pad, 2 * BK * bm
     slots = bm * BK // THREADS
@@ -143,10 +153,29 @@ def gemm_llvm_ir(elem: str) -> str:
     ga, gb, gc = (w(f"addrspacecast ptr %{p} to ptr addrspace(1)") for p in "abc")
     row0 = w(f"mul i64 {w(f'zext i32 {by} to i64')}, {bm}")
     col0 = w(f"mul i64 {w(f'zext i32 {bx} to i64')}, {bm}")
-    z = w(f"zext i32 {bz} to i64")
-    a_base = w(f"add i64 %a_offset, {w(f'mul i64 {z}, %a_batch')}")
-    b_base = w(f"add i64 %b_offset, {w(f'mul i64 {z}, %b_batch')}")
-    c_base = w(f"add i64 %c_offset, {w(f'mul i64 {z}, %c_batch')}")
+    if window:  # no batch: the images are the outer part of a row
+        a_base, b_base, c_base = "%a_offset", "%b_offset", "%c_offset"
+        m_inner, m_middle, k_inner, k_middle = (w(f"trunc i64 %{p} to i32") for p in ("m_inner", "m_middle", "k_inner",
+                                                                                     "k_middle"))
+    else:
+        z = w(f"zext i32 {bz} to i64")
+        a_base = w(f"add i64 %a_offset, {w(f'mul i64 {z}, %a_batch')}")
+        b_base = w(f"add i64 %b_offset, {w(f'mul i64 {z}, %b_batch')}")
+        c_base = w(f"add i64 %c_offset, {w(f'mul i64 {z}, %c_batch')}")
+
+    def unravel(index: str, inner: str, middle: str, strides: tuple[str, str, str]) -> str:
+        """The offset of (outer, middle, inner) = ``index`` split by the sizes (an index below 2**31)."""
+        i32 = w(f"trunc i64 {index} to i32")
+        q = w(f"udiv i32 {i32}, {inner}")
+        parts = (w(f"udiv i32 {q}, {middle}"), w(f"urem i32 {q}, {middle}"), w(f"urem i32 {i32}, {inner}"))
+        terms = [w(f"mul i64 {w(f'zext i32 {part} to i64')}, {stride}") for part, stride in zip(parts, strides)]
+        return w(f"add i64 {w(f'add i64 {terms[0]}, {terms[1]}')}, {terms[2]}")
+
+    def row_offset(row: str, operand: str) -> str:
+        """Where row ``row`` of A or C starts, from the operand's base."""
+        if window:
+            return unravel(row, m_inner, m_middle, (f"%{operand}_outer", f"%{operand}_middle", f"%{operand}_inner"))
+        return w(f"mul i64 {row}, %{operand}_row")
     # load slots: element t + THREADS * s of a tile.  A's k-step (t % BK) and B's column (t % bn) are
     # the same in every slot; A's row advances THREADS / BK and B's k-step THREADS / bn per slot
     akk32, arow0 = w(f"and i32 {t32}, {BK - 1}"), w(f"lshr i32 {t32}, {BK.bit_length() - 1}")
@@ -161,7 +190,7 @@ def gemm_llvm_ir(elem: str) -> str:
         arow = w(f"add i32 {arow0}, {s * (THREADS // BK)}")
         r = w(f"add i64 {row0}, {w(f'zext i32 {arow} to i64')}")
         a_slots.append({"kk": akk, "ok": w(f"icmp ult i64 {r}, %m"),
-                        "off": w(f"add i64 {a_base}, {w(f'mul i64 {r}, %a_row')}"),
+                        "off": w(f"add i64 {a_base}, {row_offset(r, 'a')}"),
                         "st": w(f"add i32 {w(f'mul i32 {akk32}, {pad}')}, {arow}")})
         b_first = w(f"add i32 {w(f'mul i32 {bkk0}, {bm}')}, {bcol32}")
         b_slots.append({"kk": s * (THREADS // bm), "ok": b_ok,
@@ -176,7 +205,10 @@ def gemm_llvm_ir(elem: str) -> str:
         values = []
         a_k = w(f"add i64 {k0}, {akk}")
         a_inside = w(f"icmp ult i64 {a_k}, %k")
-        a_step = w(f"mul i64 {a_k}, %a_col")
+        if window:  # column k of A: (filter row, filter column, channel)
+            a_step = unravel(a_k, k_inner, k_middle, ("%a_k_outer", "%a_k_middle", "%a_k_inner"))
+        else:
+            a_step = w(f"mul i64 {a_k}, %a_col")
         b_k = w(f"add i64 {k0}, {bkk}")
         b_at = w(f"add i64 {b_off}, {w(f'mul i64 {b_k}, %b_row')}")
         for g, sl in [(ga, sl) for sl in a_slots] + [(gb, sl) for sl in b_slots]:
@@ -253,7 +285,7 @@ def gemm_llvm_ir(elem: str) -> str:
     cols_at = [at(col0, b_frag, j) for j in range(rows)]
     row_ok = [w(f"icmp ult i64 {r}, %m") for r in rows_at]
     col_ok = [w(f"icmp ult i64 {c}, %n") for c in cols_at]
-    row_off = [w(f"add i64 {c_base}, {w(f'mul i64 {r}, %c_row')}") for r in rows_at]
+    row_off = [w(f"add i64 {c_base}, {row_offset(r, 'c')}") for r in rows_at]
     col_off = [w(f"mul i64 {c}, %c_col") for c in cols_at]
     adding = w("icmp ne i64 %accumulate, 0")
     w.emit(f"br i1 {adding}, label %add0, label %put0")
@@ -273,7 +305,8 @@ def gemm_llvm_ir(elem: str) -> str:
         w.lines.append(f"{mode}end:")
         w.emit("ret void")
 
-    params = ", ".join([f"ptr %{p}" for p in PARAMS[:3]] + [f"i64 %{p}" for p in PARAMS[3:]])
+    names = WINDOW_PARAMS if window else PARAMS
+    params = ", ".join([f"ptr %{p}" for p in names[:3]] + [f"i64 %{p}" for p in names[3:]])
     intrinsic = "f32" if elem == "f32" else "f64"
     return "\n".join([
         'target datalayout = "e-p3:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"',
@@ -296,7 +329,7 @@ def gemm_llvm_ir(elem: str) -> str:
     ])
 
 
-def gemm_ptx(elem: str, chip: str, ptx_isa: str) -> str:
+def gemm_ptx(elem: str, chip: str, ptx_isa: str, window: bool = False) -> str:
     """The kernel's PTX for ``chip`` (``sm_80``), PTX ISA ``ptx_isa`` (``ptx80``), through llvmlite's
     NVPTX back end at -O3."""
     import llvmlite.binding as llvm
@@ -306,7 +339,7 @@ def gemm_ptx(elem: str, chip: str, ptx_isa: str) -> str:
     llvm.set_option("", "--nvptx-short-ptr")  # 32-bit shared-memory addresses (NVPTX only)
     target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
     machine = target.create_target_machine(cpu=chip, features=f"+{ptx_isa}", opt=3)
-    module = llvm.parse_assembly(gemm_llvm_ir(elem))
+    module = llvm.parse_assembly(gemm_llvm_ir(elem, window))
     module.verify()
     tuning = llvm.create_pipeline_tuning_options(speed_level=3)
     builder = llvm.create_pass_builder(machine, tuning)

@@ -1,8 +1,11 @@
-"""Matmuls that launch the CUDA GEMM (``gemm_kernel``) instead of the generic loop mapping.
+"""Matmuls and convolutions that launch the CUDA GEMM (``gemm_kernel``) instead of the generic loop
+mapping.
 
 After bufferization, ``insert_gemm_calls`` replaces each ``linalg.matmul`` and ``linalg.batch_matmul``
 it can (f32 or f64, the plain indexing maps or a rank-2 rhs shared by the batch, static shapes,
-strides and offsets) by a ``func.call`` of a private declaration, and returns, per callee, the
+strides and offsets), and each ``linalg.conv_2d_nhwc_hwcf`` (any stride and dilation; the input
+padded already; the window variant of the kernel reads the input pixels under the window in place,
+an implicit GEMM) by a ``func.call`` of a private declaration, and returns, per callee, the
 launch the plan gives it (``GemmLaunch``): the grid, the block and the kernel's integer arguments
 (sizes, offsets and strides read from the operands' memref types, so views such as slices, row
 blocks and transposed layouts are read in place).  The host plan (``lowering._host_plan``) turns
@@ -28,9 +31,11 @@ from ..linalg.payload import DEFAULT_MAPS, SHARED_RHS_MAPS
 from .gemm_kernel import TILES, block_shape, gemm_ptx, kernel_symbol
 from .options import GRID_YZ_MAX
 
-__all__ = ["GemmLaunch", "insert_gemm_calls", "CALLEE_PREFIX", "module_name", "library_ptx"]
+__all__ = ["GemmLaunch", "insert_gemm_calls", "CALLEE_PREFIX", "CONV", "library_ptx"]
 
 CALLEE_PREFIX = "__mind_cuda_gemm_"
+
+CONV = "linalg.conv_2d_nhwc_hwcf"
 
 _FORMS = {("linalg.matmul", DEFAULT_MAPS["linalg.matmul"]): False,
           ("linalg.batch_matmul", DEFAULT_MAPS["linalg.batch_matmul"]): False,
@@ -40,30 +45,33 @@ the batch (a rank-2 rhs of a batched op)."""
 
 
 class GemmLaunch(FrozenRecord):
-    """One call's launch: the element type, grid, block and the kernel's integer arguments
-    (``gemm_kernel.PARAMS`` after the three buffers)."""
+    """One call's launch: the element type, whether it is the window (convolution) variant, grid,
+    block and the kernel's integer arguments (``gemm_kernel.PARAMS`` or ``WINDOW_PARAMS`` after the
+    three buffers)."""
 
-    __slots__ = ("elem", "grid", "block", "ints")
+    __slots__ = ("elem", "window", "grid", "block", "ints")
 
     elem: str
+    window: bool
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     ints: tuple[int, ...]
 
-    def __init__(self, elem: str, grid: list[int], block: list[int], ints: list[int]) -> None:
-        for name, value in (("elem", elem), ("grid", tuple(grid)), ("block", tuple(block)), ("ints", tuple(ints))):
+    def __init__(self, elem: str, window: bool, grid: list[int], block: list[int], ints: list[int]) -> None:
+        for name, value in (("elem", elem), ("window", window), ("grid", tuple(grid)), ("block", tuple(block)),
+                            ("ints", tuple(ints))):
             object.__setattr__(self, name, value)
 
-
-def module_name(elem: str) -> str:
-    """The kernel module (and kernel) of the GEMM for ``elem``."""
-    return kernel_symbol(elem)
+    @property
+    def module(self) -> str:
+        """The kernel module (and kernel) it launches."""
+        return kernel_symbol(self.elem, self.window)
 
 
 @lru_cache(maxsize=None)
-def library_ptx(elem: str, chip: str) -> str:
-    """The GEMM's PTX for ``elem`` (generated once per process: it depends on nothing else)."""
-    return gemm_ptx(elem, chip, "ptx70")
+def library_ptx(elem: str, chip: str, window: bool = False) -> str:
+    """The kernel's PTX for ``elem`` (generated once per process: it depends on nothing else)."""
+    return gemm_ptx(elem, chip, "ptx70", window)
 
 
 def _layout(t: Any) -> tuple[list[int], list[int], int] | None:
@@ -96,18 +104,54 @@ def _zero_fill_of(prev: Any, out: Any) -> bool:
     return value == 0.0 and math.copysign(1.0, value) > 0
 
 
-def _launch(op: Any, accumulate: bool) -> GemmLaunch | None:
-    """The launch that computes ``op``, or None when the kernel does not take it."""
+def _element(op: Any) -> str | None:
+    """The element type all three operands share, when the kernels compute it."""
     from mlir import ir
-    if len(list(op.operands)) != 3 or "indexing_maps" not in op.attributes:
+    elems = {str(ir.MemRefType(v.type).element_type) for v in op.operands}
+    return elems.pop() if len(elems) == 1 and next(iter(elems)) in TILES else None
+
+
+def _conv_launch(op: Any, accumulate: bool) -> GemmLaunch | None:
+    """The window variant's launch of a ``linalg.conv_2d_nhwc_hwcf`` (the input padded already):
+    rows (image, output row, output column), columns (filter row, filter column, channel), the
+    filter a ``[KH*KW*C, F]`` matrix (its dims must collapse: else None, and the op keeps its loops)."""
+    from mlir import ir
+    elem = _element(op)
+    layouts = [_layout(v.type) for v in op.operands]
+    if elem is None or any(lay is None for lay in layouts):
+        return None
+    (x_shape, x_st, x_off), (w_shape, w_st, w_off), (o_shape, o_st, o_off) = layouts  # type: ignore[misc]
+    sh, sw = (int(v) for v in ir.DenseIntElementsAttr(op.attributes["strides"]))
+    dh, dw = (int(v) for v in ir.DenseIntElementsAttr(op.attributes["dilations"]))
+    kh, kw, c, f = w_shape
+    n, oh, ow, _ = o_shape
+    if w_st[1] != c * w_st[2] or w_st[0] != kw * w_st[1]:
+        return None
+    m, k = n * oh * ow, kh * kw * c
+    if m >= 2**31 or k >= 2**31:  # the kernel splits row and column indices in 32 bits
+        return None
+    grid, block = block_shape(elem, m, f, 1)
+    if grid[1] > GRID_YZ_MAX:
+        return None
+    ints = [m, f, k, ow, oh, c, kw, x_off, x_st[0], sh * x_st[1], sw * x_st[2], dh * x_st[1], dw * x_st[2], x_st[3],
+            w_off, w_st[2], w_st[3], o_off, o_st[0], o_st[1], o_st[2], o_st[3], int(accumulate)]
+    return GemmLaunch(elem, True, grid, block, ints)
+
+
+def _launch(op: Any, accumulate: bool) -> GemmLaunch | None:
+    """The launch that computes ``op``, or None when the kernels do not take it."""
+    if len(list(op.operands)) != 3:
+        return None
+    if op.name == CONV:
+        return _conv_launch(op, accumulate)
+    if "indexing_maps" not in op.attributes:
         return None
     shared = _FORMS.get((op.name, str(op.attributes["indexing_maps"])))
     if shared is None:
         return None
-    elem = str(ir.MemRefType(op.operands[2].type).element_type)
+    elem = _element(op)
     layouts = [_layout(v.type) for v in op.operands]
-    if elem not in TILES or any(lay is None for lay in layouts) or \
-            any(str(ir.MemRefType(v.type).element_type) != elem for v in op.operands):
+    if elem is None or any(lay is None for lay in layouts):
         return None
     (a_shape, a_st, a_off), (b_shape, b_st, b_off), (c_shape, c_st, c_off) = layouts  # type: ignore[misc]
     if op.name == "linalg.matmul":
@@ -121,7 +165,7 @@ def _launch(op: Any, accumulate: bool) -> GemmLaunch | None:
     if grid[1] > GRID_YZ_MAX or grid[2] > GRID_YZ_MAX:
         return None
     ints = [m, n, k, a_off, *a_st, b_off, *b_st, c_off, *c_st, int(accumulate)]
-    return GemmLaunch(elem, grid, block, ints)
+    return GemmLaunch(elem, False, grid, block, ints)
 
 
 def insert_gemm_calls(module: Any, func_op: Any) -> dict[str, GemmLaunch]:
@@ -134,7 +178,7 @@ def insert_gemm_calls(module: Any, func_op: Any) -> dict[str, GemmLaunch]:
     prev = None
     for op in list(func_op.regions[0].blocks[0].operations):
         o = op.operation
-        if o.name in ("linalg.matmul", "linalg.batch_matmul"):
+        if o.name in ("linalg.matmul", "linalg.batch_matmul", CONV):
             overwrite = _zero_fill_of(prev, o.operands[2])
             launch = _launch(o, accumulate=not overwrite)
             if launch is not None:

@@ -23,7 +23,7 @@ from mind.runtime.memref import Signature
 from ..linalg.context import Diagnostics, LoweringError, find_func, new_context, parse, run_pipeline
 from ..linalg.payload import constant_index
 from ..linalg.pipeline import PipelineError, bufferize, prefusion
-from .library_gemm import GemmLaunch, insert_gemm_calls, library_ptx, module_name
+from .library_gemm import GemmLaunch, insert_gemm_calls, library_ptx
 from .options import GRID_YZ_MAX, CudaOptions
 from .pipeline import PTX_TARGET, gpu_mapping, to_parallel_loops, to_ptx
 from .reductions import split_row_reductions
@@ -198,7 +198,7 @@ def _host_plan(module: Any, func_op: Any, sig: Signature, gemms: dict[str, GemmL
             gemm = gemms[ir.FlatSymbolRefAttr(op.attributes["callee"]).value]
             if any(v not in where for v in op.operands):
                 raise LoweringError("plan", "a GEMM operand the plan does not know")
-            mod = module_name(gemm.elem)
+            mod = gemm.module
             if mod not in modules:
                 modules.append(mod)
             steps.append({"launch": [mod, mod], "grid": list(gemm.grid), "block": list(gemm.block),
@@ -411,7 +411,7 @@ def lower_to_ptx(mlir_text: str, func_name: str, sig: Signature, options: CudaOp
                 stage = "ptx"
                 run_pipeline(ctx, pipelines[4], module, stage, diags)
                 ptx = _ptx_of(module)
-                ptx.update({module_name(g.elem): library_ptx(g.elem, PTX_TARGET) for g in gemms.values()})
+                ptx.update({g.module: library_ptx(g.elem, PTX_TARGET, g.window) for g in gemms.values()})
             except LoweringError:
                 raise
             except Exception as e:  # noqa: BLE001 - anything from the bindings is a lowering failure
