@@ -42,6 +42,20 @@ def _t(shape: str) -> str:
     return f"Tensor<f32, [{shape}]>"
 
 
+def _programs() -> Any:
+    """``benchmarks/programs.py`` (this folder is off ``sys.path``: see above)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mind_bench_programs", os.path.join(os.path.dirname(
+        os.path.abspath(__file__)), "programs.py"))
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+EPS = 1e-5
+
+
 N = 4096
 WORKLOADS: dict[str, dict[str, Any]] = {
     "fused_chain": {"src": f"fn f(x: {_t(f'{N}, {N}')}) -> {_t(f'{N}, {N}')} {{ sigmoid(relu(x) * 2.0 + 1.0) }}",
@@ -61,6 +75,10 @@ WORKLOADS: dict[str, dict[str, Any]] = {
     "conv2d_s2": {"src": f"fn f(x: {_t('8, 56, 56, 64')}, w: {_t('3, 3, 64, 64')}) -> {_t('8, 27, 27, 64')} "
                          "{ conv2d(x, w, strides=[2, 2]) }", "shapes": [(8, 56, 56, 64), (3, 3, 64, 64)], "stride": 2},
     "tiny": {"src": f"fn f(x: {_t('4')}) -> {_t('4')} {{ x + x }}", "shapes": [(4,)]},
+    "mlp_train": {"src": _programs().MLP_TRAIN.format(x=_t("512, 1024"), y=_t("512, 16"), w1=_t("1024, 1024"),
+                                                      b1=_t("1024"), w2=_t("1024, 16"), b2=_t("16"), eps=EPS),
+                  "fn": "train_step", "shapes": [(512, 1024), (512, 16), (1024, 1024), (1024,), (1024, 16), (16,)],
+                  "flops": 3 * 2 * 512 * (1024 * 1024 + 1024 * 16)},
 }
 
 
@@ -75,7 +93,7 @@ def prepare(folder: str) -> int:
     for name, w in WORKLOADS.items():
         start = time.perf_counter()
         try:
-            fn = select_function(compile_source(w["src"], name), "f")
+            fn = select_function(compile_source(w["src"], name), w.get("fn", "f"))
             files = build_artifact(fn, "cuda")
         except MindError as e:
             builds[name] = {"error": f"{e.diagnostics[0].code}: {e.diagnostics[0].message}"}
@@ -114,8 +132,34 @@ def _torch_fn(name: str, torch: Any) -> Callable[..., Any]:
         "conv2d_s1": lambda x, w: F.conv2d(x.permute(0, 3, 1, 2), w.permute(3, 2, 0, 1)),
         "conv2d_s2": lambda x, w: F.conv2d(x.permute(0, 3, 1, 2), w.permute(3, 2, 0, 1), stride=2),
         "tiny": lambda x: x + x,
+        "mlp_train": lambda *a: _torch_train(torch, *a),
     }
     return table[name]
+
+
+def _torch_train(torch: Any, x: Any, y: Any, *params: Any) -> tuple[Any, ...]:
+    """The MLP train step of ``programs.MLP_TRAIN`` in torch eager (autograd)."""
+    leaves = [p.detach().requires_grad_() for p in params]
+    w1, b1, w2, b2 = leaves
+    hp = x @ w1 + b1
+    d = hp - hp.mean(1, keepdim=True)
+    h = torch.relu(d / torch.sqrt((d * d).mean(1, keepdim=True) + EPS))
+    loss = (-(y * torch.log_softmax(h @ w2 + b2, -1)).sum(1)).mean()
+    grads = torch.autograd.grad(loss, leaves)
+    return (loss.detach(), *(p - 0.01 * g for p, g in zip(params, grads)))
+
+
+def _jax_train(jax: Any, x: Any, y: Any, *params: Any) -> tuple[Any, ...]:
+    jnp = jax.numpy
+
+    def loss(w1: Any, b1: Any, w2: Any, b2: Any) -> Any:
+        hp = x @ w1 + b1
+        d = hp - hp.mean(1, keepdims=True)
+        h = jax.nn.relu(d / jnp.sqrt((d * d).mean(1, keepdims=True) + EPS))
+        return (-(y * jax.nn.log_softmax(h @ w2 + b2, -1)).sum(1)).mean()
+
+    value, grads = jax.value_and_grad(loss, argnums=(0, 1, 2, 3))(*params)
+    return (value, *(p - 0.01 * g for p, g in zip(params, grads)))
 
 
 def _jax_fn(name: str, jax: Any) -> Callable[..., Any]:
@@ -129,6 +173,7 @@ def _jax_fn(name: str, jax: Any) -> Callable[..., Any]:
         "conv2d_s1": lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=dn),
         "conv2d_s2": lambda x, w: jax.lax.conv_general_dilated(x, w, (2, 2), "VALID", dimension_numbers=dn),
         "tiny": lambda x: x + x,
+        "mlp_train": lambda *a: _jax_train(jax, *a),
     }
     return jax.jit(table[name])
 
@@ -180,7 +225,7 @@ def run(folder: str, out: str) -> int:
         if jax is not None:
             jf = _jax_fn(name, jax)
             jargs = [jax.device_put(np.random.default_rng(0).standard_normal(s).astype(np.float32)) for s in w["shapes"]]
-            row["jax_s"] = _median_time(lambda: jf(*jargs), lambda: jf(*jargs).block_until_ready())
+            row["jax_s"] = _median_time(lambda: jax.block_until_ready(jf(*jargs)), lambda: None)
         if "bytes" in w:
             row["GBps"] = w["bytes"] / row["mind_s"] / 1e9
             row["of_copy_bandwidth"] = row["GBps"] / limits["copy_GBps"]

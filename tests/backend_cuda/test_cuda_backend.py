@@ -153,7 +153,8 @@ def test_mind_ir_emit_ptx(tmp_path, capsys):
     src.write_text(PROGRAM)
     assert main(["ir", str(src), "--emit", "ptx"]) == 0
     out = capsys.readouterr().out
-    assert out.count(".visible .entry") == len(compile_program(_fn(), {}, CudaOptions.resolve({}, environ={})).ptx)
+    plan = compile_program(_fn(), {}, CudaOptions.resolve({}, environ={})).plan
+    assert out.count(".visible .entry") == len({tuple(s["launch"]) for s in plan["steps"] if "launch" in s})
     assert emit_ptx(parse_module(PROGRAM)) == out
 
 
@@ -351,3 +352,11 @@ def test_row_reductions_read_a_row_with_a_warp(body):
     plan = compile_program(fn, {}, CudaOptions.resolve({}, environ={})).plan
     readers = [s for s in plan["steps"] if "launch" in s and ["input", 0] in s["args"]]
     assert readers and all(int(np.prod(s["grid"]) * np.prod(s["block"])) >= 256 * 32 for s in readers), readers
+
+
+def test_kernels_share_one_module():
+    """Every generic kernel of a function is in one module (one PTX text, one ptxas run per
+    architecture, one load), the GEMM in its own: 7 kernels, 2 modules here."""
+    plan = compile_program(_fn(), {}, CudaOptions.resolve({}, environ={})).plan
+    launches = {tuple(s["launch"]) for s in plan["steps"] if "launch" in s}
+    assert plan["modules"] == ["mind_gemm_f32", "mind_kernels"] and len(launches) == 7

@@ -350,6 +350,56 @@ def _within(op: Any, run: list[Any]) -> bool:
     return False
 
 
+KERNELS = "mind_kernels"
+"""The one kernel module every generic kernel of a function ends in (``_merge_kernel_modules``)."""
+
+
+def _merge_kernel_modules(module: Any) -> int:
+    """Move every outlined kernel into one ``gpu.module`` (``KERNELS``), each ``gpu.func`` renamed
+    after the module it came from, and point the launches at them; returns how many kernels.
+
+    Why: ``gpu-kernel-outlining`` makes one module per kernel, and each module is one PTX text, one
+    ``ptxas`` run per architecture (0.05-0.1 s each: 4.4 of 5.7 s of an MLP train step's 56 kernels)
+    and one module load at run time.  Modules holding anything but kernels (a global a kernel reads)
+    are left as they are."""
+    from mlir import ir
+
+    kernels: list[tuple[Any, str]] = []
+    for op in module.body.operations:
+        o = op.operation
+        if o.name != "gpu.module":
+            continue
+        body = [inner.operation for inner in o.regions[0].blocks[0].operations]
+        if [b.name for b in body] == ["gpu.func"]:
+            kernels.append((o, ir.StringAttr(o.attributes["sym_name"]).value))
+    if len(kernels) < 2:
+        return len(kernels)
+    renamed: dict[tuple[str, str], str] = {}
+    target, _ = kernels[0]
+    target_block = target.regions[0].blocks[0]
+    for source, name in kernels:
+        func = source.regions[0].blocks[0].operations[0].operation
+        old = ir.StringAttr(func.attributes["sym_name"]).value
+        func.attributes["sym_name"] = ir.StringAttr.get(name)
+        renamed[(name, old)] = name
+        if source != target:
+            func.move_after(target_block.operations[len(target_block.operations) - 1].operation)
+    target.attributes["sym_name"] = ir.StringAttr.get(KERNELS)
+    for source, _ in kernels[1:]:
+        source.erase()
+
+    def relink(op: Any) -> Any:
+        if op.name == "gpu.launch_func":
+            ref = str(op.attributes["kernel"])  # @module::@func
+            mod, fn = (part.lstrip("@") for part in ref.split("::"))
+            if (mod, fn) in renamed:
+                op.attributes["kernel"] = ir.SymbolRefAttr.get([KERNELS, renamed[(mod, fn)]])
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(relink)
+    return len(kernels)
+
+
 def _ptx_of(module: Any) -> dict[str, str]:
     from mlir import ir
     from mlir.dialects import gpu
@@ -406,6 +456,8 @@ def lower_to_ptx(mlir_text: str, func_name: str, sig: Signature, options: CudaOp
                 _contiguous_dim_first(find_func(module, func_name), options.tile)
                 stage = "gpu mapping"
                 run_pipeline(ctx, pipelines[3], module, stage, diags)
+                stage = "kernel module"
+                _merge_kernel_modules(module)
                 stage = "plan"
                 plan = _host_plan(module, find_func(module, func_name), sig, gemms)
                 stage = "ptx"
