@@ -68,6 +68,8 @@ WORKLOADS: dict[str, dict[str, Any]] = {
                    "shapes": [(N, N)], "bytes": 2 * 4 * N * N},
     "matmul_4096": {"src": f"fn f(a: {_t(f'{N}, {N}')}, b: {_t(f'{N}, {N}')}) -> {_t(f'{N}, {N}')} {{ matmul(a, b) }}",
                     "shapes": [(N, N), (N, N)], "flops": 2 * N ** 3},
+    "matmul_odd": {"src": f"fn f(a: {_t('1000, 1500')}, b: {_t('1500, 700')}) -> {_t('1000, 700')} {{ matmul(a, b) }}",
+                   "shapes": [(1000, 1500), (1500, 700)], "flops": 2 * 1000 * 1500 * 700},
     "batched_matmul": {"src": f"fn f(a: {_t('16, 512, 512')}, b: {_t('16, 512, 512')}) -> {_t('16, 512, 512')} "
                               "{ matmul(a, b) }", "shapes": [(16, 512, 512), (16, 512, 512)], "flops": 2 * 16 * 512 ** 3},
     "conv2d_s1": {"src": f"fn f(x: {_t('8, 56, 56, 64')}, w: {_t('3, 3, 64, 64')}) -> {_t('8, 54, 54, 64')} "
@@ -128,7 +130,7 @@ def _torch_fn(name: str, torch: Any) -> Callable[..., Any]:
         "fused_chain": lambda x: torch.sigmoid(torch.relu(x) * 2.0 + 1.0),
         "softmax": lambda x: torch.softmax(x, dim=1),
         "layer_norm": lambda x: F.layer_norm(x, x.shape[1:], eps=1e-5),
-        "matmul_4096": torch.matmul, "batched_matmul": torch.matmul,
+        "matmul_4096": torch.matmul, "matmul_odd": torch.matmul, "batched_matmul": torch.matmul,
         "conv2d_s1": lambda x, w: F.conv2d(x.permute(0, 3, 1, 2), w.permute(3, 2, 0, 1)),
         "conv2d_s2": lambda x, w: F.conv2d(x.permute(0, 3, 1, 2), w.permute(3, 2, 0, 1), stride=2),
         "tiny": lambda x: x + x,
@@ -169,7 +171,7 @@ def _jax_fn(name: str, jax: Any) -> Callable[..., Any]:
         "fused_chain": lambda x: jax.nn.sigmoid(jax.nn.relu(x) * 2.0 + 1.0),
         "softmax": lambda x: jax.nn.softmax(x, axis=1),
         "layer_norm": lambda x: (x - x.mean(1, keepdims=True)) / jnp.sqrt(x.var(1, keepdims=True) + 1e-5),
-        "matmul_4096": jnp.matmul, "batched_matmul": jnp.matmul,
+        "matmul_4096": jnp.matmul, "matmul_odd": jnp.matmul, "batched_matmul": jnp.matmul,
         "conv2d_s1": lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=dn),
         "conv2d_s2": lambda x, w: jax.lax.conv_general_dilated(x, w, (2, 2), "VALID", dimension_numbers=dn),
         "tiny": lambda x: x + x,

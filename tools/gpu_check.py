@@ -3,7 +3,7 @@
     python tools/gpu_check.py prepare DIR [--select GLOB] [--limit N] [--max-mib 60] [--jobs J]
     python tools/gpu_check.py prepare DIR --differential N [--seed S] [--jobs J]
     python tools/gpu_check.py run DIR --out RESULTS          # on the GPU machine: numpy + cuda-bindings
-    python tools/gpu_check.py compare DIR RESULTS [--json]   # here, or there (NumPy and mind alone)
+    python tools/gpu_check.py compare DIR RESULTS [--json] [--jobs J]   # here, or there (NumPy and mind alone)
 
 ``prepare`` builds, for each program of the conformance suite that runs (or those matching
 ``--select``), the ``mind build --target cuda`` artifact of its *probe* (every op's value returned,
@@ -230,7 +230,8 @@ def _differential_divergence(case_dir: str, n_inputs: int, values: list[np.ndarr
     return None
 
 
-def compare(folder: str, results: str, as_json: bool) -> int:
+def _judge(job: tuple[str, str, dict[str, Any], dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:
+    """One case's verdict: ("passed" | "failed" | "error", the failure's record or None)."""
     from mind.calling import bind_arguments
     from mind.conformance.encoding import decode
     from mind.conformance.suite import load_suite
@@ -238,38 +239,47 @@ def compare(folder: str, results: str, as_json: bool) -> int:
     from mind.ir.parser import parse_module
     from mind.reference.bisect import divergence
 
+    folder, results, c, s = job
+    if s["status"] != "ok":
+        return "error", {"id": c["id"], "why": f"{s['code']}: {s['message']}"}
+    values = [np.load(os.path.join(results, c["dir"], f"r{i}.npy")) for i in range(s["values"])]
+    if c.get("kind") == "differential":
+        why = _differential_divergence(os.path.join(folder, c["dir"]), c["inputs"], values)
+        return ("passed", None) if why is None else ("failed", {"id": c["id"], "why": why})
+    suite = load_suite()
+    case = suite.case(suite.entry(c["id"]))
+    fn = parse_module(case["ir"], c["id"]).functions[0]
+    arrays, env = bind_arguments(fn, [decode(x) for x in case["inputs"]])
+    by_value = {id(op.result): v for op, v in zip(fn.ops, values)}
+    by_value.update({id(p): a for p, a in zip(fn.params, arrays)})
+    verdict = judge(case, Answer("ok", [by_value[id(r)] for r in fn.results]))
+    if verdict.passed:
+        return "passed", None
+    first = divergence(fn, arrays, env, values)
+    return "failed", {"id": c["id"], "why": verdict.message, "first_divergence": str(first) if first else None}
+
+
+def compare(folder: str, results: str, as_json: bool, jobs: int = 1) -> int:
     with open(os.path.join(folder, "index.json"), encoding="utf-8") as fh:
         index = json.load(fh)
     with open(os.path.join(results, "status.json"), encoding="utf-8") as fh:
         status = json.load(fh)
-    suite = load_suite()
+    work = [(folder, results, c, status.get(c["id"], {"status": "error", "code": "-", "message": "not run"}))
+            for c in index["cases"]]
+    if jobs > 1:  # the reference is NumPy alone: forked workers are safe
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            verdicts = list(pool.map(_judge, work, chunksize=16))
+    else:
+        verdicts = [_judge(job) for job in work]
     counts = {"passed": 0, "failed": 0, "error": 0}
     failures = []
-    for c in index["cases"]:
-        s = status.get(c["id"], {"status": "error", "code": "-", "message": "not run"})
-        if s["status"] != "ok":
-            counts["error"] += 1
-            failures.append({"id": c["id"], "why": f"{s['code']}: {s['message']}"})
-            continue
-        values = [np.load(os.path.join(results, c["dir"], f"r{i}.npy")) for i in range(s["values"])]
-        if c.get("kind") == "differential":
-            why = _differential_divergence(os.path.join(folder, c["dir"]), c["inputs"], values)
-            counts["passed" if why is None else "failed"] += 1
-            if why is not None:
-                failures.append({"id": c["id"], "why": why})
-            continue
-        case = suite.case(suite.entry(c["id"]))
-        fn = parse_module(case["ir"], c["id"]).functions[0]
-        arrays, env = bind_arguments(fn, [decode(x) for x in case["inputs"]])
-        by_value = {id(op.result): v for op, v in zip(fn.ops, values)}
-        by_value.update({id(p): a for p, a in zip(fn.params, arrays)})
-        verdict = judge(case, Answer("ok", [by_value[id(r)] for r in fn.results]))
-        if verdict.passed:
-            counts["passed"] += 1
-            continue
-        counts["failed"] += 1
-        first = divergence(fn, arrays, env, values)
-        failures.append({"id": c["id"], "why": verdict.message, "first_divergence": str(first) if first else None})
+    for outcome, failure in verdicts:
+        counts[outcome] += 1
+        if failure is not None:
+            failures.append(failure)
     interop = _read_json(os.path.join(results, "interop.json"), [])
     report = {"counts": counts, "skipped_when_prepared": len(index["skipped"]), "failures": failures,
               "not_built": dict(sorted(Counter(v.split(":")[0] for v in index["skipped"].values()).items())),
@@ -313,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("folder")
     c.add_argument("results")
     c.add_argument("--json", action="store_true")
+    c.add_argument("--jobs", type=int, default=1, help="processes that judge the cases")
     args = p.parse_args(argv)
     # ``run`` and ``compare`` also work from a plain copy of the repository (the GPU machine's case)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -331,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         return run(args.folder, args.out)
     if not os.path.isfile(os.path.join(args.results, "status.json")):
         p.error(f"{args.results} is not a folder that `run` wrote (no status.json)")
-    return compare(args.folder, args.results, args.json)
+    return compare(args.folder, args.results, args.json, args.jobs)
 
 
 if __name__ == "__main__":

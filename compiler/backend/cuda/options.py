@@ -75,7 +75,7 @@ KNOBS: tuple[Knob, ...] = (
          "the architectures ptxas assembles a cubin for (the PTX is kept too, for newer GPUs)",
          env="MIND_CUDA_SMS", from_env=_sms_text, shown_default="sm_80,sm_90"),
     Knob("tile", (32, 8), _tile, f"a tuple of 1 to 3 positive integers whose product is at most {MAX_BLOCK_THREADS}",
-         "the threads of a block along a parallel loop's first dimensions (the rest of a loop is the grid)",
+         "the threads of a block along a parallel loop's dimensions, last first (the contiguous one on x; the rest of a loop is the grid)",
          env="MIND_CUDA_TILE", from_env=_tile_text, shown_default="32,8"),
     Knob("ptxas_opt", 3, _opt, "an integer from 0 to 3", "ptxas's optimization level", env="MIND_CUDA_PTXAS_OPT",
          from_env={str(i): i for i in range(4)}),
