@@ -21,14 +21,14 @@ from typing import Any
 from mind.runtime.memref import Signature
 
 from ..linalg.context import Diagnostics, LoweringError, find_func, new_context, parse, run_pipeline
-from ..linalg.payload import constant_index
+from ..linalg.payload import constant_index, untie_shared_inits
 from ..linalg.pipeline import PipelineError, bufferize, prefusion
 from .library_gemm import GemmLaunch, insert_gemm_calls, library_ptx
 from .options import GRID_YZ_MAX, CudaOptions
 from .pipeline import PTX_TARGET, gpu_mapping, to_parallel_loops, to_ptx
 from .reductions import split_row_reductions
 
-__all__ = ["GpuProgram", "lower_to_ptx", "LoweringError"]
+__all__ = ["GpuProgram", "lower_to_ptx", "lower_to_loops", "LoweringError"]
 
 _ELEMENTS = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "i8": "bool", "i1": "bool"}
 """Buffer element types of a host function (an ``i1`` buffer holds one byte per element)."""
@@ -411,65 +411,111 @@ def _ptx_of(module: Any) -> dict[str, str]:
     return out
 
 
+class _Stages:
+    """A lowering in progress: its MLIR context, diagnostics and the stage it is at (the stage a
+    failure names)."""
+
+    def __init__(self) -> None:
+        self.ctx = new_context()
+        self.diags = Diagnostics(self.ctx)
+        self.stage = "parse"
+
+    def run(self, pipeline: str, module: Any, stage: str) -> None:
+        self.stage = stage
+        run_pipeline(self.ctx, pipeline, module, stage, self.diags)
+
+
+def _pipelines(options: CudaOptions) -> list[str]:
+    try:
+        return [prefusion().render(), bufferize().render(), to_parallel_loops().render(),
+                gpu_mapping(options.tile).render(), to_ptx().render()]
+    except PipelineError as e:
+        raise LoweringError("pipeline", str(e)) from None
+
+
+def _to_loops(st: _Stages, mlir_text: str, func_name: str, sig: Signature, options: CudaOptions,
+              library: bool) -> tuple[Any, dict[str, GemmLaunch]]:
+    """Stages 1 to 4 up to the GPU mapping (``docs/backend-cuda.md``): the module whose host function
+    is buffers, copies, parallel loop nests (their last dim first) and the library kernels' calls
+    (none with ``library`` False: their ops become loop nests too)."""
+    pipelines = _pipelines(options)
+    module = parse(st.ctx, mlir_text, st.stage, st.diags)
+    if not module.operation.verify():
+        raise LoweringError("verify", "the module does not verify", st.diags.messages)
+    _read_only_inputs(find_func(module, func_name))
+    try:
+        st.run(pipelines[0], module, "fusion")
+        if not module.operation.verify():
+            raise LoweringError(st.stage, "elementwise fusion made an invalid module")
+    except LoweringError:  # as on the cpu: the unfused module instead
+        st.diags.messages.clear()
+        st.stage = "parse"
+        module = parse(st.ctx, mlir_text, st.stage, st.diags)
+        _read_only_inputs(find_func(module, func_name))
+    st.stage = "split reductions"
+    split_row_reductions(module, find_func(module, func_name))
+    # cse merged identical inits (two matmuls' zero fills): each user gets its own, or one-shot
+    # bufferization computes one result in place in another's out-parameter and overwrites it
+    untie_shared_inits(module)
+    st.run(pipelines[1], module, "bufferize")
+    _views_copied_by_kernels(find_func(module, func_name))
+    st.stage = "gemm"
+    gemms = insert_gemm_calls(module, find_func(module, func_name)) if library else {}
+    st.run(pipelines[2], module, "parallel loops")
+    st.stage = "serial parts"
+    _sink_input_loads(find_func(module, func_name), len(sig.inputs))
+    _wrap_serial_runs(find_func(module, func_name))
+    _contiguous_dim_first(find_func(module, func_name), options.tile)
+    return module, gemms
+
+
+def lower_to_loops(mlir_text: str, func_name: str, sig: Signature, options: CudaOptions, *,
+                   library: bool = True) -> tuple[Any, Any]:
+    """The module of ``_to_loops`` and its MLIR context (which the caller must keep while it uses
+    the module): what the GPU mapping starts from.  The tests run it on the CPU
+    (``tests/backend_cuda/host_emulation.py``), which checks every stage but the mapping itself
+    against the reference on machines without a GPU."""
+    from mlir import ir
+
+    st = _Stages()
+    try:
+        with st.ctx, ir.Location.unknown():
+            try:
+                module, _ = _to_loops(st, mlir_text, func_name, sig, options, library)
+            except LoweringError:
+                raise
+            except Exception as e:  # noqa: BLE001 - anything from the bindings is a lowering failure
+                raise LoweringError(st.stage, f"{type(e).__name__}: {str(e).strip()}", st.diags.messages) from None
+    finally:
+        st.diags.detach()
+    return module, st.ctx
+
+
 def lower_to_ptx(mlir_text: str, func_name: str, sig: Signature, options: CudaOptions) -> GpuProgram:
     """Compile ``func_name`` of ``mlir_text`` (the middle's output, signature ``sig``) for the GPU;
     every MLIR failure is a ``LoweringError`` (``api`` reports it as E6012, an unmapped part as E6003)."""
     from mlir import ir
 
+    pipelines = _pipelines(options)
+    st = _Stages()
     try:
-        pipelines = [prefusion().render(), bufferize().render(), to_parallel_loops().render(),
-                     gpu_mapping(options.tile).render(), to_ptx().render()]
-    except PipelineError as e:
-        raise LoweringError("pipeline", str(e)) from None
-    ctx = new_context()
-    diags = Diagnostics(ctx)
-    stage = "parse"
-    try:
-        with ctx, ir.Location.unknown():
+        with st.ctx, ir.Location.unknown():
             try:
-                module = parse(ctx, mlir_text, stage, diags)
-                if not module.operation.verify():
-                    raise LoweringError("verify", "the module does not verify", diags.messages)
-                _read_only_inputs(find_func(module, func_name))
-                try:
-                    stage = "fusion"
-                    run_pipeline(ctx, pipelines[0], module, stage, diags)
-                    if not module.operation.verify():
-                        raise LoweringError(stage, "elementwise fusion made an invalid module")
-                except LoweringError:  # as on the cpu: the unfused module instead
-                    diags.messages.clear()
-                    stage = "parse"
-                    module = parse(ctx, mlir_text, stage, diags)
-                    _read_only_inputs(find_func(module, func_name))
-                stage = "split reductions"
-                split_row_reductions(module, find_func(module, func_name))
-                stage = "bufferize"
-                run_pipeline(ctx, pipelines[1], module, stage, diags)
-                _views_copied_by_kernels(find_func(module, func_name))
-                stage = "gemm"
-                gemms = insert_gemm_calls(module, find_func(module, func_name))
-                stage = "parallel loops"
-                run_pipeline(ctx, pipelines[2], module, stage, diags)
-                stage = "serial parts"
-                _sink_input_loads(find_func(module, func_name), len(sig.inputs))
-                _wrap_serial_runs(find_func(module, func_name))
-                _contiguous_dim_first(find_func(module, func_name), options.tile)
-                stage = "gpu mapping"
-                run_pipeline(ctx, pipelines[3], module, stage, diags)
-                stage = "kernel module"
+                module, gemms = _to_loops(st, mlir_text, func_name, sig, options, library=True)
+                st.run(pipelines[3], module, "gpu mapping")
+                st.stage = "kernel module"
                 _merge_kernel_modules(module)
-                stage = "plan"
+                st.stage = "plan"
                 plan = _host_plan(module, find_func(module, func_name), sig, gemms)
-                stage = "ptx"
-                run_pipeline(ctx, pipelines[4], module, stage, diags)
+                st.run(pipelines[4], module, "ptx")
                 ptx = _ptx_of(module)
                 ptx.update({g.module: library_ptx(g.elem, PTX_TARGET, g.window) for g in gemms.values()})
             except LoweringError:
                 raise
             except Exception as e:  # noqa: BLE001 - anything from the bindings is a lowering failure
-                raise LoweringError(stage, f"{type(e).__name__}: {str(e).strip()}", diags.messages) from None
+                raise LoweringError(st.stage, f"{type(e).__name__}: {str(e).strip()}", st.diags.messages) from None
     finally:
-        diags.detach()
+        st.diags.detach()
     missing = [m for m in plan["modules"] if m not in ptx]
     if missing:
         raise LoweringError("ptx", f"no PTX for the kernel module(s) {', '.join(missing)}")

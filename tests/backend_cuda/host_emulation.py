@@ -1,0 +1,72 @@
+"""The cuda lowering's loop program, run on the CPU: every stage but the GPU mapping itself.
+
+Why: CI has no GPU, and the cuda backend's own rewrites — row reductions split into partials,
+parallel dims put first, strided copies made loops, serial parts wrapped, each loop nest's dims
+reversed for the mapping — change what the kernels compute.  ``lower_to_loops`` gives the module the
+GPU mapping starts from (the library kernels' ops left as loop nests: ``test_gemm_kernel`` runs the
+GEMM itself); here its host function, parallel loops and all, is lowered for the CPU (``scf.parallel``
+to sequential loops) and run by MLIR's execution engine.  Upstream's mapping passes (tiling, mapping,
+outlining, NVVM) are what this leaves to the GPU runs of ``tools/gpu_check.py``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from mind.compiler.backend.cuda.api import signature_of
+from mind.compiler.backend.cuda.lowering import lower_to_loops
+from mind.compiler.backend.cuda.options import CudaOptions
+from mind.compiler.backend.linalg.context import Diagnostics, find_func, run_pipeline
+from mind.compiler.backend.linalg.emit import emit_mlir
+from mind.compiler.backend.linalg.pipeline import Nest, Pipeline, pass_spec as _p
+
+OPTIONS = CudaOptions.resolve({}, environ={})
+
+TO_CPU = Pipeline((
+    Nest("func.func", (_p("convert-scf-to-cf"),)),
+    _p("expand-strided-metadata"), _p("lower-affine"), _p("finalize-memref-to-llvm"), _p("convert-math-to-llvm"),
+    _p("convert-arith-to-llvm"), _p("convert-index-to-llvm"), _p("convert-cf-to-llvm"), _p("convert-func-to-llvm"),
+    _p("convert-ub-to-llvm"), _p("reconcile-unrealized-casts"),
+))
+"""The host function, its parallel loops sequential, to LLVM."""
+
+
+def _descriptor(a: np.ndarray) -> Any:
+    """A ranked memref descriptor over ``a``'s own buffer (C-contiguous)."""
+    fields: list[tuple[str, Any]] = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
+                                     ("offset", ctypes.c_longlong)]
+    if a.ndim:
+        fields += [("shape", ctypes.c_longlong * a.ndim), ("strides", ctypes.c_longlong * a.ndim)]
+    descriptor = type("Descriptor", (ctypes.Structure,), {"_fields_": fields})()
+    descriptor.allocated = descriptor.aligned = a.ctypes.data
+    descriptor.offset = 0
+    if a.ndim:
+        descriptor.shape[:] = list(a.shape)
+        descriptor.strides[:] = [s // a.itemsize if a.itemsize else 0 for s in a.strides]
+    return descriptor
+
+
+def run_on_host(fn: Any, inputs: list[np.ndarray], env: dict[str, int] | None = None) -> list[np.ndarray]:
+    """``fn`` on ``inputs`` (its symbolic dims the values ``env``) through the cuda lowering, on the CPU."""
+    from mlir import ir
+    from mlir.execution_engine import ExecutionEngine
+
+    text, name = emit_mlir(fn, env or {})
+    sig = signature_of(fn, env or {})
+    module, ctx = lower_to_loops(text, name, sig, OPTIONS, library=False)
+    with ctx, ir.Location.unknown():
+        find_func(module, name).attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+        diags = Diagnostics(ctx)
+        try:
+            run_pipeline(ctx, TO_CPU.render(), module, "host", diags)
+        finally:
+            diags.detach()
+        engine = ExecutionEngine(module, opt_level=1)
+    arrays = [np.ascontiguousarray(a, dtype=spec.dtype) for a, spec in zip(inputs, sig.inputs)]
+    outputs = [np.zeros(o.shape, o.dtype) for o in sig.outputs]
+    descriptors = [_descriptor(a) for a in arrays + outputs]
+    engine.invoke(name, *[ctypes.pointer(ctypes.pointer(d)) for d in descriptors])
+    return outputs
