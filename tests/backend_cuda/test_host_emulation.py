@@ -1,6 +1,7 @@
 """The cuda lowering checked against the reference without a GPU: its loop program (every stage but
 the GPU mapping: reductions split into partials, parallel dims first, strided copies as loops, serial
-parts wrapped, loop dims reversed) run on the CPU by ``host_emulation``, on the conformance suite's
+parts wrapped, loop dims reversed, matmuls and convolutions as calls of the library kernels, whose
+LLVM IR runs in the block emulator with the plan's arguments) run on the CPU by ``host_emulation``, on the conformance suite's
 programs (a representative subset; all under ``MIND_HYPOTHESIS_PROFILE=thorough``) and on the cpu
 differential test's random programs, every op's value checked against the reference applied to the
 emulated operands (the first diverging op named)."""

@@ -470,25 +470,25 @@ def _to_loops(st: _Stages, mlir_text: str, func_name: str, sig: Signature, optio
 
 
 def lower_to_loops(mlir_text: str, func_name: str, sig: Signature, options: CudaOptions, *,
-                   library: bool = True) -> tuple[Any, Any]:
-    """The module of ``_to_loops`` and its MLIR context (which the caller must keep while it uses
-    the module): what the GPU mapping starts from.  The tests run it on the CPU
-    (``tests/backend_cuda/host_emulation.py``), which checks every stage but the mapping itself
-    against the reference on machines without a GPU."""
+                   library: bool = True) -> tuple[Any, Any, dict[str, GemmLaunch]]:
+    """The module of ``_to_loops``, its MLIR context (which the caller must keep while it uses the
+    module) and the library kernels' launches by callee: what the GPU mapping starts from.  The tests
+    run it on the CPU (``tests/backend_cuda/host_emulation.py``), which checks every stage but the
+    mapping itself against the reference on machines without a GPU."""
     from mlir import ir
 
     st = _Stages()
     try:
         with st.ctx, ir.Location.unknown():
             try:
-                module, _ = _to_loops(st, mlir_text, func_name, sig, options, library)
+                module, gemms = _to_loops(st, mlir_text, func_name, sig, options, library)
             except LoweringError:
                 raise
             except Exception as e:  # noqa: BLE001 - anything from the bindings is a lowering failure
                 raise LoweringError(st.stage, f"{type(e).__name__}: {str(e).strip()}", st.diags.messages) from None
     finally:
         st.diags.detach()
-    return module, st.ctx
+    return module, st.ctx, gemms
 
 
 def lower_to_ptx(mlir_text: str, func_name: str, sig: Signature, options: CudaOptions) -> GpuProgram:
