@@ -7,7 +7,9 @@ rewrites each such ``linalg.generic`` (one reduction dim, the innermost; a combi
 neutral element of) with ``transform.structured.split_reduction`` (``inner_parallel``): the row's
 ``K`` elements are read as ``K / f`` steps of ``f`` neighbouring elements, each lane of the split
 dim keeping its own partial result (element ``j * f + r`` goes to partial ``r``), and a second,
-small reduction combines the ``f`` partials.  The split dim is then the loop nest's last parallel dim,
+smaller reduction combines the ``f`` partials.  ``f`` is chosen so that all rows' partials number
+about ``TARGET_THREADS`` (``split_factor``): 32 for thousands of rows, up to 1,024 for a few rows or
+one (a loss, a norm), whose partials are then split again.  The split dim is then the loop nest's last parallel dim,
 which the GPU mapping puts on threadIdx.x (``lowering._contiguous_dim_first``): a warp reads 32
 neighbouring elements per step, and there are ``f`` times as many threads.
 
@@ -23,7 +25,8 @@ from typing import Any, Callable
 from ..linalg.payload import body_ops, generic_loops
 from ..linalg.transform_script import apply_script, wrap_script
 
-__all__ = ["split_factor", "split_row_reductions", "SPLIT_MAX", "SPLIT_MIN", "SPLIT_RUN"]
+__all__ = ["split_factor", "split_row_reductions", "SPLIT_MAX", "SPLIT_MIN", "SPLIT_RUN", "SPLIT_ROW", "SPLIT_WIDE",
+           "TARGET_THREADS"]
 
 SPLIT_MAX = 32
 """The most partials per row: a warp's lanes."""
@@ -32,9 +35,22 @@ SPLIT_MIN = 8
 """The fewest partials worth a second reduction (a quarter of a warp's lanes still read one
 32-byte sector of f32 per step)."""
 
+SPLIT_WIDE = 1024
+"""The most partials per row when the rows are few (a reduction to one value: a loss, a norm)."""
+
+TARGET_THREADS = 1 << 17
+"""Threads that keep an H100/H200's memory busy (132 multiprocessors x 1,024 resident threads)."""
+
 SPLIT_RUN = 4
+
+SPLIT_ROW = 256
+"""The shortest row worth a second kernel: one thread reduces fewer elements in about the time a
+launch takes."""
 """The fewest elements each partial combines: a row of 32 split into 16 partials of 2 would cost a
 second kernel for one add per thread saved."""
+
+SPLIT_ROUNDS = 3
+"""How many times partials are split again at most (1,024 x 32 x 8 partials)."""
 
 _COMBINERS = frozenset({"arith.addf", "arith.maximumf", "arith.minimumf", "arith.addi", "arith.maxsi",
                         "arith.minsi", "arith.maxui", "arith.minui", "arith.ori", "arith.andi", "arith.xori"})
@@ -43,12 +59,19 @@ _COMBINERS = frozenset({"arith.addf", "arith.maximumf", "arith.minimumf", "arith
 _TAG = "mind.split"
 
 
-def split_factor(k: int) -> int | None:
-    """The partials of a row of ``k`` elements: the largest divisor of ``k`` from ``SPLIT_MIN`` to
-    ``SPLIT_MAX`` that leaves each partial at least ``SPLIT_RUN`` elements, else None (a prime ``k``,
-    a row too short to split)."""
-    for f in range(SPLIT_MAX, SPLIT_MIN - 1, -1):
-        if k % f == 0 and k // f >= SPLIT_RUN:
+def split_factor(k: int, rows: int = 1 << 12) -> int | None:
+    """The partials of each of ``rows`` rows of ``k`` elements: enough that the rows' partials
+    number about ``TARGET_THREADS`` (one thread each), at least ``SPLIT_MIN`` and at most
+    ``SPLIT_MAX`` (a warp) or ``SPLIT_WIDE`` where the rows are too few to fill the GPU otherwise;
+    the largest divisor of ``k`` in that range that leaves each partial at least ``SPLIT_RUN``
+    elements, else None (a prime ``k``, a row shorter than ``SPLIT_ROW``).  A wide split's partials are
+    split again (``split_row_reductions`` repeats while any op splits)."""
+    if k < SPLIT_ROW:
+        return None
+    wanted = -(-TARGET_THREADS // max(rows, 1))
+    most = min(max(SPLIT_MAX, wanted), SPLIT_WIDE)
+    for f in range(min(most, k // SPLIT_RUN), SPLIT_MIN - 1, -1):
+        if k % f == 0:
             return f
     return None
 
@@ -66,7 +89,10 @@ def _candidate(op: Any) -> int | None:
     ops = body_ops(op)  # the yield last: the combiner is the op before it
     if len(ops) < 2 or ops[-2].name not in _COMBINERS:
         return None
-    return split_factor(ranges[-1])
+    rows = 1
+    for r in ranges[:-1]:
+        rows *= r
+    return split_factor(ranges[-1], rows)
 
 
 def _transform_each(module: Any, func_op: Any, choose: Callable[[Any], str | None]) -> int:
@@ -120,7 +146,12 @@ def _interchange(op: Any) -> str | None:
 def split_row_reductions(module: Any, func_op: Any) -> int:
     """Split every row reduction of ``func_op``'s body (see the module's text), then put every
     generic's parallel dims before its reduction dims; returns how many were split."""
-    split = _transform_each(module, func_op, _split)
+    split = 0
+    for _ in range(SPLIT_ROUNDS):  # a wide split's partials are a reduction to split again
+        more = _transform_each(module, func_op, _split)
+        split += more
+        if not more:
+            break
     _transform_each(module, func_op, _interchange)
     return split
 
