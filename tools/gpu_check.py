@@ -209,25 +209,16 @@ def run(folder: str, out: str) -> int:
 
 def _differential_divergence(case_dir: str, n_inputs: int, values: list[np.ndarray]) -> str | None:
     """The first op whose GPU value leaves its bound from the reference applied to the GPU's own
-    operands (every op's value is a result of a differential program), or None."""
+    operands (every op's value is a result of a differential program, in program order), or None."""
     from mind.ir.parser import parse_module
-    from mind.reference.accuracy import check_op
-    from mind.reference.ops import OP_FUNCTIONS
+    from mind.reference.bisect import divergence
 
     with open(os.path.join(case_dir, "program.mir"), encoding="utf-8") as fh:
         fn = parse_module(fh.read(), case_dir).functions[0]
-    known: dict[int, Any] = {id(p): np.load(os.path.join(case_dir, f"in{i}.npy")) for i, p in enumerate(fn.params)}
-    for v, got in zip(fn.results, values):
-        known.setdefault(id(v), got)
-    for i, op in enumerate(fn.ops):
-        operands, attrs = [known[id(v)] for v in op.operands], dict(op.attrs)
-        with np.errstate(all="ignore"):
-            expected = OP_FUNCTIONS[op.op](*operands, **attrs)
-        mismatch = check_op(op.op, operands, attrs, known[id(op.result)], expected, dtype=op.result.type.dtype)
-        if mismatch is not None:
-            return (f"first diverging op #{i}: %{op.result.name} = {op.op}{attrs} on "
-                    f"{[str(v.type) for v in op.operands]}: {mismatch}")
-    return None
+    arrays = [np.load(os.path.join(case_dir, f"in{i}.npy")) for i in range(n_inputs)]
+    with np.errstate(all="ignore"):
+        first = divergence(fn, arrays, {}, values)
+    return None if first is None else str(first)
 
 
 def _judge(job: tuple[str, str, dict[str, Any], dict[str, Any]]) -> tuple[str, dict[str, Any] | None]:

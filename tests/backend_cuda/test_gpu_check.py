@@ -120,7 +120,7 @@ def test_differential_programs_prepare_and_compare(tmp_path, capsys):
     assert tool.main(["compare", str(folder), str(tmp_path / "bad"), "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     last = len(parse_module((folder / bad["dir"] / "program.mir").read_text()).functions[0].ops) - 1
-    assert report["counts"]["failed"] == 1 and report["failures"][0]["why"].startswith(f"first diverging op #{last}:")
+    assert report["counts"]["failed"] == 1 and report["failures"][0]["why"].startswith(f"first divergence at op #{last} ")
 
 
 def test_interop_checks_without_a_gpu_say_so(tmp_path):

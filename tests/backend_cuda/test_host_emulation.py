@@ -21,8 +21,7 @@ from mind.conformance.suite import load_suite
 from mind.conformance.verdict import Answer, judge
 from mind.diagnostics import MindError
 from mind.ir.parser import parse_module
-from mind.reference.accuracy import check_op
-from mind.reference.ops import OP_FUNCTIONS
+from mind.reference.bisect import divergence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "backend_cpu"))
@@ -34,7 +33,8 @@ _CI = os.environ.get("MIND_HYPOTHESIS_PROFILE", "ci") == "ci"
 
 
 def _check_every_op(fn, inputs) -> None:
-    """Every op's emulated value against the reference applied to the emulated operands."""
+    """Every op's emulated value against the reference applied to the emulated operands (every op's
+    value is a result of these programs, in program order)."""
     arrays, _ = bind_arguments(fn, inputs)
     try:
         got = run_on_host(fn, arrays)
@@ -42,16 +42,9 @@ def _check_every_op(fn, inputs) -> None:
         if e.diagnostics[0].code == "E6003":  # a part that does not map to the GPU yet (listed in the docs)
             return
         raise
-    values = {id(p): a for p, a in zip(fn.params, arrays)}
-    for v, g in zip(fn.results, got):
-        values.setdefault(id(v), g)
-    for i, op in enumerate(fn.ops):
-        operands, attrs = [values[id(v)] for v in op.operands], dict(op.attrs)
-        with np.errstate(all="ignore"):
-            expected = OP_FUNCTIONS[op.op](*operands, **attrs)
-        mismatch = check_op(op.op, operands, attrs, values[id(op.result)], expected, dtype=op.result.type.dtype)
-        assert mismatch is None, (f"first diverging op #{i}: %{op.result.name} = {op.op}{attrs} on "
-                                  f"{[str(v.type) for v in op.operands]}: {mismatch}\n{fn}")
+    with np.errstate(all="ignore"):
+        first = divergence(fn, arrays, {}, got)
+    assert first is None, f"{first}\n{fn}"
 
 
 @settings(max_examples=15, deadline=None) if _CI else settings(max_examples=400, deadline=None)

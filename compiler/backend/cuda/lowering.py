@@ -16,7 +16,8 @@ kernel], "grid": [x, y, z], "block": [x, y, z], "args": [[kind, n], ...]}`` with
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from mind.runtime.memref import Signature
 
@@ -424,6 +425,23 @@ class _Stages:
         self.stage = stage
         run_pipeline(self.ctx, pipeline, module, stage, self.diags)
 
+    @contextmanager
+    def session(self) -> Iterator["_Stages"]:
+        """Inside the context: anything the bindings raise becomes a ``LoweringError`` naming the
+        stage; the diagnostics handler is detached at the end."""
+        from mlir import ir
+        try:
+            with self.ctx, ir.Location.unknown():
+                try:
+                    yield self
+                except LoweringError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - anything from the bindings is a lowering failure
+                    raise LoweringError(self.stage, f"{type(e).__name__}: {str(e).strip()}",
+                                        self.diags.messages) from None
+        finally:
+            self.diags.detach()
+
 
 def _pipelines(options: CudaOptions) -> list[str]:
     try:
@@ -475,47 +493,27 @@ def lower_to_loops(mlir_text: str, func_name: str, sig: Signature, options: Cuda
     module) and the library kernels' launches by callee: what the GPU mapping starts from.  The tests
     run it on the CPU (``tests/backend_cuda/host_emulation.py``), which checks every stage but the
     mapping itself against the reference on machines without a GPU."""
-    from mlir import ir
-
     st = _Stages()
-    try:
-        with st.ctx, ir.Location.unknown():
-            try:
-                module, gemms = _to_loops(st, mlir_text, func_name, sig, options, library)
-            except LoweringError:
-                raise
-            except Exception as e:  # noqa: BLE001 - anything from the bindings is a lowering failure
-                raise LoweringError(st.stage, f"{type(e).__name__}: {str(e).strip()}", st.diags.messages) from None
-    finally:
-        st.diags.detach()
+    with st.session():
+        module, gemms = _to_loops(st, mlir_text, func_name, sig, options, library)
     return module, st.ctx, gemms
 
 
 def lower_to_ptx(mlir_text: str, func_name: str, sig: Signature, options: CudaOptions) -> GpuProgram:
     """Compile ``func_name`` of ``mlir_text`` (the middle's output, signature ``sig``) for the GPU;
     every MLIR failure is a ``LoweringError`` (``api`` reports it as E6012, an unmapped part as E6003)."""
-    from mlir import ir
-
     pipelines = _pipelines(options)
     st = _Stages()
-    try:
-        with st.ctx, ir.Location.unknown():
-            try:
-                module, gemms = _to_loops(st, mlir_text, func_name, sig, options, library=True)
-                st.run(pipelines[3], module, "gpu mapping")
-                st.stage = "kernel module"
-                _merge_kernel_modules(module)
-                st.stage = "plan"
-                plan = _host_plan(module, find_func(module, func_name), sig, gemms)
-                st.run(pipelines[4], module, "ptx")
-                ptx = _ptx_of(module)
-                ptx.update({g.module: library_ptx(g.elem, PTX_TARGET, g.window) for g in gemms.values()})
-            except LoweringError:
-                raise
-            except Exception as e:  # noqa: BLE001 - anything from the bindings is a lowering failure
-                raise LoweringError(st.stage, f"{type(e).__name__}: {str(e).strip()}", st.diags.messages) from None
-    finally:
-        st.diags.detach()
+    with st.session():
+        module, gemms = _to_loops(st, mlir_text, func_name, sig, options, library=True)
+        st.run(pipelines[3], module, "gpu mapping")
+        st.stage = "kernel module"
+        _merge_kernel_modules(module)
+        st.stage = "plan"
+        plan = _host_plan(module, find_func(module, func_name), sig, gemms)
+        st.run(pipelines[4], module, "ptx")
+        ptx = _ptx_of(module)
+        ptx.update({g.module: library_ptx(g.elem, PTX_TARGET, g.window) for g in gemms.values()})
     missing = [m for m in plan["modules"] if m not in ptx]
     if missing:
         raise LoweringError("ptx", f"no PTX for the kernel module(s) {', '.join(missing)}")
