@@ -9,4 +9,4 @@ plan and the device functions into PTX (``lowering``), ``ptxas`` (``ptxas``) and
 either.  See ``docs/backend-cuda.md``.
 """
 
-BACKEND_VERSION = "cuda-0.1.0"
+BACKEND_VERSION = "cuda-0.2.0"  # 0.2: library GEMM and conv, split reductions, the contiguous dim on x, one module
