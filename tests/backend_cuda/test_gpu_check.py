@@ -136,3 +136,17 @@ def test_interop_checks_without_a_gpu_say_so(tmp_path):
     interop.prepare(str(tmp_path / "a"))
     records = interop.check(str(tmp_path / "a"))
     assert [(r["name"], r["ok"]) for r in records] == [("device", False)] and "no GPU" in records[0]["detail"]
+
+
+def test_compare_reads_the_cuda_expectations(tmp_path, capsys):
+    """A case that ``conformance/expectations/cuda.expect`` lists counts as ``xfailed`` when it
+    fails; when it passes (here: the reference's own values) it is ``xpassed``, and the comparison
+    fails, as the conformance runner's strict expectations do."""
+    tool = _tool()
+    folder = tmp_path / "prep"
+    assert tool.main(["prepare", str(folder), "--select", "gen/matmul/f64/extreme/2"]) == 0
+    _stand_in_run(folder, tmp_path / "ok")
+    capsys.readouterr()
+    assert tool.main(["compare", str(folder), str(tmp_path / "ok"), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"]["xpassed"] == 1 and "cuda.expect" in report["failures"][0]["why"]
