@@ -28,13 +28,12 @@ from ..linalg.payload import DEFAULT_MAPS, SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS,
 from .conv_gemm import CONV_OP, conv_gemm, conv_helper
 from .gemm_driver import driver_symbol
 from .gemm_kernel import LAYOUTS, VARIANTS, gemm_symbol, operand_types
+from .thread_cost import COSTS, saving_pays
+from .vector_unit import vector_unit
 
-__all__ = ["eligible_matmul", "handled_by_library", "insert_library_calls", "PARALLEL_MIN_WORK", "HELPER_PREFIX",
+__all__ = ["eligible_matmul", "handled_by_library", "insert_library_calls", "gemm_seconds", "HELPER_PREFIX",
            "RANKS", "ELEMENTS", "FORMS", "transposed_operands"]
 
-PARALLEL_MIN_WORK = 1 << 20
-"""Multiply-adds below which a matmul runs on one thread even in a threaded kernel: so little work
-(microseconds) does not pay for waking the OpenMP workers and joining them."""
 
 HELPER_PREFIX = "__mind_matmul_"
 
@@ -255,10 +254,19 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
     return _function(name, types, lines)
 
 
+def gemm_seconds(isa: str, elem: str, m: int, n: int, k: int) -> float:
+    """The cost model's one-thread time of a GEMM (``thread_cost.one_thread_seconds`` of its
+    multiply-adds alone: the operands of a matmul worth threads are read from cache)."""
+    unit = vector_unit(isa)
+    lanes_per_op = int(elem[1:]) // 32
+    return m * n * k * lanes_per_op / (unit.lanes(32) * unit.fma_per_cycle * COSTS["cycles_per_s"])
+
+
 def _split(isa: str, elem: str, m: int, n: int, k: int, threads: int) -> tuple[str, int, int]:
-    """(axis "m"/"n"/"", parts, block size): one block per thread, whole register tiles per block."""
+    """(axis "m"/"n"/"", parts, block size): one block per thread, whole register tiles per block;
+    no split when the threads would not pay for their region (``thread_cost.saving_pays``)."""
     g = VARIANTS[isa][elem]
-    if threads < 2 or m * n * k < PARALLEL_MIN_WORK:
+    if threads < 2 or not saving_pays(gemm_seconds(isa, elem, m, n, k), 1, threads):
         return "", 1, 0
     tiles_m, tiles_n = -(-m // g.rows), -(-n // g.width)
     axis, tiles, tile = ("m", tiles_m, g.rows) if tiles_m >= tiles_n else ("n", tiles_n, g.width)
