@@ -123,7 +123,11 @@ class _Writer:
         return name
 
     def emit(self, text: str) -> None:
-        self.lines.append(f"  {text}" if not text.endswith(":") else text)
+        """An instruction without a result (a store, a branch, a call)."""
+        self.lines.append(f"  {text}")
+
+    def label(self, name: str) -> None:
+        self.lines.append(f"{name}:")
 
 
 def gemm_llvm_ir(elem: str, window: bool = False) -> str:
@@ -143,7 +147,7 @@ def gemm_llvm_ir(elem: str, window: bool = False) -> str:
         return w(f"call {T} @llvm.fma.{'f32' if elem == 'f32' else 'f64'}({T} {a}, {T} {b}, {T} {c})")
 
     # --- entry: thread coordinates, the batch's bases, each load slot's fixed parts
-    w.lines.append("entry:")
+    w.label("entry")
     t32 = w("call i32 @llvm.nvvm.read.ptx.sreg.tid.x()")
     bx = w("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()")
     by = w("call i32 @llvm.nvvm.read.ptx.sreg.ctaid.y()")
@@ -236,13 +240,13 @@ def gemm_llvm_ir(elem: str, window: bool = False) -> str:
 
     some = w("icmp ugt i64 %k, 0")
     w.emit(f"br i1 {some}, label %prologue, label %done")
-    w.lines.append("prologue:")
+    w.label("prologue")
     store_slab(load_slab("0"), "0")
     w.emit("call void @llvm.nvvm.barrier0()")
     w.emit("br label %slab")
 
     # --- the slab loop: prefetch the next slab, multiply this one, store the next, one barrier
-    w.lines.append("slab:")
+    w.label("slab")
     kt = "%kt"
     n_acc = rows * rows
     acc = [f"%acc{i}" for i in range(n_acc)]
@@ -274,7 +278,7 @@ def gemm_llvm_ir(elem: str, window: bool = False) -> str:
     w.lines[phis_at:phis_at] = phis
 
     # --- C: the sums, stored where they fall inside C (added to it when accumulating)
-    w.lines.append("done:")
+    w.label("done")
     final = [w(f"phi {T} [ 0.0, %entry ], [ {c}, %slab ]") for c in current]
     def at(first: str, frag: str, i: int) -> str:
         """Row (or column) ``i`` of the thread's register tile: two vectors, half a block apart."""
@@ -292,17 +296,17 @@ def gemm_llvm_ir(elem: str, window: bool = False) -> str:
     for mode in ("add", "put"):
         for e in range(n_acc):
             i, j = divmod(e, rows)
-            w.lines.append(f"{mode}{e}:")
+            w.label(f"{mode}{e}")
             ok = w(f"and i1 {row_ok[i]}, {col_ok[j]}")
             w.emit(f"br i1 {ok}, label %{mode}{e}.store, label %{mode}{e + 1 if e + 1 < n_acc else 'end'}")
-            w.lines.append(f"{mode}{e}.store:")
+            w.label(f"{mode}{e}.store")
             p = w(f"getelementptr inbounds {T}, ptr addrspace(1) {gc}, i64 {w(f'add i64 {row_off[i]}, {col_off[j]}')}")
             value = final[e]
             if mode == "add":
                 value = w(f"fadd {T} {w(f'load {T}, ptr addrspace(1) {p}, align {tile.size}')}, {value}")
             w.emit(f"store {T} {value}, ptr addrspace(1) {p}, align {tile.size}")
             w.emit(f"br label %{mode}{e + 1 if e + 1 < n_acc else 'end'}")
-        w.lines.append(f"{mode}end:")
+        w.label(f"{mode}end")
         w.emit("ret void")
 
     names = WINDOW_PARAMS if window else PARAMS
