@@ -52,13 +52,15 @@ def _reduce_fn(kind: str, shape: tuple[int, ...], axes: list[int], dt: str = "f3
 @pytest.mark.parametrize("kind", ["sum", "mean", "max"])
 @pytest.mark.parametrize("dt", ["f32", "f64"])
 @pytest.mark.parametrize("shape,axes", [((362, 3376), [0]), ((262, 500), [0]), ((1046, 100), [0]),
-                                        ((19, 334, 84), [1]), ((3, 131, 5, 7), [1, 2]), ((411, 9), [0])])
+                                        ((19, 334, 84), [1]), ((3, 131, 5, 7), [1, 2]), ((411, 9), [0]),
+                                        ((1031, 300), [0])])
 def test_rows_that_do_not_block_are_split_and_match_the_reference(kind, dt, shape, axes):
     # a sum over rows whose divisors do not block (362 = 2 x 181: a level of 2 left 181 rows, and
-    # wrote half as many partial rows as it read) is split into rows that block and a few more
-    # (lowerings.splits_rows); a max is blocked the same way
+    # wrote half as many partial rows as it read; 1031 rows, a prime, of 1.2 MB or more) is split
+    # into rows that block and a few more (lowerings.splits_rows); a max is blocked the same way
     count = int(np.prod([shape[a] for a in axes]))
-    assert splits_rows(count)
+    row_bytes = int(np.prod(shape[max(axes) + 1:])) * (4 if dt == "f32" else 8)
+    assert splits_rows(count, row_bytes)
     src = _reduce_fn(kind, shape, axes, dt)
     x = (np.random.default_rng(0).standard_normal(shape) + 3).astype(dt.replace("f", "float"))
     got = np.asarray(mind.compile(src, fn="f", threads=2, cache=False)(x), np.float64)
@@ -80,6 +82,9 @@ def test_which_row_counts_are_split():
     assert all(map(splits_rows, [362, 262, 394, 655, 16411]))  # a level of 2 or 5 leaves > 128; a long prime
     # a shorter prime keeps one running sum: one pass (131 x 352: the split's ops cost more)
     assert not any(map(splits_rows, [131, 317, 1031]))
+    # unless its rows hold more than SPLIT_ROWS_BYTES (1031 rows of 300 f32: 1.2 MB)
+    assert splits_rows(1031, 1200) and splits_rows(2957, 1280) and not splits_rows(769, 1280)
+    assert not splits_rows(1031, 384) and not splits_rows(128, 1 << 20)  # small; or it blocks
 
 
 @pytest.mark.parametrize("n", [300, 16411])  # 16411: a prime, split into 16384 terms and 27

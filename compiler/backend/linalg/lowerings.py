@@ -273,21 +273,28 @@ def _blocked_rows(em: Emitter, op: OpApplication, x: TensorValue, outer: tuple[i
                   tail: tuple[int, ...], init: str,
                   combine: Callable[[Body, str, str], str] | None = None) -> TensorValue:
     """``_levels_then_last``, or ``_split_rows`` where ``splits_rows`` says so."""
-    if splits_rows(rows):
+    if splits_rows(rows, product(tail) * op.dtype.numpy.itemsize):
         return _split_rows(em, op, x, outer, rows, tail, init, combine or _add(op.elem))
     return _levels_then_last(em, op, x, outer, rows, tail, init, combine)
 
 
-def splits_rows(rows: int) -> bool:
-    """Whether a blocked reduction of ``rows`` rows is split (``_split_rows``): rows that do not
-    block (``_unblocked``) and are not a whole number of the split's runs, when a level would
-    otherwise be made (362 = 2 x 181: a level of 2 whose partial rows are half the traffic of its
-    input) or, as for trailing sums, the rows are more than ``SUM_RUN`` squared.  A prime count of
-    fewer rows keeps one running sum: one pass, where the split's four ops cost more than they
-    save on small operands (a 131x352 column sum: 7.3 → 11.1 µs)."""
+SPLIT_ROWS_BYTES = 1 << 20
+"""The operand size above which rows without a level are split (``splits_rows``)."""
+
+
+def splits_rows(rows: int, row_bytes: int = 0) -> bool:
+    """Whether a blocked reduction of ``rows`` rows of ``row_bytes`` each is split (``_split_rows``):
+    rows that do not block (``_unblocked``) and are not a whole number of the split's runs, when a
+    level would otherwise be made (362 = 2 x 181: a level of 2 whose partial rows are half the
+    traffic of its input), or, as for trailing sums, the rows are more than ``SUM_RUN`` squared, or
+    they hold more than ``SPLIT_ROWS_BYTES``.  Fewer and smaller rows of a prime count keep one
+    running sum: one pass, where the split's four ops cost more than they save (a 131x352 column
+    sum: 7.3 → 11.1 µs; 769x320 f32, 985 KB, 0.95x).  Why the size: from 1 MiB on, the one running
+    sum per column ran at a third to a half of the split's speed (1031x300 f32 3.1x, 2957x320 1.9x,
+    a 1523x200 f64 column max 3.7x; ``docs/backend-cpu.md``, Measurements)."""
     if not _unblocked(rows) or rows % _split_run(rows) == 0:
         return False
-    return bool(sum_levels(rows)) or rows > SUM_RUN * SUM_RUN
+    return bool(sum_levels(rows)) or rows > SUM_RUN * SUM_RUN or rows * row_bytes > SPLIT_ROWS_BYTES
 
 
 def _split_rows(em: Emitter, op: OpApplication, x: TensorValue, outer: tuple[int, ...], rows: int,
