@@ -402,6 +402,22 @@ class Program:
             self._temps.append((nbytes, init))
         self._event: Any = None
 
+    def __del__(self) -> None:
+        """Unload the kernel modules (and the event): a process that compiles many programs would
+        otherwise keep every one's code on the GPU for its whole life."""
+        dev = getattr(self, "device", None)
+        if dev is None:
+            return
+        try:
+            with dev.lock:
+                dev.activate()
+                for module in getattr(self, "_modules", {}).values():
+                    dev.cu.cuModuleUnload(module)
+                if getattr(self, "_event", None) is not None:
+                    dev.cu.cuEventDestroy(self._event)
+        except Exception:  # noqa: BLE001 - at interpreter exit the driver may be gone already
+            pass
+
     def _wait_for(self, stream: int) -> None:
         """Order this device's stream after the work ``stream`` has queued (a device argument's
         producer), without blocking the host: an event recorded there, waited on here.  The legacy

@@ -41,6 +41,7 @@ class FakeDriver:
         self.host_copies = 0
         self.synchronized: list = []
         self.stream_waits: list = []  # (waiting stream, stream the event was recorded on)
+        self.released: list = []  # modules unloaded and events destroyed
         self._recorded = None
 
     def cuGetErrorName(self, err):
@@ -110,6 +111,14 @@ class FakeDriver:
 
     def cuEventCreate(self, flags):
         return (0, "event")
+
+    def cuEventDestroy(self, event):
+        self.released.append(event)
+        return (0,)
+
+    def cuModuleUnload(self, module):
+        self.released.append(module)
+        return (0,)
 
     def cuEventRecord(self, event, stream):
         self._recorded = stream
@@ -229,3 +238,20 @@ def test_a_device_argument_from_another_stream_is_waited_for_on_the_gpu(fake, st
         arg.__cuda_array_interface__["stream"] = stream
     f(arg, arg)
     assert fake.stream_waits == waits and fake.synchronized == []
+
+
+def test_a_program_unloads_its_modules_and_event_when_it_goes(fake):
+    """A compiled program's kernel modules (and its stream-wait event) leave the GPU with it."""
+    import gc
+
+    f = mind.compile(PROGRAM, backend="cuda", device_results=True)
+    x = np.arange(165, dtype=np.float32).reshape(33, 5)
+    (_, ptr) = fake.cuMemAllocAsync(x.nbytes, 7)
+    arg = DeviceBuffer(ptr, (33, 5), "<f4")
+    arg.__cuda_array_interface__["stream"] = 5  # so the program makes its event
+    f(arg, arg)
+    assert fake.released == []
+    del f
+    gc.collect()
+    modules = [r for r in fake.released if r != "event"]
+    assert "event" in fake.released and len(modules) == 1  # the event and the one kernel module
