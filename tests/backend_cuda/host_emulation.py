@@ -23,6 +23,7 @@ from mind.compiler.backend.cuda.options import CudaOptions
 from mind.compiler.backend.linalg.context import Diagnostics, find_func, run_pipeline
 from mind.compiler.backend.linalg.emit import emit_mlir
 from mind.compiler.backend.linalg.pipeline import Nest, Pipeline, pass_spec as _p
+from mind.runtime.memref import descriptor_type
 
 OPTIONS = CudaOptions.resolve({}, environ={})
 
@@ -36,16 +37,12 @@ TO_CPU = Pipeline((
 
 
 def _descriptor(a: np.ndarray) -> Any:
-    """A ranked memref descriptor over ``a``'s own buffer (C-contiguous)."""
-    fields: list[tuple[str, Any]] = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
-                                     ("offset", ctypes.c_longlong)]
-    if a.ndim:
-        fields += [("shape", ctypes.c_longlong * a.ndim), ("strides", ctypes.c_longlong * a.ndim)]
-    descriptor = type("Descriptor", (ctypes.Structure,), {"_fields_": fields})()
+    """A ranked memref descriptor over ``a``'s own buffer (C-contiguous): the runtime's own struct."""
+    descriptor = descriptor_type(a.ndim)()
     descriptor.allocated = descriptor.aligned = a.ctypes.data
     descriptor.offset = 0
     if a.ndim:
-        descriptor.shape[:] = list(a.shape)
+        descriptor.sizes[:] = list(a.shape)
         descriptor.strides[:] = [s // a.itemsize if a.itemsize else 0 for s in a.strides]
     return descriptor
 

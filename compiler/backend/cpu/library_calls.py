@@ -25,6 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..linalg.payload import DEFAULT_MAPS, SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS, TRANSPOSED_RHS_MAPS
+from mind.spec.dtypes import DType
+
 from .conv_gemm import CONV_OP, conv_gemm, conv_helper
 from .gemm_driver import driver_symbol
 from .gemm_kernel import LAYOUTS, VARIANTS, gemm_symbol, operand_types
@@ -258,7 +260,7 @@ def gemm_seconds(isa: str, elem: str, m: int, n: int, k: int) -> float:
     """The cost model's one-thread time of a GEMM (``thread_cost.one_thread_seconds`` of its
     multiply-adds alone: the operands of a matmul worth threads are read from cache)."""
     unit = vector_unit(isa)
-    lanes_per_op = int(elem[1:]) // 32
+    lanes_per_op = DType(elem).bits // 32  # an f64 multiply-add takes two f32 lanes
     return m * n * k * lanes_per_op / (unit.lanes(32) * unit.fma_per_cycle * COSTS["cycles_per_s"])
 
 

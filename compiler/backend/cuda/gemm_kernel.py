@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from mind.spec.dtypes import DType
 from mind.spec.record import FrozenRecord
 
 __all__ = ["GemmTile", "TILES", "THREADS", "BK", "PARAMS", "WINDOW_PARAMS", "kernel_symbol", "gemm_llvm_ir", "gemm_ptx", "block_shape"]
@@ -63,8 +64,8 @@ the input pixel under the window, read in place (no im2col copy)."""
 
 
 class GemmTile(FrozenRecord):
-    """One element type's kernel: ``llvm`` its LLVM type, ``size`` its bytes, ``rows`` the side of a
-    thread's register tile (two 16-byte vectors: 8 f32, 4 f64)."""
+    """One element type's kernel: ``llvm`` its LLVM type, ``size`` its bytes (the spec's dtype
+    table), ``rows`` the side of a thread's register tile (two 16-byte vectors: 8 f32, 4 f64)."""
 
     __slots__ = ("elem", "llvm", "size", "rows")
 
@@ -73,7 +74,8 @@ class GemmTile(FrozenRecord):
     size: int
     rows: int
 
-    def __init__(self, elem: str, llvm: str, size: int) -> None:
+    def __init__(self, elem: str, llvm: str) -> None:
+        size = DType(elem).bits // 8
         for name, value in (("elem", elem), ("llvm", llvm), ("size", size), ("rows", 2 * (16 // size))):
             object.__setattr__(self, name, value)
 
@@ -94,7 +96,7 @@ class GemmTile(FrozenRecord):
         return self.block + self.vec
 
 
-TILES = {"f32": GemmTile("f32", "float", 4), "f64": GemmTile("f64", "double", 8)}
+TILES = {"f32": GemmTile("f32", "float"), "f64": GemmTile("f64", "double")}
 """The element types the kernel computes."""
 
 
