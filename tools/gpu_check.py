@@ -204,7 +204,7 @@ def run(folder: str, out: str) -> int:
         checks = _sibling("gpu_interop").check(os.path.join(folder, "interop"))
         with open(os.path.join(out, "interop.json"), "w", encoding="utf-8") as fh:
             json.dump(checks, fh, indent=1, sort_keys=True)
-        print(f"interop: {sum(c['ok'] for c in checks)} of {len(checks)} checks pass")
+        print(_interop_summary(checks))
     return 0
 
 
@@ -303,11 +303,18 @@ def compare(folder: str, results: str, as_json: bool, jobs: int = 1) -> int:
         for f in failures[:50]:
             print(f"  {f['id']}: {f['why']}" + (f" ({f['first_divergence']})" if f.get("first_divergence") else ""))
         if interop:
-            print(f"interop: {sum(c['ok'] for c in interop)} of {len(interop)} checks pass")
+            print(_interop_summary(interop))
             for c in interop:
-                print(f"  {'ok  ' if c['ok'] else 'FAIL'} {c['name']}: {c['detail']}")
+                mark = "skip" if c.get("skipped") else "ok  " if c["ok"] else "FAIL"
+                print(f"  {mark} {c['name']}: {c['detail']}")
     interop_ok = all(c["ok"] for c in interop)
     return 0 if counts["failed"] == counts["error"] == counts["xpassed"] == 0 and interop_ok else 1
+
+
+def _interop_summary(checks: list[dict[str, Any]]) -> str:
+    skipped = sum(bool(c.get("skipped")) for c in checks)
+    passed = sum(c["ok"] and not c.get("skipped") for c in checks)
+    return f"interop: {passed} of {len(checks)} checks pass, {skipped} skipped"
 
 
 def _read_json(path: str, default: Any) -> Any:
@@ -317,17 +324,28 @@ def _read_json(path: str, default: Any) -> Any:
         return json.load(fh)
 
 
+def _positive(text: str) -> int:
+    """A positive integer argument (argparse reports anything else as a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not positive")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     a = sub.add_parser("prepare")
     a.add_argument("folder")
     a.add_argument("--select")
-    a.add_argument("--limit", type=int)
+    a.add_argument("--limit", type=_positive)
     a.add_argument("--max-mib", type=float, default=60.0)
-    a.add_argument("--differential", type=int, metavar="N", help="N random programs instead of the conformance suite")
+    a.add_argument("--differential", type=_positive, metavar="N", help="N random programs instead of the conformance suite")
     a.add_argument("--seed", type=int, default=0, help="the hypothesis seed of --differential")
-    a.add_argument("--jobs", type=int, default=1, help="processes that build the artifacts")
+    a.add_argument("--jobs", type=_positive, default=1, help="processes that build the artifacts")
     b = sub.add_parser("run")
     b.add_argument("folder")
     b.add_argument("--out", required=True)
@@ -335,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("folder")
     c.add_argument("results")
     c.add_argument("--json", action="store_true")
-    c.add_argument("--jobs", type=int, default=1, help="processes that judge the cases")
+    c.add_argument("--jobs", type=_positive, default=1, help="processes that judge the cases")
     args = p.parse_args(argv)
     # ``run`` and ``compare`` also work from a plain copy of the repository (the GPU machine's case)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

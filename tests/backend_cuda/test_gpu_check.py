@@ -150,3 +150,12 @@ def test_compare_reads_the_cuda_expectations(tmp_path, capsys):
     assert tool.main(["compare", str(folder), str(tmp_path / "ok"), "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["counts"]["xpassed"] == 1 and "cuda.expect" in report["failures"][0]["why"]
+
+
+@pytest.mark.parametrize("argv", [["--differential", "0"], ["--differential", "-3"], ["--jobs", "0"], ["--limit", "x"]])
+def test_bad_counts_are_usage_errors(tmp_path, capsys, argv):
+    with pytest.raises(SystemExit) as exc:
+        _tool().main(["prepare", str(tmp_path / "p")] + argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "Traceback" not in err and not (tmp_path / "p").exists()
