@@ -391,8 +391,7 @@ def _merge_kernel_modules(module: Any) -> int:
 
     def relink(op: Any) -> Any:
         if op.name == "gpu.launch_func":
-            ref = str(op.attributes["kernel"])  # @module::@func
-            mod, fn = (part.lstrip("@") for part in ref.split("::"))
+            mod, fn = ir.SymbolRefAttr(op.attributes["kernel"]).value  # @module::@func
             if (mod, fn) in renamed:
                 op.attributes["kernel"] = ir.SymbolRefAttr.get([KERNELS, renamed[(mod, fn)]])
         return ir.WalkResult.ADVANCE
