@@ -358,6 +358,17 @@ def test_blocked_sum_first_level_takes_several_rows_per_tile():
     assert _chained_rows([2, 8, 4], [16, 128, 4], [par, red, par], {0: 16}, 16) == [2, 8, 4]
 
 
+def test_a_level_with_a_prime_count_of_rows_takes_them_all_where_they_fit():
+    # 301 = 7 x 43: the rows beside the level's runs are 7, whose largest divisor up to 4 rows is one
+    # row, two chains of 2 vectors; all 7 rows make 14 chains within 16 accumulators (half of
+    # AVX-512's registers), but not within AVX2's 8; 17 rows fit neither
+    par, red = "parallel", "reduction"
+    kinds = [par, par, red, par]
+    assert _chained_rows([1, 1, 1, 32], [1, 7, 43, 82], kinds, {0: 1}, 16, 16) == [1, 7, 1, 32]
+    assert _chained_rows([1, 1, 1, 16], [1, 7, 43, 82], kinds, {0: 1}, 8, 8) == [1, 1, 1, 16]
+    assert _chained_rows([1, 1, 1, 32], [1, 17, 17, 82], kinds, {0: 1}, 16, 16) == [1, 1, 1, 32]
+
+
 def test_row_combination_is_a_tree():
     # a row's vector-wide partial sums are combined with reassociation (LLVM's shuffle tree), not as
     # one dependent scalar add per partial result; the max's combination is exact in any order

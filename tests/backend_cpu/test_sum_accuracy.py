@@ -11,7 +11,8 @@ import pytest
 
 import mind
 import mind.compiler.backend.cpu.lowering as lowering
-from mind.compiler.backend.linalg.lowerings import SUM_RUN, SUM_WIDTH_BYTES, splits_rows, sum_levels, sum_width
+from mind.compiler.backend.linalg.lowerings import (SUM_RUN, SUM_WIDTH_BYTES, rough_levels, smooth_head, splits_rows,
+                                                     sum_levels, sum_width)
 
 
 def _sum_fn(shape: tuple[int, ...], axes: list[int], dt: str = "f32") -> str:
@@ -53,7 +54,8 @@ def _reduce_fn(kind: str, shape: tuple[int, ...], axes: list[int], dt: str = "f3
 @pytest.mark.parametrize("dt", ["f32", "f64"])
 @pytest.mark.parametrize("shape,axes", [((362, 3376), [0]), ((262, 500), [0]), ((1046, 100), [0]),
                                         ((19, 334, 84), [1]), ((3, 131, 5, 7), [1, 2]), ((411, 9), [0]),
-                                        ((1031, 300), [0])])
+                                        ((1031, 300), [0]), ((10, 301, 82), [1]), ((289, 200), [0]),
+                                        ((3, 17, 17, 40), [1, 2])])
 def test_rows_that_do_not_block_are_split_and_match_the_reference(kind, dt, shape, axes):
     # a sum over rows whose divisors do not block (362 = 2 x 181: a level of 2 left 181 rows, and
     # wrote half as many partial rows as it read; 1031 rows, a prime, of 1.2 MB or more) is split
@@ -85,6 +87,24 @@ def test_which_row_counts_are_split():
     # unless its rows hold more than SPLIT_ROWS_BYTES (1031 rows of 300 f32: 1.2 MB)
     assert splits_rows(1031, 1200) and splits_rows(2957, 1280) and not splits_rows(769, 1280)
     assert not splits_rows(1031, 384) and not splits_rows(128, 1 << 20)  # small; or it blocks
+    # rough levels (runs and the rows beside them without a factor from 2 to 4: 301 = 7 x 43) are
+    # split at a smooth head, whatever their size; 254 = 2 x 127 and 292 = 4 x 73 are not rough
+    assert all(map(rough_levels, [301, 287, 289])) and not any(map(rough_levels, [254, 292, 300, 128, 4096]))
+    assert all(map(splits_rows, [301, 287, 289])) and not any(map(splits_rows, [254, 292]))
+    assert [smooth_head(n) for n in (301, 287, 289, 2101, 300)] == [288, 272, 288, 2080, None]
+
+
+@pytest.mark.parametrize("rows", [301, 287, 289, 2101, 16 * 131 + 5])
+def test_a_smooth_head_blocks_and_leaves_few_rows(rows):
+    head = smooth_head(rows)
+    if head is None:  # 2101 has 2080; 2101 + ... is not rough
+        assert not rough_levels(rows)
+        return
+    assert head % 16 == 0 and rows - head <= rows // 16 and not rough_levels(head)
+    left = head
+    for q in sum_levels(head):
+        left //= q
+    assert left <= SUM_RUN
 
 
 @pytest.mark.parametrize("n", [300, 16411])  # 16411: a prime, split into 16384 terms and 27

@@ -535,7 +535,7 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
             # plan's column block (the whole row of 1000, a forall block, not a tile) became one
             # vector of 1000 lanes here, 8x slower than torch eager
             tiles[-1], masked = carried_row_tile(ranges[-1], lanes)
-        tiles = _chained_rows(tiles, ranges, kinds, block, lanes)
+        tiles = _chained_rows(tiles, ranges, kinds, block, lanes, unit.registers // 2)
     if masked and tiles[-1] >= ranges[-1]:
         # one masked tile covers the row (``masked_cover``): the row stays untiled and is vectorized
         # with a mask, not peeled (peeled, a loop of one partial tile leaves an empty loop of whole
@@ -563,20 +563,38 @@ cycles) times the adds issued per cycle (2)."""
 
 
 def _chained_rows(tiles: list[int], ranges: Sequence[int], kinds: Sequence[str], block: dict[int, int],
-                  lanes: int) -> list[int]:
+                  lanes: int, most_vectors: int = 16) -> list[int]:
     """The tiles of a reduction whose innermost loop is parallel (the blocked sum's first level: a
     row's q runs of n/q terms added into n/q partial sums) with several rows per tile: one row's
     partial sums are a vector or two, one dependent chain of adds along the reduction loop, so the
-    block's rows (independent chains, the order of each row's sum unchanged) make up ``CHAINS``; the
-    reduction tile shrinks to keep a tile within 8 vectors."""
+    rows (independent chains, the order of each row's sum unchanged) make up ``CHAINS``; the
+    reduction tile shrinks to keep a tile within 8 vectors.
+
+    The rows are the parallel loop right outside the reduction when its tile is one row (a level's
+    rows beside its runs: 7 of 301 = 7 x 43), else the block's.  Their tile is the most rows up to
+    ``CHAINS`` chains (a divisor); when that is fewer than half of them, the fewest rows that make
+    up ``CHAINS`` within ``most_vectors`` accumulators (half the registers), where a divisor does:
+    7 rows of two vectors, 14 chains, where the largest divisor of 7 up to 4 was one row, two chains
+    (a mean over the middle axis of 10x301x82 f32 1.17x faster, of 12x301x160 1.14x;
+    ``docs/backend-cpu.md``, Measurements)."""
     red = [d for d, k in enumerate(kinds) if k != "parallel"]
-    rows = max(block, default=None)
-    if len(red) != 1 or kinds[-1] != "parallel" or rows is None or rows >= red[0] or tiles[rows] != 1:
+    if len(red) != 1 or kinds[-1] != "parallel":
         return tiles
+    beside = [d for d in range(red[0]) if kinds[d] == "parallel" and ranges[d] > 1]
+    if beside and tiles[beside[-1]] == 1:
+        rows = beside[-1]
+    else:
+        rows = max(block, default=None)
+        if rows is None or rows >= red[0] or tiles[rows] != 1:
+            return tiles
     inner = product(t or n for t, n in zip(tiles[red[0] + 1:], ranges[red[0] + 1:]))
     per_row = -(-inner // lanes)
+    wanted = max(1, -(-CHAINS // per_row))
     out = list(tiles)
-    out[rows] = largest_divisor_at_most(ranges[rows], max(1, -(-CHAINS // per_row)))
+    out[rows] = largest_divisor_at_most(ranges[rows], wanted)
+    if 2 * out[rows] < wanted:  # fewer than half the chains: more rows, where they fit
+        fitting = [d for d in range(wanted, most_vectors // per_row + 1) if ranges[rows] % d == 0]
+        out[rows] = fitting[0] if fitting else out[rows]
     out[red[0]] = largest_divisor_at_most(ranges[red[0]], max(1, 8 * lanes // (out[rows] * inner)))
     return out
 

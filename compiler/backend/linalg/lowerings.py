@@ -284,7 +284,8 @@ SPLIT_ROWS_BYTES = 1 << 20
 
 def splits_rows(rows: int, row_bytes: int = 0) -> bool:
     """Whether a blocked reduction of ``rows`` rows of ``row_bytes`` each is split (``_split_rows``):
-    rows that do not block (``_unblocked``) and are not a whole number of the split's runs, when a
+    rows whose levels are rough (``rough_levels``) and have a smooth head (``smooth_head``); rows
+    that do not block (``_unblocked``) and are not a whole number of the split's runs, when a
     level would otherwise be made (362 = 2 x 181: a level of 2 whose partial rows are half the
     traffic of its input), or, as for trailing sums, the rows are more than ``SUM_RUN`` squared, or
     they hold more than ``SPLIT_ROWS_BYTES``.  Fewer and smaller rows of a prime count keep one
@@ -292,21 +293,58 @@ def splits_rows(rows: int, row_bytes: int = 0) -> bool:
     sum: 7.3 → 11.1 µs; 769x320 f32, 985 KB, 0.95x).  Why the size: from 1 MiB on, the one running
     sum per column ran at a third to a half of the split's speed (1031x300 f32 3.1x, 2957x320 1.9x,
     a 1523x200 f64 column max 3.7x; ``docs/backend-cpu.md``, Measurements)."""
+    if smooth_head(rows) is not None:
+        return True
     if not _unblocked(rows) or rows % _split_run(rows) == 0:
         return False
     return bool(sum_levels(rows)) or rows > SUM_RUN * SUM_RUN or rows * row_bytes > SPLIT_ROWS_BYTES
+
+
+ROUGH_FACTOR = 4
+"""A count with a factor from 2 to this is smooth for the schedule's tiles (``rough_levels``)."""
+
+SMOOTH_HEAD_ROWS = 16
+"""What the head of a split count with rough levels is a multiple of (``smooth_head``)."""
+
+
+def rough_levels(rows: int) -> bool:
+    """Whether the first level of a blocked reduction of ``rows`` rows adds runs, and has rows
+    beside them, that both lack a factor from 2 to ``ROUGH_FACTOR`` (301 = 7 x 43: 7 runs of 43;
+    289 = 17 x 17; not 254 = 2 x 127 or 300 = 3 x 100).  Why: the schedule tiles a level's runs
+    and the rows beside them by divisors, so such a level is read one row per step, each step a
+    dependent add on two or three accumulators; split into a smooth head and a few rows more
+    (``_split_rows``), a mean over the middle axis of 10x301x82 f32 ran 1.5-1.6x faster
+    (10x289x82 1.6x, a 289x2000 column sum 1.4-1.5x, a max over the middle axis of 6x289x100 f64
+    2.2x), where splitting 254 rows ran 0.83x (``docs/backend-cpu.md``, Measurements)."""
+    levels = sum_levels(rows)
+    return bool(levels) and all(largest_divisor_at_most(n, ROUGH_FACTOR) == 1 for n in (levels[0], rows // levels[0]))
+
+
+def smooth_head(rows: int) -> int | None:
+    """The head a count of rows with rough levels (``rough_levels``) is split at: the largest
+    multiple of ``SMOOTH_HEAD_ROWS`` that keeps the rest under a sixteenth of the rows and blocks
+    (``_unblocked``: 2096 = 16 x 131 does not); a multiple of 16 is never rough (a level of an odd
+    run has an even count beside it).  301 → 288 = 3 x 96, 13 rows apart.  None if there is none,
+    or if the levels of ``rows`` are not rough."""
+    if not rough_levels(rows):
+        return None
+    for head in range(rows // SMOOTH_HEAD_ROWS * SMOOTH_HEAD_ROWS, rows - rows // 16 - 1, -SMOOTH_HEAD_ROWS):
+        if 0 < head < rows and not _unblocked(head):
+            return head
+    return None
 
 
 def _split_rows(em: Emitter, op: OpApplication, x: TensorValue, outer: tuple[int, ...], rows: int,
                 tail: tuple[int, ...], init: str, combine: Callable[[Body, str, str], str]) -> TensorValue:
     """``_levels_then_last`` of rows that do not block (``_unblocked``): the first ``k * b`` rows
     (``b`` the power of two with ``k = rows / b`` in [64, 128), which block into levels of at most
-    ``SUM_RUN``) and the rest (fewer than ``rows / 64``) reduced apart, then combined.  Why: a level
+    ``SUM_RUN``) and the rest (fewer than ``rows / 64``) reduced apart, then combined; rows whose
+    levels are rough (``rough_levels``), at their ``smooth_head``.  Why: a level
     of a small divisor (2 of 362) wrote and read again half as many partial rows as it read, and
     left a running sum of 181 terms anyway (a 362x3376 f32 column sum ran 2.4 times torch eager's
     time; ``docs/backend-cpu.md``, Measurements), as the trailing sums are split (``_split_sum``)."""
     b = _split_run(rows)
-    head = rows // b * b
+    head = smooth_head(rows) or rows // b * b
     view = em.reshape(x, outer + (rows,) + tail)
     zeros = [0] * len(outer)
     parts = [_levels_then_last(em, op, em.extract_slice(view, zeros + [start] + [0] * len(tail),
