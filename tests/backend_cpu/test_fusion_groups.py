@@ -130,6 +130,18 @@ def test_group_f64(scripts, kind, shape, cpu):
     assert _grouped(scripts)
 
 
+@pytest.mark.parametrize("cpu", CPUS)
+@pytest.mark.parametrize("kind,shape", [("softmax", (95, 1, 48)), ("log_softmax", (30, 1, 100)),
+                                        ("layer_norm", (64, 1, 768)), ("rms_norm", (7, 1, 3, 1, 40))])
+def test_a_unit_dim_before_the_row_keeps_the_row_reductions(scripts, kind, shape, cpu):
+    # elementwise fusion folds the reshapes of a [R, 1, C] softmax into its reductions, which then
+    # reduce the unit dim with the row: still a reduction along the row (tile_reduction_using_for),
+    # not a middle-axis reduction of tiles [5, 1, 24] (0.57x torch eager before)
+    src, shapes = _src(kind, "f32", shape)
+    _compare(src, _args(shapes, "f32"), cpu)
+    assert _grouped(scripts) and any("tile_reduction_using_for" in s for s in scripts)
+
+
 def test_one_thread_and_special_values(scripts):
     x = _args([(40, 300)], "f32")[0]
     x[3, 7] = np.inf

@@ -512,7 +512,9 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
                 return s, "", vectorize(f"%{name}i")
             peel, vec = _peeled(f"{name}i", f"%{name}i_l" + (f"#{len(rows)}" if rows else ""), rows + [t])
             return s + peel, "", vec
-        if kinds[-1] != "parallel" and all(k == "parallel" for k in kinds[:-1]):
+        # a reduction along the row; unit reduction loops before it (a softmax over [R, 1, C], whose
+        # reshapes fusion folded into its reductions) are rows of one
+        if kinds[-1] != "parallel" and all(k == "parallel" or n == 1 for k, n in zip(kinds[:-1], ranges)):
             t, masked = reduction_tile(ranges[-1], unit.lanes(compute_bits(op)))
             s = tile_for(f"{name}r", handle, rows + [0])
             s += (f"    %{name}f, %{name}s, %{name}c, %{name}l = transform.structured.tile_reduction_using_for "

@@ -186,6 +186,30 @@ def sum_levels(rows: int) -> list[int]:
     return qs
 
 
+def _without_unit_dims(em: Emitter, op: OpApplication, lower: Lowering) -> str | None:
+    """``op`` (a reduction) lowered by ``lower`` on its operand without its unit dims after the first
+    other one, then reshaped to its result; None when the operand has none (or is empty).  Leading
+    unit dims stay: dropped, a softmax or norm over ``[1, R, C]`` ran 0.4-0.8x as fast (its ops no
+    longer matched the function's boundary).  Why: the elementwise ops around a
+    reduction are emitted over their operands' dims with the unit ones collapsed, and a reduction
+    that kept them (a layer norm over ``[B, 1, D]``, a decoder's one position) had loops of another
+    rank than its consumer's, so no fusion group formed: the norm swept its rows three times, on
+    separate parallel regions, 3.6x slower than over ``[B, D]`` (``docs/backend-cpu.md``,
+    Measurements).  A unit dim reduced adds one term: -0 + x and max(-inf, x) are x, NaN and the
+    sign of zero included."""
+    x = op.xs[0]
+    first = next((i for i, d in enumerate(x.shape) if d != 1), len(x.shape))
+    if 1 not in x.shape[first:] or 0 in x.shape:
+        return None
+    axes = set(op.attrs["axes"])
+    dims = list(range(first)) + [i for i in range(first, len(x.shape)) if x.shape[i] != 1]
+    shape = tuple(x.shape[i] for i in dims)
+    kept_axes = [j for j, i in enumerate(dims) if i in axes]
+    result = tuple(d for j, d in enumerate(shape) if j not in kept_axes)
+    squeezed = OpApplication(op.name, [em.reshape(x, shape)], {**op.attrs, "axes": kept_axes}, op.dtype, result)
+    return em.reshape(TensorValue(lower(em, squeezed), result, op.elem, op.dtype), op.shape).name
+
+
 def reduce_sum(em: Emitter, op: OpApplication) -> str:
     """A float sum over a run of adjacent axes of more than ``SUM_RUN`` terms is blocked: with the
     operand viewed as ``[A, R, C]`` (A the axes before the run, R its terms, C the axes after it),
@@ -197,7 +221,11 @@ def reduce_sum(em: Emitter, op: OpApplication) -> str:
     (an f32 sum of 4M terms: 1.6e-5 relative error against 2.5e-9 for NumPy's pairwise sum), and
     the partial sums are vectors of independent accumulators along the contiguous axis, where one
     running sum is a chain of dependent additions.  A long trailing sum whose terms have a prime
-    factor above ``SUM_RUN`` is split (``_split_sum``), and so is a long prime R along other axes."""
+    factor above ``SUM_RUN`` is split (``_split_sum``), and so is a long prime R along other axes.
+    Unit dims are dropped first (``_without_unit_dims``)."""
+    squeezed = _without_unit_dims(em, op, reduce_sum)
+    if squeezed is not None:
+        return squeezed
     elem = op.elem
     x = op.xs[0]
     run = _long_run(x.shape, op.attrs["axes"])
@@ -395,7 +423,11 @@ def reduce_max(em: Emitter, op: OpApplication) -> str:
     terms is blocked as a sum is (``_levels_then_last``): levels of at most ``SUM_RUN`` rows, then
     the rows left.  The max is exact in any order, so this changes no result; why: the first level
     is parallel along its blocks of rows, so threads share a max over many rows of few columns (126676x32:
-    one thread streamed all of it) and each block reads whole contiguous rows."""
+    one thread streamed all of it) and each block reads whole contiguous rows.  Unit dims are dropped
+    first (``_without_unit_dims``)."""
+    squeezed = _without_unit_dims(em, op, reduce_max)
+    if squeezed is not None:
+        return squeezed
     elem = op.elem
     if is_float(elem):
         init, max_ = float_bits(float("-inf"), elem), "maximumf"
