@@ -487,6 +487,18 @@ def reduction_tile(n: int, lanes: int) -> tuple[int, bool]:
     return t, masked
 
 
+SHORT_ROW_VECTORS = 3
+"""Rows of at most this many vectors are short (``ROWS_PER_SHORT_TILE``)."""
+
+ROWS_PER_SHORT_TILE = 4
+"""How many short rows of the block's last row loop an op of a block takes per tile (the largest
+divisor of the block's rows up to this).  Why: a softmax over 165x3x48 f32 (blocks of the 3 rows
+of its last loop) ran 1.56x faster with the 3 rows in one tile, 165x3x32 1.68x; rows of 4 vectors
+(256x64) and longer, and 2-D softmaxes whose blocks hold 15 rows, gained nothing; an op over the
+per-row results (``[R, 1]``, a logsumexp's ``m + log(s)``) keeps one row per tile
+(``docs/backend-cpu.md``, Measurements)."""
+
+
 def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit: VectorUnit,
                    inner_tiles: Callable[[Any, dict[int, int]], list[int]],
                    sums_start_negative: bool = False) -> tuple[str, str, str]:
@@ -494,8 +506,9 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
     reduction, vectorizing the rest).  An op whose last loop is the row (contiguous in every operand
     it reads whole) gets rows of one and ``row_tile`` along it: an elementwise op as whole vectors
     (masked at the row's end), a reduction along it as ``tile_reduction_using_for`` (vector-wide
-    partial accumulators combined once per row, not a horizontal reduction per tile).  Other ops
-    (fills, the blocked sum's first level) get ``inner_tiles``."""
+    partial accumulators combined once per row, not a horizontal reduction per tile); short rows
+    (``SHORT_ROW_VECTORS``) ``ROWS_PER_SHORT_TILE`` at a time.  Other ops (fills, the blocked sum's
+    first level) get ``inner_tiles``."""
     from mlir import ir
     loops = generic_loops(op) if op.name == "linalg.generic" else None
     if loops is not None:
@@ -504,6 +517,8 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
         # pass's per-row statistic: a tile of the whole range would not divide the block's)
         ranges = [block.get(d, n) for d, n in enumerate(ranges)]
         rows = [1] * (len(ranges) - 1)
+        if rows and len(ranges) - 2 in block and 1 < ranges[-1] <= SHORT_ROW_VECTORS * unit.lanes(compute_bits(op)):
+            rows[-1] = largest_divisor_at_most(ranges[-2], ROWS_PER_SHORT_TILE)
         if all(k == "parallel" for k in kinds):
             per_row = all(d in block for d in range(len(ranges)))  # over the block's rows alone
             t, masked = (per_row_tile if per_row else elementwise_row_tile)(ranges[-1], unit.lanes(compute_bits(op)))
