@@ -336,6 +336,10 @@ def test_blocks_fit_l2_and_outnumber_threads():
     assert block_rows(prime, unit) == [1, 199, 0]
     assert block_rows(Group([], 2, [1, 199, 83], 2 * 332), unit) == [1, 1, 0]  # one block would idle a thread
     assert block_rows(Group([], 2, [4, 64, 64], 2 * 256), unit) == [1, 16, 0]  # 8 KiB blocks: unchanged
+    # short rows of whole vectors: a block is one tile of ROWS_PER_SHORT_TILE rows (495 = 3 x 165: 3)
+    assert block_rows(Group([], 1, [495, 48], 3 * 192), unit) == [3, 0]
+    assert block_rows(Group([], 1, [512, 32], 3 * 128), unit) == [4, 0]
+    assert block_rows(Group([], 1, [495, 40], 3 * 160), unit)[0] > 3  # a masked last vector: as before
 
 
 def test_operand_computed_without_the_rows_stays_outside_the_group(scripts):

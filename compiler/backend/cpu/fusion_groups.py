@@ -51,6 +51,17 @@ two threads get 8 each, so a late thread does not leave the other idle."""
 MIN_BLOCK_BYTES = 2048
 """The fewest live bytes a block should hold where the rows allow (``block_rows``)."""
 
+SHORT_ROW_VECTORS = 3
+"""Rows of at most this many vectors are short (``ROWS_PER_SHORT_TILE``)."""
+
+ROWS_PER_SHORT_TILE = 4
+"""How many short rows of the block's last row loop an op of a block takes per tile (the largest
+divisor of the block's rows up to this).  Why: a softmax over 165x3x48 f32 (blocks of the 3 rows
+of its last loop) ran 1.56x faster with the 3 rows in one tile, 165x3x32 1.68x; rows of 4 vectors
+(256x64) and longer gained nothing.  A block of such rows (whole vectors) is one tile
+(``block_rows``).  An op over the per-row results (``[R, 1]``, a logsumexp's ``m + log(s)``) keeps
+one row per tile (``docs/backend-cpu.md``, Measurements)."""
+
 _GROUP_OPS = ("linalg.generic", "linalg.fill", "tensor.expand_shape")
 
 
@@ -263,7 +274,11 @@ def block_rows(group: Group, unit: VectorUnit) -> list[int]:
     bytes (a prime row count has no divisor between 1 and itself) takes instead the fewest rows
     that reach them, while the loops outside still make two blocks or more: each block pays for its
     loops, its statistics and its buffers (a 4x199x83 softmax ran 796 blocks of one row, 0.54x torch
-    eager)."""
+    eager).  Short rows of whole vectors (``SHORT_ROW_VECTORS``) are the exception: a block is one
+    tile of ``ROWS_PER_SHORT_TILE`` rows, whose ops then run straight through with their tiles in
+    registers, where a loop over a block's tiles writes each op's tile to the block's buffers (a
+    softmax over 495x48 f32 1.10-1.19x faster in blocks of 3 rows than of 15, 8192x32 1.19x, a
+    log-softmax over 777x32 1.13x; rows with a masked last vector, 40 or 33 f32, gained nothing)."""
     k = group.prefix
     rows = group.ranges[k - 1]
     outer = product(group.ranges[:k - 1])
@@ -275,6 +290,10 @@ def block_rows(group: Group, unit: VectorUnit) -> list[int]:
         enough = [d for d in range(r + 1, min(rows, budget) + 1)
                   if rows % d == 0 and d * row_bytes >= MIN_BLOCK_BYTES and outer * (rows // d) >= 2]
         r = enough[0] if enough else r
+    lanes = unit.lanes(compute_bits(group.ops[-1]) if group.ops else 32)
+    row = group.ranges[-1] if len(group.ranges) > k else 0
+    if 1 < row <= SHORT_ROW_VECTORS * lanes and row % lanes == 0 and r > 1:
+        r = largest_divisor_at_most(rows, ROWS_PER_SHORT_TILE)  # one tile per block (see the docstring)
     return [1] * (k - 1) + [r] + [0] * (len(group.ranges) - k)
 
 
@@ -485,18 +504,6 @@ def reduction_tile(n: int, lanes: int) -> tuple[int, bool]:
         t //= 2
         masked = n % t != 0
     return t, masked
-
-
-SHORT_ROW_VECTORS = 3
-"""Rows of at most this many vectors are short (``ROWS_PER_SHORT_TILE``)."""
-
-ROWS_PER_SHORT_TILE = 4
-"""How many short rows of the block's last row loop an op of a block takes per tile (the largest
-divisor of the block's rows up to this).  Why: a softmax over 165x3x48 f32 (blocks of the 3 rows
-of its last loop) ran 1.56x faster with the 3 rows in one tile, 165x3x32 1.68x; rows of 4 vectors
-(256x64) and longer, and 2-D softmaxes whose blocks hold 15 rows, gained nothing; an op over the
-per-row results (``[R, 1]``, a logsumexp's ``m + log(s)``) keeps one row per tile
-(``docs/backend-cpu.md``, Measurements)."""
 
 
 def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit: VectorUnit,
