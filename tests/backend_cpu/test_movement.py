@@ -487,3 +487,45 @@ def test_pads_of_short_rows_match_reference(threads, cpu, case, dtype):
                schedule="all")
 
 
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64", "i32", "bool"])
+@pytest.mark.parametrize("shape,step,start,computed", [((4040, 18), 2, 0, False), ((1000, 30), 3, 2, False),
+                                                       ((8, 100, 24), 2, 1, True), ((500, 12), 4, 3, False),
+                                                       ((7, 6), 2, 0, False), ((2083, 24), 2, 0, False),
+                                                       ((3, 5, 10), 5, 4, True)])
+def test_a_step_through_short_rows_merges_them(dt, shape, step, start, computed):
+    # x[..., start::step] of rows of step * n elements with n under a vector: the rows are merged
+    # (lowerings._merged_step_rows, at least MERGED_STEP_ROW results per merged row, two rows or
+    # more: 2083 rows, a prime, are not), bit for bit against the reference, fused after an add too
+    dtype = _DTYPES[dt]
+    b = FunctionBuilder("main")
+    x = b.param("x", TensorType(dtype, shape))
+    v = b.emit("add", x, x) if computed and dtype is not DType.BOOL else x
+    n = shape[-1] // step
+    out = b.emit("slice", v, start=(0,) * (len(shape) - 1) + (start,), stop=tuple(shape),
+                 step=(1,) * (len(shape) - 1) + (step,))
+    fn = b.finish([out])
+    rng = np.random.default_rng(3)
+    arr = (rng.standard_normal(shape) * 9).astype(dtype.numpy)
+    got = compile_function(fn, threads=2, cache=False)([arr])[0]
+    want = run_reference(fn, [arr])[0]
+    np.testing.assert_array_equal(got, want)
+    assert got.shape == shape[:-1] + (n,)
+
+
+def test_which_step_slices_merge_their_rows():
+    from mind.compiler.backend.linalg.lowerings import _merged_step_rows
+    from mind.compiler.backend.linalg.emitter import TensorValue
+
+    def merged(shape, step, start=0):
+        x = TensorValue("%x", tuple(shape), "f32", DType.F32)
+        n = shape[-1] // step
+        return _merged_step_rows(x, [0] * (len(shape) - 1) + [start], [1] * (len(shape) - 1) + [step],
+                                 tuple(shape[:-1]) + (n,))
+    assert merged((4040, 18), 2) == (4040 // 8, 72)  # the fewest rows (8) that make 64 results
+    assert merged((8, 100, 24), 2) == (100, 96)  # 800 rows: 6 does not divide them, 8 does
+    assert merged((2083, 24), 2) is None  # a prime count of rows: one merged row would idle a thread
+    assert merged((4040, 40), 2) is None  # 20 results: a vector already
+    assert merged((4040, 19), 2) is None  # an odd row: not a whole number of steps
+    assert merged((23580, 24), 2) is None  # 2.26 MB, beyond SPLIT_ROWS_BYTES: streamed as it is
