@@ -170,7 +170,7 @@ def test_reductions_over_unit_dims_match_the_reference(kind, shape, axes, keepdi
     # a reduced unit dim adds one term (-0 + x, max(-inf, x): x itself, NaN included)
     src = (f"fn f(x: Tensor<f32, [{', '.join(map(str, shape))}]>) -> _ {{ "
            f"{kind}(x, axes={axes}, keepdims={'true' if keepdims else 'false'}) }}")
-    kept = [1 if i in axes else d for i, d in enumerate(shape)] if keepdims else [d for i, d in enumerate(shape) if i not in axes]
+    kept = [1 if i in axes else d for i, d in enumerate(shape) if keepdims or i not in axes]
     src = src.replace("_", f"Tensor<f32, [{', '.join(map(str, kept))}]>")
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
     flat = x.reshape(-1)

@@ -188,15 +188,14 @@ def sum_levels(rows: int) -> list[int]:
 
 def _without_unit_dims(em: Emitter, op: OpApplication, lower: Lowering) -> str | None:
     """``op`` (a reduction) lowered by ``lower`` on its operand without its unit dims after the first
-    other one, then reshaped to its result; None when the operand has none (or is empty).  Leading
-    unit dims stay: dropped, a softmax or norm over ``[1, R, C]`` ran 0.4-0.8x as fast (its ops no
-    longer matched the function's boundary).  Why: the elementwise ops around a
-    reduction are emitted over their operands' dims with the unit ones collapsed, and a reduction
-    that kept them (a layer norm over ``[B, 1, D]``, a decoder's one position) had loops of another
-    rank than its consumer's, so no fusion group formed: the norm swept its rows three times, on
-    separate parallel regions, 3.6x slower than over ``[B, D]`` (``docs/backend-cpu.md``,
-    Measurements).  A unit dim reduced adds one term: -0 + x and max(-inf, x) are x, NaN and the
-    sign of zero included."""
+    other one, then reshaped to its result; None when the operand has none (or is empty).  Why: the
+    elementwise ops around a reduction are emitted over their operands' dims with the unit ones
+    collapsed, and a reduction that kept them (a layer norm over ``[B, 1, D]``, a decoder's one
+    position) had loops of another rank than its consumer's, so no fusion group formed: the norm
+    swept its rows three times, on separate parallel regions, 3.6x slower than over ``[B, D]``
+    (``docs/backend-cpu.md``, Measurements).  Leading unit dims stay: dropped, a softmax or norm
+    over ``[1, R, C]`` ran 0.4-0.8x as fast (its ops no longer matched the function's boundary).
+    A unit dim reduced adds one term: -0 + x and max(-inf, x) are x, NaN and signed zeros included."""
     x = op.xs[0]
     first = next((i for i, d in enumerate(x.shape) if d != 1), len(x.shape))
     if 1 not in x.shape[first:] or 0 in x.shape:
@@ -529,8 +528,8 @@ def slice(em: Emitter, op: OpApplication) -> str:  # noqa: A001 - the op's name
     if merged is not None:
         rows, row = merged
         view = em.reshape(x, (rows, row * steps[-1]))
-        part = slice(em, OpApplication(op.name, [view], {**op.attrs, "start": [0, starts[-1]], "step": [1, steps[-1]]},
-                                       op.dtype, (rows, row)))
+        merged_attrs = {**op.attrs, "start": [0, starts[-1]], "stop": [rows, row * steps[-1]], "step": [1, steps[-1]]}
+        part = slice(em, OpApplication(op.name, [view], merged_attrs, op.dtype, (rows, row)))
         return em.reshape(TensorValue(part, (rows, row), op.elem, op.dtype), shape).name
     lows = [b0 if s > 0 else b0 + (m - 1) * s for b0, s, m in zip(starts, steps, shape)]
     sizes = [(m - 1) * abs(s) + 1 for s, m in zip(steps, shape)]
