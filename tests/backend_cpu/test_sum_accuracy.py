@@ -94,17 +94,26 @@ def test_which_row_counts_are_split():
     assert [smooth_head(n) for n in (301, 287, 289, 2101, 300)] == [288, 272, 288, 2080, None]
 
 
-@pytest.mark.parametrize("rows", [301, 287, 289, 2101, 16 * 131 + 5])
+@pytest.mark.parametrize("rows", [301, 287, 289, 2101, 4961, 13 * 1009])
 def test_a_smooth_head_blocks_and_leaves_few_rows(rows):
+    # rough counts (4961 = 11^2 x 41; 13 x 1009, whose first level leaves more than SUM_RUN) have a
+    # head: a multiple of 16, at most a sixteenth of the rows apart, whose levels block and are smooth
+    assert rough_levels(rows)
     head = smooth_head(rows)
-    if head is None:  # 2101 has 2080; 2101 + ... is not rough
-        assert not rough_levels(rows)
-        return
-    assert head % 16 == 0 and rows - head <= rows // 16 and not rough_levels(head)
+    assert head is not None and head % 16 == 0 and rows - head <= rows // 16 and not rough_levels(head)
     left = head
     for q in sum_levels(head):
         left //= q
     assert left <= SUM_RUN
+
+
+@pytest.mark.parametrize("rows", [143, 205, 300, 254, 128, 97])
+def test_no_smooth_head_where_none_is_near_or_the_levels_are_smooth(rows):
+    # 143 = 11 x 13 and 205 = 5 x 41 are rough, but no multiple of 16 lies within a sixteenth of them
+    # (they keep their levels); 300, 254 are not rough; 128 and 97 have no level at all
+    assert smooth_head(rows) is None
+    assert rough_levels(rows) == (rows in (143, 205))
+    assert not splits_rows(rows)  # each keeps its levels (or its one run)
 
 
 @pytest.mark.parametrize("n", [300, 16411])  # 16411: a prime, split into 16384 terms and 27

@@ -30,7 +30,7 @@ from mind.spec.dtypes import DType
 from .conv_gemm import CONV_OP, conv_gemm, conv_helper
 from .gemm_driver import driver_symbol
 from .gemm_kernel import LAYOUTS, VARIANTS, gemm_symbol, operand_types
-from .thread_cost import COSTS, saving_pays
+from .thread_cost import KernelCost, one_thread_seconds, saving_pays
 from .vector_unit import vector_unit
 
 __all__ = ["eligible_matmul", "handled_by_library", "insert_library_calls", "gemm_seconds", "HELPER_PREFIX",
@@ -259,9 +259,8 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
 def gemm_seconds(isa: str, elem: str, m: int, n: int, k: int) -> float:
     """The cost model's one-thread time of a GEMM (``thread_cost.one_thread_seconds`` of its
     multiply-adds alone: the operands of a matmul worth threads are read from cache)."""
-    unit = vector_unit(isa)
-    lanes_per_op = DType(elem).bits // 32  # an f64 multiply-add takes two f32 lanes
-    return m * n * k * lanes_per_op / (unit.lanes(32) * unit.fma_per_cycle * COSTS["cycles_per_s"])
+    multiply_adds = m * n * k * DType(elem).bits / 32  # an f64 multiply-add takes two f32 lanes
+    return one_thread_seconds(KernelCost(0, 0, multiply_adds, 1, multiply_adds), vector_unit(isa))
 
 
 def _split(isa: str, elem: str, m: int, n: int, k: int, threads: int) -> tuple[str, int, int]:
