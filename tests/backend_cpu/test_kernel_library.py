@@ -276,6 +276,42 @@ def test_late_c_tiles_read_c_after_their_k_loop(isa, elem):
     assert ("memref.prefetch %C[" in text) == g.late_c
 
 
+@pytest.mark.parametrize("isa", sorted(VARIANTS))
+@pytest.mark.parametrize("elem", ["f32", "f64"])
+def test_tiles_that_read_b_in_place_prefetch_its_rows_ahead(isa, elem):
+    """A variant with ``prefetch_rows`` prefetches, in the k loop of each whole tile that reads B in
+    place, one line per 64 bytes of the tile's columns ``prefetch_rows`` rows ahead, clamped to the
+    slab's last row; the tiles of a packed block and the masked edge tiles prefetch nothing, nor
+    does a variant without it (AVX2)."""
+    g = VARIANTS[isa][elem]
+    text = gemm_function("g", g)
+    loops = text.split("scf.for %k = ")[1:]
+    in_place = [body for body in loops if "vector.load %B[%k" in body.split("scf.yield")[0]]
+    others = [body for body in loops if body not in in_place]
+    assert in_place and others
+    per_line = max(1, 64 // (g.lanes * g.elem_bytes))
+    for body in in_place:
+        k_body = body.split("scf.yield")[0]
+        assert k_body.count("memref.prefetch %B[") == (g.vectors // per_line if g.prefetch_rows else 0)
+        if g.prefetch_rows:
+            assert f"arith.constant {g.prefetch_rows} : index" in text and "arith.minui %kp" in k_body
+    assert all("memref.prefetch %B[" not in body.split("scf.yield")[0] for body in others)
+
+
+@pytest.mark.parametrize("isa", RUNNABLE)
+@pytest.mark.parametrize("elem", ["f32", "f64"])
+def test_gemm_of_few_rows_far_apart_prefetched_to_the_slabs_end(isa, elem):
+    """Few row tiles (B read in place), rows of B 2 KiB apart and more (beyond the stride
+    prefetchers, what prefetching is for), and slabs whose last rows are fewer than the prefetch
+    distance: the values of every row band, whole and short, and nothing written outside C."""
+    g = VARIANTS[isa][elem]
+    row_2k = 2048 * 8 // DType(elem).bits
+    for m in (1, g.rows - 1, 2 * g.rows + 1):
+        for n in (row_2k + g.lanes + 3, 2 * row_2k + 1):
+            for k in (g.k_slab + 3, 2 * g.k_slab + max(g.prefetch_rows, 1) - 1, 5):
+                _check_gemm(isa, elem, m, n, k, (0, 1, 0, 2, 0, 0), accumulate=(m + k) % 2 == 1)
+
+
 @pytest.mark.parametrize("isa", RUNNABLE)
 @given(m=st.integers(1, 40), n=st.integers(1, 300), k=st.integers(1, 1100),
        pads=st.tuples(*[st.integers(0, 9)] * 6), accumulate=st.booleans(), elem=st.sampled_from(["f32", "f64"]))

@@ -44,7 +44,8 @@ class GemmShape(FrozenRecord):
     reads C after its k loop rather than before it (``_tile``), ``a_block``: the most bytes of
     A's slab one row block reads (``_row_block``; 0: one block of every row), and
     ``pack_unaligned``: the row tiles from which a B whose rows are off the vectors' grid is packed
-    (``_packs``; 0: never for that reason).
+    (``_packs``; 0: never for that reason), ``prefetch_rows``: how many rows ahead a tile that reads
+    B in place prefetches it (``_prefetch_b``; 0: never).
 
     Why these fields: the tile decides how many loads and address computations each FMA shares
     (a broadcast of A per row and k, a load of B per vector and k), the slab how often a tile's
@@ -52,7 +53,8 @@ class GemmShape(FrozenRecord):
     (``packed_type``: ``k_slab`` x ``n_block`` elements, on the stack), the row block how often A's
     slab is read from beyond L2: once per column block, unless the rows of a block fit there."""
 
-    __slots__ = ("elem", "lanes", "rows", "vectors", "k_slab", "n_block", "late_c", "a_block", "pack_unaligned")
+    __slots__ = ("elem", "lanes", "rows", "vectors", "k_slab", "n_block", "late_c", "a_block", "pack_unaligned",
+                 "prefetch_rows")
 
     elem: str
     lanes: int
@@ -63,19 +65,20 @@ class GemmShape(FrozenRecord):
     late_c: bool
     a_block: int
     pack_unaligned: int
+    prefetch_rows: int
 
     def __init__(self, elem: str, lanes: int, rows: int, vectors: int = 2, k_slab: int = 128,
                  n_block: int = 128, late_c: bool = False, a_block: int = 0,
-                 pack_unaligned: int = 0) -> None:
+                 pack_unaligned: int = 0, prefetch_rows: int = 0) -> None:
         if (elem not in ("f32", "f64") or lanes < 1 or rows < 1 or vectors < 1 or n_block < 1
                 or n_block % (vectors * lanes) or k_slab < lanes or k_slab % lanes  # whole runs of k per slab
-                or a_block < 0 or pack_unaligned < 0
+                or a_block < 0 or pack_unaligned < 0 or prefetch_rows < 0
                 or lanes & (lanes - 1)):  # shuffle stages
             raise ValueError(f"unsupported GEMM variant {elem}/{lanes} lanes/{rows}x{vectors} tile/"
                              f"{k_slab}x{n_block} block")
         for name, value in (("elem", elem), ("lanes", lanes), ("rows", rows), ("vectors", vectors),
                             ("k_slab", k_slab), ("n_block", n_block), ("late_c", late_c), ("a_block", a_block),
-                            ("pack_unaligned", pack_unaligned)):
+                            ("pack_unaligned", pack_unaligned), ("prefetch_rows", prefetch_rows)):
             _set(self, name, value)
 
     @property
@@ -91,9 +94,9 @@ class GemmShape(FrozenRecord):
 
 VARIANTS: dict[str, dict[str, GemmShape]] = {
     "x86-64-v4": {"f32": GemmShape("f32", 16, 6, vectors=4, k_slab=512, n_block=64, late_c=True, a_block=1 << 20,
-                                    pack_unaligned=16),
+                                    pack_unaligned=16, prefetch_rows=16),
                   "f64": GemmShape("f64", 8, 6, vectors=4, k_slab=512, n_block=32, late_c=True, a_block=1 << 20,
-                                    pack_unaligned=16)},
+                                    pack_unaligned=16, prefetch_rows=16)},
     "x86-64-v3": {"f32": GemmShape("f32", 8, 6), "f64": GemmShape("f64", 4, 6)},
 }
 """Per instruction set of ``kernel_library.ISAS`` and element type: the register tile and blocks.
@@ -107,9 +110,10 @@ what those passes still cost; row blocks of at most 1 MiB of A (half this host's
 A of a matmul of thousands of rows in L2 across the column blocks, at the price of packing B once
 per row block; from 16 row tiles a B whose rows start off the 64-byte grid (NumPy's arrays
 usually do) is packed, since every zmm load of it spans two lines (``docs/backend-cpu.md``,
-Measurements: the GEMM on Intel).  AVX2: 6 rows x 2 ymm = 12 of its 16 registers, slabs of 128,
-C read first, no row blocks, no packing for alignment (none of the three measured faster: a ymm
-load off the grid spans two lines only every other time)."""
+Measurements: the GEMM on Intel); a B read in place is prefetched 16 rows ahead (``_prefetch_b``).
+AVX2: 6 rows x 2 ymm = 12 of its 16 registers, slabs of 128, C read first, no row blocks, no
+packing for alignment, no prefetching (none of the four measured faster: a ymm load off the grid
+spans two lines only every other time; the prefetches cost 7-15 % on matrices of 20-100 rows)."""
 
 
 LAYOUTS = ("", "strided_lhs", "strided_rhs")
@@ -232,6 +236,8 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
                            if masked else f"vector.load {at} : {packed_type(g)}, {vty}", "ld"))
     else:
         bs = [load("%B", "%k", v) for v in range(vectors)]
+        if g.prefetch_rows and not masked:
+            _prefetch_b(t, g, cols, ke, one)
     new: list[str] = []
     for r in range(rows):
         a = t.op(f"memref.load %A[{row_idx[r]}, %k] : {t.a_type}", "a")
@@ -252,6 +258,27 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
                 t.line(f"vector.maskedstore %C[{row_idx[r]}, {cols[v]}], {masks[v]}, {val} : {mty}, {mask_ty}, {vty}")
             else:
                 t.line(f"vector.store {val}, %C[{row_idx[r]}, {cols[v]}] : {mty}, {vty}")
+
+
+_LINE_BYTES = 64
+
+
+def _prefetch_b(t: _Text, g: GemmShape, cols: list[str], ke: str, one: str) -> None:
+    """In the k loop of a tile that reads B in place (not packed): prefetch the tile's columns of
+    the row ``g.prefetch_rows`` ahead (about 200 cycles of k steps, a load from memory's latency;
+    the slab's last row at most: the next band reads the slab again), one per cache line.
+
+    Why: B's rows are a stride apart, and the cores' stride prefetchers follow a load's stride only
+    below 2 KiB, so a matrix of few rows, which does not pack B, missed on every k step of a
+    block's first band where B's rows lie farther apart (N > 256 f64, N > 512 f32: 28x629x448 f64
+    ran at 0.73x MKL's rate); nearer rows gain a little too (``docs/backend-cpu.md``,
+    Measurements: B prefetched in the GEMM)."""
+    ahead = t.op(f"arith.addi %k, {t.index(g.prefetch_rows)} : index", "kp")
+    last = t.op(f"arith.subi {ke}, {one} : index", "kl")
+    row = t.op(f"arith.minui {ahead}, {last} : index", "kp")
+    per_line = max(1, _LINE_BYTES // (g.lanes * g.elem_bytes))
+    for c in cols[::per_line]:
+        t.line(f"memref.prefetch %B[{row}, {c}], read, locality<3>, data : {t.b_type}")
 
 
 def _if_load_c(t: _Text, vty: str, n: int, then: Callable[[], list[str]], hint: str,
