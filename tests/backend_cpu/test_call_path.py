@@ -221,8 +221,13 @@ def test_calls_from_several_threads_never_share_descriptors():
     assert not errors
 
 
-def test_without_the_direct_data_field_calls_use_data_pointer(monkeypatch):
-    monkeypatch.setattr(memref, "_DATA_FIELD", None)
+@pytest.mark.parametrize("words, field", [(None, None), (None, "kept"), ("short", "kept")])
+def test_without_the_word_view_or_the_data_field_calls_stay_right(monkeypatch, words, field):
+    """No word view (``from_address`` on the data field), neither (``data_pointer``), or a view
+    too short for the arrays' addresses (the IndexError sends the call through the full checks)."""
+    if field is None:
+        monkeypatch.setattr(memref, "_DATA_FIELD", None)
+    monkeypatch.setattr(memref, "_WORDS", None if words is None else memoryview(np.zeros(4, np.int64)))
     run = _runner()
     b = np.arange(6, dtype=np.float32).reshape(2, 3)
     ro = b.copy()
@@ -242,9 +247,11 @@ def test_data_pointer_and_the_data_field_match_numpy(a):
     assert data_pointer(a) == a.ctypes.data
     assert memref._DATA_FIELD is not None  # CPython: the field is read directly
     assert ctypes.c_int64.from_address(id(a) + memref._DATA_FIELD).value == a.ctypes.data
+    assert memref._WORDS is not None  # x86-64 CPython: read through the word view
+    assert memref._WORDS[(id(a) + memref._DATA_FIELD) >> 3] == memref._pointer(a) == a.ctypes.data
     ro = a.copy()
     ro.flags.writeable = False
-    assert data_pointer(ro) == ro.ctypes.data
+    assert data_pointer(ro) == ro.ctypes.data == memref._pointer(ro)
 
 
 @pytest.mark.parametrize("name, value", [
