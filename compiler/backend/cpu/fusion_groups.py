@@ -29,8 +29,8 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from ..linalg.lowerings import SUM_RUN
-from ..linalg.payload import (BODY_OPS, body_ops, compute_bits, element_bits, generic_inputs, generic_loops,
-                              generic_operations, product, static_shape)
+from ..linalg.payload import (BODY_OPS, body_ops, element_bits, generic_inputs, generic_loops,
+                              generic_operations, product, static_shape, tile_bits)
 from ..linalg.transform_script import (canonicalize, largest_divisor_at_most, match, peel, sizes, tile_for,
                                       tile_forall, vectorize)
 from .vector_unit import VectorUnit
@@ -290,7 +290,7 @@ def block_rows(group: Group, unit: VectorUnit) -> list[int]:
         enough = [d for d in range(r + 1, min(rows, budget) + 1)
                   if rows % d == 0 and d * row_bytes >= MIN_BLOCK_BYTES and outer * (rows // d) >= 2]
         r = enough[0] if enough else r
-    lanes = unit.lanes(compute_bits(group.ops[-1]) if group.ops else 32)
+    lanes = unit.lanes(tile_bits(group.ops[-1]) if group.ops else 32)
     row = group.ranges[-1] if len(group.ranges) > k else 0
     if 1 < row <= SHORT_ROW_VECTORS * lanes and row % lanes == 0 and r > 1:
         r = largest_divisor_at_most(rows, ROWS_PER_SHORT_TILE)  # one tile per block (see the docstring)
@@ -524,11 +524,11 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
         # pass's per-row statistic: a tile of the whole range would not divide the block's)
         ranges = [block.get(d, n) for d, n in enumerate(ranges)]
         rows = [1] * (len(ranges) - 1)
-        if rows and len(ranges) - 2 in block and 1 < ranges[-1] <= SHORT_ROW_VECTORS * unit.lanes(compute_bits(op)):
+        if rows and len(ranges) - 2 in block and 1 < ranges[-1] <= SHORT_ROW_VECTORS * unit.lanes(tile_bits(op)):
             rows[-1] = largest_divisor_at_most(ranges[-2], ROWS_PER_SHORT_TILE)
         if all(k == "parallel" for k in kinds):
             per_row = all(d in block for d in range(len(ranges)))  # over the block's rows alone
-            t, masked = (per_row_tile if per_row else elementwise_row_tile)(ranges[-1], unit.lanes(compute_bits(op)))
+            t, masked = (per_row_tile if per_row else elementwise_row_tile)(ranges[-1], unit.lanes(tile_bits(op)))
             s = tile_for(f"{name}i", handle, rows + [t])
             if not masked:
                 return s, "", vectorize(f"%{name}i")
@@ -537,7 +537,7 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
         # a reduction along the row; unit reduction loops before it (a softmax over [R, 1, C], whose
         # reshapes fusion folded into its reductions) are rows of one
         if kinds[-1] != "parallel" and all(k == "parallel" or n == 1 for k, n in zip(kinds[:-1], ranges)):
-            t, masked = reduction_tile(ranges[-1], unit.lanes(compute_bits(op)))
+            t, masked = reduction_tile(ranges[-1], unit.lanes(tile_bits(op)))
             s = tile_for(f"{name}r", handle, rows + [0])
             s += (f"    %{name}f, %{name}s, %{name}c, %{name}l = transform.structured.tile_reduction_using_for "
                   f"%{name}r by tile_sizes = {sizes([0] * len(rows) + [t])} : (!transform.any_op) -> "
@@ -552,7 +552,7 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
     tiles = inner_tiles(op, block)
     masked = False
     if loops is not None:
-        lanes = unit.lanes(compute_bits(op))
+        lanes = unit.lanes(tile_bits(op))
         if kinds[-1] == "parallel":
             # a reduction over an outer loop of the block (a mean over a middle axis): along the row,
             # whole vectors with a peeled last tile, as the block's elementwise ops have; the per-op
@@ -676,7 +676,7 @@ def short_rows(group: Group, unit: VectorUnit) -> bool:
         if loops is None or all(k == "parallel" for k in loops[1]):
             continue
         first = next(d for d, k in enumerate(loops[1]) if k != "parallel")
-        lanes = unit.lanes(compute_bits(op))
+        lanes = unit.lanes(tile_bits(op))
         if product(loops[0][first:]) >= vectors * lanes:
             return False
     return True

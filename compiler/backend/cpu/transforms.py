@@ -30,8 +30,9 @@ from typing import Any, Sequence
 from mind.spec.record import FrozenRecord
 
 from ..linalg.emitter import CONV_OPERAND
-from ..linalg.payload import (DEFAULT_MAPS, body_ops, compute_bits, element_bits, generic_inputs, generic_loops,
-                              map_kind, product, row_reads, static_bytes, static_shape, vectorizable_reduction)
+from ..linalg.payload import (DEFAULT_MAPS, body_ops, element_bits, generic_inputs, generic_loops,
+                              map_kind, product, row_reads, static_bytes, static_shape, tile_bits,
+                              vectorizable_reduction)
 from ..linalg.schedule import schedule_module
 from ..linalg.transform_script import (canonicalize, largest_divisor_at_most, match, peel, sizes, tile_for,
                                       tile_forall, vectorize)
@@ -401,7 +402,7 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
         return None
     # the widest element type sets the lane count: with the narrowest (an i8 mask), f32 operands of
     # the same op got 256-element tiles, 16 registers per row, and 4x the IR of a register-sized tile
-    bits = compute_bits(op)
+    bits = tile_bits(op)
     rows = _whole_row_tiles(op, ranges, kinds, unit, bits)
     if rows is not None:
         return elementwise_section(tag, "linalg.generic", ElementwiseTiles(rows, (0,) * len(ranges))) + \
@@ -635,7 +636,7 @@ def _inner_tiles(unit: VectorUnit, threads: int, op: Any, block: dict[int, int])
         return fill_tiles([block.get(i, n) for i, n in enumerate(shape)])
     ranges, kinds = generic_loops(op)  # type: ignore[misc]
     ranges = [block.get(i, n) for i, n in enumerate(ranges)]
-    t = choose_elementwise_tiles(ranges, kinds, compute_bits(op), unit,
+    t = choose_elementwise_tiles(ranges, kinds, tile_bits(op), unit,
                                  threads=threads)
     return [p or r for p, r in zip(t.parallel, t.reduction)]
 

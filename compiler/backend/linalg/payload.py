@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 __all__ = ["DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
-           "element_bits", "compute_bits", "generic_loops", "map_kind",
+           "element_bits", "compute_bits", "tile_bits", "generic_loops", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "product", "splats_as_fills",
            "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips", "ops_named", "static_bytes",
            "generic_inputs", "generic_operations", "BODY_OPS", "body_ops"]
@@ -113,6 +113,20 @@ def compute_bits(op: Any) -> int:
                 if body_op.operation.name in _WIDENING:
                     bits = max([bits] + [element_bits(r.type) for r in body_op.results])
     return bits
+
+
+def tile_bits(op: Any) -> int:
+    """The element width whose lanes size an op's tiles: a reduction's accumulated element (its
+    results'), any other op's widest computed value (``compute_bits``).
+
+    Why a reduction's own: its tiles are its summation order (how many partial sums, combined how),
+    and that order must not depend on what fusion put into its body.  A row sum of an f32 ``sqrt``
+    (computed in f64) had its row of 8 summed as a tree where the same sum with the ``sqrt`` in a
+    generic of its own (``hoist``) was summed in a chain: one bit apart."""
+    loops = generic_loops(op) if op.name == "linalg.generic" else None
+    if loops is not None and any(k != "parallel" for k in loops[1]) and len(op.results):
+        return max(element_bits(r.type) for r in op.results)
+    return compute_bits(op)
 
 
 _WIDENING = frozenset({"arith.extf", "arith.extsi", "arith.extui", "arith.sitofp", "arith.uitofp", "arith.bitcast",
