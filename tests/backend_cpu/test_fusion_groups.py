@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import mind
 import mind.compiler.backend.cpu.lowering as lowering
+from mind.compiler.backend.cpu import fusion_groups
 from mind.compiler.backend.cpu.fusion_groups import (_chained_rows, _masked_vectors, block_rows, carried_row_tile,
                                                      elementwise_row_tile, masked_cover, per_row_tile, reduction_tile,
                                                      row_tile, Group)
@@ -508,6 +509,40 @@ def test_per_row_consumer_is_grouped(dt, shape, cpu):
     # the keepdims views ([R] as [R, 1]) stay; no view splits a row into runs
     views = [v for m in modules for v in re.findall(r"tensor\.expand_shape .* into tensor<([0-9x]+)x", m)]
     assert modules and not [v for v in views if v.count("x") + 1 > len(shape)]
+
+
+@pytest.mark.parametrize("cpu", CPUS)
+@pytest.mark.parametrize("dt,shape", [("f32", (1009, 64)), ("f32", (4099, 87)), ("f64", (509, 100)),
+                                      ("f32", (2, 4099, 150))])
+def test_per_row_groups_over_a_prime_row_count_take_partial_blocks(monkeypatch, dt, shape, cpu):
+    """A prime row count has no divisor that makes blocks of ``MIN_BLOCK_BYTES``: a logsumexp's group
+    (a per-row consumer) takes blocks of that size and a partial last one (the forall's tile does not
+    divide the rows), its ops one row at a time there; the values are the reference's and the bits
+    those of the blocks of one row it took before (each row's sums in the same order)."""
+    src, args = logsumexp_src(dt, shape), _args([shape], dt)
+    with applied_scripts() as seen:
+        got = mind.compile(src, fn="f", threads=2, cpu=cpu, cache=False)(*args)
+    assert _grouped(seen)
+    tiles = [int(t) for s in seen for t in re.findall(r"tile_using_forall %gc\d+ tile_sizes \[([0-9, ]+)\]", s)
+             for t in [t.split(",")[len(shape) - 2]]]
+    assert tiles and all(t > 1 and shape[-2] % t for t in tiles)
+    want = mind.compile(src, fn="f", backend="reference")(*args)
+    tol = 2e-5 if dt == "f32" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    monkeypatch.setattr(fusion_groups, "PARTIAL_BLOCK_CONSUMERS", ())
+    with applied_scripts() as seen:
+        one_row_blocks = mind.compile(src, fn="f", threads=2, cpu=cpu, cache=False)(*args)
+    assert _grouped(seen)
+    np.testing.assert_array_equal(got, one_row_blocks)
+
+
+def test_groups_of_whole_rows_keep_dividing_blocks(scripts):
+    """A softmax (its blocks hold whole intermediate rows, allocated per block when a block's size is
+    not static) keeps blocks that divide its rows: one row each for a prime count."""
+    _compare(softmax_src("softmax", "f32", (1009, 87)), _args([(1009, 87)], "f32"), "host")
+    assert _grouped(scripts)
+    tiles = [t for s in scripts for t in re.findall(r"tile_using_forall %gc\d+ tile_sizes \[(\d+), 0\]", s)]
+    assert tiles == ["1"]
 
 
 @pytest.mark.parametrize("kind,dt,shape", [("softmax", "f32", (300, 13)), ("log_softmax", "f64", (40, 18, 7)),

@@ -51,6 +51,14 @@ two threads get 8 each, so a late thread does not leave the other idle."""
 MIN_BLOCK_BYTES = 2048
 """The fewest live bytes a block should hold where the rows allow (``block_rows``)."""
 
+PARTIAL_BLOCK_CONSUMERS = ("per_row",)
+"""The groups (``consumer_kind``) whose rows, when no divisor of their count makes blocks of
+``MIN_BLOCK_BYTES``, take blocks of that size with a partial last one (a prime count: one row per
+block otherwise).  Why only these: a partial block's shapes are dynamic, so its intermediate rows
+are allocated per block at run time; a group that keeps only per-row statistics (a logsumexp) has
+few, and gained 1.5-1.9x, while a softmax or a layer norm, whose blocks hold whole intermediate
+rows, ran 0.63-1.15x (``docs/backend-cpu.md``, Measurements)."""
+
 SHORT_ROW_VECTORS = 3
 """Rows of at most this many vectors are short (``ROWS_PER_SHORT_TILE``)."""
 
@@ -289,7 +297,11 @@ def block_rows(group: Group, unit: VectorUnit) -> list[int]:
     if r * row_bytes < MIN_BLOCK_BYTES:
         enough = [d for d in range(r + 1, min(rows, budget) + 1)
                   if rows % d == 0 and d * row_bytes >= MIN_BLOCK_BYTES and outer * (rows // d) >= 2]
-        r = enough[0] if enough else r
+        fewest = -(-MIN_BLOCK_BYTES // row_bytes)
+        if enough:
+            r = enough[0]
+        elif group.ops and consumer_kind(group) in PARTIAL_BLOCK_CONSUMERS and fewest <= min(budget, rows // 2):
+            r = fewest  # no divisor reaches them: the last block is partial (see the docstring)
     lanes = unit.lanes(tile_bits(group.ops[-1]) if group.ops else 32)
     row = group.ranges[-1] if len(group.ranges) > k else 0
     if 1 < row <= SHORT_ROW_VECTORS * lanes and row % lanes == 0 and r > 1:
@@ -373,12 +385,13 @@ def group_section(group: Group, tags: Sequence[int | None], unit: VectorUnit,
     # a block's intermediate rows in a tensor of the block's size, not a slice of a whole-tensor one
     s += _FOLD_EMPTY.format(v=f"ge{g}")
     block = {d: r for d, r in enumerate(rows[:group.prefix])}
+    partial = {d for d, r in block.items() if r and group.ranges[d] % r}
     tiled, combines, rest = "", "", ""
     for op, handle in fused:
         # a producer fused for two uses of one slice is listed twice: one tiling of each op
         tiled += f"    {handle}d = transform.merge_handles deduplicate {handle} : !transform.any_op\n"
         t, c, r = _inner_section(handle[1:], f"{handle}d", op, block, unit, inner_tiles,
-                                 consumer_kind(group) != "rows")
+                                 consumer_kind(group) != "rows", partial)
         tiled, combines, rest = tiled + t, combines + c, rest + r
     s += tiled
     if "transform.loop.peel" in tiled:
@@ -508,14 +521,17 @@ def reduction_tile(n: int, lanes: int) -> tuple[int, bool]:
 
 def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit: VectorUnit,
                    inner_tiles: Callable[[Any, dict[int, int]], list[int]],
-                   sums_start_negative: bool = False) -> tuple[str, str, str]:
+                   sums_start_negative: bool = False, partial: frozenset[int] | set[int] = frozenset()
+                   ) -> tuple[str, str, str]:
     """Tiling and vectorizing one op of a block: (tiling, vectorizing the combination of a split
     reduction, vectorizing the rest).  An op whose last loop is the row (contiguous in every operand
     it reads whole) gets rows of one and ``row_tile`` along it: an elementwise op as whole vectors
     (masked at the row's end), a reduction along it as ``tile_reduction_using_for`` (vector-wide
     partial accumulators combined once per row, not a horizontal reduction per tile); short rows
     (``SHORT_ROW_VECTORS``) ``ROWS_PER_SHORT_TILE`` at a time.  Other ops (fills, the blocked sum's
-    first level) get ``inner_tiles``."""
+    first level) get ``inner_tiles``.  ``partial``: the block's loops whose last block is partial
+    (``PARTIAL_BLOCK_CONSUMERS``): their ops take one row at a time there, and their tiles are
+    vectorized at sizes given (the block's extent is not in the types)."""
     from mlir import ir
     loops = generic_loops(op) if op.name == "linalg.generic" else None
     if loops is not None:
@@ -524,15 +540,17 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
         # pass's per-row statistic: a tile of the whole range would not divide the block's)
         ranges = [block.get(d, n) for d, n in enumerate(ranges)]
         rows = [1] * (len(ranges) - 1)
-        if rows and len(ranges) - 2 in block and 1 < ranges[-1] <= SHORT_ROW_VECTORS * unit.lanes(tile_bits(op)):
+        if rows and len(ranges) - 2 in block and len(ranges) - 2 not in partial and \
+                1 < ranges[-1] <= SHORT_ROW_VECTORS * unit.lanes(tile_bits(op)):
             rows[-1] = largest_divisor_at_most(ranges[-2], ROWS_PER_SHORT_TILE)
         if all(k == "parallel" for k in kinds):
             per_row = all(d in block for d in range(len(ranges)))  # over the block's rows alone
             t, masked = (per_row_tile if per_row else elementwise_row_tile)(ranges[-1], unit.lanes(tile_bits(op)))
             s = tile_for(f"{name}i", handle, rows + [t])
             if not masked:
-                return s, "", vectorize(f"%{name}i")
-            peel, vec = _peeled(f"{name}i", f"%{name}i_l" + (f"#{len(rows)}" if rows else ""), rows + [t])
+                return s, "", _vectorize(f"%{name}i", rows + [t] if partial else None)
+            peel, vec = _peeled(f"{name}i", f"%{name}i_l" + (f"#{len(rows)}" if rows else ""), rows + [t],
+                                bool(partial))
             return s + peel, "", vec
         # a reduction along the row; unit reduction loops before it (a softmax over [R, 1, C], whose
         # reshapes fusion folded into its reductions) are rows of one
@@ -550,6 +568,9 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
             peel, vec = _peeled(f"{name}s", f"%{name}l", rows + [t])
             return s + peel, vectorize(f"%{name}c"), vectorize(f"%{name}f") + vec
     tiles = inner_tiles(op, block)
+    for d in partial:  # a partial block's rows: one at a time (static tiles in a block of any size)
+        if d < len(tiles):
+            tiles[d] = 1
     masked = False
     if loops is not None:
         lanes = unit.lanes(tile_bits(op))
@@ -574,7 +595,7 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
         return "", "", vectorize(handle)
     s = tile_for(f"{name}i", handle, tiles)
     if not masked:
-        return s, "", vectorize(f"%{name}i")
+        return s, "", _vectorize(f"%{name}i", [t or n for t, n in zip(tiles, ranges)] if partial and loops else None)
     loops_made = sum(1 for t in tiles if t)
     peel, vec = _peeled(f"{name}i", f"%{name}i_l" + (f"#{loops_made - 1}" if loops_made > 1 else ""),
                         [t or n for t, n in zip(tiles, ranges)])
@@ -623,12 +644,20 @@ def _chained_rows(tiles: list[int], ranges: Sequence[int], kinds: Sequence[str],
     return out
 
 
-def _peeled(name: str, loop: str, vector_sizes: Sequence[int]) -> tuple[str, str]:
+def _vectorize(handle: str, vector_sizes: Sequence[int] | None) -> str:
+    """``vectorize``, with ``vector_sizes`` when given (a tile inside a partial block, whose sizes
+    the vectorizer cannot read from its types)."""
+    if vector_sizes is None:
+        return vectorize(handle)
+    return f"    transform.structured.vectorize {handle} vector_sizes {sizes(vector_sizes)} : !transform.any_op\n"
+
+
+def _peeled(name: str, loop: str, vector_sizes: Sequence[int], sized: bool = False) -> tuple[str, str]:
     """(peeling, vectorizing) a row loop whose last tile is partial: the loop split into whole tiles,
     vectorized without masks, and the one partial tile, vectorized with a mask.  Why: a masked tile in
     every iteration keeps a reduction's partial sums in memory (a masked load and store of the
     accumulator per tile, each waiting for the last) and computes a mask per tile."""
-    vec = vectorize(f"%{name}_mg")
+    vec = _vectorize(f"%{name}_mg", vector_sizes if sized else None)
     vec += f"    transform.structured.vectorize %{name}_tg vector_sizes {sizes(vector_sizes)} : !transform.any_op\n"
     return peel(name, loop), vec
 
