@@ -22,7 +22,7 @@ from typing import Any
 from ..linalg.payload import body_ops, element_bits, for_trips
 from .vector_unit import VectorUnit
 
-__all__ = ["mark_movement_loops", "seat_loop_annotations", "MOVEMENT_BODY_OPS"]
+__all__ = ["mark_movement_loops", "seat_loop_annotations", "MOVEMENT_BODY_OPS", "FEWEST_PREDICATED_TRIPS"]
 
 MOVEMENT_BODY_OPS = frozenset({
     "memref.load", "memref.store", "affine.apply", "arith.constant", "arith.addi", "arith.subi",
@@ -31,6 +31,14 @@ MOVEMENT_BODY_OPS = frozenset({
 """What a movement loop's body may hold: its reads and writes and their index arithmetic."""
 
 ANNOTATION = "#llvm.loop_annotation<vectorize = #llvm.loop_vectorize<disable = false>>"
+
+PREDICATED = "#llvm.loop_annotation<vectorize = #llvm.loop_vectorize<disable = false, predicateEnable = true>>"
+"""The annotation of a short copy loop (``FEWEST_PREDICATED_TRIPS`` or more, fewer than a vector):
+vectorized with its tail folded into masked loads and stores, so that the whole loop is one
+masked vector move instead of a scalar loop."""
+
+FEWEST_PREDICATED_TRIPS = 4
+"""The fewest iterations of a copy loop marked ``PREDICATED`` (see ``mark_movement_loops``)."""
 
 
 def _moves_data(loop: Any) -> bool:
@@ -47,25 +55,37 @@ def _stored_bits(loop: Any) -> int:
 
 def mark_movement_loops(module: Any, unit: VectorUnit) -> int:
     """Annotate every movement loop of ``module`` (``_moves_data``) that runs at least one vector
-    of ``unit`` (or an unknown count) for the loop vectorizer; the number annotated.  Why not the
-    shorter ones: nothing to gain, and a forced loop LLVM then reshapes (a 2-element fill next to a
-    reduction) and cannot vectorize makes LLVM print a remark on stderr."""
+    of ``unit`` (or an unknown count) for the loop vectorizer, and every copy loop of
+    ``FEWEST_PREDICATED_TRIPS`` up to a vector for predicated vectorization (``PREDICATED``); the
+    number annotated.
+
+    Why the short copies: a pad or slice whose contiguous runs are a few elements (a pad of
+    [10720, 17, 6] to [10720, 20, 9]) copied each run as a scalar loop, where one masked vector move
+    does (1.47x there, 1.6x for runs of 7).  Why not shorter loops, nor short fills: a forced loop
+    LLVM then reshapes (a 2-element fill next to a reduction) and cannot vectorize makes LLVM print
+    a remark on stderr (``docs/backend-cpu.md``, Measurements: short copy runs)."""
     from mlir import ir
-    loops: list[Any] = []
+    loops: list[tuple[Any, str]] = []
 
     def find(op: Any) -> ir.WalkResult:
         if op.name == "scf.for" and _moves_data(op):
             trips = for_trips(op)
             if trips is None or trips >= unit.lanes(_stored_bits(op)):
-                loops.append(op)
+                loops.append((op, ANNOTATION))
+            elif trips >= FEWEST_PREDICATED_TRIPS and _loads(op):
+                loops.append((op, PREDICATED))
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(find)
-    if loops:
-        attr = ir.Attribute.parse(ANNOTATION)
-        for loop in loops:
-            loop.attributes["llvm.loop_annotation"] = attr
+    attrs = {text: ir.Attribute.parse(text) for text in {text for _, text in loops}}
+    for loop, text in loops:
+        loop.attributes["llvm.loop_annotation"] = attrs[text]
     return len(loops)
+
+
+def _loads(loop: Any) -> bool:
+    """Whether the loop reads memory (a copy, not a fill)."""
+    return any(op.operation.name == "memref.load" for op in body_ops(loop))
 
 
 def seat_loop_annotations(module: Any) -> None:
