@@ -589,8 +589,7 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
         cover, tiles[-1] = tiles[-1], 0
         vector = [t or n for t, n in zip(tiles, ranges)][:-1] + [cover]
         s = tile_for(f"{name}i", handle, tiles) if any(tiles) else ""
-        return s, "", (f"    transform.structured.vectorize {f'%{name}i' if s else handle} vector_sizes "
-                       f"{sizes(vector)} : !transform.any_op\n")
+        return s, "", _vectorize(f"%{name}i" if s else handle, vector)
     if not any(tiles):
         return "", "", vectorize(handle)
     s = tile_for(f"{name}i", handle, tiles)
@@ -658,7 +657,7 @@ def _peeled(name: str, loop: str, vector_sizes: Sequence[int], sized: bool = Fal
     every iteration keeps a reduction's partial sums in memory (a masked load and store of the
     accumulator per tile, each waiting for the last) and computes a mask per tile."""
     vec = _vectorize(f"%{name}_mg", vector_sizes if sized else None)
-    vec += f"    transform.structured.vectorize %{name}_tg vector_sizes {sizes(vector_sizes)} : !transform.any_op\n"
+    vec += _vectorize(f"%{name}_tg", vector_sizes)
     return peel(name, loop), vec
 
 
