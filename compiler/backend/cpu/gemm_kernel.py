@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from mind.spec.dtypes import DType
 from mind.spec.record import FrozenRecord
 
+from .vector_unit import CACHE_LINE_BYTES
+
 _set = object.__setattr__
 
 __all__ = ["GemmShape", "gemm_function", "gemm_symbol", "operand_type", "operand_types", "VARIANTS", "LAYOUTS",
@@ -260,9 +262,6 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
                 t.line(f"vector.store {val}, %C[{row_idx[r]}, {cols[v]}] : {mty}, {vty}")
 
 
-_LINE_BYTES = 64
-
-
 def _prefetch_b(t: _Text, g: GemmShape, cols: list[str], ke: str, one: str) -> None:
     """In the k loop of a tile that reads B in place (not packed): prefetch the tile's columns of
     the row ``g.prefetch_rows`` ahead (about 200 cycles of k steps, a load from memory's latency;
@@ -276,7 +275,7 @@ def _prefetch_b(t: _Text, g: GemmShape, cols: list[str], ke: str, one: str) -> N
     ahead = t.op(f"arith.addi %k, {t.index(g.prefetch_rows)} : index", "kp")
     last = t.op(f"arith.subi {ke}, {one} : index", "kl")
     row = t.op(f"arith.minui {ahead}, {last} : index", "kp")
-    per_line = max(1, _LINE_BYTES // (g.lanes * g.elem_bytes))
+    per_line = max(1, CACHE_LINE_BYTES // (g.lanes * g.elem_bytes))
     for c in cols[::per_line]:
         t.line(f"memref.prefetch %B[{row}, {c}], read, locality<3>, data : {t.b_type}")
 
