@@ -455,7 +455,7 @@ def test_short_copy_runs_are_masked_vector_moves(capfd, cpu, dtype, shape, lo, h
     1 and 2 threads, and nothing from LLVM on stderr (a forced loop it cannot vectorize warns)."""
     fn = _pad_program(_DTYPES[dtype], shape, lo, hi, (0, 0, 0))
     ir = _llvm_ir(fn, cpu)
-    lanes = vector_unit(cpu).lanes(8 if dtype == "bool" else _DTYPES[dtype].bits)
+    lanes = vector_unit(cpu).lanes(_DTYPES[dtype].bits)
     assert ("llvm.loop.vectorize.predicate.enable" in ir) == (FEWEST_PREDICATED_TRIPS <= shape[-1] < lanes)
     assert "llvm.loop.vectorize.enable" in ir
     args = _inputs(fn)

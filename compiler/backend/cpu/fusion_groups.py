@@ -56,19 +56,20 @@ PARTIAL_BLOCK_CONSUMERS = ("per_row",)
 ``MIN_BLOCK_BYTES``, take blocks of that size with a partial last one (a prime count: one row per
 block otherwise).  Why only these: a partial block's shapes are dynamic, so its intermediate rows
 are allocated per block at run time; a group that keeps only per-row statistics (a logsumexp) has
-few, and gained 1.5-1.9x, while a softmax or a layer norm, whose blocks hold whole intermediate
-rows, ran 0.63-1.15x (``docs/backend-cpu.md``, Measurements)."""
+few, and gains, while a softmax or a layer norm, whose blocks hold whole intermediate rows, ran
+slower as often as faster (``docs/backend-cpu.md``, Measurements: partial blocks)."""
 
 SHORT_ROW_VECTORS = 3
 """Rows of at most this many vectors are short (``ROWS_PER_SHORT_TILE``)."""
 
 ROWS_PER_SHORT_TILE = 4
 """How many short rows of the block's last row loop an op of a block takes per tile (the largest
-divisor of the block's rows up to this).  Why: a softmax over 165x3x48 f32 (blocks of the 3 rows
-of its last loop) ran 1.56x faster with the 3 rows in one tile, 165x3x32 1.68x; rows of 4 vectors
-(256x64) and longer gained nothing.  A block of such rows (whole vectors) is one tile
-(``block_rows``).  An op over the per-row results (``[R, 1]``, a logsumexp's ``m + log(s)``) keeps
-one row per tile (``docs/backend-cpu.md``, Measurements)."""
+divisor of the block's rows up to this).  Why: a row of a few vectors does not amortize a tile's
+loop and horizontal reduction, and several rows side by side are independent chains (a softmax
+over 165x3x48 f32 gained most); rows of 4 vectors and longer gained nothing.  A block of such rows
+(whole vectors) is one tile (``block_rows``).  An op over the per-row results (``[R, 1]``, a
+logsumexp's ``m + log(s)``) keeps one row per tile (``docs/backend-cpu.md``, Measurements: short
+rows in fusion groups)."""
 
 _GROUP_OPS = ("linalg.generic", "linalg.fill", "tensor.expand_shape")
 
@@ -284,9 +285,9 @@ def block_rows(group: Group, unit: VectorUnit) -> list[int]:
     loops, its statistics and its buffers (a 4x199x83 softmax ran 796 blocks of one row, 0.54x torch
     eager).  Short rows of whole vectors (``SHORT_ROW_VECTORS``) are the exception: a block is one
     tile of ``ROWS_PER_SHORT_TILE`` rows, whose ops then run straight through with their tiles in
-    registers, where a loop over a block's tiles writes each op's tile to the block's buffers (a
-    softmax over 495x48 f32 1.10-1.19x faster in blocks of 3 rows than of 15, 8192x32 1.19x, a
-    log-softmax over 777x32 1.13x; rows with a masked last vector, 40 or 33 f32, gained nothing)."""
+    registers, where a loop over a block's tiles writes each op's tile to the block's buffers;
+    rows with a masked last vector (40 or 33 f32) gained nothing and keep their blocks
+    (``docs/backend-cpu.md``, Measurements)."""
     k = group.prefix
     rows = group.ranges[k - 1]
     outer = product(group.ranges[:k - 1])

@@ -115,7 +115,7 @@ usually do) is packed, since every zmm load of it spans two lines (``docs/backen
 Measurements: the GEMM on Intel); a B read in place is prefetched 16 rows ahead (``_prefetch_b``).
 AVX2: 6 rows x 2 ymm = 12 of its 16 registers, slabs of 128, C read first, no row blocks, no
 packing for alignment, no prefetching (none of the four measured faster: a ymm load off the grid
-spans two lines only every other time; the prefetches cost 7-15 % on matrices of 20-100 rows)."""
+spans two lines only every other time; the prefetches slowed matrices of 20-100 rows there)."""
 
 
 LAYOUTS = ("", "strided_lhs", "strided_rhs")
@@ -269,9 +269,8 @@ def _prefetch_b(t: _Text, g: GemmShape, cols: list[str], ke: str, one: str) -> N
 
     Why: B's rows are a stride apart, and the cores' stride prefetchers follow a load's stride only
     below 2 KiB, so a matrix of few rows, which does not pack B, missed on every k step of a
-    block's first band where B's rows lie farther apart (N > 256 f64, N > 512 f32: 28x629x448 f64
-    ran at 0.73x MKL's rate); nearer rows gain a little too (``docs/backend-cpu.md``,
-    Measurements: B prefetched in the GEMM)."""
+    block's first band where B's rows lie farther apart (N > 256 f64, N > 512 f32); nearer rows
+    gain a little too (``docs/backend-cpu.md``, Measurements: B prefetched in the GEMM)."""
     ahead = t.op(f"arith.addi %k, {t.index(g.prefetch_rows)} : index", "kp")
     last = t.op(f"arith.subi {ke}, {one} : index", "kl")
     row = t.op(f"arith.minui {ahead}, {last} : index", "kp")

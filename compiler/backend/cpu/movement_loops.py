@@ -61,7 +61,7 @@ def mark_movement_loops(module: Any, unit: VectorUnit) -> int:
 
     Why the short copies: a pad or slice whose contiguous runs are a few elements (a pad of
     [10720, 17, 6] to [10720, 20, 9]) copied each run as a scalar loop, where one masked vector move
-    does (1.47x there, 1.6x for runs of 7).  Why not shorter loops, nor short fills: a forced loop
+    does.  Why not shorter loops, nor short fills: a forced loop
     LLVM then reshapes (a 2-element fill next to a reduction) and cannot vectorize makes LLVM print
     a remark on stderr (``docs/backend-cpu.md``, Measurements: short copy runs)."""
     from mlir import ir

@@ -260,9 +260,9 @@ def _column_tiles(size: int, lanes: int, masked: bool = False, vectors: int = 4,
         tile = whole[-1] if whole else largest_divisor_at_most(block, 4 * lanes)
         narrow = 2 <= tile < lanes and tile & (tile - 1) == 0  # a power of two narrower than a vector
         if block > tile:  # accumulators read and written every step: any width of whole vectors
-            # (in L2, whole vectors only: a tile of 50 f32, 3 vectors and 2 lanes, read every row in
-            # pieces; a masked cover ran 1.12-1.49x faster, while streaming from further out the two
-            # ran within 0.91-1.06x of each other)
+            # (in L2, whole vectors only: a tile of 50 f32, 3 vectors and 2 lanes, was read every row
+            # in pieces, where the masked cover is not; streaming from further out, the two ran
+            # alike: the figures are in docs/backend-cpu.md, Schedules, column reductions)
             fits = (tile % lanes == 0 if blocks is None else tile >= lanes) or narrow
         else:  # accumulators carried in registers through the reduction loop: 1, 2, 4, ... vectors
             fits = tile % lanes == 0 and (tile // lanes) & (tile // lanes - 1) == 0 or tile == size < lanes

@@ -192,9 +192,9 @@ def _without_unit_dims(em: Emitter, op: OpApplication, lower: Lowering) -> str |
     elementwise ops around a reduction are emitted over their operands' dims with the unit ones
     collapsed, and a reduction that kept them (a layer norm over ``[B, 1, D]``, a decoder's one
     position) had loops of another rank than its consumer's, so no fusion group formed: the norm
-    swept its rows three times, on separate parallel regions, 3.6x slower than over ``[B, D]``
-    (``docs/backend-cpu.md``, Measurements).  Leading unit dims stay: dropped, a softmax or norm
-    over ``[1, R, C]`` ran 0.4-0.8x as fast (its ops no longer matched the function's boundary).
+    swept its rows three times, on separate parallel regions.  Leading unit dims stay: dropped, a
+    softmax or norm over ``[1, R, C]`` ran slower (its ops no longer matched the function's
+    boundary; the figures are in ``docs/backend-cpu.md``, Schedules).
     A unit dim reduced adds one term: -0 + x and max(-inf, x) are x, NaN and signed zeros included."""
     x = op.xs[0]
     first = next((i for i, d in enumerate(x.shape) if d != 1), len(x.shape))
@@ -485,10 +485,10 @@ def _merged_step_rows(x: TensorValue, starts: list[int], steps: list[int],
     step through the merged row (row r's element ``s0 + step * j`` is element ``s0 + step * (r * n
     + j)`` of the rows laid end to end), and its loop is ``k`` times longer: LLVM vectorizes a
     movement loop of at least a vector (``movement_loops``), and a row of 12 results was scalar
-    loads and stores (a step of 2 through 4040x18 f32 2.75x faster merged, 1000x30 with a step of 3
-    2.09x, on one thread).  Rows of a vector or more are vectorized as they are (a merged row of 56
-    results, 2083 rows, a prime, made one row: it lost the threads and ran 0.41x); an operand of
-    more than ``SPLIT_ROWS_BYTES``, streamed from memory, is not merged (0.87-0.95x)."""
+    loads and stores.  Rows of a vector or more are vectorized as they are (a merged row of 56
+    results, 2083 rows, a prime, made one row and lost the threads); an operand of more than
+    ``SPLIT_ROWS_BYTES``, streamed from memory, is not merged (it ran slower merged; the figures
+    are in ``docs/backend-cpu.md``, Schedules)."""
     n, step = shape[-1], steps[-1]
     outer = x.shape[:-1]
     if step < 2 or n >= CHANNEL_BLOCK or x.shape[-1] != step * n or not 0 <= starts[-1] < step:
@@ -496,7 +496,7 @@ def _merged_step_rows(x: TensorValue, starts: list[int], steps: list[int],
     if any(b0 != 0 or s != 1 for b0, s in zip(starts[:-1], steps[:-1])) or tuple(shape[:-1]) != outer:
         return None
     if product(x.shape) * x.dtype.numpy.itemsize > SPLIT_ROWS_BYTES:
-        return None  # streamed from memory, the merged loop ran 0.87-0.95x (165445x28, 60000x30)
+        return None  # streamed from memory (see the docstring)
     total = product(outer)
     k = next((d for d in range(2, total // 2 + 1) if total % d == 0 and d * n >= MERGED_STEP_ROW), None)
     return None if k is None else (total // k, k * n)
