@@ -286,7 +286,8 @@ class ArgBinder:
 
     def call_checked(self, fn: Any, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
         """Call ``fn`` after the full checks of every argument (``check_array``; outputs must also be
-        writeable): the precise ``AbiError`` for the first that does not match."""
+        writeable and share no memory with an input or an earlier output): the precise ``AbiError``
+        for the first that does not match."""
         if len(inputs) != self.n_inputs:
             raise AbiError(f"kernel '{self.name}' takes {self.n_inputs} inputs, got {len(inputs)}")
         if len(outputs) != self.n_outputs:
@@ -294,8 +295,12 @@ class ArgBinder:
         arrays = (*inputs, *outputs)
         for i, (a, (spec, what)) in enumerate(zip(arrays, self._specs)):
             check_array(a, spec, what)
-            if i >= self.n_inputs and not a.flags.writeable:
-                raise AbiError(f"{what}: array must be writeable")
+            if i >= self.n_inputs:
+                if not a.flags.writeable:
+                    raise AbiError(f"{what}: array must be writeable")
+                # the kernel's code assumes it (its data pointers are ``noalias``)
+                if a.size and any(b.size and np.may_share_memory(a, b) for b in arrays[:i]):
+                    raise AbiError(f"{what}: array shares memory with an input or an earlier output")
         block, addresses = self._frame()
         for a, (at, _) in zip(arrays, self._layout):
             block[at] = block[at + 1] = data_pointer(a)

@@ -203,6 +203,29 @@ def test_kernel_called_directly_checks_every_array():
         assert info.value.diagnostics[0].code == "E6012" and what in info.value.diagnostics[0].message
 
 
+def test_kernel_called_directly_refuses_out_arrays_that_share_memory():
+    """The kernel's data pointers are ``noalias`` (``lowering._promise_no_aliasing``): an ``out`` that
+    overlaps an input or another result must be refused on the full checks' path too, not only by
+    the quick checks (which send it there)."""
+    run = _runner("fn f(a: Tensor<f32, [2, 3]>) -> (Tensor<f32, [2, 3]>, Tensor<f32, [2, 3]>) { (a + 1.0, a * 2.0) }")
+    mem = np.arange(24, dtype=np.float32)
+    a = mem[:6].reshape(2, 3)
+    run([a])
+    k = run.kernel({})
+    for o1, o2, what in [(mem[3:9], mem[12:18], "output 0"), (mem[12:18], mem[15:21], "output 1"),
+                         (mem[:6], mem[12:18], "output 0")]:
+        before = mem.copy()
+        with pytest.raises(MindError) as info:
+            k(a, out=[o1.reshape(2, 3), o2.reshape(2, 3)])
+        message = info.value.diagnostics[0].message
+        assert info.value.diagnostics[0].code == "E6012" and what in message and "shares memory" in message
+        np.testing.assert_array_equal(mem, before)  # nothing ran
+    outs = (mem[6:12].reshape(2, 3), mem[12:18].reshape(2, 3))  # touching, not sharing a byte
+    k(a, out=outs)
+    np.testing.assert_array_equal(outs[0], a + 1)
+    np.testing.assert_array_equal(outs[1], a * 2)
+
+
 def test_calls_from_several_threads_never_share_descriptors():
     run = _runner("fn f(a: Tensor<f64, [64]>) -> Tensor<f64, [64]> { a * 2.0 + 1.0 }")
     run([np.zeros(64)])

@@ -467,6 +467,25 @@ def test_short_copy_runs_are_masked_vector_moves(capfd, cpu, dtype, shape, lo, h
     assert "remark" not in err and "not vectorized" not in err
 
 
+@pytest.mark.parametrize("dtype", [DType.F32, DType.I32, DType.BOOL])
+def test_copies_from_an_argument_to_a_result_know_they_do_not_overlap(capfd, cpu, dtype):
+    """A result never shares memory with an argument (the calling convention), and the kernel's data
+    pointers say so (``noalias``).  Without that, the rows of a slice reversed along a middle axis
+    stayed scalar loops that LLVM, told to vectorize them, could not: "loop not vectorized" on
+    stderr at every compile.  The reference's values, 1 and 2 threads, nothing on stderr."""
+    b = FunctionBuilder("main")
+    x = b.param("x", TensorType(dtype, (16, 64, 40)))
+    fn = b.finish([b.emit("slice", x, start=(0, 63, 0), stop=(16, -1, 40), step=(1, -1, 1))])
+    entry = next(ln for ln in _llvm_ir(fn, cpu).splitlines() if ln.startswith("define void @mind_main("))
+    assert entry.count("ptr noalias") == 2, entry  # the argument's and the result's data pointers
+    args = [np.random.default_rng(1).integers(-50, 50, (16, 64, 40)).astype(dtype.numpy)]
+    want = run_reference(fn, args)
+    for threads in (1, 2):
+        np.testing.assert_array_equal(compile_function(fn, threads=threads, cpu=cpu, cache=False)(args)[0], want[0])
+    err = capfd.readouterr().err
+    assert "remark" not in err and "not vectorized" not in err
+
+
 def _check_slice(fn, cpu: str = "host") -> None:
     """Every element distinct (a misplaced one shows), 1 and 2 threads."""
     t = fn.params[0].type

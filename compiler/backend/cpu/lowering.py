@@ -131,6 +131,26 @@ def _prepare_entry(func_op: Any) -> None:
     func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
 
 
+def _promise_no_aliasing(llvm_func: Any, sig: Signature) -> None:
+    """Mark the data pointer of each memref argument of the lowered kernel ``noalias``.
+
+    The calling convention promises it: a result never shares memory with an argument or another
+    result (``ArgBinder`` and ``check_out`` refuse such ``out`` arrays), and the kernel never writes
+    its arguments (``_prepare_entry``).  Without the mark LLVM must assume that a result may overlap
+    an argument: a copy loop then keeps its scalar loads and stores (neither a vector nor a
+    ``memcpy``), and a loop marked for vectorization (``movement_loops``) fails with a warning on
+    stderr.  MLIR drops argument attributes of a memref, which it expands into its allocated and
+    aligned pointers, offset, sizes and strides; so the mark is set on the lowered function, on the
+    aligned pointer only, which every load and store goes through."""
+    from mlir import ir
+    no_alias = ir.DictAttr.get({"llvm.noalias": ir.UnitAttr.get()})
+    plain = ir.DictAttr.get({})
+    attrs = []
+    for spec in (*sig.inputs, *sig.outputs):
+        attrs += [plain, no_alias] + [plain] * (1 + 2 * len(spec.shape))
+    llvm_func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
 def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptions, *, ctx: Any = None,
                           report: dict[str, Any] | None = None) -> tuple[Any, Signature, bool]:
     """Parse, schedule (transform dialect), bufferize and lower to the LLVM dialect, with ``options``
@@ -225,6 +245,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                 mark_movement_loops(module, unit)
                 run_pipeline(ctx, pipelines[-1], module, stage, diags)
                 seat_loop_annotations(module)
+                _promise_no_aliasing(find_func(module, func_name, "llvm.func"), sig)
                 if not module.operation.verify():
                     raise LoweringError(stage, "the lowered module does not verify", diags.messages)
             except LoweringError:

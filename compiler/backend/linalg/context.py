@@ -144,12 +144,13 @@ def run_pipeline(ctx: Any, pipeline_text: str, module: Any, stage: str, diags: D
         raise LoweringError(stage, "a pass failed", diags.messages)
 
 
-def find_func(module: Any, name: str) -> Any:
+def find_func(module: Any, name: str, kind: str = "func.func") -> Any:
+    """The function ``@name`` of ``module``: a ``func.func``, or the ``llvm.func`` it was lowered to."""
     from mlir import ir
     for op in module.body.operations:
-        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == name:
+        if op.operation.name == kind and ir.StringAttr(op.attributes["sym_name"]).value == name:
             return op
-    raise LoweringError("signature", f"no func.func @{name} in the module")
+    raise LoweringError("signature", f"no {kind} @{name} in the module")
 
 
 def translate_to_llvm_ir(module: Any) -> str:
