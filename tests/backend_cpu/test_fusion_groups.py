@@ -511,38 +511,59 @@ def test_per_row_consumer_is_grouped(dt, shape, cpu):
     assert modules and not [v for v in views if v.count("x") + 1 > len(shape)]
 
 
+def _forall_row_tiles(scripts: list[str], rank: int) -> list[int]:
+    """The forall tile of the rows (the consumer's last tiled loop) of each group in ``scripts``."""
+    return [int(t.split(",")[rank - 2]) for s in scripts
+            for t in re.findall(r"tile_using_forall %gc\d+ tile_sizes \[([0-9, ]+)\]", s)]
+
+
 @pytest.mark.parametrize("cpu", CPUS)
-@pytest.mark.parametrize("dt,shape", [("f32", (1009, 64)), ("f32", (4099, 87)), ("f64", (509, 100)),
-                                      ("f32", (2, 4099, 150))])
-def test_per_row_groups_over_a_prime_row_count_take_partial_blocks(monkeypatch, dt, shape, cpu):
-    """A prime row count has no divisor that makes blocks of ``MIN_BLOCK_BYTES``: a logsumexp's group
-    (a per-row consumer) takes blocks of that size and a partial last one (the forall's tile does not
-    divide the rows), its ops one row at a time there; the values are the reference's and the bits
-    those of the blocks of one row it took before (each row's sums in the same order)."""
-    src, args = logsumexp_src(dt, shape), _args([shape], dt)
+@pytest.mark.parametrize("kind,dt,shape", [
+    ("logsumexp", "f32", (1009, 64)), ("logsumexp", "f32", (4099, 87)), ("logsumexp", "f64", (509, 100)),
+    ("logsumexp", "f32", (2, 4099, 150)), ("softmax", "f32", (4099, 200)), ("softmax", "f32", (5, 1031, 96)),
+    ("log_softmax", "f64", (2053, 77)), ("layer_norm", "f32", (1009, 128)), ("rms_norm", "f32", (2018, 300)),
+])
+def test_groups_over_a_row_count_without_a_near_divisor_take_partial_blocks(monkeypatch, kind, dt, shape, cpu):
+    """A prime row count (or twice one) has no divisor near the rows a block should have: the group
+    of a per-row consumer (a logsumexp) or of one that reads the rows (a softmax, a norm) takes that
+    many rows all the same, and a partial last block (the forall's tile does not divide the rows),
+    its ops one row at a time there.  The values are the reference's, and the bits those of the
+    dividing blocks (one row each for a prime count) it took before: each row's sums in the same
+    order."""
+    src, shapes = (logsumexp_src(dt, shape), [shape]) if kind == "logsumexp" else _src(kind, dt, shape)
+    args = _args(shapes, dt)
     with applied_scripts() as seen:
         got = mind.compile(src, fn="f", threads=2, cpu=cpu, cache=False)(*args)
     assert _grouped(seen)
-    tiles = [int(t) for s in seen for t in re.findall(r"tile_using_forall %gc\d+ tile_sizes \[([0-9, ]+)\]", s)
-             for t in [t.split(",")[len(shape) - 2]]]
-    assert tiles and all(t > 1 and shape[-2] % t for t in tiles)
+    tiles = _forall_row_tiles(seen, len(shape))
+    assert tiles and all(t > 2 and shape[-2] % t for t in tiles), tiles
     want = mind.compile(src, fn="f", backend="reference")(*args)
     tol = 2e-5 if dt == "f32" else 1e-12
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
     monkeypatch.setattr(fusion_groups, "PARTIAL_BLOCK_CONSUMERS", ())
     with applied_scripts() as seen:
-        one_row_blocks = mind.compile(src, fn="f", threads=2, cpu=cpu, cache=False)(*args)
-    assert _grouped(seen)
-    np.testing.assert_array_equal(got, one_row_blocks)
+        dividing_blocks = mind.compile(src, fn="f", threads=2, cpu=cpu, cache=False)(*args)
+    assert _grouped(seen) and all(shape[-2] % t == 0 for t in _forall_row_tiles(seen, len(shape)))
+    np.testing.assert_array_equal(got, dividing_blocks)
 
 
-def test_groups_of_whole_rows_keep_dividing_blocks(scripts):
-    """A softmax (its blocks hold whole intermediate rows, allocated per block when a block's size is
-    not static) keeps blocks that divide its rows: one row each for a prime count."""
-    _compare(softmax_src("softmax", "f32", (1009, 87)), _args([(1009, 87)], "f32"), "host")
+@pytest.mark.parametrize("kind", ["row_sum", "layer_norm", "mean_mid"])
+def test_groups_keep_dividing_blocks_where_partial_ones_gain_nothing(scripts, kind):
+    """A row sum of an elementwise chain (the consumer is the reduction) gained nothing from partial
+    blocks, nor did a layer norm whose one-row blocks already hold ``SMALL_BLOCK_BYTES`` (61 rows
+    of 695 f64), and a mean over a middle axis (its tiles chain several rows) was as often slower:
+    all keep blocks that divide their rows, one row each for a prime count."""
+    if kind == "row_sum":
+        src = "fn f(x: Tensor<f32, [1009, 400]>) -> Tensor<f32, [1009]> { sum(exp(x * 0.5), axes=[1], keepdims=false) }"
+        _compare(src, _args([(1009, 400)], "f32"), "host")
+    elif kind == "mean_mid":
+        src = "fn f(x: Tensor<f32, [3001, 9, 100]>) -> Tensor<f32, [3001, 100]> { mean(x, axes=[1], keepdims=false) }"
+        _compare(src, _args([(3001, 9, 100)], "f32"), "host")
+    else:
+        src, shapes = _src("layer_norm", "f64", (61, 695))
+        _compare(src, _args(shapes, "f64"), "host")
     assert _grouped(scripts)
-    tiles = [t for s in scripts for t in re.findall(r"tile_using_forall %gc\d+ tile_sizes \[(\d+), 0\]", s)]
-    assert tiles == ["1"]
+    assert _forall_row_tiles(scripts, 2) == [1]
 
 
 @pytest.mark.parametrize("kind,dt,shape", [("softmax", "f32", (300, 13)), ("log_softmax", "f64", (40, 18, 7)),

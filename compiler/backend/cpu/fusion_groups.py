@@ -35,10 +35,10 @@ from ..linalg.transform_script import (canonicalize, largest_divisor_at_most, ma
                                       tile_forall, vectorize)
 from .vector_unit import VectorUnit
 
-__all__ = ["L2_SHARE", "MIN_BLOCKS", "MIN_BLOCK_BYTES", "Group", "GroupPlan", "find_groups", "block_rows", "row_tile",
-           "group_section", "plan_groups", "unblock_sums", "group_work", "BODY_OPS", "consumer_kind", "short_rows",
-           "reduction_tile", "ROW_VECTORS_TO_GROUP", "worth_grouping", "horizontal_reductions", "carried_row_tile",
-           "masked_cover"]
+__all__ = ["L2_SHARE", "MIN_BLOCKS", "MIN_BLOCK_BYTES", "SMALL_BLOCK_BYTES", "Group", "GroupPlan", "find_groups",
+           "block_rows", "row_tile", "group_section", "plan_groups", "unblock_sums", "group_work", "BODY_OPS",
+           "consumer_kind", "short_rows", "reduction_tile", "ROW_VECTORS_TO_GROUP", "worth_grouping",
+           "horizontal_reductions", "carried_row_tile", "masked_cover"]
 
 L2_SHARE = 2
 """A block's live rows take at most 1/L2_SHARE of L2: the rest holds the next block's prefetched
@@ -51,13 +51,18 @@ two threads get 8 each, so a late thread does not leave the other idle."""
 MIN_BLOCK_BYTES = 2048
 """The fewest live bytes a block should hold where the rows allow (``block_rows``)."""
 
-PARTIAL_BLOCK_CONSUMERS = ("per_row",)
-"""The groups (``consumer_kind``) whose rows, when no divisor of their count makes blocks of
-``MIN_BLOCK_BYTES``, take blocks of that size with a partial last one (a prime count: one row per
-block otherwise).  Why only these: a partial block's shapes are dynamic, so its intermediate rows
-are allocated per block at run time; a group that keeps only per-row statistics (a logsumexp) has
-few, and gains, while a softmax or a layer norm, whose blocks hold whole intermediate rows, ran
-slower as often as faster (``docs/backend-cpu.md``, Measurements: partial blocks)."""
+SMALL_BLOCK_BYTES = 8192
+"""Blocks of fewer live bytes pay noticeably for their fixed costs (``PARTIAL_BLOCK_CONSUMERS``)."""
+
+PARTIAL_BLOCK_CONSUMERS = ("per_row", "rows")
+"""The groups (``consumer_kind``) whose rows take blocks that do not divide their count, the last
+block partial, where no divisor comes near the rows a block should have and the divisor's blocks
+are small (``SMALL_BLOCK_BYTES``): a prime count had blocks of one row, each paying for its loops,
+statistics and buffers.  A partial block's shapes are
+dynamic, so its intermediate rows are allocated per block at run time; blocks of the full size
+(``block_rows``) amortize that.  A group whose consumer is a reduction (a row sum of an
+elementwise chain) gained nothing and keeps dividing blocks (``docs/backend-cpu.md``,
+Measurements: partial blocks)."""
 
 SHORT_ROW_VECTORS = 3
 """Rows of at most this many vectors are short (``ROWS_PER_SHORT_TILE``)."""
@@ -279,9 +284,12 @@ def _row_bytes(ops: Sequence[Any], inside: Callable[[Any], bool], rows: Sequence
 def block_rows(group: Group, unit: VectorUnit) -> list[int]:
     """Forall tile sizes of the consumer: 1 on the leading loops but the last of the prefix, which
     gets the most rows whose live bytes fit ``unit.l2_bytes / L2_SHARE`` while there are at least
-    ``MIN_BLOCKS`` blocks; 0 (untiled) on the rest.  A block of fewer than ``MIN_BLOCK_BYTES`` live
-    bytes (a prime row count has no divisor between 1 and itself) takes instead the fewest rows
-    that reach them, while the loops outside still make two blocks or more: each block pays for its
+    ``MIN_BLOCKS`` blocks; 0 (untiled) on the rest.  Where the rows' count has no divisor from half
+    that many rows up (a prime count has none but 1) and the divisor's blocks are small
+    (``SMALL_BLOCK_BYTES``), a group of ``PARTIAL_BLOCK_CONSUMERS`` takes that many rows all the
+    same, its last block partial.  A block of fewer than ``MIN_BLOCK_BYTES``
+    live bytes takes instead the next divisor that reaches them (or, for those groups, the fewest
+    rows that do), while the loops outside still make two blocks or more: each block pays for its
     loops, its statistics and its buffers (a 4x199x83 softmax ran 796 blocks of one row, 0.54x torch
     eager).  Short rows of whole vectors (``SHORT_ROW_VECTORS``) are the exception: a block is one
     tile of ``ROWS_PER_SHORT_TILE`` rows, whose ops then run straight through with their tiles in
@@ -294,20 +302,38 @@ def block_rows(group: Group, unit: VectorUnit) -> list[int]:
     row_bytes = max(1, group.row_bytes)
     budget = max(1, (unit.l2_bytes // L2_SHARE) // row_bytes)
     want_blocks = max(1, -(-MIN_BLOCKS // outer))
-    r = largest_divisor_at_most(rows, max(1, min(budget, rows // want_blocks)))
-    if r * row_bytes < MIN_BLOCK_BYTES:
+    wanted = max(1, min(budget, rows // want_blocks))
+    r = largest_divisor_at_most(rows, wanted)
+    partial = bool(group.ops) and consumer_kind(group) in PARTIAL_BLOCK_CONSUMERS and not _chains_rows(group)
+    if partial and 2 * r < wanted and r * row_bytes < SMALL_BLOCK_BYTES:
+        # no divisor near it: as many blocks as ``wanted`` rows make, of equal rows but the last,
+        # partial one (``PARTIAL_BLOCK_CONSUMERS``), so that the threads' shares stay even
+        r = -(-rows // (rows // wanted))
+    elif r * row_bytes < MIN_BLOCK_BYTES:
         enough = [d for d in range(r + 1, min(rows, budget) + 1)
                   if rows % d == 0 and d * row_bytes >= MIN_BLOCK_BYTES and outer * (rows // d) >= 2]
         fewest = -(-MIN_BLOCK_BYTES // row_bytes)
         if enough:
             r = enough[0]
-        elif group.ops and consumer_kind(group) in PARTIAL_BLOCK_CONSUMERS and fewest <= min(budget, rows // 2):
-            r = fewest  # no divisor reaches them: the last block is partial (see the docstring)
+        elif partial and fewest <= min(budget, rows // 2):
+            r = fewest  # no divisor reaches them: the last block is partial
     lanes = unit.lanes(tile_bits(group.ops[-1]) if group.ops else 32)
     row = group.ranges[-1] if len(group.ranges) > k else 0
     if 1 < row <= SHORT_ROW_VECTORS * lanes and row % lanes == 0 and r > 1:
         r = largest_divisor_at_most(rows, ROWS_PER_SHORT_TILE)  # one tile per block (see the docstring)
     return [1] * (k - 1) + [r] + [0] * (len(group.ranges) - k)
+
+
+def _chains_rows(group: Group) -> bool:
+    """Whether an op of ``group`` reduces over an outer loop of the block (a mean over a middle
+    axis), whose tiles take several rows as independent chains (``_chained_rows``).  Such groups
+    keep dividing blocks: a partial block's rows go one at a time (a tile must divide every
+    block), and they ran 0.8-2.2x with partial blocks (``docs/backend-cpu.md``, Measurements)."""
+    for op in group.ops:
+        loops = generic_loops(op) if op.name == "linalg.generic" else None
+        if loops is not None and loops[1][-1] == "parallel" and "reduction" in loops[1]:
+            return True
+    return False
 
 
 _BUBBLE = """\
