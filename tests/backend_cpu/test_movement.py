@@ -498,6 +498,64 @@ def _check_slice(fn, cpu: str = "host") -> None:
         np.testing.assert_array_equal(got, want)
 
 
+def _reversal(dtype: DType, shape, axes, reader: str = "none"):
+    """A slice of ``shape`` reversed along ``axes``, maybe read by ``exp(s + y)`` (fused into it)."""
+    b = FunctionBuilder("main")
+    x = b.param("x", TensorType(dtype, shape))
+    s = b.emit("slice", x, start=tuple(n - 1 if i in axes else 0 for i, n in enumerate(shape)),
+               stop=tuple(-1 if i in axes else n for i, n in enumerate(shape)),
+               step=tuple(-1 if i in axes else 1 for i in range(len(shape))))
+    if reader == "none":
+        return b.finish([s])
+    return b.finish([b.emit("exp", b.emit("add", s, b.param("y", TensorType(dtype, shape))))])
+
+
+def _threaded(fn, cpu: str = "host") -> bool:
+    """Whether the 2-thread kernel of ``fn`` forks a parallel region (and the 1-thread one does not)."""
+    assert "__kmpc_fork_call" not in _llvm_ir(fn, cpu, threads=1)
+    return "__kmpc_fork_call" in _llvm_ir(fn, cpu, threads=2)
+
+
+@pytest.mark.parametrize("dtype", [DType.F32, DType.F64, DType.I32, DType.BOOL])
+@pytest.mark.parametrize("shape,axes", [((64, 300, 100), (1,)), ((1000, 300), (0,)), ((300, 1000), (1,)),
+                                        ((200, 30, 40), (0, 2)), ((64, 64, 64), (0, 1, 2)), ((7, 5, 3001), (2,))])
+def test_large_reversals_run_on_the_kernels_threads(capfd, cpu, dtype, shape, axes):
+    """MLIR's tiling cannot take a map that reads an axis backwards, so a reversal was one loop
+    nest on one thread (0.26-0.59x torch eager on two).  Bufferized, it is now that loop nest with
+    its outer loops on the threads (``reversed_loops``): whole rows as ``memcpy`` where the last
+    axis is not reversed, else a row loop that LLVM vectorizes.  Bit for bit against the reference,
+    1 and 2 threads, nothing from LLVM on stderr."""
+    fn = _reversal(dtype, shape, axes)
+    assert _threaded(fn, cpu)
+    assert ("@llvm.memcpy" in _llvm_ir(fn, cpu, threads=2)) == (len(shape) - 1 not in axes)
+    _check_slice(fn, cpu)
+    err = capfd.readouterr().err
+    assert "remark" not in err and "not vectorized" not in err
+
+
+def test_reversals_fused_into_a_reader_run_on_the_kernels_threads(capfd):
+    """A reversal that elementwise fusion merged into its reader (``exp(reverse(x) + y)``) is one
+    generic that reads backwards: its loop nest takes the generic's own body, on the threads.  A
+    nest whose one parallel loop is the reversed axis stays on one thread: LLVM could not vectorize
+    its rows (its alias check between the rows failed) and said so on stderr."""
+    rng = np.random.default_rng(3)
+    for shape, axes, threaded in [((20, 30, 400), (1,), True), ((20, 30, 400), (2,), True), ((300, 400), (1,), True),
+                                  ((300, 400), (0,), False)]:
+        fn = _reversal(DType.F32, shape, axes, reader="exp")
+        assert _threaded(fn) == threaded, (shape, axes)
+        args = [rng.standard_normal(shape).astype(np.float32) for _ in range(2)]
+        want = run_reference(fn, args)[0]
+        for threads in (1, 2):
+            np.testing.assert_allclose(compile_function(fn, threads=threads, cache=False)(args)[0], want, rtol=2e-6)
+    err = capfd.readouterr().err
+    assert "remark" not in err and "not vectorized" not in err
+
+
+def test_small_reversals_keep_one_thread():
+    """A reversal of a few KB: the parallel region would cost more than the second thread saves."""
+    assert not _threaded(_reversal(DType.F32, (16, 8, 10), (1,)))
+
+
 def test_loops_that_compute_are_not_marked():
     """Only movement is handed to the loop vectorizer (its compile time over every scalar loop nest
     of a kernel doubled a CNN training step's): a strided slice read by an add fuses into one loop

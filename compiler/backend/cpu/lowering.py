@@ -30,6 +30,7 @@ from .library_calls import handled_by_library, insert_library_calls
 from .movement_loops import mark_movement_loops, seat_loop_annotations
 from .pipeline import loops_to_llvm, lower_to_llvm, to_loops
 from .range_max import rewrite_maximum
+from .reversed_loops import thread_reversed_generics
 from .runtime import link_runtime
 from .transforms import MIN_SCHEDULE_WORK, schedule as cpu_schedule
 from .vector_unit import vector_unit
@@ -173,11 +174,9 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
     unit = vector_unit(options.cpu)
     min_work = 0 if schedule == "all" else MIN_SCHEDULE_WORK
     try:
-        # the loops are marked (``mark_movement_loops``) between the last two
-        if library is None:
-            pipelines = [(bufferize() + to_loops(threads)).render(), loops_to_llvm(threads).render()]
-        else:
-            pipelines = [bufferize().render(), to_loops(threads).render(), loops_to_llvm(threads).render()]
+        # between the first two: the library's calls and the reversals' loops; between the last
+        # two, the loops are marked (``mark_movement_loops``)
+        pipelines = [bufferize().render(), to_loops(threads).render(), loops_to_llvm(threads).render()]
     except PipelineError as e:
         raise LoweringError("pipeline", str(e)) from None
     ctx = ctx or new_context()
@@ -241,7 +240,8 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                     if report is not None:
                         report["library_calls"] = calls
                     stage = "lower"
-                    run_pipeline(ctx, pipelines[1], module, stage, diags)
+                thread_reversed_generics(module, threads)
+                run_pipeline(ctx, pipelines[1], module, stage, diags)
                 mark_movement_loops(module, unit)
                 run_pipeline(ctx, pipelines[-1], module, stage, diags)
                 seat_loop_annotations(module)

@@ -31,7 +31,7 @@ from mind.spec.record import FrozenRecord
 
 from ..linalg.emitter import CONV_OPERAND
 from ..linalg.payload import (DEFAULT_MAPS, body_ops, element_bits, generic_inputs, generic_loops,
-                              map_kind, product, row_reads, static_bytes, static_shape, tile_bits,
+                              increasing, map_kind, product, row_reads, static_bytes, static_shape, tile_bits,
                               vectorizable_reduction)
 from ..linalg.schedule import schedule_module
 from ..linalg.transform_script import (canonicalize, largest_divisor_at_most, match, peel, sizes, tile_for,
@@ -482,7 +482,7 @@ def _plan_strided(threads: int, op: Any, tag: int, ranges: Sequence[int], kinds:
     if threads < 2 or any(k != "parallel" for k in kinds) or len(ranges) < 2:
         return None
     results = [e for a in op.attributes["indexing_maps"] for e in ir.AffineMapAttr(a).value.results]
-    if not all(_increasing(e) for e in results):
+    if not all(increasing(e) for e in results):
         return None  # a reversal: MLIR's tiling rejects a negative coefficient (an assertion aborts)
     if not any(_steps_through(e, len(ranges) - 1) for e in results):
         return None  # unit steps along the rows: bufferized to a copy of whole runs (one memmove each)
@@ -497,18 +497,6 @@ def _plan_strided(threads: int, op: Any, tag: int, ranges: Sequence[int], kinds:
             return None
     tiles = (1,) * axis + (rows, 0)
     return match(f"%ew{tag}", "linalg.generic", tag) + tile_forall(f"ep{tag}", f"%ew{tag}", tiles)
-
-
-def _increasing(expr: Any) -> bool:
-    """Whether an affine expression is sums of loops times positive constants, and constants."""
-    from mlir import ir
-    if isinstance(expr, (ir.AffineDimExpr, ir.AffineConstantExpr)):
-        return not isinstance(expr, ir.AffineConstantExpr) or expr.value >= 0
-    if isinstance(expr, ir.AffineAddExpr):
-        return _increasing(expr.lhs) and _increasing(expr.rhs)
-    if isinstance(expr, ir.AffineMulExpr):
-        return _increasing(expr.lhs) and _increasing(expr.rhs)
-    return False
 
 
 def _steps_through(expr: Any, dim: int) -> bool:

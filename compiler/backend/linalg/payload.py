@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 __all__ = ["DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
-           "element_bits", "compute_bits", "tile_bits", "generic_loops", "map_kind",
+           "element_bits", "compute_bits", "tile_bits", "generic_loops", "increasing", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "product", "splats_as_fills",
            "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips", "ops_named", "static_bytes",
            "generic_inputs", "generic_operations", "BODY_OPS", "body_ops"]
@@ -162,6 +162,17 @@ def generic_loops(op: Any) -> tuple[list[int], list[str]] | None:
     if any(r is None for r in ranges):
         return None
     return [int(r) for r in ranges], kinds  # type: ignore[misc]
+
+
+def increasing(expr: Any) -> bool:
+    """Whether an affine expression is sums of loops times positive constants, and constants: no
+    axis read backwards (MLIR's tiling aborts on a negative coefficient)."""
+    from mlir import ir
+    if isinstance(expr, (ir.AffineDimExpr, ir.AffineConstantExpr)):
+        return not isinstance(expr, ir.AffineConstantExpr) or expr.value >= 0
+    if isinstance(expr, (ir.AffineAddExpr, ir.AffineMulExpr)):
+        return increasing(expr.lhs) and increasing(expr.rhs)
+    return False
 
 
 def map_kind(amap: Any) -> str | None:
