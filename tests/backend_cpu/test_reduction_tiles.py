@@ -111,6 +111,18 @@ def test_a_middle_axis_tile_takes_rows_for_independent_chains():
     assert choose_elementwise_tiles([64, 24, 125, 17], kinds, 64, AVX512, masked=True).parallel[1] == 1
 
 
+def test_a_kept_dim_does_not_take_the_place_of_the_rows():
+    # max(x, axes=[-1], keepdims=true) of [836, 64, 4]: loops [836, 64, 1, 4]; the rows of the tile
+    # are those of the 64-loop (8 of them, as without the kept dim), not the unit loop's one
+    kinds = ["parallel", "parallel", "parallel", "reduction"]
+    kept = choose_elementwise_tiles([836, 64, 1, 4], kinds, 32, AVX512)
+    dropped = choose_elementwise_tiles([836, 64, 4], kinds[1:], 32, AVX512)
+    assert kept.parallel == (1, 8, 1, 0) and dropped.parallel == (1, 8, 0)
+    assert kept.reduction[-1] == dropped.reduction[-1] == 4
+    # an elementwise op over [R, 1] keeps its tiles (64 rows of one element per tile ran slower)
+    assert choose_elementwise_tiles([60000, 1], ["parallel", "parallel"]).parallel == (2, 1)
+
+
 def test_narrow_column_reductions_and_row_reductions_keep_their_tiles():
     assert choose_elementwise_tiles([4096, 64], COLUMN) == choose_elementwise_tiles([4096, 64], COLUMN)
     narrow = choose_elementwise_tiles([300, 64], COLUMN)
@@ -150,6 +162,8 @@ CASES = [
     ("reduce_sum", "f64", (7, 17, 40), [2], True),      # rows of 17 in tiles of 1 row (17 is prime)
     ("reduce_max", "f32", (250, 8, 4), [1, 2], False),  # a row of two trailing axes, 2 vectors
     ("reduce_sum", "f32", (3000, 12), [1], False),      # shorter than a vector: the transposed tile
+    ("reduce_max", "f32", (836, 64, 4), [2], True),     # kept dim: 8 rows per tile, not its unit loop
+    ("reduce_sum", "f64", (20001, 5), [1], True),
 ]
 THREADS_AND_CPUS = [(1, "host"), (2, "host")] + ([(2, "x86-64-v3")] if host_isa() is not None else [])
 

@@ -118,7 +118,10 @@ def choose_matmul_tiles(m: int, n: int, k: int, elem_bits: int = 32, batch: bool
 def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_bits: int = 32,
                              unit: VectorUnit = AVX512, masked: bool = False, threads: int = 1) -> ElementwiseTiles:
     """Innermost loop gets up to 4 vectors, the one above 1 row (2 for rows of less than 2 vectors:
-    ``_second_rows``), outer loops 1.
+    ``_second_rows``), outer loops 1.  A reduction's loops of one iteration (its kept dims) do not
+    count: the rows its tile takes are those of the innermost parallel loop that has several (a
+    keepdims max over rows of 4 had tiles of one row, its loop of one iteration taking the place of
+    the rows).  Elementwise ops keep their tiles (``[R, 1]`` with 64 rows per tile ran slower).
 
     Reduction loops (tiled sequentially after the parallel forall) share what is left of a budget of
     8 vectors per tile, innermost first, so that no tile becomes a huge vector (``linalg.schedule``).
@@ -134,9 +137,11 @@ def choose_elementwise_tiles(ranges: Sequence[int], kinds: Sequence[str], elem_b
     par_dims = [i for i, k in enumerate(kinds) if k == "parallel"]
     red_dims = [i for i, k in enumerate(kinds) if k != "parallel"]
     inner = largest_divisor_at_most(ranges[-1], 4 * lanes)
+    # a reduction's rows: a unit loop (a kept dim) holds none
+    rows = [i for i in par_dims if ranges[i] > 1] if red_dims else par_dims
     for i, size in enumerate(ranges):
         if kinds[i] == "parallel":
-            pos = len(par_dims) - 1 - par_dims.index(i)  # 0 = innermost parallel loop
+            pos = len(rows) - 1 - rows.index(i) if i in rows else len(rows)  # 0 = innermost row loop
             if red_dims and i < max(red_dims):
                 bound = 1 if pos > 0 else 8
             else:
