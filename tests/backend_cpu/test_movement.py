@@ -521,7 +521,7 @@ def _threaded(fn, cpu: str = "host") -> bool:
                                         ((200, 30, 40), (0, 2)), ((64, 64, 64), (0, 1, 2)), ((7, 5, 3001), (2,))])
 def test_large_reversals_run_on_the_kernels_threads(capfd, cpu, dtype, shape, axes):
     """MLIR's tiling cannot take a map that reads an axis backwards, so a reversal was one loop
-    nest on one thread (0.26-0.59x torch eager on two).  Bufferized, it is now that loop nest with
+    nest on one thread, whatever the kernel's count.  Bufferized, it is now that loop nest with
     its outer loops on the threads (``reversed_loops``): whole rows as ``memcpy`` where the last
     axis is not reversed, else a row loop that LLVM vectorizes.  Bit for bit against the reference,
     1 and 2 threads, nothing from LLVM on stderr."""

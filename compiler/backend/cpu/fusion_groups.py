@@ -328,7 +328,8 @@ def _chains_rows(group: Group) -> bool:
     """Whether an op of ``group`` reduces over an outer loop of the block (a mean over a middle
     axis), whose tiles take several rows as independent chains (``_chained_rows``).  Such groups
     keep dividing blocks: a partial block's rows go one at a time (a tile must divide every
-    block), and they ran 0.8-2.2x with partial blocks (``docs/backend-cpu.md``, Measurements)."""
+    block), and with partial blocks they ran slower as often as faster (``docs/backend-cpu.md``,
+    Measurements: partial blocks of full size)."""
     for op in group.ops:
         loops = generic_loops(op) if op.name == "linalg.generic" else None
         if loops is not None and loops[1][-1] == "parallel" and "reduction" in loops[1]:
