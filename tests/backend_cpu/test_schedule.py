@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 
+from mind.calling import run_reference
 from mind.compiler.backend.cpu.api import compile_function
+from mind.compiler.frontend.api import compile_source
 from mind.compiler.backend.cpu.options import CpuOptions
 from mind.ir.parser import parse_module
 from mind.calling import select_function
@@ -336,3 +339,66 @@ def test_op_work_weighs_a_generic_by_its_body():
             m = ir.Module.parse(chain(n))
             op = next(o for o in m.body.operations[0].regions[0].blocks[0].operations if o.name == "linalg.generic")
             assert op_work(op) == work, n
+
+
+def _script_and_ir(fn, threads: int = 2, cpu: str = "host") -> tuple[str, str]:
+    """The transform script the lowering applies to ``fn`` and the kernel's LLVM IR."""
+    from mind.compiler.backend.cpu import lowering
+    from mind.compiler.backend.cpu.api import emit_stage
+    scripts: list[str] = []
+    real = lowering.apply_script
+    try:
+        lowering.apply_script = lambda m, script: (scripts.append(script), real(m, script))[1]
+        ir = emit_stage(fn, "llvm", threads=threads, cpu=cpu)
+    finally:
+        lowering.apply_script = real
+    return "\n".join(scripts), ir
+
+
+@pytest.mark.parametrize("cpu", ["host", "x86-64-v3"])
+@pytest.mark.parametrize("body,dtype,shape", [
+    ("exp", "f32", (836, 64, 4)),      # whole vectors: 214016 elements, tiles of 4 vectors
+    ("exp", "f32", (837, 63, 5)),      # a masked last tile
+    ("gelu", "f32", (4238, 13)),
+    ("exp", "f64", (301, 3)),
+    ("mask", "f32", (97, 11)),         # an i8 result beside f32 operands
+])
+def test_elementwise_ops_over_short_rows_are_flattened(cpu, body, dtype, shape):
+    """An elementwise op over contiguous operands whose rows are shorter than two vectors runs as one
+    loop (``transforms._flat_section``): its tiles were a row or two (2x4 elements of an ``exp``),
+    now whole vectors.  Its result is written in the out-parameter (``result_roots`` follows the
+    reshapes): no temporary, no copy.  Bit for bit against the unflattened plan's and within the
+    reference's bound, 1 and 2 threads."""
+    from mind.compiler.backend.cpu import transforms
+    from mind.compiler.backend.cpu.vector_unit import runs_isa
+    if cpu != "host" and not runs_isa(cpu):
+        pytest.skip(f"this host does not run {cpu}")
+    t = f"Tensor<{dtype}, [{', '.join(map(str, shape))}]>"
+    bodies = {"exp": (t, "exp(x)"), "gelu": (t, "x * sigmoid(x * 1.702)"),
+              "mask": (f"Tensor<bool, [{', '.join(map(str, shape))}]>", "x > 0.0")}
+    out, expr = bodies[body]
+    fn = compile_source(f"fn main(x: {t}) -> {out} {{ {expr} }}").functions[0]
+    script, ir = _script_and_ir(fn, cpu=cpu)
+    assert "flatten_elementwise" in script
+    assert "llvm.memcpy" not in ir and "__mind_alloc(" not in ir
+    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(dtype.replace("f", "float")) * 3
+    got = [compile_function(fn, threads=th, cpu=cpu, cache=False)([x])[0] for th in (1, 2)]
+    want = run_reference(fn, [x])[0]
+    np.testing.assert_allclose(got[0], want, rtol=4e-7 if dtype == "f32" else 1e-15)
+    np.testing.assert_array_equal(got[0], got[1])
+    real = transforms._flattens
+    try:
+        transforms._flattens = lambda *a: False
+        np.testing.assert_array_equal(compile_function(fn, threads=2, cpu=cpu, cache=False)([x])[0], got[1])
+    finally:
+        transforms._flattens = real
+
+
+def test_rows_of_two_vectors_and_broadcasts_are_not_flattened():
+    """Rows of two vectors and more keep their plan, and an op with a broadcast operand (its map not
+    an identity: the flattened op would need a gather) too."""
+    whole = _fn("func @main(%x: f32[500, 32]) -> (f32[500, 32]) {\n  %0 = exp(%x) : f32[500, 32]\n  return %0\n}\n")
+    bcast = _fn("func @main(%x: f32[500, 4], %y: f32[500, 1]) -> (f32[500, 4]) {\n"
+                "  %0 = sub(%x, %y) : f32[500, 4]\n  return %0\n}\n")
+    for fn in (whole, bcast):
+        assert "flatten_elementwise" not in _script_and_ir(fn)[0]

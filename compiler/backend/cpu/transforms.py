@@ -412,6 +412,8 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
     if rows is not None:
         return elementwise_section(tag, "linalg.generic", ElementwiseTiles(rows, (0,) * len(ranges))) + \
             horizontal_reductions(f"eh{tag}", f"%ep{tag}_f")
+    if _flattens(op, ranges, kinds, unit.lanes(bits)):
+        return _flat_section(tag, product(ranges), unit.lanes(bits))
     tiles = choose_elementwise_tiles(ranges, kinds, bits, unit, masked=True, threads=threads)
     order: list[int] = []
     if all(k == "parallel" for k in kinds) and len(ranges) >= 2:
@@ -424,6 +426,33 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
                                          tuple(tiles.reduction[d] for d in order), tiles.masked)
                 ranges = [ranges[d] for d in order]
     return elementwise_section(tag, "linalg.generic", tiles, ranges=ranges, order=order)
+
+
+def _flattens(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes: int) -> bool:
+    """Whether ``op`` is elementwise over contiguous operands (every map an identity) with rows of
+    fewer than two vectors, which ``_flat_section`` takes as one loop.  Why: the plan of
+    ``choose_elementwise_tiles`` tiles such an op by its rows (two rows of 4 elements per tile for an
+    ``exp`` over [836, 64, 4]), a fraction of a vector, where the op flattened fills whole vectors
+    (``docs/backend-cpu.md``, Measurements: short rows flattened)."""
+    from mlir import ir
+    return len(ranges) >= 2 and all(k == "parallel" for k in kinds) and ranges[-1] < 2 * lanes and \
+        all(map_kind(ir.AffineMapAttr(a).value) == "identity" for a in op.attributes["indexing_maps"])
+
+
+def _flat_section(tag: int, total: int, lanes: int) -> str:
+    """The op flattened to one loop of ``total`` iterations (``transform.structured.flatten_elementwise``:
+    its operands and result collapsed to one dim, the result expanded back), on the threads in tiles
+    of 4 vectors, vectorized with masks where they do not divide ``total``.  The collapsed result is
+    a view of its out-parameter when it is a result (``result_roots``), so nothing is copied."""
+    tile = 4 * lanes
+    s = match(f"%ew{tag}", "linalg.generic", tag)
+    s += (f"    %ef{tag} = transform.structured.flatten_elementwise %ew{tag} : "
+          f"(!transform.any_op) -> !transform.any_op\n")
+    s += tile_forall(f"ep{tag}", f"%ef{tag}", [tile])
+    if total % tile == 0:
+        return s + vectorize(f"%ep{tag}")
+    return s + f"    transform.structured.vectorize %ep{tag} vector_sizes [{tile}] : !transform.any_op\n" + \
+        _MASKED.format(v=f"em{tag}")
 
 
 ROWS_PER_TILE = 4

@@ -10,6 +10,11 @@ materialization, visited last, then moves the chain's use of that ``tensor.empty
 out-parameter, but not the new ``extract_slice``'s, so the box was filled into a temporary
 the size of the whole result (allocated on every call) and copied out.  Putting the chain's root
 in the out-parameter first makes the box's slice one of the out-parameter too.
+
+The same holds for an elementwise op that the schedule flattened (``transforms._flat_section``):
+its result is its forall's, on a ``collapse_shape`` of its ``tensor.empty``, expanded back;
+``eliminate-empty-tensors`` does not look through the reshapes, so the op wrote a temporary, copied
+into the out-parameter.  The chain walks through reshapes and forall results too.
 """
 
 from __future__ import annotations
@@ -21,15 +26,30 @@ from .payload import ops_named
 __all__ = ["place_result_roots"]
 
 
+_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
+
+
+def _tied_out(forall: Any, result: Any) -> Any | None:
+    """The ``shared_outs`` operand of ``forall`` tied to its ``result`` (the operands end with them)."""
+    outs = list(forall.operands)[len(forall.operands) - len(forall.results):]
+    return outs[result.result_number] if len(outs) == len(forall.results) else None
+
+
 def _chain_root(value: Any) -> Any | None:
     """The ``tensor.empty`` that ``value`` is built on through ``tensor.insert_slice`` destinations,
-    if the chain holds its one use, and each link is otherwise read only by ``tensor.extract_slice``
-    (the inits of the boxes inserted next); else None."""
+    reshapes (``tensor.expand_shape``/``collapse_shape``) and ``scf.forall`` results (their tied
+    ``shared_outs``), if the chain holds its one use, and each insertion's destination is otherwise
+    read only by ``tensor.extract_slice`` (the inits of the boxes inserted next); else None."""
     from mlir import ir
     while isinstance(value, ir.OpResult):
         owner = value.owner
         if owner.name == "tensor.empty":
             return owner if len(owner.operands) == 0 and len(list(value.uses)) == 1 else None
+        if owner.name in _RESHAPES or owner.name == "scf.forall":
+            value = owner.operands[0] if owner.name in _RESHAPES else _tied_out(owner, value)
+            if value is None or len(list(value.uses)) != 1:
+                return None
+            continue
         if owner.name != "tensor.insert_slice":
             return None
         value = owner.operands[1]
@@ -38,6 +58,12 @@ def _chain_root(value: Any) -> Any | None:
         if len(links) != 1 or len(others) != 1:
             return None
     return None
+
+
+def _same_shape(tensor_type: Any, memref_type: Any) -> bool:
+    from mlir import ir
+    t, m = ir.RankedTensorType(tensor_type), ir.MemRefType(memref_type)
+    return list(t.shape) == list(m.shape) and t.element_type == m.element_type
 
 
 def place_result_roots(module: Any) -> int:
@@ -52,8 +78,8 @@ def place_result_roots(module: Any) -> int:
             continue
         source, dest = op.operands[0], op.operands[1]
         root = _chain_root(source)
-        if root is None or not isinstance(dest.type, ir.MemRefType):
-            continue
+        if root is None or not isinstance(dest.type, ir.MemRefType) or not _same_shape(root.results[0].type, dest.type):
+            continue  # (a reshape on the chain may have changed the shape: that root is not the result's)
         with root.location:
             tensor = ir.Operation.create(
                 "bufferization.to_tensor", results=[root.results[0].type], operands=[dest],
