@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from mind.diagnostics import error
+from mind.runtime.memref import shares_memory
 from mind.ir.core import Function
 
 if TYPE_CHECKING:
@@ -101,9 +102,8 @@ def check_out(name: str, out: Any, specs: Sequence[Any], ins: Sequence[np.ndarra
                                  f"{tuple(spec.shape)}, got {o.dtype} {o.shape}")
         if not (o.flags.c_contiguous and o.flags.writeable):
             raise error("E6009", f"{what} of @{name} must be C-contiguous and writeable")
-        for a in list(ins) + outs[:i]:
-            if o.size and np.may_share_memory(o, a):
-                raise error("E6009", f"{what} of @{name} overlaps an argument or another result")
+        if shares_memory(o, list(ins) + outs[:i]):
+            raise error("E6009", f"{what} of @{name} overlaps an argument or another result")
     return outs
 
 

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 __all__ = ["ArgSpec", "Signature", "ELEMENT_TYPES", "descriptor_type", "ArgBinder", "data_pointer", "AbiError",
-           "check_array"]
+           "shares_memory", "check_array"]
 
 # MLIR element type -> numpy dtype name
 ELEMENT_TYPES: dict[str, str] = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64",
@@ -174,6 +174,13 @@ def _pointer(a: np.ndarray) -> int:
     return data_pointer(a)
 
 
+def shares_memory(out: np.ndarray, earlier: Sequence[Any]) -> bool:
+    """The rule of ``out`` arrays: whether ``out`` may share a byte with one of ``earlier`` (the
+    inputs and the results before it).  A kernel relies on it: its data pointers are ``noalias``."""
+    return bool(out.size) and any(isinstance(a, np.ndarray) and a.size and np.may_share_memory(out, a)
+                                  for a in earlier)
+
+
 class ArgBinder:
     """A signature's argument checks and descriptors, prepared once per kernel.
 
@@ -298,8 +305,7 @@ class ArgBinder:
             if i >= self.n_inputs:
                 if not a.flags.writeable:
                     raise AbiError(f"{what}: array must be writeable")
-                # the kernel's code assumes it (its data pointers are ``noalias``)
-                if a.size and any(b.size and np.may_share_memory(a, b) for b in arrays[:i]):
+                if shares_memory(a, arrays[:i]):  # the kernel's data pointers are ``noalias``
                     raise AbiError(f"{what}: array shares memory with an input or an earlier output")
         block, addresses = self._frame()
         for a, (at, _) in zip(arrays, self._layout):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..linalg.payload import generic_loops, increasing, ops_named, static_bytes
+from ..linalg.payload import generic_inputs, generic_loops, increasing, ops_named, static_bytes
 from .thread_cost import COSTS, saving_pays
 
 __all__ = ["thread_reversed_generics"]
@@ -86,8 +86,8 @@ def _row_copy(op: Any) -> bool:
     from mlir import ir
     block = op.regions[0].blocks[0]
     body = list(block.operations)
-    if len(op.operands) != 2 or int(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])[0]) != 1 or \
-            len(body) != 1 or body[0].operands[0] != block.arguments[0]:
+    if len(op.operands) != 2 or len(generic_inputs(op)) != 1 or len(body) != 1 or \
+            body[0].operands[0] != block.arguments[0]:
         return False
     maps = [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
     last = maps[1].n_dims - 1
@@ -142,7 +142,7 @@ def _row_loop(op: Any, maps: list[Any], outer: list[Any], n: int) -> None:
     from mlir.dialects import arith, memref, scf
     index = ir.IndexType.get()
     body = op.regions[0].blocks[0]
-    n_in = int(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])[0])
+    n_in = len(generic_inputs(op))
     loop = scf.ForOp(*(arith.ConstantOp(index, v).result for v in (0, n, 1)))
     with ir.InsertionPoint(loop.body):
         ivs = [*outer, loop.induction_variable]

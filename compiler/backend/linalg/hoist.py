@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .payload import generic_loops, ops_named, product, static_shape
+from .payload import generic_inputs, generic_loops, ops_named, product, static_shape
 
 __all__ = ["hoist_broadcast_work"]
 
@@ -85,8 +85,7 @@ def _sources(op: Any, n_in: int) -> tuple[list[Any], dict[Any, Any]]:
 
 def _hoist(op: Any) -> int:
     """Rewrite one generic; returns how many generics it created (0: left as it was)."""
-    from mlir import ir
-    n_in = int(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])[0])
+    n_in = len(generic_inputs(op))
     broadcast = _broadcast_inputs(op, n_in)
     if not broadcast:
         return 0

@@ -141,8 +141,10 @@ def static_bytes(t: Any) -> int | None:
 
 
 def generic_inputs(op: Any) -> list[Any]:
-    """A ``linalg.generic``'s inputs: its operands before the inits (one init per result)."""
-    return list(op.operands)[:len(op.operands) - len(op.results)]
+    """A ``linalg.generic``'s inputs: its operands before the inits.  Read from its operand segments,
+    so that a bufferized generic (no results: its inits are memrefs) is read right too."""
+    from mlir import ir
+    return list(op.operands)[:int(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])[0])]
 
 
 def generic_loops(op: Any) -> tuple[list[int], list[str]] | None:
