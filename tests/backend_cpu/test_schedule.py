@@ -335,10 +335,32 @@ def test_op_work_weighs_a_generic_by_its_body():
                 "".join(f"    %v{i} = arith.mulf {'%a' if i == 0 else f'%v{i - 1}'}, %a : f32\n" for i in range(n)) +
                 f"    linalg.yield %v{n - 1} : f32\n  }} -> tensor<1000xf32>\n  return %0 : tensor<1000xf32>\n}}\n")
     with ir.Context(), ir.Location.unknown():
-        for n, work in ((32, 1000 * 32 // BODY_OPS), (BODY_OPS, 1000), (3, 1000)):  # a short body: its iterations
+        for n, work in ((32, 1000 * 32 // BODY_OPS), (BODY_OPS, 1000), (1, 1000)):  # a short body: its iterations
             m = ir.Module.parse(chain(n))
             op = next(o for o in m.body.operations[0].regions[0].blocks[0].operations if o.name == "linalg.generic")
             assert op_work(op) == work, n
+
+
+def test_small_ops_with_costly_bodies_are_scheduled(monkeypatch):
+    """The default cost model counts a body's operations (``payload.BODY_OPS``): an ``exp`` of 1024
+    elements, a ``sigmoid`` or ``tanh`` of 2000 (an ``exp`` and a division each) are scheduled, where
+    their scalar loops took several times a call; a cheap body of as many elements, and a classifier
+    head's 32x10 log-softmax (its ops, and its group: ``fusion_groups.GROUP_BODY_OPS``), stay scalar
+    loops.  The values: the reference's, within its bound."""
+    monkeypatch.setenv("MIND_CPU_SCHEDULE", "1")  # the default cost model, not every op
+    rng = np.random.default_rng(3)
+    for body, shape, scheduled in (("exp(x)", (32, 32), True), ("sigmoid(x)", (40, 50), True),
+                                   ("tanh(x)", (40, 50), True), ("x * 2.0 + 1.0", (40, 50), False)):
+        t = f"Tensor<f32, [{shape[0]}, {shape[1]}]>"
+        fn = select_function(compile_source(f"fn f(x: {t}) -> {t} {{ {body} }}", "<test>"), "f")
+        script, _ = _script_and_ir(fn, threads=1)
+        assert ("transform.structured.vectorize" in script) == scheduled, body
+        x = rng.standard_normal(shape).astype(np.float32) * 4
+        got = compile_function(fn, threads=1, cache=False)([x])[0]
+        np.testing.assert_allclose(got, run_reference(fn, [x])[0], rtol=4e-7)
+    fn = select_function(compile_source("fn f(x: Tensor<f32, [32, 10]>) -> Tensor<f32, [32, 10]> "
+                                        "{ log_softmax(x, axis=-1) }", "<test>"), "f")
+    assert _script_and_ir(fn, threads=1)[0] == ""
 
 
 def _script_and_ir(fn, threads: int = 2, cpu: str = "host") -> tuple[str, str]:

@@ -29,14 +29,14 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from ..linalg.lowerings import SUM_RUN
-from ..linalg.payload import (BODY_OPS, body_ops, element_bits, generic_inputs, generic_loops,
+from ..linalg.payload import (body_ops, element_bits, generic_inputs, generic_loops,
                               generic_operations, product, static_shape, tile_bits)
 from ..linalg.transform_script import (canonicalize, largest_divisor_at_most, match, peel, sizes, tile_for,
                                       tile_forall, vectorize)
 from .vector_unit import VectorUnit
 
 __all__ = ["L2_SHARE", "MIN_BLOCKS", "MIN_BLOCK_BYTES", "SMALL_BLOCK_BYTES", "Group", "GroupPlan", "find_groups",
-           "block_rows", "row_tile", "group_section", "plan_groups", "unblock_sums", "group_work", "BODY_OPS",
+           "block_rows", "row_tile", "group_section", "plan_groups", "unblock_sums", "group_work", "GROUP_BODY_OPS",
            "consumer_kind", "short_rows", "reduction_tile", "ROW_VECTORS_TO_GROUP", "worth_grouping",
            "horizontal_reductions", "carried_row_tile", "masked_cover"]
 
@@ -689,14 +689,21 @@ def _peeled(name: str, loop: str, vector_sizes: Sequence[int], sized: bool = Fal
     return peel(name, loop), vec
 
 
+GROUP_BODY_OPS = 8
+"""The operations per iteration that one unit of ``group_work`` stands for: more than an op's
+(``payload.BODY_OPS``), since a group's schedule (blocks, two or more sweeps over each row, their
+masked tails and statistics) compiles to several times the code of one op's; a small softmax's
+group costs more compile than its calls save (``docs/backend-cpu.md``, Schedules)."""
+
+
 def group_work(group: Group) -> int:
     """The work a group's cost is compared with ``min_work`` by: the consumer's iterations, or, when
     larger, the operations of every generic of the group (iterations times body operations) in units
-    of ``BODY_OPS``.  Why: left unscheduled, a group is scalar loops that recompute whatever fusion
+    of ``GROUP_BODY_OPS``.  Why: left unscheduled, a group is scalar loops that recompute whatever fusion
     put in a body for every element (a per-row ``log`` or ``sqrt`` of an f64 RMS norm of 64x77
     elements), so its cost is its operations, not its elements."""
     ops = sum(generic_operations(op) or 0 for op in group.ops if op.name == "linalg.generic")
-    return max(product(group.ranges), ops // BODY_OPS)
+    return max(product(group.ranges), ops // GROUP_BODY_OPS)
 
 
 ROW_VECTORS_TO_GROUP = {"rows": 2, "per_row": 4, "reduction": 12}

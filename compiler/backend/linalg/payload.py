@@ -304,10 +304,14 @@ def row_reads(op: Any) -> bool:
     return True
 
 
-BODY_OPS = 8
+BODY_OPS = 3
 """The operations per iteration that one unit of ``op_work`` stands for: a generic whose body does
 more (an ``exp``/``log`` polynomial; a norm's ``sqrt`` as ``exp(log(x) / 2)`` in f64) counts its
-operations in such units."""
+operations in such units.  Why 3: an ``exp``, ``sigmoid`` or ``tanh`` of a thousand elements or two
+(25-45 operations each) is then scheduled, whose scalar loops took several times a call's binding; a body
+of a few operations (an SGD update, a bias gradient) still counts its iterations, where at a few
+thousand of them the schedule's compile outweighs what it saves a call (``docs/backend-cpu.md``,
+Schedules, has both measured)."""
 
 
 def body_ops(op: Any) -> list[Any]:
