@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -21,7 +22,7 @@ from mind.compiler.backend.cpu import host
 from mind.compiler.backend.cpu import kernel_library as KL
 from mind.compiler.backend.cpu.abi import descriptor_type
 from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir
-from mind.compiler.backend.cpu.gemm_kernel import VARIANTS, gemm_function, gemm_symbol
+from mind.compiler.backend.cpu.gemm_kernel import LAYOUTS, VARIANTS, gemm_function, gemm_symbol
 from mind.compiler.backend.cpu.options import CpuOptions
 from mind.diagnostics import MindError
 from mind.spec.dtypes import DType
@@ -278,6 +279,21 @@ def test_late_c_tiles_read_c_after_their_k_loop(isa, elem):
 
 @pytest.mark.parametrize("isa", sorted(VARIANTS))
 @pytest.mark.parametrize("elem", ["f32", "f64"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_edge_tiles_mask_only_their_last_vector(isa, elem, layout):
+    """A tile of the columns a block leaves (``_edge``) has as many vectors as they need, all but the
+    last whole: its k loop loads B with one masked load at most, and the tiles of two vectors or
+    more load the others unmasked.  (Their values, for every count of vectors: the edge tests.)"""
+    g = VARIANTS[isa][elem]
+    text = gemm_function("g", g, layout)
+    bodies = [body.split("scf.yield")[0] for body in text.split("scf.for %k = ")[1:]]
+    masked = [b for b in bodies if "vector.maskedload" in b]
+    assert masked and all(b.count("vector.maskedload") == 1 for b in masked)
+    assert any(re.search(r"vector\.load %B(p)?\[", b) for b in masked)
+
+
+@pytest.mark.parametrize("isa", sorted(VARIANTS))
+@pytest.mark.parametrize("elem", ["f32", "f64"])
 def test_tiles_that_read_b_in_place_prefetch_its_rows_ahead(isa, elem):
     """A variant with ``prefetch_rows`` prefetches, in the k loop of each whole tile that reads B in
     place, one line per 64 bytes of the tile's columns ``prefetch_rows`` rows ahead, clamped to the
@@ -286,7 +302,8 @@ def test_tiles_that_read_b_in_place_prefetch_its_rows_ahead(isa, elem):
     g = VARIANTS[isa][elem]
     text = gemm_function("g", g)
     loops = text.split("scf.for %k = ")[1:]
-    in_place = [body for body in loops if "vector.load %B[%k" in body.split("scf.yield")[0]]
+    in_place = [body for body in loops if "vector.load %B[%k" in body.split("scf.yield")[0]
+                and "vector.maskedload" not in body.split("scf.yield")[0]]  # whole tiles; the edge tiles mask
     others = [body for body in loops if body not in in_place]
     assert in_place and others
     per_line = max(1, 64 // (g.lanes * g.elem_bytes))

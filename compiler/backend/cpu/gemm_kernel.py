@@ -9,9 +9,9 @@ ahead of time, for a fixed instruction set (``kernel_library``); a program only 
 The loop nest is the matmul schedule's of ``transforms`` (K slabs, column blocks, register tiles of
 ``rows`` x ``vectors`` vectors, k innermost with the accumulators in registers), with row blocks
 between the slabs and the column blocks where a variant bounds them (``a_block``), its sizes per
-instruction set and element type (``VARIANTS``).  Edges need no padding: the last columns use masked
-loads and stores (AVX-512 and AVX2 have them natively) in a tile of as many vectors as they need
-(``_edge``), the last ``M mod rows`` rows one band of tiles of exactly that many rows
+instruction set and element type (``VARIANTS``).  Edges need no padding: the last columns are a tile
+of as many vectors as they need (``_edge``), whose last vector uses masked loads and stores (AVX-512
+and AVX2 have them natively), the last ``M mod rows`` rows one band of tiles of exactly that many rows
 (``_last_rows``).  The operands are ``memref<?x?xT, strided<[?, 1],
 offset: ?>>``: rows may be any distance apart (slices, row blocks of a thread), elements of a row are
 contiguous.  Summation order: for each output element, k ascending within a slab and slabs ascending,
@@ -190,25 +190,25 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
     starts: the loads of C then wait on nothing (a C of megabytes misses L2 at every slab, and the
     first slab's stores need the lines too), where reading C first held the FMAs until it came.
 
-    ``masked``: only the first ``width_left`` columns exist (fewer than the tile's width).
+    ``masked``: only the first ``width_left`` columns exist (fewer than the tile's width); the tile
+    has as many vectors as they need (``_edge``), so only its last vector is masked: the others are
+    whole and load, multiply and store as a whole tile's do.
     ``panel``: the index of the tile's columns in the packed block of B (``_pack_b``), read there
     instead of in B."""
     mty = operand_type(g.elem)
     vty = f"vector<{g.lanes}x{g.elem}>"
     mask_ty = f"vector<{g.lanes}xi1>"
     cols = [j] + [t.op(f"arith.addi {j}, {t.index(v * g.lanes)} : index", "j") for v in range(1, vectors)]
-    masks: list[str] = []
+    masks: list[str] = [""] * vectors  # a mask for the last vector of an edge tile only
     zero = ""
     if masked:
-        masks = [t.op(f"vector.create_mask {width_left} : {mask_ty}", "mask")]
-        for v in range(1, vectors):  # may be negative: no lanes
-            rest = t.op(f"arith.subi {width_left}, {t.index(v * g.lanes)} : index", "w")
-            masks.append(t.op(f"vector.create_mask {rest} : {mask_ty}", "mask"))
+        rest = width_left if vectors == 1 else t.op(f"arith.subi {width_left}, {t.index((vectors - 1) * g.lanes)} : index", "w")
+        masks[-1] = t.op(f"vector.create_mask {rest} : {mask_ty}", "mask")
         zero = t.op(f"arith.constant dense<0.0> : {vty}", "z")
     row_idx = [i] + [t.op(f"arith.addi {i}, {t.index(r)} : index", "i") for r in range(1, rows)]
 
     def load(mem: str, r: str, v: int) -> str:
-        if masked:
+        if masks[v]:
             return t.op(f"vector.maskedload {mem}[{r}, {cols[v]}], {masks[v]}, {zero} : "
                         f"{mty}, {mask_ty}, {vty} into {vty}", "ld")
         return t.op(f"vector.load {mem}[{r}, {cols[v]}] : {mty}, {vty}", "ld")
@@ -235,7 +235,7 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
         for v in range(vectors):
             at = f"%Bp[{panel}, {kk}, {t.index(v * g.lanes)}]"
             bs.append(t.op(f"vector.maskedload {at}, {masks[v]}, {zero} : {packed_type(g)}, {mask_ty}, {vty} into {vty}"
-                           if masked else f"vector.load {at} : {packed_type(g)}, {vty}", "ld"))
+                           if masks[v] else f"vector.load {at} : {packed_type(g)}, {vty}", "ld"))
     else:
         bs = [load("%B", "%k", v) for v in range(vectors)]
         if g.prefetch_rows and not masked:
@@ -256,7 +256,7 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
     for r in range(rows):
         for v in range(vectors):
             val = sums[vectors * r + v]
-            if masked:
+            if masks[v]:
                 t.line(f"vector.maskedstore %C[{row_idx[r]}, {cols[v]}], {masks[v]}, {val} : {mty}, {mask_ty}, {vty}")
             else:
                 t.line(f"vector.store {val}, %C[{row_idx[r]}, {cols[v]}] : {mty}, {vty}")
