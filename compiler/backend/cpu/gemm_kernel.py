@@ -202,7 +202,9 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
     masks: list[str] = [""] * vectors  # a mask for the last vector of an edge tile only
     zero = ""
     if masked:
-        rest = width_left if vectors == 1 else t.op(f"arith.subi {width_left}, {t.index((vectors - 1) * g.lanes)} : index", "w")
+        rest = width_left
+        if vectors > 1:  # the columns past the whole vectors
+            rest = t.op(f"arith.subi {width_left}, {t.index((vectors - 1) * g.lanes)} : index", "w")
         masks[-1] = t.op(f"vector.create_mask {rest} : {mask_ty}", "mask")
         zero = t.op(f"arith.constant dense<0.0> : {vty}", "z")
     row_idx = [i] + [t.op(f"arith.addi {i}, {t.index(r)} : index", "i") for r in range(1, rows)]
@@ -315,9 +317,9 @@ def _panel(t: _Text, j: str, nb: str, width: str) -> tuple[str, str]:
 def _column_tiles(t: _Text, g: GemmShape, rows: int, i: str, nb: str, ne: str, kb: str, ke: str,
                   one: str, packed: bool = False, packed_edge: bool = False) -> None:
     """The register tiles of one row band across the column block [nb, ne): whole tiles (their B
-    from the packed block when ``packed``), then one masked tile for the columns left over (its B
-    from the packed block's last panel when ``packed_edge``): two vectors wide if they need both,
-    else one (a narrow output, N <= lanes, then does no work on lanes that do not exist)."""
+    from the packed block when ``packed``), then one edge tile for the columns left over, its last
+    vector masked (its B from the packed block's last panel when ``packed_edge``): as many vectors
+    wide as they need (a narrow output, N <= lanes, then does no work on lanes that do not exist)."""
     width = t.index(g.width)
     je = _whole_columns_end(t, g, nb, ne)
     edge_panel = ""
