@@ -363,6 +363,22 @@ def test_small_ops_with_costly_bodies_are_scheduled(monkeypatch):
     assert _script_and_ir(fn, threads=1)[0] == ""
 
 
+def test_row_statistics_broadcast_over_several_rows_stay_row_splats():
+    """A reduction tile of several rows (a softmax over the last axis of 165x3x48: tiles of 3 rows of
+    48) broadcasts each row's statistic along its row: a broadcast and a transpose, which the vector
+    lowering used to expand into 144-lane shuffles (280 KB of LLVM IR).  Folded before the transposes
+    are lowered, they are a splat per row; the values are the reference's."""
+    fn = select_function(compile_source("fn f(x: Tensor<f32, [165, 3, 48]>) -> Tensor<f32, [165, 3, 48]> "
+                                        "{ softmax(x, axis=-1) }", "<test>"), "f")
+    for cpu in ("host", "x86-64-v3"):
+        _, ir = _script_and_ir(fn, cpu=cpu)
+        widths = [int(n) for n in re.findall(r"shufflevector <\d+ x float> [^,]+, <\d+ x float> [^,]+, <(\d+) x i32>", ir)]
+        assert max(widths, default=0) <= 64, (cpu, max(widths))
+    x = np.random.default_rng(4).standard_normal((165, 3, 48)).astype(np.float32)
+    got = compile_function(fn, threads=2, cache=False)([x])[0]
+    np.testing.assert_allclose(got, run_reference(fn, [x])[0], rtol=4e-7, atol=1e-9)
+
+
 def _script_and_ir(fn, threads: int = 2, cpu: str = "host") -> tuple[str, str]:
     """The transform script the lowering applies to ``fn`` and the kernel's LLVM IR."""
     from mind.compiler.backend.cpu import lowering

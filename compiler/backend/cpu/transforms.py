@@ -348,6 +348,9 @@ def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles, nd_extract:
         _MASKED.format(v=f"em{tag}")
 
 
+# The transposes are lowered last, after a canonicalization: a row statistic broadcast along the
+# rows of a tile of several rows is a broadcast and a transpose, which folds there to a splat per row;
+# lowered with the transfers, it became shuffles of the whole tile (docs/backend-cpu.md, Measurements).
 VECTOR_LOWERING = """\
     %func = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %func {
@@ -372,9 +375,16 @@ VECTOR_LOWERING = """\
     transform.apply_patterns to %func {
       transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
       transform.apply_patterns.vector.lower_shape_cast
-      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
       transform.apply_patterns.vector.lower_broadcast
       transform.apply_patterns.vector.lower_outerproduct
+    } : !transform.any_op
+    transform.apply_patterns to %func {
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_patterns to %func {
+      transform.apply_patterns.vector.lower_shape_cast
+      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
+      transform.apply_patterns.vector.lower_broadcast
     } : !transform.any_op
     transform.apply_patterns to %func {
       transform.apply_patterns.canonicalization
