@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .payload import ops_named
+from .payload import ops_named, static_shape
 
 __all__ = ["place_result_roots"]
 
@@ -61,9 +61,11 @@ def _chain_root(value: Any) -> Any | None:
 
 
 def _same_shape(tensor_type: Any, memref_type: Any) -> bool:
+    """Whether a root of ``tensor_type`` can be the out-parameter of ``memref_type``."""
     from mlir import ir
-    t, m = ir.RankedTensorType(tensor_type), ir.MemRefType(memref_type)
-    return list(t.shape) == list(m.shape) and t.element_type == m.element_type
+    shape = static_shape(tensor_type)
+    return shape is not None and shape == static_shape(memref_type) and \
+        ir.ShapedType(tensor_type).element_type == ir.ShapedType(memref_type).element_type
 
 
 def place_result_roots(module: Any) -> int:
