@@ -22,7 +22,8 @@ from mind.compiler.backend.cpu import host
 from mind.compiler.backend.cpu import kernel_library as KL
 from mind.compiler.backend.cpu.abi import descriptor_type
 from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir
-from mind.compiler.backend.cpu.gemm_kernel import LAYOUTS, VARIANTS, gemm_function, gemm_symbol
+from mind.compiler.backend.cpu.gemm_kernel import (LAYOUTS, PACK_A_MIN_BLOCKS, PACK_A_MIN_K, PACK_A_STRIDE_BYTES,
+                                                   VARIANTS, gemm_function, gemm_symbol)
 from mind.compiler.backend.cpu.options import CpuOptions
 from mind.diagnostics import MindError
 from mind.spec.dtypes import DType
@@ -198,7 +199,8 @@ def _placed(rng, rows, cols, dtype, pad_rows, pad_cols, fill):
 def _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=0, layout="", b_steps=(1, 1)):
     """C (+)= A @ B on views at offsets in NaN (a read outside them would show); ``layout``
     "strided_lhs" / "strided_rhs": A (B) column-major, the transpose of such a view, or for B with
-    ``b_steps`` other than (1, 1), every ``b_steps``-th row and column of one (any strides)."""
+    ``b_steps`` other than (1, 1), every ``b_steps``-th row and column of one (any strides).
+    Returns C."""
     rng = np.random.default_rng(seed)
     dt = NP[elem]
     if layout == "strided_lhs":  # A column-major: the transpose of a placed K x M view
@@ -227,6 +229,7 @@ def _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=0, layout="", b_steps
     mask = np.ones(cbase.shape, bool)
     mask[1:1 + m, pads[5]:pads[5] + n] = False
     np.testing.assert_array_equal(cbase[mask], outside[mask])  # masked edges write nothing else
+    return c
 
 
 @pytest.mark.parametrize("isa", RUNNABLE)
@@ -343,6 +346,47 @@ def test_strided_lhs_gemm_reads_a_transposed_view(isa, m, n, k, pads, accumulate
     """The ``strided_lhs`` variant with A column-major (the transpose of a view at an offset, NaN
     around it): what ``matmul(transpose(a), b)`` calls without materializing the transpose."""
     _check_gemm(isa, elem, m, n, k, pads, accumulate, seed=m * 5 + k, layout="strided_lhs")
+
+
+@pytest.mark.parametrize("isa", RUNNABLE)
+@pytest.mark.parametrize("elem", ["f32", "f64"])
+def test_strided_lhs_gemm_packs_a_whose_columns_lie_far_apart(isa, elem):
+    """A transposed A whose columns lie ``PACK_A_STRIDE_BYTES`` or more apart, with ``PACK_A_MIN_K``
+    k or more and ``PACK_A_MIN_BLOCKS`` column blocks or more, is copied into bands (``_pack_a``):
+    its values against float64 over several slabs (the last one short), with every count of rows
+    the last band keeps, on each side of each threshold, and (``a_block``) over several row blocks;
+    and bit for bit what the same A gives read in place (its columns nearer): the copy changes the
+    order of no sum."""
+    g = VARIANTS[isa][elem]
+    far = PACK_A_STRIDE_BYTES * 8 // DType(elem).bits  # elements between A's columns
+    n = (PACK_A_MIN_BLOCKS - 1) * g.n_block + g.lanes + 3  # the fewest blocks; a masked edge in the last
+    k = g.k_slab + PACK_A_MIN_K // 2 + 1
+    assert k >= PACK_A_MIN_K
+    for rest in range(g.rows):
+        m = 4 * g.rows + rest
+        packed = _check_gemm(isa, elem, m, n, k, (0, far, 0, 0, 0, 0), False, seed=rest, layout="strided_lhs")
+        in_place = _check_gemm(isa, elem, m, n, k, (0, 0, 0, 0, 0, 0), False, seed=rest, layout="strided_lhs")
+        np.testing.assert_array_equal(packed, in_place)
+    # each threshold from both sides: the columns' distance, the k loop, the column blocks
+    m, edge = 2 * g.rows + 1, (PACK_A_MIN_BLOCKS - 1) * g.n_block
+    for kk, nn, stride in ((k, n, far - 1), (k, n, far), (PACK_A_MIN_K - 1, n, far), (PACK_A_MIN_K, n, far),
+                           (k, edge, far), (k, edge + 1, far)):
+        _check_gemm(isa, elem, m, nn, kk, (0, stride - m, 0, 0, 0, 0), True, seed=kk + nn, layout="strided_lhs")
+    if g.a_block:  # three row blocks of a whole slab, the last one short and ending in a short band
+        per_block = g.a_block // (g.k_slab * DType(elem).bits // 8)
+        _check_gemm(isa, elem, 2 * per_block + g.rows + 1, n, k, (0, 1, 0, 0, 0, 0), True, layout="strided_lhs")
+
+
+@pytest.mark.parametrize("isa", sorted(VARIANTS))
+@pytest.mark.parametrize("elem", ["f32", "f64"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_only_the_strided_lhs_gemm_packs_a(isa, elem, layout):
+    """The ``strided_lhs`` GEMM has the copy of A (``_pack_a``) and tiles that read its bands, besides
+    the tiles that read A in place; the other layouts read A in place only."""
+    text = gemm_function("g", VARIANTS[isa][elem], layout)
+    assert ("memref.alloc(" in text) == (layout == "strided_lhs")
+    assert ("%Ap[" in text) == (layout == "strided_lhs")
+    assert ("memref.load %A[" in text)  # in place: every layout, and the strided_lhs one below the thresholds
 
 
 @pytest.mark.parametrize("isa", RUNNABLE)

@@ -156,6 +156,11 @@ class _Text:
         self.depth = 1
         self.a_type = a_type
         self.b_type = b_type
+        # the ``strided_lhs`` GEMM: (the i1 that says A is packed, the first row of the row block
+        # whose bands the packed block holds); ``_column_tiles`` then writes a whole band's tiles
+        # twice, reading the packed band (``_a_view``) or A in place
+        self.pack_a: tuple[str, str] | None = None
+        self.a_view = ""  # the packed band's view while its tiles are written
 
     def fresh(self, hint: str) -> str:
         self.n += 1
@@ -243,8 +248,10 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
         if g.prefetch_rows and not masked:
             _prefetch_b(t, g, cols, ke, one)
     new: list[str] = []
+    kk = t.op(f"arith.subi %k, {kb} : index", "kk") if t.a_view else ""
     for r in range(rows):
-        a = t.op(f"memref.load %A[{row_idx[r]}, %k] : {t.a_type}", "a")
+        a = t.op(f"memref.load {t.a_view}[{t.index(r)}, {kk}] : {packed_a_type(g)}" if t.a_view
+                 else f"memref.load %A[{row_idx[r]}, %k] : {t.a_type}", "a")
         av = t.op(f"vector.broadcast {a} : {g.elem} to {vty}", "av")
         for v in range(vectors):
             new.append(t.op(f"vector.fma {av}, {bs[v]}, {accs[vectors * r + v]} : {vty}", "f"))
@@ -320,6 +327,21 @@ def _column_tiles(t: _Text, g: GemmShape, rows: int, i: str, nb: str, ne: str, k
     from the packed block when ``packed``), then one edge tile for the columns left over, its last
     vector masked (its B from the packed block's last panel when ``packed_edge``): as many vectors
     wide as they need (a narrow output, N <= lanes, then does no work on lanes that do not exist)."""
+    if t.pack_a is not None and not t.a_view and rows == g.rows:
+        pack, lo = t.pack_a
+        t.line(f"scf.if {pack} {{")
+        t.depth += 1
+        t.a_view = _a_view(t, g, i, lo, kb, ke)
+        _column_tiles(t, g, rows, i, nb, ne, kb, ke, one, packed, packed_edge)
+        t.depth -= 1
+        t.line("} else {")
+        t.depth += 1
+        t.pack_a, saved = None, t.pack_a
+        _column_tiles(t, g, rows, i, nb, ne, kb, ke, one, packed, packed_edge)
+        t.pack_a = saved
+        t.depth -= 1
+        t.line("}")
+        return
     width = t.index(g.width)
     je = _whole_columns_end(t, g, nb, ne)
     edge_panel = ""
@@ -336,6 +358,7 @@ def _column_tiles(t: _Text, g: GemmShape, rows: int, i: str, nb: str, ne: str, k
     t.line("}")
     left = t.op(f"arith.subi {ne}, {je} : index", "left")
     _edge(t, g, left, lambda vectors: _tile(t, g, rows, vectors, True, i, je, left, kb, ke, one, edge_panel))
+    t.a_view = ""
 
 
 def _edge(t: _Text, g: GemmShape, left: str, emit: Callable[[int], None]) -> None:
@@ -529,6 +552,96 @@ def _transposed_view(t: _Text, g: GemmShape, bty: str, k: str, n: str) -> str:
     return t.op(f"arith.cmpi eq, {meta}#3, {t.index(1)} : index", "unit")
 
 
+PACK_A_STRIDE_BYTES = 2048
+"""A transposed A (``strided_lhs``) whose columns lie this many bytes apart or more is packed
+(``_pack_a``): its tiles read one run of A per k step, a column's length apart, and the cores' stride
+prefetchers follow a load only below 2 KiB; at 4 KiB (1024 f32 rows) every run of a tile's k loop
+falls in one set of L1 as well."""
+
+PACK_A_MIN_BLOCKS = 3
+"""The fewest column blocks of C for which A is packed: each block's tiles read the packed band again,
+and the copy is one more pass over A that a block or two do not repay."""
+
+PACK_A_MIN_K = 256
+"""The fewest k for which A is packed: a short k loop's strided reads cost little more than the copy."""
+
+PACK_A_LANES = 8
+"""The lanes of the masked moves that copy a band's run of A (``_pack_a``): at least a tile's rows."""
+
+
+def _packs_a(t: _Text, g: GemmShape, m: str, k: str, n: str) -> str:
+    """Whether the ``strided_lhs`` GEMM packs A (``_pack_a``): A is the transpose of a row-major
+    matrix (unit row stride) whose rows, A's columns, are ``PACK_A_STRIDE_BYTES`` or more apart,
+    with ``PACK_A_MIN_K`` k or more and ``PACK_A_MIN_BLOCKS`` column blocks or more.
+    Defines ``%At``, A read as that ``[K, M]`` matrix, and allocates ``%Ap``, the packed block
+    (``_a_capacity`` elements; none when A is not packed), freed before the function returns."""
+    meta = t.fresh("meta")
+    t.line(f"%base{meta[1:]}, {meta}:5 = memref.extract_strided_metadata %A : {t.a_type} -> "
+           f"memref<{g.elem}>, index, index, index, index, index")
+    t.line(f"%At = memref.reinterpret_cast %base{meta[1:]} to offset: [{meta}#0], sizes: [{k}, {m}], "
+           f"strides: [{meta}#4, 1] : memref<{g.elem}> to {operand_type(g.elem)}")
+    unit = t.op(f"arith.cmpi eq, {meta}#3, {t.index(1)} : index", "p")
+    far = t.op(f"arith.cmpi uge, {meta}#4, {t.index(PACK_A_STRIDE_BYTES // g.elem_bytes)} : index", "p")
+    blocks = t.op(f"arith.cmpi ugt, {n}, {t.index(PACK_A_MIN_BLOCKS * g.n_block - g.n_block)} : index", "p")
+    long = t.op(f"arith.cmpi uge, {k}, {t.index(PACK_A_MIN_K)} : index", "p")
+    pack = t.op(f"arith.andi {t.op(f'arith.andi {unit}, {far} : i1', 'p')}, "
+                f"{t.op(f'arith.andi {blocks}, {long} : i1', 'p')} : i1", "packa")
+    size = t.op(f"arith.select {pack}, {_a_capacity(t, g, m, k)}, {t.index(0)} : index", "asz")
+    t.line(f"%Ap = memref.alloc({size}) {{alignment = 64 : i64}} : memref<?x{g.elem}>")
+    return pack
+
+
+def _a_capacity(t: _Text, g: GemmShape, m: str, k: str) -> str:
+    """Elements of the packed block of A: the whole bands of a row block (``_row_block``), each
+    ``k_slab`` steps long.  A row block's slab is at most ``a_block`` bytes plus one band (its
+    rows are rounded up to whole bands), or, without row blocks, every row."""
+    slab = t.op(f"arith.minui {k}, {t.index(g.k_slab)} : index", "sl")
+    bands = t.op(f"arith.ceildivui {m}, {t.index(g.rows)} : index", "nb")
+    whole = t.op(f"arith.muli {t.op(f'arith.muli {bands}, {t.index(g.rows)} : index', 'mr')}, {slab} : index", "cap")
+    if not g.a_block:
+        return whole
+    bound = t.index(g.a_block // g.elem_bytes + g.rows * g.k_slab)
+    return t.op(f"arith.minui {whole}, {bound} : index", "cap")
+
+
+def _pack_a(t: _Text, g: GemmShape, lo: str, hi: str, kb: str, ke: str) -> None:
+    """Copy the whole bands of A's rows [lo, hi), k in [kb, ke), into ``%Ap``, band after band, each
+    band's ``g.rows`` rows of one k side by side, k after k: what ``_a_view`` reads.  A band's values
+    of one k are one run of the transposed matrix ``%At``: one masked load and one masked store of
+    ``PACK_A_LANES`` lanes move it.  (The rows a band leaves over read A in place: ``_column_tiles``.)"""
+    lanes = max(PACK_A_LANES, g.rows)
+    vty, mty = f"vector<{lanes}x{g.elem}>", f"vector<{lanes}xi1>"
+    rows, one = t.index(g.rows), t.index(1)
+    klen = t.op(f"arith.subi {ke}, {kb} : index", "kl")
+    zero = t.op(f"arith.constant dense<0.0> : {vty}", "z")
+    mask = t.op(f"vector.constant_mask [{g.rows}] : {mty}", "mask")
+    with t.block(f"scf.for %pb = {lo} to {hi} step {rows}"):
+        band = t.op(f"arith.divui {t.op(f'arith.subi %pb, {lo} : index', 'pr')}, {rows} : index", "band")
+        start = t.op(f"arith.muli {t.op(f'arith.muli {band}, {klen} : index', 'o')}, {rows} : index", "o")
+        with t.block(f"scf.for %pk = {kb} to {ke} step {one}"):
+            kk = t.op(f"arith.subi %pk, {kb} : index", "kk")
+            at = t.op(f"arith.addi {start}, {t.op(f'arith.muli {kk}, {rows} : index', 'o')} : index", "o")
+            v = t.op(f"vector.maskedload %At[%pk, %pb], {mask}, {zero} : {operand_type(g.elem)}, {mty}, {vty} "
+                     f"into {vty}", "ld")
+            t.line(f"vector.maskedstore %Ap[{at}], {mask}, {v} : memref<?x{g.elem}>, {mty}, {vty}")
+
+
+def packed_a_type(g: GemmShape) -> str:
+    """A band of the packed A (``_pack_a``) as a ``[rows, k]`` view: the rows of one k side by side."""
+    return f"memref<{g.rows}x?x{g.elem}, strided<[1, {g.rows}], offset: ?>>"
+
+
+def _a_view(t: _Text, g: GemmShape, i: str, lo: str, kb: str, ke: str) -> str:
+    """The band of rows from ``i`` in the packed block of A (``_pack_a``, which holds the rows from
+    ``lo``) as a ``[rows, ke - kb]`` view (``packed_a_type``)."""
+    rows = t.index(g.rows)
+    klen = t.op(f"arith.subi {ke}, {kb} : index", "kl")
+    band = t.op(f"arith.divui {t.op(f'arith.subi {i}, {lo} : index', 'pr')}, {rows} : index", "band")
+    at = t.op(f"arith.muli {t.op(f'arith.muli {band}, {klen} : index', 'o')}, {rows} : index", "o")
+    return t.op(f"memref.reinterpret_cast %Ap to offset: [{at}], sizes: [{g.rows}, {klen}], strides: [1, {g.rows}] : "
+                f"memref<?x{g.elem}> to {packed_a_type(g)}", "Av")
+
+
 def _row_block(t: _Text, g: GemmShape, m: str, kb: str, ke: str) -> str:
     """Rows per row block of the slab [kb, ke): the fewest blocks whose A slab takes at most
     ``g.a_block`` bytes each, as equal as whole bands make them (at least one band)."""
@@ -560,6 +673,7 @@ def gemm_function(name: str, g: GemmShape, layout: str = "") -> str:
     t.line(f"%Bp = memref.alloca() {{alignment = 64 : i64}} : {packed_type(g)}")
     strided_b = layout == "strided_rhs"
     unit = _transposed_view(t, g, bty, k, n) if strided_b else ""
+    pack_a = _packs_a(t, g, m, k, n) if layout == "strided_lhs" else ""
     pack = "" if strided_b else _packs(t, g, bty, m_whole)
     t.line(f"scf.for %kb = {zero} to {k} step {kslab} {{")
     t.depth += 1
@@ -574,6 +688,10 @@ def gemm_function(name: str, g: GemmShape, layout: str = "") -> str:
         lo, after = "%mb", t.op(f"arith.addi %mb, {block} : index", "me")
         hi = t.op(f"arith.minui {after}, {m_whole} : index", "me")
         last = t.op(f"arith.cmpi uge, {after}, {m} : index", "p")
+    if pack_a:  # the row block's whole bands, once per slab, for every column block
+        with t.block(f"scf.if {pack_a}"):
+            _pack_a(t, g, lo, hi, "%kb", ke)
+        t.pack_a = (pack_a, lo)
     t.line(f"scf.for %nb = {zero} to {n} step {nblock} {{")
     t.depth += 1
     ne = t.op(f"arith.minui {t.op(f'arith.addi %nb, {nblock} : index', 'ne')}, {n} : index", "ne")
@@ -609,6 +727,8 @@ def gemm_function(name: str, g: GemmShape, layout: str = "") -> str:
         t.line("}")
     t.depth -= 1
     t.line("}")
+    if pack_a:
+        t.line(f"memref.dealloc %Ap : memref<?x{g.elem}>")
     t.line("return")
     body = "\n".join(t.lines)
     return (f"func.func @{name}(%A: {aty}, %B: {bty}, %C: {cty}, %accumulate: i1) "
