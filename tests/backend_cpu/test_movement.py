@@ -10,6 +10,7 @@ reads (``transforms._plan_row_reads``, ``payload.row_reads``): indices out of ra
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -308,6 +309,44 @@ def test_a_pads_rows_are_one_band_and_a_convs_padding_keeps_its_copy():
     args = [rng.integers(-3, 4, p.type.shape).astype(np.float32) for p in fn.params]  # sums exact in f32
     got = compile_function(fn, threads=2, cache=False, schedule="all")(args)
     np.testing.assert_array_equal(got[0], run_reference(fn, args)[0])
+
+
+@pytest.mark.parametrize("cpu", ["host", "x86-64-v3"])
+def test_a_window_of_a_computed_tensor_as_a_result_is_copied_on_the_kernels_threads(cpu):
+    """A result that is a window of a tensor the kernel computes (a conv computed 48 channels deep
+    for its 40, ``lowerings.block_channels``; a slice of an op's result) is copied by a
+    ``linalg.copy`` marked ``WINDOW_COPY`` that the target plans in blocks of rows on the kernel's
+    threads (each block one ``memrefCopy``), not by the runtime's one serial ``memrefCopy`` of all
+    its rows; a window of a parameter is still that one strided copy.  Bit for bit against the
+    reference, 1 and 2 threads."""
+    if cpu != "host" and not runs_isa(cpu):
+        pytest.skip(f"this host does not run {cpu}")
+    b = FunctionBuilder("main")
+    x = b.param("x", TensorType(DType.F32, (3, 20, 20, 3)))
+    w = b.param("w", TensorType(DType.F32, (3, 3, 3, 40)))
+    conv = b.finish([b.emit("conv2d", x, w, strides=(2, 2), padding=((1, 1), (1, 1)), lhs_dilation=(1, 1),
+                            rhs_dilation=(1, 1))])
+    b = FunctionBuilder("main")
+    y = b.param("y", TensorType(DType.F32, (300, 200)))
+    window = dict(start=(5, 3), stop=(290, 197), step=(2, 1))
+    computed = b.finish([b.emit("slice", b.emit("add", y, y), **window)])
+    b = FunctionBuilder("main")
+    of_parameter = b.finish([b.emit("slice", b.param("y", TensorType(DType.F32, (300, 200))), **window)])
+    rng = np.random.default_rng(0)
+    from mind.compiler.backend.cpu.api import emit_cpu_mlir
+    from mind.compiler.backend.linalg.emitter import WINDOW_COPY
+    for fn, copied in ((conv, True), (computed, True), (of_parameter, False)):
+        text, _ = emit_cpu_mlir(fn, {}, None)
+        windows = re.findall(r"(%\w+) = tensor\.extract_slice", text)
+        assert any(f"linalg.copy {{{WINDOW_COPY}}} ins({v} :" in text for v in windows) == copied
+        # the rows are moved inside a parallel region's function, or by the kernel's own
+        functions = _llvm_ir(fn, cpu, threads=2).split("\ndefine ")
+        movers = [f.split("(")[0] for f in functions if "call void @memrefCopy(" in f]
+        assert movers and all(("omp_par" in name) == copied for name in movers), movers
+        args = [rng.integers(-3, 4, p.type.shape).astype(np.float32) for p in fn.params]  # sums exact in f32
+        want = run_reference(fn, args)[0]
+        for threads in (1, 2):
+            np.testing.assert_array_equal(compile_function(fn, threads=threads, cpu=cpu, cache=False)(args)[0], want)
 
 
 def _scripts_of(fn, threads: int) -> str:

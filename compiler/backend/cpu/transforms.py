@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 from mind.spec.record import FrozenRecord
 
-from ..linalg.emitter import CONV_OPERAND
+from ..linalg.emitter import CONV_OPERAND, WINDOW_COPY
 from ..linalg.payload import (DEFAULT_MAPS, body_ops, element_bits, generic_inputs, generic_loops,
                               increasing, map_kind, product, row_reads, static_bytes, static_shape, tile_bits,
                               vectorizable_reduction)
@@ -742,6 +742,8 @@ def _plan_copy(unit: VectorUnit, op: Any, tag: int) -> str | None:
         if split is None:
             return None
         tiles = ElementwiseTiles(split, (0,) * len(shape))
+    if WINDOW_COPY in op.attributes:
+        return elementwise_section(tag, "linalg.copy", tiles)
     if CONV_OPERAND in op.attributes and \
             _contiguous_run(op, shape) >= SHORT_RUN_VECTORS * unit.lanes(element_bits(op.operands[1].type)):
         return elementwise_section(tag, "linalg.copy", tiles)

@@ -88,6 +88,10 @@ def emit_mlir(fn: Function, shapes: Mapping[str, int] | None = None,
         values[id(op.result)] = TensorValue(lowering(em, application), shape, ELEM[dtype], dtype)
     for (o, shape, elem), r in zip(outs, fn.results):
         v = values[id(r)]
+        if shape and em.computed_window(v):
+            # copied by an op of its own, which the target plans (tiles, threads), where
+            # materializing the window is one serial copy of its rows (the runtime's memrefCopy)
+            v = TensorValue(em.copied(v), shape, elem, v.dtype)
         em.emit(f"bufferization.materialize_in_destination {v.name} in restrict writable {o} : "
                 f"({v.ty}, {memref_type(shape, elem)}) -> ()")
     em.emit("return")

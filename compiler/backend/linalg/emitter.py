@@ -67,6 +67,10 @@ PAD_BLOCK_ELEMENTS = 4096
 CONV_OPERAND = "mind.conv_operand"
 """The attribute of the copy of a conv's padding (``Emitter.pad``), which a target may plan apart."""
 
+WINDOW_COPY = "mind.window_copy"
+"""The attribute of the copy of a computed window that is a result (``Emitter.copied``), which a
+target may plan apart."""
+
 
 def _last_padded_axis(lo: Sequence[int], inner: Sequence[int], shape: Sequence[int]) -> int:
     """The last axis along which a pad of ``inner`` at ``lo`` in ``shape`` adds elements (-1: none)."""
@@ -161,6 +165,7 @@ class Emitter:
         self.pad_border = pad_border
         self.conv_pixels = conv_pixels
         self.transposed_from: dict[str, TensorValue] = {}  # a last-two-axes transpose's result -> its operand
+        self.sliced_from: dict[str, str] = {}  # an extract_slice's result -> the tensor it is a window of
 
     def fresh(self, hint: str = "v") -> str:
         self.n += 1
@@ -271,7 +276,23 @@ class Emitter:
         cut = self.fresh("x")
         sub = tensor_type(tuple(sizes), x.elem)
         self.emit(f"{cut} = tensor.extract_slice {x.name}{_slice_attrs(offsets, sizes, steps)} : {x.ty} to {sub}")
+        self.sliced_from[cut] = x.name
         return TensorValue(cut, tuple(sizes), x.elem, x.dtype)
+
+    def copied(self, x: TensorValue) -> str:
+        """A ``linalg.copy`` of ``x`` into a fresh tensor (which bufferization may place where the
+        result goes): an op the target plans, where an identity generic folds away."""
+        c = self.fresh("c")
+        self.emit(f"{c} = linalg.copy {{{WINDOW_COPY}}} ins({x.name} : {x.ty}) outs({self.empty(x.shape, x.elem)} : "
+                  f"{x.ty}) -> {x.ty}")
+        return c
+
+    def computed_window(self, x: TensorValue) -> bool:
+        """Whether ``x`` is a window (``extract_slice``) of a tensor the function computes, not of one
+        of its parameters: a conv computed wider or deeper than its result (``lowerings.conv2d``), a
+        slice of an op's result."""
+        source = self.sliced_from.get(x.name)
+        return source is not None and not source.startswith("%arg")
 
     def pad(self, x: TensorValue, value: str, lo: Sequence[int], interior: Sequence[int], shape: tuple[int, ...],
             conv_operand: bool = False) -> str:
