@@ -400,11 +400,14 @@ def _script_and_ir(fn, threads: int = 2, cpu: str = "host") -> tuple[str, str]:
     ("gelu", "f32", (4238, 13)),
     ("exp", "f64", (301, 3)),
     ("mask", "f32", (97, 11)),         # an i8 result beside f32 operands
+    ("gelu", "f32", (81, 857)),        # long rows without a vector-wide divisor (857 is prime)
+    ("exp", "f64", (12, 3, 134)),      # 2 x 67: its largest divisor up to 4 vectors is 2
 ])
 def test_elementwise_ops_over_short_rows_are_flattened(cpu, body, dtype, shape):
-    """An elementwise op over contiguous operands whose rows are shorter than two vectors runs as one
-    loop (``transforms._flat_section``): its tiles were a row or two (2x4 elements of an ``exp``),
-    now whole vectors.  Its result is written in the out-parameter (``result_roots`` follows the
+    """An elementwise op over contiguous operands whose rows are shorter than two vectors, or have
+    no vector-wide divisor of at most 4 vectors, runs as one loop (``transforms._flat_section``):
+    its tiles were a row or two (2x4 elements of an ``exp``) or a divisor of its rows (one element
+    of a row of 857), now whole vectors.  Its result is written in the out-parameter (``result_roots`` follows the
     reshapes): no temporary, no copy.  Bit for bit against the unflattened plan's and within the
     reference's bound, 1 and 2 threads."""
     from mind.compiler.backend.cpu import transforms
@@ -433,9 +436,12 @@ def test_elementwise_ops_over_short_rows_are_flattened(cpu, body, dtype, shape):
 
 
 def test_rows_of_two_vectors_and_broadcasts_are_not_flattened():
-    """Rows of two vectors and more keep their plan, and an op with a broadcast operand (its map not
-    an identity: the flattened op would need a gather) too."""
+    """Rows of two vectors and more with a vector-wide divisor keep their plan (1000 f32: tiles of
+    50), and an op with a broadcast operand (its map not an identity: the flattened op would need a
+    gather) too."""
     whole = _fn("func @main(%x: f32[500, 32]) -> (f32[500, 32]) {\n  %0 = exp(%x) : f32[500, 32]\n  return %0\n}\n")
+    assert "flatten_elementwise" not in _script_and_ir(
+        _fn("func @main(%x: f32[30, 1000]) -> (f32[30, 1000]) {\n  %0 = exp(%x) : f32[30, 1000]\n  return %0\n}\n"))[0]
     bcast = _fn("func @main(%x: f32[500, 4], %y: f32[500, 1]) -> (f32[500, 4]) {\n"
                 "  %0 = sub(%x, %y) : f32[500, 4]\n  return %0\n}\n")
     for fn in (whole, bcast):

@@ -440,12 +440,16 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
 
 def _flattens(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes: int) -> bool:
     """Whether ``op`` is elementwise over contiguous operands (every map an identity) with rows of
-    fewer than two vectors, which ``_flat_section`` takes as one loop.  Why: the plan of
-    ``choose_elementwise_tiles`` tiles such an op by its rows (two rows of 4 elements per tile for an
-    ``exp`` over [836, 64, 4]), a fraction of a vector, where the op flattened fills whole vectors
-    (``docs/backend-cpu.md``, Measurements: short rows flattened)."""
+    fewer than two vectors, or rows that no vector-wide divisor of at most 4 vectors tiles, which
+    ``_flat_section`` takes as one loop.  Why: the plan of ``choose_elementwise_tiles`` tiles such an
+    op by the largest divisor of its rows up to 4 vectors (two rows of 4 elements per tile for an
+    ``exp`` over [836, 64, 4]; one element for a row of a prime 857), a fraction of a vector, where
+    the op flattened fills whole vectors (``docs/backend-cpu.md``, Measurements: short rows
+    flattened, rows without a divisor flattened)."""
     from mlir import ir
-    return len(ranges) >= 2 and all(k == "parallel" for k in kinds) and ranges[-1] < 2 * lanes and \
+    row = ranges[-1] if ranges else 0
+    return len(ranges) >= 2 and all(k == "parallel" for k in kinds) and \
+        (row < 2 * lanes or largest_divisor_at_most(row, 4 * lanes) < lanes) and \
         all(map_kind(ir.AffineMapAttr(a).value) == "identity" for a in op.attributes["indexing_maps"])
 
 
