@@ -332,10 +332,13 @@ def test_a_window_of_a_computed_tensor_as_a_result_is_copied_on_the_kernels_thre
     computed = b.finish([b.emit("slice", b.emit("add", y, y), **window)])
     b = FunctionBuilder("main")
     of_parameter = b.finish([b.emit("slice", b.param("y", TensorType(DType.F32, (300, 200))), **window)])
+    b = FunctionBuilder("main")  # a window of a view of a parameter is not computed either
+    reshaped = b.emit("reshape", b.param("y", TensorType(DType.F32, (200, 300))), shape=(300, 200))
+    of_reshaped_parameter = b.finish([b.emit("slice", reshaped, **window)])
     rng = np.random.default_rng(0)
     from mind.compiler.backend.cpu.api import emit_cpu_mlir
     from mind.compiler.backend.linalg.emitter import WINDOW_COPY
-    for fn, copied in ((conv, True), (computed, True), (of_parameter, False)):
+    for fn, copied in ((conv, True), (computed, True), (of_parameter, False), (of_reshaped_parameter, False)):
         text, _ = emit_cpu_mlir(fn, {}, None)
         windows = re.findall(r"(%\w+) = tensor\.extract_slice", text)
         assert any(f"linalg.copy {{{WINDOW_COPY}}} ins({v} :" in text for v in windows) == copied

@@ -733,10 +733,10 @@ def _plan_copy(unit: VectorUnit, op: Any, tag: int) -> str | None:
     bytes) to 2000-element rows (``docs/backend-cpu.md``, Measurements, pad copies as loops).  A
     conv's padding (``Emitter.pad``'s ``CONV_OPERAND`` copy) keeps the vectorized blocks where its
     runs hold ``SHORT_RUN_VECTORS`` or more: loops need LLVM's loop pipeline, which costs a conv's
-    kernel a sixth more compile time (23 ms on 130) for a copy that is a few percent of its run.
-    A result's copy of a computed window (``Emitter.copied``'s ``WINDOW_COPY``) always keeps the
-    vectorized blocks (each one ``memrefCopy`` of its rows): as loops it sent a conv's whole kernel through
-    that pipeline (20-75 ms)."""
+    whole kernel compile time for a copy that is a few percent of its run.  A result's copy of a
+    computed window (``Emitter.copied``'s ``WINDOW_COPY``) always keeps the vectorized blocks (each
+    one ``memrefCopy`` of its rows): as loops it sent a conv's whole kernel through that pipeline
+    (``docs/backend-cpu.md``, Measurements: conv padding as a pad, windows of computed results)."""
     shape = static_shape(op.operands[1].type)
     if not shape or 0 in shape:
         return None

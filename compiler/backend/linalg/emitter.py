@@ -292,6 +292,8 @@ class Emitter:
         of its parameters: a conv computed wider or deeper than its result (``lowerings.conv2d``), a
         slice of an op's result."""
         source = self.sliced_from.get(x.name)
+        while source in self.reshaped_from or source in self.sliced_from:  # views of views
+            source = self.reshaped_from[source].name if source in self.reshaped_from else self.sliced_from[source]
         return source is not None and not source.startswith("%arg")
 
     def pad(self, x: TensorValue, value: str, lo: Sequence[int], interior: Sequence[int], shape: tuple[int, ...],
