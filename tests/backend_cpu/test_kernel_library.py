@@ -22,8 +22,8 @@ from mind.compiler.backend.cpu import host
 from mind.compiler.backend.cpu import kernel_library as KL
 from mind.compiler.backend.cpu.abi import descriptor_type
 from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir
-from mind.compiler.backend.cpu.gemm_kernel import (LAYOUTS, PACK_A_MIN_BLOCKS, PACK_A_MIN_K, PACK_A_STRIDE_BYTES,
-                                                   VARIANTS, gemm_function, gemm_symbol)
+from mind.compiler.backend.cpu.gemm_kernel import (LAYOUTS, PACK_A_MAX_BYTES, PACK_A_MIN_BLOCKS, PACK_A_MIN_K,
+                                                   PACK_A_STRIDE_BYTES, VARIANTS, gemm_function, gemm_symbol)
 from mind.compiler.backend.cpu.options import CpuOptions
 from mind.diagnostics import MindError
 from mind.spec.dtypes import DType
@@ -375,6 +375,10 @@ def test_strided_lhs_gemm_packs_a_whose_columns_lie_far_apart(isa, elem):
     if g.a_block:  # three row blocks of a whole slab, the last one short and ending in a short band
         per_block = g.a_block // (g.k_slab * DType(elem).bits // 8)
         _check_gemm(isa, elem, 2 * per_block + g.rows + 1, n, k, (0, 1, 0, 0, 0, 0), True, layout="strided_lhs")
+    else:  # one block of every row: at most PACK_A_MAX_BYTES of it, then read in place (each side)
+        most = PACK_A_MAX_BYTES * 8 // DType(elem).bits // g.k_slab // g.rows * g.rows
+        for m in (most, most + 1):
+            _check_gemm(isa, elem, m, n, g.k_slab + 3, (0, 1, 0, 0, 0, 0), m % 2 == 0, layout="strided_lhs")
 
 
 @pytest.mark.parametrize("isa", sorted(VARIANTS))

@@ -541,15 +541,17 @@ def _unaligned(t: _Text, g: GemmShape, mty: str, offset: str, stride: str) -> st
     return t.op(f"arith.cmpi ne, {off}, {t.index(0)} : index", "p")
 
 
-def _transposed_view(t: _Text, g: GemmShape, bty: str, k: str, n: str) -> str:
-    """``%Bt``: B of ``bty`` viewed as the ``[N, K]`` matrix with unit column stride it is the
-    transpose of, valid when B's row stride is 1; returns that condition."""
+def _transposed_view(t: _Text, g: GemmShape, operand: str, ty: str, rows: str, cols: str) -> tuple[str, str]:
+    """``%<operand>t``: the operand ``%<operand>`` of ``ty`` viewed as the ``[cols, rows]`` matrix
+    with unit column stride it is the transpose of (``%Bt`` of ``strided_rhs``, ``%At`` of
+    ``strided_lhs``), valid when the operand's row stride is 1; returns (that condition, the
+    operand's column stride: the view's row stride)."""
     meta = t.fresh("meta")
-    t.line(f"%base{meta[1:]}, {meta}:5 = memref.extract_strided_metadata %B : {bty} -> "
+    t.line(f"%base{meta[1:]}, {meta}:5 = memref.extract_strided_metadata %{operand} : {ty} -> "
            f"memref<{g.elem}>, index, index, index, index, index")
-    t.line(f"%Bt = memref.reinterpret_cast %base{meta[1:]} to offset: [{meta}#0], sizes: [{n}, {k}], "
+    t.line(f"%{operand}t = memref.reinterpret_cast %base{meta[1:]} to offset: [{meta}#0], sizes: [{cols}, {rows}], "
            f"strides: [{meta}#4, 1] : memref<{g.elem}> to {operand_type(g.elem)}")
-    return t.op(f"arith.cmpi eq, {meta}#3, {t.index(1)} : index", "unit")
+    return t.op(f"arith.cmpi eq, {meta}#3, {t.index(1)} : index", "unit"), f"{meta}#4"
 
 
 PACK_A_STRIDE_BYTES = 2048
@@ -565,6 +567,11 @@ and the copy is one more pass over A that a block or two do not repay."""
 PACK_A_MIN_K = 256
 """The fewest k for which A is packed: a short k loop's strided reads cost little more than the copy."""
 
+PACK_A_MAX_BYTES = 4 << 20
+"""The largest packed block of A (``_a_capacity``): what a row block of ``a_block`` bytes needs, where a
+variant has row blocks; without them (AVX2) the block holds a slab of every row, which for a matrix
+of tens of thousands of rows would be a heap allocation of its own size: A is then read in place."""
+
 PACK_A_LANES = 8
 """The lanes of the masked moves that copy a band's run of A (``_pack_a``): at least a tile's rows."""
 
@@ -572,21 +579,19 @@ PACK_A_LANES = 8
 def _packs_a(t: _Text, g: GemmShape, m: str, k: str, n: str) -> str:
     """Whether the ``strided_lhs`` GEMM packs A (``_pack_a``): A is the transpose of a row-major
     matrix (unit row stride) whose rows, A's columns, are ``PACK_A_STRIDE_BYTES`` or more apart,
-    with ``PACK_A_MIN_K`` k or more and ``PACK_A_MIN_BLOCKS`` column blocks or more.
+    with ``PACK_A_MIN_K`` k or more and ``PACK_A_MIN_BLOCKS`` column blocks or more, and a packed
+    block (``_a_capacity``) of at most ``PACK_A_MAX_BYTES``.
     Defines ``%At``, A read as that ``[K, M]`` matrix, and allocates ``%Ap``, the packed block
     (``_a_capacity`` elements; none when A is not packed), freed before the function returns."""
-    meta = t.fresh("meta")
-    t.line(f"%base{meta[1:]}, {meta}:5 = memref.extract_strided_metadata %A : {t.a_type} -> "
-           f"memref<{g.elem}>, index, index, index, index, index")
-    t.line(f"%At = memref.reinterpret_cast %base{meta[1:]} to offset: [{meta}#0], sizes: [{k}, {m}], "
-           f"strides: [{meta}#4, 1] : memref<{g.elem}> to {operand_type(g.elem)}")
-    unit = t.op(f"arith.cmpi eq, {meta}#3, {t.index(1)} : index", "p")
-    far = t.op(f"arith.cmpi uge, {meta}#4, {t.index(PACK_A_STRIDE_BYTES // g.elem_bytes)} : index", "p")
+    unit, column_stride = _transposed_view(t, g, "A", t.a_type, m, k)
+    far = t.op(f"arith.cmpi uge, {column_stride}, {t.index(PACK_A_STRIDE_BYTES // g.elem_bytes)} : index", "p")
     blocks = t.op(f"arith.cmpi ugt, {n}, {t.index(PACK_A_MIN_BLOCKS * g.n_block - g.n_block)} : index", "p")
     long = t.op(f"arith.cmpi uge, {k}, {t.index(PACK_A_MIN_K)} : index", "p")
-    pack = t.op(f"arith.andi {t.op(f'arith.andi {unit}, {far} : i1', 'p')}, "
-                f"{t.op(f'arith.andi {blocks}, {long} : i1', 'p')} : i1", "packa")
-    size = t.op(f"arith.select {pack}, {_a_capacity(t, g, m, k)}, {t.index(0)} : index", "asz")
+    capacity = _a_capacity(t, g, m, k)
+    fits = t.op(f"arith.cmpi ule, {capacity}, {t.index(PACK_A_MAX_BYTES // g.elem_bytes)} : index", "p")
+    sized = t.op(f"arith.andi {t.op(f'arith.andi {blocks}, {long} : i1', 'p')}, {fits} : i1", "p")
+    pack = t.op(f"arith.andi {t.op(f'arith.andi {unit}, {far} : i1', 'p')}, {sized} : i1", "packa")
+    size = t.op(f"arith.select {pack}, {capacity}, {t.index(0)} : index", "asz")
     t.line(f"%Ap = memref.alloc({size}) {{alignment = 64 : i64}} : memref<?x{g.elem}>")
     return pack
 
@@ -616,14 +621,21 @@ def _pack_a(t: _Text, g: GemmShape, lo: str, hi: str, kb: str, ke: str) -> None:
     zero = t.op(f"arith.constant dense<0.0> : {vty}", "z")
     mask = t.op(f"vector.constant_mask [{g.rows}] : {mty}", "mask")
     with t.block(f"scf.for %pb = {lo} to {hi} step {rows}"):
-        band = t.op(f"arith.divui {t.op(f'arith.subi %pb, {lo} : index', 'pr')}, {rows} : index", "band")
-        start = t.op(f"arith.muli {t.op(f'arith.muli {band}, {klen} : index', 'o')}, {rows} : index", "o")
+        start = _band_start(t, g, "%pb", lo, klen)
         with t.block(f"scf.for %pk = {kb} to {ke} step {one}"):
             kk = t.op(f"arith.subi %pk, {kb} : index", "kk")
             at = t.op(f"arith.addi {start}, {t.op(f'arith.muli {kk}, {rows} : index', 'o')} : index", "o")
             v = t.op(f"vector.maskedload %At[%pk, %pb], {mask}, {zero} : {operand_type(g.elem)}, {mty}, {vty} "
                      f"into {vty}", "ld")
             t.line(f"vector.maskedstore %Ap[{at}], {mask}, {v} : memref<?x{g.elem}>, {mty}, {vty}")
+
+
+def _band_start(t: _Text, g: GemmShape, row: str, lo: str, klen: str) -> str:
+    """Where the band of rows from ``row`` starts in the packed block of A that holds the rows from
+    ``lo``, ``klen`` k to a band (``_pack_a`` writes there, ``_a_view`` reads)."""
+    rows = t.index(g.rows)
+    band = t.op(f"arith.divui {t.op(f'arith.subi {row}, {lo} : index', 'pr')}, {rows} : index", "band")
+    return t.op(f"arith.muli {t.op(f'arith.muli {band}, {klen} : index', 'o')}, {rows} : index", "o")
 
 
 def packed_a_type(g: GemmShape) -> str:
@@ -634,10 +646,8 @@ def packed_a_type(g: GemmShape) -> str:
 def _a_view(t: _Text, g: GemmShape, i: str, lo: str, kb: str, ke: str) -> str:
     """The band of rows from ``i`` in the packed block of A (``_pack_a``, which holds the rows from
     ``lo``) as a ``[rows, ke - kb]`` view (``packed_a_type``)."""
-    rows = t.index(g.rows)
     klen = t.op(f"arith.subi {ke}, {kb} : index", "kl")
-    band = t.op(f"arith.divui {t.op(f'arith.subi {i}, {lo} : index', 'pr')}, {rows} : index", "band")
-    at = t.op(f"arith.muli {t.op(f'arith.muli {band}, {klen} : index', 'o')}, {rows} : index", "o")
+    at = _band_start(t, g, i, lo, klen)
     return t.op(f"memref.reinterpret_cast %Ap to offset: [{at}], sizes: [{g.rows}, {klen}], strides: [1, {g.rows}] : "
                 f"memref<?x{g.elem}> to {packed_a_type(g)}", "Av")
 
@@ -672,7 +682,7 @@ def gemm_function(name: str, g: GemmShape, layout: str = "") -> str:
     kslab, nblock = t.index(g.k_slab), t.index(g.n_block)
     t.line(f"%Bp = memref.alloca() {{alignment = 64 : i64}} : {packed_type(g)}")
     strided_b = layout == "strided_rhs"
-    unit = _transposed_view(t, g, bty, k, n) if strided_b else ""
+    unit = _transposed_view(t, g, "B", bty, k, n)[0] if strided_b else ""
     pack_a = _packs_a(t, g, m, k, n) if layout == "strided_lhs" else ""
     pack = "" if strided_b else _packs(t, g, bty, m_whole)
     t.line(f"scf.for %kb = {zero} to {k} step {kslab} {{")
