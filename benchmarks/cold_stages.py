@@ -9,12 +9,13 @@ module compiles in two parts on two cores.  ``first call`` is the kernel's first
 (its compute, page faults, OpenMP start-up); ``other`` is the total less the stages (the frontend,
 the lazy imports, verification, signature reading, Python glue)::
 
-    python benchmarks/cold_stages.py [--only WORD ...] [--repeat N] [--warm] [--all]
+    python benchmarks/cold_stages.py [--only WORD ...] [--repeat N] [--warm] [--all] [--holdout SEED]
 
 prints one row per workload: the median over ``--repeat`` processes (default 5) of each stage, ms.
 ``--warm`` compiles a small program first in each process (untimed), so that the figures are the
 workload's own work rather than the process's first use of MLIR and LLVM; ``--all`` takes every
-suite workload and ends with each stage's share of their total.
+suite workload and ends with each stage's share of their total; ``--holdout SEED`` takes the workloads
+of ``suite.py --holdout SEED`` instead of the suite's (every one of them unless ``--only`` names some).
 """
 
 from __future__ import annotations
@@ -58,7 +59,13 @@ WARM_UP = "fn g(x: Tensor<f32, [64, 32]>) -> Tensor<f32, [64]> { sum(exp(x), axe
 interpreter, the vector lowering and LLVM's code generation all run once)."""
 
 
-def _child(name: str, warm: bool) -> dict[str, float]:
+def _workloads(holdout: int | None) -> list[Any]:
+    sys.path.insert(0, HERE)
+    import suite
+    return suite.workloads() if holdout is None else suite.holdout(holdout)
+
+
+def _child(name: str, warm: bool, holdout: int | None) -> dict[str, float]:
     import importlib
     import threading
 
@@ -71,7 +78,7 @@ def _child(name: str, warm: bool) -> dict[str, float]:
     from mind.compiler.backend.cpu import codegen, lowering
     from mind.compiler.backend.cpu.api import compile_function  # noqa: F401
     from mind.compiler.frontend.cache import compile_cached  # noqa: F401
-    sys.path.insert(0, HERE)
+    w = next(w for w in _workloads(holdout) if w.name == name)
     import suite
 
     spent: dict[str, float] = {}
@@ -103,7 +110,6 @@ def _child(name: str, warm: bool) -> dict[str, float]:
     if warm:
         mind.compile(WARM_UP, fn="g", cpu=suite.ISA)(np.ones((64, 32), np.float32))
         spent.clear()
-    w = next(w for w in suite.workloads() if w.name == name)
     arrays = w.inputs(np.random.default_rng(0))
     t0 = time.perf_counter()
     mind.compile(w.source, fn=w.fn, cpu=suite.ISA)(*arrays)
@@ -115,24 +121,26 @@ def _child(name: str, warm: bool) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", nargs="*", default=list(DEFAULT))
+    ap.add_argument("--only", nargs="*")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--warm", action="store_true", help="compile a small program first in each process")
     ap.add_argument("--all", action="store_true", help="every suite workload, then each stage's share")
+    ap.add_argument("--holdout", type=int, help="the held-out workloads of this seed (suite.py --holdout)")
     ap.add_argument("--child")
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(_child(args.child, args.warm)))
+        print(json.dumps(_child(args.child, args.warm, args.holdout)))
         return
-    if args.all:
-        sys.path.insert(0, HERE)
-        import suite
-        args.only = [w.name for w in suite.workloads()]
+    if args.all or (args.holdout is not None and not args.only):
+        args.only = [w.name for w in _workloads(args.holdout)]
+    elif not args.only:
+        args.only = list(DEFAULT)
     env = dict(os.environ, MIND_CACHE="off", PYTHONPYCACHEPREFIX=os.path.join(ROOT, "build", "pycache"))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode, as an install has (``suite.fresh_cold``)
     print(f"{'workload':40s}" + "".join(f"{c[:10]:>11s}" for c in COLUMNS))
     totals = dict.fromkeys(COLUMNS, 0.0)
-    child = [sys.executable, os.path.abspath(__file__)] + (["--warm"] if args.warm else []) + ["--child"]
+    child = [sys.executable, os.path.abspath(__file__)] + (["--warm"] if args.warm else []) + \
+        ([] if args.holdout is None else ["--holdout", str(args.holdout)]) + ["--child"]
     for name in args.only:
         runs = []
         for _ in range(args.repeat):
@@ -144,7 +152,7 @@ def main() -> None:
         for c in COLUMNS:
             totals[c] += med[c]
         print(f"{name:40s}" + "".join(f"{1000 * med[c]:11.1f}" for c in COLUMNS), flush=True)
-    if args.all:
+    if args.all or args.holdout is not None:
         print(f"{'share of the total':40s}" + "".join(f"{100 * totals[c] / totals['total']:10.1f}%"
                                                      for c in COLUMNS))
 

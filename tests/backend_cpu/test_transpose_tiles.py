@@ -33,7 +33,8 @@ def test_transpose_matches_numpy(dt, shape, perm):
 @pytest.mark.parametrize("dt", ["f32", "f64", "i32", "bool"])
 @pytest.mark.parametrize("shape,perm", [((3, 40, 33), (2, 1, 0)), ((2, 48, 5, 32), (3, 1, 2, 0)),
                                         ((3, 64, 51), (0, 2, 1)), ((32, 80), (1, 0)),
-                                        ((2, 35, 37), (0, 2, 1)), ((19, 100), (1, 0))])
+                                        ((2, 35, 37), (0, 2, 1)), ((19, 100), (1, 0)),
+                                        ((3, 14, 40), (0, 2, 1)), ((2, 5, 33), (0, 2, 1)), ((9, 20), (1, 0))])
 def test_transposing_plane_is_tiled_and_exact(cpu, dt, shape, perm):
     """Tiles on the loop along the operand's contiguous axis and the result's innermost loop (the
     transposing plane), wherever they are: permutation [2, 1, 0] transposes the first and last
@@ -68,6 +69,20 @@ def test_transpose_tiles_cover_the_transposing_plane():
     assert (t.parallel, t.masked) == ((8, 8), False)
     assert _transpose_tiles((2048, 2048), (0, 1), 64, avx512).parallel == (8, 8)
     assert _transpose_tiles((4, 6, 32, 16), (3, 2), 32, avx512).masked is False
+    # result rows shorter than a vector but at least half one, the operand's rows a vector or more:
+    # masked squares (a 14 x 16 tile was one flat 224-lane shuffle, about 100 ms of LLVM's time)
+    t = _transpose_tiles((240, 1344, 14), (1, 2), 32, avx512)
+    assert (t.parallel, t.masked) == ((1, 16, 16), True)
+    t = _transpose_tiles((240, 1024, 8), (1, 2), 32, avx512)
+    assert (t.parallel, t.masked) == ((1, 16, 16), True)
+    assert _transpose_tiles((400, 1000, 5), (1, 2), 64, avx512).parallel == (1, 8, 8)
+    assert _transpose_tiles((400, 1000, 3), (1, 2), 64, avx2).parallel == (1, 4, 4)
+    # ... but not result rows under half a vector, nor short operand rows, nor both short
+    t = _transpose_tiles((240, 1024, 7), (1, 2), 32, avx512)
+    assert (t.parallel, t.masked) == ((1, 16, 7), False)
+    t = _transpose_tiles((240, 14, 1344), (1, 2), 32, avx512)
+    assert (t.parallel, t.masked) == ((1, 14, 16), False)
+    assert _transpose_tiles((240, 12, 14), (1, 2), 32, avx512).masked is False
 
 
 def _schedule_script(src: str, threads: int, cpu: str = "x86-64-v4") -> str:

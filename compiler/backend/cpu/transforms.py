@@ -651,13 +651,19 @@ def _transpose_tiles(ranges: Sequence[int], plane: tuple[int, int], bits: int, u
     and one has no vector-wide divisor, the tiles are still whole vector squares and the last ones
     masked (``masked``): the divisors (13 x 15 for 572 x 180) made odd vector shapes that LLVM moved
     piecemeal, 2.4 times slower (splitting at the last whole vector instead made bufferization copy
-    the result once more).  A plane with a loop shorter than a vector keeps the divisors: a masked 16
-    x 3 tile ran 3.7 times slower than the 9 x 3 one."""
+    the result once more).  So are the tiles of result rows shorter than a vector but at least half
+    one, when the operand's rows span a vector (``short_result_rows``): a 14 x 16 tile was one flat
+    224-lane shuffle, which LLVM took about 100 ms to compile and ran slower than the square's
+    network and masked stores.  Other planes with a loop shorter than a vector keep the divisors: a
+    masked 16 x 3 tile ran 3.7 times slower than the 9 x 3 one, and operand rows of 7 read as masked
+    squares were slower than the 7 x 8 tiles (``docs/backend-cpu.md``, Measurements)."""
     side = unit.lanes(bits)
     par = [1] * len(ranges)
     for d in plane:
         par[d] = largest_divisor_at_most(ranges[d], side)
-    masked = all(ranges[d] > side for d in plane) and any(par[d] != side for d in plane)
+    along_operand, result_rows = (ranges[d] for d in plane)
+    short_result_rows = 2 * result_rows >= side > result_rows and along_operand >= side
+    masked = short_result_rows or (all(ranges[d] > side for d in plane) and any(par[d] != side for d in plane))
     if masked:
         for d in plane:
             par[d] = side
