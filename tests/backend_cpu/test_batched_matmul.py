@@ -1,10 +1,13 @@
 """Batched matmul as one named op (``linalg.batch_matmul``): through the prebuilt GEMM (one call per
-matrix, the batch split across threads, or each matrix split by the threaded driver; a rhs shared
+matrix, the batch split across threads, its matrices split by rows where the batch does not share
+evenly, or each matrix split by the threaded driver; a rhs shared
 by the batch: one GEMM over the batch's rows), or scheduled
 (``matmul="schedule"``, integers), against NumPy; operands that are views (a transpose's result, a
 slice) and results that feed other ops."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -100,3 +103,61 @@ def test_batch_times_one_matrix_is_one_gemm(threads):
     if threads > 1:
         llvm_ir = emit_stage(compile_source(src), "llvm", threads=threads)
         assert "@mind_gemm_f32_parallel(" in llvm_ir and "fork_call" not in llvm_ir
+
+
+def test_batch_parts_even_out_the_threads_shares():
+    """``library_calls.batch_parts``: a batch that does not divide among the threads is split by rows
+    into whole register tiles where that shortens the longest thread's share by a tenth and saves
+    more than a fork and join; never below the GEMM's packing thresholds where the whole matrix
+    packs B; a strided_rhs GEMM (B always packed) has no threshold."""
+    from mind.compiler.backend.cpu.library_calls import batch_parts
+    v4 = "x86-64-v4"
+    assert batch_parts(v4, "f32", (5, 224, 27, 240), 2) == (2, 114)  # 3 matrices' time -> 2.5
+    assert batch_parts(v4, "f32", (3, 32, 80, 243), 2) == (2, 18)  # rows 18 and 14
+    assert batch_parts(v4, "f32", (3, 32, 80, 243), 16) == (3, 12)
+    assert batch_parts(v4, "f32", (8, 64, 80, 96), 2) == (1, 64)  # even: nothing to gain
+    assert batch_parts(v4, "f32", (19, 63, 20, 146), 2) == (1, 63)  # 10 -> 9.5: under a tenth
+    assert batch_parts(v4, "f32", (5, 28, 28, 19), 2) == (1, 28)  # saves less than a fork and join
+    # 38 row tiles pack a B of aligned rows (320 columns, whole tiles): halves of 19 would read it in
+    # place; one of unaligned rows (300 columns) is packed from 16 tiles, so its halves pack it too;
+    # and so is a strided_rhs B, always
+    assert batch_parts(v4, "f32", (5, 228, 320, 128), 2) == (1, 228)
+    assert batch_parts(v4, "f32", (5, 228, 300, 128), 2) == (2, 114)
+    assert batch_parts(v4, "f32", (5, 228, 320, 128), 2, "strided_rhs") == (2, 114)
+    assert batch_parts(v4, "f32", (7, 100, 100, 100), 2) == (1, 100)  # 17 tiles pack it, 9 would not
+    assert batch_parts("x86-64-v3", "f32", (5, 224, 27, 240), 2) == (1, 224)  # AVX2's tile: 16 columns
+
+
+@pytest.mark.parametrize("shape,transposed,threads", [((5, 224, 240, 27), False, 2), ((3, 32, 243, 80), False, 2),
+                                                      ((3, 358, 106, 358), True, 2), ((7, 40, 64, 100), False, 3),
+                                                      ((5, 59, 200, 61), True, 3)])
+def test_batched_matmul_split_by_rows_is_exact(shape, transposed, threads, monkeypatch):
+    """Matrices split into row blocks among the threads (``batch_parts``, the last block shorter):
+    the helper's forall runs over batch x parts units, and every output element is the same call's
+    sum as without the split, so the values are bit for bit those of one thread."""
+    from mind.compiler.backend.cpu import lowering
+    from mind.compiler.backend.cpu.library_calls import batch_parts
+
+    b, m, k, n = shape
+    parts = batch_parts("x86-64-v4", "f32", (b, m, n, k), threads, "strided_rhs" if transposed else "")[0]
+    assert parts > 1
+    helpers: list[str] = []
+    insert = lowering.insert_library_calls
+
+    def spy(module, isa, threads_):
+        calls = insert(module, isa, threads_)
+        helpers.append(str(module))
+        return calls
+    monkeypatch.setattr(lowering, "insert_library_calls", spy)
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal((b, m, k)).astype(np.float32)
+    y = rng.standard_normal((b, n, k) if transposed else (b, k, n)).astype(np.float32)
+    rhs, body = ((T("f32", b, n, k), "matmul(a, transpose(w, permutation=[0, 2, 1]))") if transposed
+                 else (T("f32", b, k, n), "matmul(a, w)"))
+    src = f"fn f(a: {T('f32', b, m, k)}, w: {rhs}) -> {T('f32', b, m, n)} {{ {body} }}"
+    one = mind.compile(src, threads=1, cpu="x86-64-v4")(x, y)
+    split = mind.compile(src, threads=threads, cpu="x86-64-v4")(x, y)
+    assert re.search(rf"scf\.forall \(%\w+\) in \({b * parts}\)", helpers[-1])
+    assert np.array_equal(split, one)
+    want = np.matmul(x.astype(np.float64), (y.transpose(0, 2, 1) if transposed else y).astype(np.float64))
+    np.testing.assert_allclose(one, want, rtol=1e-4, atol=1e-4)

@@ -36,7 +36,7 @@ from .vector_unit import CACHE_LINE_BYTES
 _set = object.__setattr__
 
 __all__ = ["GemmShape", "gemm_function", "gemm_symbol", "operand_type", "operand_types", "VARIANTS", "LAYOUTS",
-           "packed_type", "PACK_MIN_ROW_TILES", "PACK_CONFLICT_BYTES"]
+           "packed_type", "PACK_MIN_ROW_TILES", "PACK_CONFLICT_BYTES", "packs_from"]
 
 
 class GemmShape(FrozenRecord):
@@ -526,6 +526,18 @@ def _packs(t: _Text, g: GemmShape, mty: str, m_whole: str) -> str:
         unaligned = _unaligned(t, g, mty, f"{meta}#0", stride)
         many = t.op(f"arith.ori {many}, {t.op(f'arith.andi {enough}, {unaligned} : i1', 'p')} : i1", "p")
     return t.op(f"arith.ori {many}, {t.op(f'arith.andi {two}, {conflict} : i1', 'p')} : i1", "pack")
+
+
+def packs_from(g: GemmShape, row_bytes: int) -> int:
+    """The fewest whole row tiles from which ``_packs`` packs a B whose rows are ``row_bytes`` apart,
+    whatever its first row's address: 2 at a stride that conflicts in L1, ``pack_unaligned`` where
+    some row starts off a vector's boundary, else ``PACK_MIN_ROW_TILES`` (an aligned first row of an
+    unaligned stride is not enough to keep B in place: its other rows are off the grid)."""
+    if row_bytes % PACK_CONFLICT_BYTES == 0:
+        return 2
+    if g.pack_unaligned and row_bytes % (g.lanes * g.elem_bytes):
+        return min(g.pack_unaligned, PACK_MIN_ROW_TILES)
+    return PACK_MIN_ROW_TILES
 
 
 def _unaligned(t: _Text, g: GemmShape, mty: str, offset: str, stride: str) -> str:

@@ -29,8 +29,8 @@ from mind.spec.dtypes import DType
 
 from .conv_gemm import CONV_OP, conv_gemm, conv_helper
 from .gemm_driver import driver_symbol
-from .gemm_kernel import LAYOUTS, VARIANTS, gemm_symbol, operand_types
-from .thread_cost import KernelCost, one_thread_seconds, saving_pays
+from .gemm_kernel import LAYOUTS, VARIANTS, gemm_symbol, operand_types, packs_from
+from .thread_cost import COSTS, KernelCost, one_thread_seconds, saving_pays
 from .vector_unit import vector_unit
 
 __all__ = ["eligible_matmul", "handled_by_library", "insert_library_calls", "gemm_seconds", "HELPER_PREFIX",
@@ -195,8 +195,9 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
     False: one rhs shared by the batch) for each i of the batch.  A shared rhs: one GEMM over the
     batch's rows (A and C collapsed to ``[B * M, K]`` and ``[B * M, N]``), split by the threaded
     driver (``_split``).  Else one call of the serial GEMM per matrix, the batch split across
-    threads (``scf.forall``, OpenMP) when it has at least as many matrices as threads; else the
-    matrices in turn, each split by the threaded driver.
+    threads (``scf.forall``, OpenMP) when it has at least as many matrices as threads, each matrix
+    split into blocks of rows (a call each) where the matrices do not share evenly among the
+    threads (``batch_parts``); else the matrices in turn, each split by the threaded driver.
     Operands that are not dense row-major go through a dense copy.  ``layout`` "strided_rhs": B is
     given as ``[N, K]`` matrices, each passed as its ``memref.transpose`` (read in place)."""
     bsz, m, n, k = shape
@@ -231,19 +232,29 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
         lines += [f"memref.dealloc %t{i} : {full[i]}" for i in range(3) if not dense[i]]
         return _function(name, types, lines)
     by_batch = threads > 1 and bsz >= threads
+    parts, block = batch_parts(isa, elem, shape, threads, layout) if by_batch else (1, m)
     inner = []
+    if parts > 1:  # unit %u of the forall: rows [%r0, %r0 + %rows) of matrix %i
+        lines += [f"%cp = arith.constant {parts} : index", f"%cblock = arith.constant {block} : index",
+                  f"%cm = arith.constant {m} : index"]
+        inner += ["%i = arith.divui %u, %cp : index", "%part = arith.remui %u, %cp : index",
+                  "%r0 = arith.muli %part, %cblock : index", "%rest = arith.subi %cm, %r0 : index",
+                  "%rows = arith.minui %cblock, %rest : index"]
     for i, (r, c) in enumerate(dims):
         body = inner if batched[i] else lines
         value, vty = args[i], full[i]
-        if batched[i]:
-            vty = f"memref<{r}x{c}x{elem}, strided<[{c}, 1], offset: ?>>"
-            inner.append(f"%s{i} = memref.subview {args[i]}[%i, 0, 0] [1, {r}, {c}] [1, 1, 1] : {full[i]} to {vty}")
+        if batched[i]:  # A and C always are here (a shared B with a batched A and C: the one GEMM above)
+            rows, at = ("%rows", "%r0") if parts > 1 and i != 1 else (str(r), "0")  # A's and C's rows of the unit
+            vty = f"memref<{'?' if rows == '%rows' else r}x{c}x{elem}, strided<[{c}, 1], offset: ?>>"
+            inner.append(f"%s{i} = memref.subview {args[i]}[%i, {at}, 0] [1, {rows}, {c}] [1, 1, 1] : {full[i]} to {vty}")
             value = f"%s{i}"
         if _TRANSPOSED_OPERAND.get(layout) == i:
             value, vty = _transpose(body, value, vty, f"%tr{i}")
         body.append(f"%d{i} = memref.cast {value} : {vty} to {wanted[i]}")
     inner += _gemm_call(isa, elem, (m, n, k), 1 if by_batch else threads, layout)
-    if by_batch:
+    if parts > 1:
+        lines.append(f"scf.forall (%u) in ({bsz * parts}) {{")
+    elif by_batch:
         lines.append(f"scf.forall (%i) in ({bsz}) {{")
     else:
         lines.append("scf.for %i = %c0 to %cb step %c1 {")
@@ -254,6 +265,46 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
                 lines.append(f"memref.copy %t2, %c : {full[i]} to {types[2]}")
             lines.append(f"memref.dealloc %t{i} : {full[i]}")
     return _function(name, types, lines)
+
+
+BATCH_SPLIT_GAIN = 0.1
+"""How much shorter (a fraction) the longest thread's share of a batched matmul must become for its
+matrices to be split by rows (``batch_parts``)."""
+
+
+def batch_parts(isa: str, elem: str, shape: tuple[int, int, int, int], threads: int,
+                layout: str = "") -> tuple[int, int]:
+    """(parts, rows per part): the row blocks each matrix of a batch (``shape``: batch, m, n, k) splits
+    into, so that the ``batch * parts`` units, one GEMM call each, share ``threads`` threads evenly.
+    ``parts`` is 1 (and the block every row) unless the split shortens the longest thread's share
+    by ``BATCH_SPLIT_GAIN``, saves it at least a parallel region's fork and join
+    (``thread_cost.COSTS``: the calls are more, and the cost model's GEMM time is a lower bound),
+    and leaves each part at least the row tiles from which the GEMM packs B (``packs_from``) where
+    the whole matrix has them: a part below reads in place the B the whole matrix packed (only where
+    B has a whole tile's columns, and not for ``strided_rhs``, which always packs).  Blocks are
+    whole register tiles, the last one what remains.
+
+    Why: the threads took whole matrices, so 5 matrices on 2 threads ran as 3 after one another
+    (``docs/backend-cpu.md``, Measurements: batched matmuls split by rows); a thread's share, in
+    matrices, is ``ceil(batch * parts / threads) / parts``."""
+    bsz, m, n, k = shape
+    g = VARIANTS[isa][elem]
+    tiles = -(-m // g.rows)
+    threshold = packs_from(g, n * g.elem_bytes)
+    keep = threshold if layout == "" and n >= g.width and tiles >= threshold else 1
+
+    def share(parts: int) -> float:
+        return -(-bsz * parts // threads) / parts
+
+    best, block = 1, m
+    for p in range(2, min(tiles, threads) + 1):
+        per_part = -(-tiles // p)
+        parts = -(-tiles // per_part)
+        saved = share(1) - share(parts)
+        if per_part >= keep and saved >= share(1) * BATCH_SPLIT_GAIN and share(parts) < share(best) and \
+                saved * gemm_seconds(isa, elem, m, n, k) >= COSTS["region_s"]:
+            best, block = parts, per_part * g.rows
+    return best, block
 
 
 def gemm_seconds(isa: str, elem: str, m: int, n: int, k: int) -> float:
