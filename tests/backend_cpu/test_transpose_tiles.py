@@ -70,7 +70,7 @@ def test_transpose_tiles_cover_the_transposing_plane():
     assert _transpose_tiles((2048, 2048), (0, 1), 64, avx512).parallel == (8, 8)
     assert _transpose_tiles((4, 6, 32, 16), (3, 2), 32, avx512).masked is False
     # result rows shorter than a vector but at least half one, the operand's rows a vector or more:
-    # masked squares (a 14 x 16 tile was one flat 224-lane shuffle, about 100 ms of LLVM's time)
+    # masked squares (a 14 x 16 tile was one flat 224-lane shuffle, long for LLVM to compile)
     t = _transpose_tiles((240, 1344, 14), (1, 2), 32, avx512)
     assert (t.parallel, t.masked) == ((1, 16, 16), True)
     t = _transpose_tiles((240, 1024, 8), (1, 2), 32, avx512)

@@ -244,8 +244,9 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
         body = inner if batched[i] else lines
         value, vty = args[i], full[i]
         if batched[i]:  # A and C always are here (a shared B with a batched A and C: the one GEMM above)
-            rows, at = ("%rows", "%r0") if parts > 1 and i != 1 else (str(r), "0")  # A's and C's rows of the unit
-            vty = f"memref<{'?' if rows == '%rows' else r}x{c}x{elem}, strided<[{c}, 1], offset: ?>>"
+            split = parts > 1 and i != 1  # A's and C's rows of the unit
+            rows, at, size = ("%rows", "%r0", "?") if split else (str(r), "0", str(r))
+            vty = f"memref<{size}x{c}x{elem}, strided<[{c}, 1], offset: ?>>"
             inner.append(f"%s{i} = memref.subview {args[i]}[%i, {at}, 0] [1, {rows}, {c}] [1, 1, 1] : {full[i]} to {vty}")
             value = f"%s{i}"
         if _TRANSPOSED_OPERAND.get(layout) == i:

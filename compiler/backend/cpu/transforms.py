@@ -650,13 +650,13 @@ def _transpose_tiles(ranges: Sequence[int], plane: tuple[int, int], bits: int, u
     (``docs/backend-cpu.md``, Measurements).  When both loops of the plane are longer than a vector
     and one has no vector-wide divisor, the tiles are still whole vector squares and the last ones
     masked (``masked``): the divisors (13 x 15 for 572 x 180) made odd vector shapes that LLVM moved
-    piecemeal, 2.4 times slower (splitting at the last whole vector instead made bufferization copy
-    the result once more).  So are the tiles of result rows shorter than a vector but at least half
-    one, when the operand's rows span a vector (``short_result_rows``): a 14 x 16 tile was one flat
-    224-lane shuffle, which LLVM took about 100 ms to compile and ran slower than the square's
-    network and masked stores.  Other planes with a loop shorter than a vector keep the divisors: a
-    masked 16 x 3 tile ran 3.7 times slower than the 9 x 3 one, and operand rows of 7 read as masked
-    squares were slower than the 7 x 8 tiles (``docs/backend-cpu.md``, Measurements)."""
+    piecemeal (splitting at the last whole vector instead made bufferization copy the result once
+    more).  So are the tiles of result rows shorter than a vector but at least half one, when the
+    operand's rows span a vector (``short_result_rows``): a 14 x 16 tile was one flat 224-lane
+    shuffle, long for LLVM to compile and slower to run than the square's network and masked
+    stores.  Other planes with a loop shorter than a vector keep the divisors: a masked 16 x 3 tile
+    ran slower than the 9 x 3 one, and operand rows of 7 read as masked squares slower than the
+    7 x 8 tiles (the figures: ``docs/backend-cpu.md``, Measurements)."""
     side = unit.lanes(bits)
     par = [1] * len(ranges)
     for d in plane:
