@@ -131,10 +131,15 @@ def main() -> None:
     if args.child:
         print(json.dumps(_child(args.child, args.warm, args.holdout)))
         return
+    known = [w.name for w in _workloads(args.holdout)]
     if args.all or (args.holdout is not None and not args.only):
-        args.only = [w.name for w in _workloads(args.holdout)]
+        args.only = known
     elif not args.only:
         args.only = list(DEFAULT)
+    unknown = [n for n in args.only if n not in known]
+    if unknown:
+        where = "the suite" if args.holdout is None else f"the held-out draw {args.holdout}"
+        ap.error(f"no workload {', '.join(unknown)} in {where}; its workloads: {' '.join(known)}")
     env = dict(os.environ, MIND_CACHE="off", PYTHONPYCACHEPREFIX=os.path.join(ROOT, "build", "pycache"))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode, as an install has (``suite.fresh_cold``)
     print(f"{'workload':40s}" + "".join(f"{c[:10]:>11s}" for c in COLUMNS))

@@ -69,6 +69,7 @@ def emit_mlir(fn: Function, shapes: Mapping[str, int] | None = None,
     for i, p in enumerate(fn.params):
         dtype, shape = specialize_type(p.type, env)
         a = f"%arg{i}"
+        em.params.add(a)
         sig.append(f"{a}: {tensor_type(shape, ELEM[dtype])}")
         values[id(p)] = TensorValue(a, shape, ELEM[dtype], dtype)
     outs: list[tuple[str, tuple[int, ...], str]] = []

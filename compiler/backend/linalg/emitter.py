@@ -166,6 +166,7 @@ class Emitter:
         self.conv_pixels = conv_pixels
         self.transposed_from: dict[str, TensorValue] = {}  # a last-two-axes transpose's result -> its operand
         self.sliced_from: dict[str, str] = {}  # an extract_slice's result -> the tensor it is a window of
+        self.params: set[str] = set()  # the function's parameters (``emit_mlir`` names them)
 
     def fresh(self, hint: str = "v") -> str:
         self.n += 1
@@ -294,7 +295,7 @@ class Emitter:
         source = self.sliced_from.get(x.name)
         while source in self.reshaped_from or source in self.sliced_from:  # views of views
             source = self.reshaped_from[source].name if source in self.reshaped_from else self.sliced_from[source]
-        return source is not None and not source.startswith("%arg")
+        return source is not None and source not in self.params
 
     def pad(self, x: TensorValue, value: str, lo: Sequence[int], interior: Sequence[int], shape: tuple[int, ...],
             conv_operand: bool = False) -> str:
