@@ -19,7 +19,7 @@ import pytest
 
 from mind.calling import run_reference
 from mind.compiler.backend.cpu.api import compile_function
-from mind.compiler.backend.cpu.range_max import rewrite_maximum
+from mind.compiler.backend.cpu.range_max import balance_maximum_trees, rewrite_maximum
 from mind.compiler.backend.cpu.vector_unit import runs_isa
 from mind.ir.builder import FunctionBuilder
 from mind.spec.dtypes import DType
@@ -89,11 +89,112 @@ def test_the_rewrite_replaces_every_vector_maximum_and_declares_once():
     assert out.count("declare <16 x float> @llvm.x86.avx512.mask.range.ps.512(") == 1
     assert "@llvm.x86.avx512.mask.range.pd.128(" in out  # the reduction's last halving of f64
     assert rewrite_maximum("define void @f() {\n  ret void\n}\n") == "define void @f() {\n  ret void\n}\n"
-    # a width that is not a multiple of 128 bits, and an operand that is a constant, stay LLVM's
-    odd = "  %r = call <3 x float> @llvm.maximum.v3f32(<3 x float> %x, <3 x float> %y)\n"
+    # three native pieces, and an operand that is a constant, stay LLVM's
     three = "  %r = call <48 x float> @llvm.maximum.v48f32(<48 x float> %x, <48 x float> %y)\n"
     const = "  %r = call <4 x float> @llvm.maximum.v4f32(<4 x float> %x, <4 x float> zeroinitializer)\n"
-    assert rewrite_maximum(odd) == odd and rewrite_maximum(const) == const and rewrite_maximum(three) == three
+    assert rewrite_maximum(const) == const and rewrite_maximum(three) == three
+    # a width that is not a multiple of 128 bits is widened with poison lanes to a native one
+    odd = rewrite_maximum("  %r = call <3 x float> @llvm.maximum.v3f32(<3 x float> %x, <3 x float> %y)\n")
+    assert "@llvm.maximum" not in odd.split("declare")[0] and "@llvm.x86.avx512.mask.range.ps.128(" in odd
+    assert "<4 x i32> <i32 0, i32 1, i32 2, i32 poison>" in odd
+
+
+def _chain(n: int, vec: str, callee: str, extra_use: int | None = None) -> list[str]:
+    """A function body folding ``%x0 .. %x{n}`` into ``%a{n}`` one after another (innerparallel's
+    shape); ``extra_use``: an inner value that is also stored."""
+    lines = ["define void @f(ptr %p) {"]
+    prev = "%x0"
+    for i in range(1, n + 1):
+        lines.append(f"  %a{i} = call {vec} {callee}({vec} %x{i}, {vec} {prev})")
+        prev = f"%a{i}"
+    if extra_use is not None:
+        lines.append(f"  store {vec} %a{extra_use}, ptr %p, align 4")
+    return lines + [f"  store {vec} {prev}, ptr %p, align 4", "  ret void", "}"]
+
+
+def _depth(lines: list[str], root: str) -> int:
+    """The longest chain of ``llvm.maximum`` calls ending in ``root``."""
+    defs = {}
+    for line in lines:
+        if "@llvm.maximum" in line and " = " in line:
+            name, _, rest = line.strip().partition(" = ")
+            defs[name] = [t.rstrip(",)") for t in rest.split() if t.startswith("%")]
+    return 0 if root not in defs else 1 + max(_depth(lines, a) for a in defs[root])
+
+
+def _balanced(lines: list[str]) -> list[str]:
+    return balance_maximum_trees("\n".join(lines)).split("\n")
+
+
+def test_chains_of_maximum_are_rebuilt_as_balanced_trees():
+    """A chain of 15 (a transposed tile's 15 columns folded one after another) becomes a tree of
+    depth 4 whose root keeps its name and whose leaves are the chain's; an inner value that is used
+    elsewhere stays a value (a leaf of the tree above it); the calls of another block, and of another
+    function that reuses the names, are not merged."""
+    vec, callee = "<3 x float>", "@llvm.maximum.v3f32"
+    lines = _chain(15, vec, callee)
+    out = _balanced(lines)
+    assert _depth(lines, "%a15") == 15 and _depth(out, "%a15") == 4
+    assert sum("@llvm.maximum" in x for x in out) == 15
+    assert sorted(t for x in out for t in x.replace(",", " ").replace(")", " ").split() if t.startswith("%x")) \
+        == sorted(f"%x{i}" for i in range(16))
+    shared = _balanced(_chain(15, vec, callee, extra_use=7))
+    assert any(x.startswith("  %a7 = ") for x in shared) and _depth(shared, "%a15") <= 4
+    split = _chain(6, vec, callee)
+    split.insert(4, "5:")  # %a4 onwards in another block: %a3 is a leaf there, not a node
+    moved = _balanced(split)
+    assert any(x.startswith("  %a3 = ") for x in moved) and moved.index("5:") < [
+        i for i, x in enumerate(moved) if x.startswith("  %a6 = ")][0]
+    assert _depth(moved, "%a6") == 2 + 2 and any("%a3" in x for x in moved[moved.index("5:"):])  # 2 below %a3
+    two = _chain(7, vec, callee) + _chain(7, vec, callee)
+    assert [x for x in _balanced(two) if x.startswith("define")] == ["define void @f(ptr %p) {"] * 2
+    assert _balanced(_chain(2, vec, callee)) == _chain(2, vec, callee)  # as shallow as it gets
+
+
+def _chain_function(n: int, lanes: int, elem: str, suffix: str) -> str:
+    """``@chain(ptr %a, ptr %o)``: %o = the maximum of the ``n`` vectors of ``lanes`` at %a, folded
+    one after another."""
+    vec, callee = f"<{lanes} x {elem}>", f"@llvm.maximum.v{lanes}{suffix}"
+    size = lanes * (4 if elem == "float" else 8)
+    lines = [f"declare {vec} {callee}({vec}, {vec})", "define void @chain(ptr %a, ptr %o) {"]
+    for i in range(n):
+        lines.append(f"  %p{i} = getelementptr i8, ptr %a, i64 {i * size}")
+        lines.append(f"  %x{i} = load {vec}, ptr %p{i}, align 4")
+    prev = "%x0"
+    for i in range(1, n):
+        lines.append(f"  %c{i} = call {vec} {callee}({vec} %x{i}, {vec} {prev})")
+        prev = f"%c{i}"
+    return "\n".join(lines + [f"  store {vec} {prev}, ptr %o, align 4", "  ret void", "}"]) + "\n"
+
+
+@V4
+@pytest.mark.parametrize("expanded", [True, False], ids=["avx512", "llvm"])
+@pytest.mark.parametrize("dtype,lanes", [(np.float32, 3), (np.float32, 15), (np.float32, 45), (np.float32, 2),
+                                         (np.float32, 16), (np.float64, 3), (np.float64, 5), (np.float64, 1)])
+def test_balanced_chains_match_the_spec(dtype, lanes, expanded):
+    """16 vectors folded by a chain that is balanced, then (AVX-512) expanded and, where the width is
+    not a multiple of 128 bits, widened; or left to LLVM's expansion (the other targets): a NaN or a
+    zero of either sign at each vector in turn, every lane."""
+    elem, suffix, as_bits = _TYPES[dtype]
+    text = balance_maximum_trees(_chain_function(16, lanes, elem, suffix))
+    assert "%mind.maxtree." in text
+    if expanded:
+        text = rewrite_maximum(text)
+        assert f"@llvm.maximum.v{lanes}" not in text.split("define")[1]
+    engine = _jit(text)
+    chain = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(engine.get_function_address("chain"))
+    rng = np.random.default_rng(5)
+    got = np.empty(lanes, dtype)
+    for special in _SPECIALS:
+        for j in range(16):
+            rows = -np.abs(rng.standard_normal((16, lanes))).astype(dtype) - 1.0
+            rows[j] = special
+            rows[(j + 5) % 16, ::2] = -0.0
+            rows = np.ascontiguousarray(rows)
+            chain(rows.ctypes.data, got.ctypes.data)
+            want = functools.reduce(_maximum, list(rows))
+            assert _same(got, want, as_bits).all(), (special, j, got, want)
+    del engine
 
 
 @V4
@@ -166,7 +267,8 @@ def _reduce_max_program(dtype: DType, shape, axes):
 
 @V4
 @pytest.mark.parametrize("dtype", [DType.F32, DType.F64])
-@pytest.mark.parametrize("shape,axes", [((37, 100), (1,)), ((12, 272), (1,)), ((300, 19), (0,)), ((9, 5, 16), (2,))])
+@pytest.mark.parametrize("shape,axes", [((37, 100), (1,)), ((12, 272), (1,)), ((300, 19), (0,)), ((9, 5, 16), (2,)),
+                                        ((40, 3, 15), (2,)), ((300, 11), (1,)), ((50, 3, 5), (2,))])
 def test_reductions_with_nans_and_signed_zeros_match_the_reference(dtype, shape, axes):
     """Each row holds zeros of both signs and, in some rows, a NaN at a moving position: the
     reductions' vector steps, their tails and their horizontal combination all see them."""

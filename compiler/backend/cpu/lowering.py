@@ -29,7 +29,7 @@ from .abi import ELEMENT_TYPES, ArgSpec, Signature
 from .library_calls import handled_by_library, insert_library_calls
 from .movement_loops import mark_movement_loops, seat_loop_annotations
 from .pipeline import loops_to_llvm, lower_to_llvm, to_loops
-from .range_max import rewrite_maximum
+from .range_max import balance_maximum_trees, rewrite_maximum
 from .reversed_loops import thread_reversed_generics
 from .runtime import link_runtime
 from .transforms import MIN_SCHEDULE_WORK, schedule as cpu_schedule
@@ -286,6 +286,7 @@ def lower_to_llvm_ir(mlir_text: str, func_name: str, options: LoweringOptions) -
                 # runtime functions MLIR's lowering calls (memrefCopy) and the heap cache's are
                 # declared hidden: prebuilt objects define them (kernel_library)
                 ir_text = link_runtime(translate_to_llvm_ir(module))
+            ir_text = balance_maximum_trees(ir_text)
             if vector_unit(options.cpu).bits == 512:  # AVX-512 F, DQ and VL: x86-64-v4
                 ir_text = rewrite_maximum(ir_text)
         except BaseException:

@@ -1,4 +1,4 @@
-"""IEEE maximum of vectors in three AVX-512 instructions instead of six.
+"""IEEE maximum of vectors in three AVX-512 instructions instead of six, and chains of maxima as trees.
 
 A max reduction combines every element with ``llvm.maximum`` (NaN if either operand is NaN, and +0
 above -0: the spec's ``reduce_max``).  x86 has no such instruction before AVX10.2, and LLVM expands
@@ -13,7 +13,9 @@ bit (``tests/backend_cpu/test_range_max.py``).
 
 ``rewrite_maximum`` works on the LLVM IR text of a kernel for an x86-64-v4 target: each vector
 ``llvm.maximum`` of 32- or 64-bit floats whose width is a power of two times 128, 256 or 512 bits
-is split into the widest native pieces (the 256- and 128-bit forms are AVX-512VL's); each
+is split into the widest native pieces (the 256- and 128-bit forms are AVX-512VL's), and a width
+that is not a multiple of 128 bits (a transposed tile's rows of 3 or 15 f32) is widened with poison
+lanes to the next such power of two; each
 ``llvm.vector.reduce.fmaximum`` becomes a tree of halvings down to 128 bits and then shuffles within
 that vector down to lane 0 (a row that is not a power of two of lanes, 48 f64 or 100 f32, first
 combines its native pieces, and its last lanes of less than 128 bits join at the end); a scalar
@@ -21,13 +23,17 @@ combines its native pieces, and its last lanes of less than 128 bits join at the
 128-bit vector: three instructions where LLVM's scalar expansion took eight, moving the values
 through integer registers.  New values are named (``%mind.max.N``, a
 prefix MLIR's translation never writes), so the function's numbered values keep their numbers.
+
+``balance_maximum_trees`` runs first, for every target: a reduction over rows shorter than a vector
+folds its tile's columns into the rows' maxima one after another, a chain as long as the row, which
+it rebuilds as a balanced tree (``%mind.maxtree.N``); the maxima are the same bits in any order.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["rewrite_maximum"]
+__all__ = ["rewrite_maximum", "balance_maximum_trees"]
 
 _ELEMENT = {"float": ("ps", 32), "double": ("pd", 64)}
 _MASK = {2: "i8", 4: "i8", 8: "i8", 16: "i16"}
@@ -45,14 +51,15 @@ _REDUCE_MAX = re.compile(
 class _Writer:
     """Lines of an expansion with fresh names and the declarations they need."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "%mind.max.") -> None:
+        self.prefix = prefix
         self.n = 0
         self.lines: list[str] = []
         self.declares: set[str] = set()
 
     def fresh(self) -> str:
         self.n += 1
-        return f"%mind.max.{self.n}"
+        return f"{self.prefix}{self.n}"
 
     def emit(self, indent: str, text: str) -> str:
         name = self.fresh()
@@ -97,7 +104,7 @@ class _Writer:
         not a multiple of 128 bits or the pieces are not a power of two."""
         bits = _ELEMENT[elem][1]
         if (lanes * bits) % 128:
-            return None
+            return self._padded_max(indent, a, b, lanes, elem)
         native = min(512, max(w for w in (128, 256, 512) if (lanes * bits) % w == 0)) // bits
         if lanes == native:
             return self.native_max(indent, a, b, lanes, elem)
@@ -108,6 +115,19 @@ class _Writer:
                                  self.piece(indent, b, lanes, elem, i, native), native, elem)
                  for i in range(0, lanes, native)]
         return self.concat(indent, parts, native, elem)
+
+    def _padded_max(self, indent: str, a: str, b: str, lanes: int, elem: str) -> str | None:
+        """``llvm.maximum`` of two vectors whose width is not a multiple of 128 bits (a row of 3 or
+        15 f32, the rows' maxima of a transposed tile): both widened with poison lanes to the next
+        power of two of lanes of 128 bits or more, combined there, the result's first ``lanes``
+        lanes kept (the poison lanes are never read)."""
+        bits = _ELEMENT[elem][1]
+        padded = max(128 // bits, 1 << (lanes - 1).bit_length())
+        mask = ", ".join([f"i32 {i}" for i in range(lanes)] + ["i32 poison"] * (padded - lanes))
+        wide = [self.emit(indent, f"shufflevector <{lanes} x {elem}> {v}, <{lanes} x {elem}> poison, "
+                                  f"<{padded} x i32> <{mask}>") for v in (a, b)]
+        m = self.vector_max(indent, wide[0], wide[1], padded, elem)
+        return None if m is None else self.piece(indent, m, padded, elem, 0, lanes)
 
     def reduce_max(self, indent: str, v: str, lanes: int, elem: str) -> str | None:
         """``llvm.vector.reduce.fmaximum`` of ``v``: a power of two of lanes by halving while the
@@ -211,6 +231,116 @@ def _expand(w: _Writer, line: str) -> list[str] | None:
                 return None
             return w.lines + [f"{indent}{result} = select i1 true, {ty} {value}, {ty} {value}"]
     return None
+
+
+_NAME = re.compile(r"%[-\w.$]+")
+_LABEL = re.compile(r"^(?:[-\w.$]+:|define )")
+
+
+def balance_maximum_trees(llvm_ir: str) -> str:
+    """``llvm_ir`` (a module) with each tree of vector ``llvm.maximum`` calls (every inner value of one
+    type, used once, by the tree, in the same block) rebuilt as a balanced tree of its leaves in
+    their order, for every target (``rewrite_maximum`` then expands the calls on AVX-512).
+
+    Why: a reduction over a short row is lowered as a transposed tile whose columns are folded into
+    the rows' maxima one after another (``lower_multi_reduction`` "innerparallel"), a dependent
+    chain as long as the row; balanced, its depth is the logarithm.  The maximum is associative and
+    commutative, NaNs and signed zeros included, so every order gives the same bits."""
+    if "@llvm.maximum.v" not in llvm_ir:
+        return llvm_ir
+    lines = llvm_ir.split("\n")
+    out: list[str] = []
+    w = _Writer("%mind.maxtree.")
+    start = None
+    for i, line in enumerate(lines):
+        if line.startswith("define "):
+            start = i
+        elif line.startswith("}") and start is not None:
+            body = lines[start:i + 1]
+            chained = sum(1 for x in body if "@llvm.maximum.v" in x) > 2  # a tree to rebalance needs 3
+            out.extend(_balanced_function(body, w) if chained else body)
+            start = None
+        elif start is None:
+            out.append(line)
+    if start is not None:
+        out.extend(lines[start:])
+    return "\n".join(out)
+
+
+def _balanced_function(lines: list[str], w: _Writer) -> list[str]:
+    """``balance_maximum_trees`` on one function's lines (SSA names are the function's own)."""
+    uses: dict[str, int] = {}
+    calls: dict[str, tuple[int, int, str, str, str]] = {}  # result -> (line, block, type, a, b)
+    block = 0
+    for i, line in enumerate(lines):
+        _, eq, rest = line.partition(" = ")
+        for name in _NAME.findall(rest if eq else line):
+            uses[name] = uses.get(name, 0) + 1
+        if _LABEL.match(line):
+            block += 1
+        m = _VECTOR_MAX.match(line)
+        if m:
+            calls[m.group(2)] = (i, block, f"<{m.group(3)} x {m.group(4)}>", m.group(5), m.group(6))
+
+    def inner(name: str, blk: int, ty: str) -> tuple[int, int, str, str, str] | None:
+        """The call defining ``name`` when it is an inner node of a tree in block ``blk``."""
+        c = calls.get(name)
+        return c if c is not None and uses.get(name) == 1 and c[1] == blk and c[2] == ty else None
+
+    def leaves(root: tuple[int, int, str, str, str], absorbed: list[int]) -> tuple[list[str], int]:
+        """The leaves of the tree under ``root``'s call, left to right, and its depth (a stack, not
+        recursion: a chain is as long as a row)."""
+        _, blk, ty, a, b = root
+        names: list[str] = []
+        depth = 0
+        stack = [(b, 1), (a, 1)]
+        while stack:
+            name, level = stack.pop()
+            c = inner(name, blk, ty)
+            if c is None:
+                names.append(name)
+                depth = max(depth, level)
+                continue
+            absorbed.append(c[0])
+            stack += [(c[4], level + 1), (c[3], level + 1)]
+        return names, depth
+
+    consumed = {o for _, blk, ty, a, b in calls.values() for o in (a, b) if inner(o, blk, ty) is not None}
+    roots = [r for r in calls if r not in consumed]
+    dropped: set[int] = set()
+    replaced: dict[int, list[str]] = {}
+    for r in roots:
+        i, blk, ty = calls[r][:3]
+        absorbed: list[int] = []
+        names, depth = leaves(calls[r], absorbed)
+        if depth <= (len(names) - 1).bit_length():
+            continue  # already as shallow as a balanced tree
+        m = _VECTOR_MAX.match(lines[i])
+        indent = m.group(1)
+        callee = lines[i][lines[i].index("@llvm.maximum"):].split("(", 1)[0]
+        w.lines = []
+        # depth first, a pair as soon as two subtrees of one height are there: the tree of adjacent
+        # pairs, with at most log2(leaves) partial results live (16 registers on AVX2)
+        stack: list[tuple[str, int]] = []
+        for k, leaf in enumerate(names):
+            stack.append((leaf, 0))
+            while len(stack) > 1 and stack[-1][1] == stack[-2][1] and (k + 1 < len(names) or len(stack) > 2):
+                (x, h), (y, _) = stack[-2], stack.pop()
+                stack[-1] = (w.emit(indent, f"call {ty} {callee}({ty} {x}, {ty} {y})"), h + 1)
+        while len(stack) > 2:
+            (x, h), (y, _) = stack[-2], stack.pop()
+            stack[-1] = (w.emit(indent, f"call {ty} {callee}({ty} {x}, {ty} {y})"), h + 1)
+        replaced[i] = w.lines + [f"{indent}{r} = call {ty} {callee}({ty} {stack[0][0]}, {ty} {stack[1][0]})"]
+        dropped.update(absorbed)
+    if not replaced:
+        return lines
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        if i in replaced:
+            out.extend(replaced[i])
+        elif i not in dropped:
+            out.append(line)
+    return out
 
 
 def rewrite_maximum(llvm_ir: str) -> str:
