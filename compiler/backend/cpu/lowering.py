@@ -31,6 +31,7 @@ from .movement_loops import mark_movement_loops, seat_loop_annotations
 from .pipeline import loops_to_llvm, lower_to_llvm, to_loops
 from .range_max import balance_maximum_trees, rewrite_maximum
 from .reversed_loops import thread_reversed_generics
+from .scalef import rewrite_exp_scaling
 from .runtime import link_runtime
 from .transforms import MIN_SCHEDULE_WORK, schedule as cpu_schedule
 from .vector_unit import vector_unit
@@ -288,7 +289,7 @@ def lower_to_llvm_ir(mlir_text: str, func_name: str, options: LoweringOptions) -
                 ir_text = link_runtime(translate_to_llvm_ir(module))
             ir_text = balance_maximum_trees(ir_text)
             if vector_unit(options.cpu).bits == 512:  # AVX-512 F, DQ and VL: x86-64-v4
-                ir_text = rewrite_maximum(ir_text)
+                ir_text = rewrite_exp_scaling(rewrite_maximum(ir_text))
         except BaseException:
             SHARED.retire()  # never reuse a context that saw a failure
             raise

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import re
 
+from .llvm_vectors import ELEMENT, MASK, VectorWriter
+
 __all__ = ["rewrite_maximum", "balance_maximum_trees"]
 
-_ELEMENT = {"float": ("ps", 32), "double": ("pd", 64)}
-_MASK = {2: "i8", 4: "i8", 8: "i8", 16: "i16"}
 _VECTOR_MAX = re.compile(
     r"^(\s*)(%[-\w.$]+) = call (?:[a-z ]+ )?<(\d+) x (float|double)> @llvm\.maximum\.v\d+f(?:32|64)\("
     r"<\d+ x (?:float|double)> (%[-\w.$]+), <\d+ x (?:float|double)> (%[-\w.$]+)\)\s*$")
@@ -48,86 +48,32 @@ _REDUCE_MAX = re.compile(
     r"<\d+ x (?:float|double)> (%[-\w.$]+)\)\s*$")
 
 
-class _Writer:
-    """Lines of an expansion with fresh names and the declarations they need."""
+class _Writer(VectorWriter):
+    """``VectorWriter`` with the maximum's expansions."""
 
     def __init__(self, prefix: str = "%mind.max.") -> None:
-        self.prefix = prefix
-        self.n = 0
-        self.lines: list[str] = []
-        self.declares: set[str] = set()
-
-    def fresh(self) -> str:
-        self.n += 1
-        return f"{self.prefix}{self.n}"
-
-    def emit(self, indent: str, text: str) -> str:
-        name = self.fresh()
-        self.lines.append(f"{indent}{name} = {text}")
-        return name
-
-    def piece(self, indent: str, v: str, lanes: int, elem: str, start: int, count: int) -> str:
-        """Lanes ``start .. start + count`` of ``v`` (of ``lanes``) as a vector of ``count``."""
-        if start == 0 and count == lanes:
-            return v
-        mask = ", ".join(f"i32 {start + i}" for i in range(count))
-        return self.emit(indent, f"shufflevector <{lanes} x {elem}> {v}, <{lanes} x {elem}> poison, "
-                                 f"<{count} x i32> <{mask}>")
-
-    def concat(self, indent: str, parts: list[str], count: int, elem: str) -> str:
-        """The pieces (each of ``count`` lanes) side by side, pairwise."""
-        while len(parts) > 1:
-            joined = []
-            for a, b in zip(parts[::2], parts[1::2]):
-                mask = ", ".join(f"i32 {i}" for i in range(2 * count))
-                joined.append(self.emit(indent, f"shufflevector <{count} x {elem}> {a}, <{count} x {elem}> {b}, "
-                                                f"<{2 * count} x i32> <{mask}>"))
-            parts, count = joined, 2 * count
-        return parts[0]
+        super().__init__(prefix)
 
     def native_max(self, indent: str, a: str, b: str, lanes: int, elem: str) -> str:
         """``llvm.maximum`` of two vectors of one native width (128, 256 or 512 bits)."""
-        suffix, bits = _ELEMENT[elem]
+        suffix, bits = ELEMENT[elem]
         width = lanes * bits
         vec = f"<{lanes} x {elem}>"
         name = f"@llvm.x86.avx512.mask.range.{suffix}.{width}"
         rounding = ", i32 4" if width == 512 else ""
-        self.declares.add(f"declare {vec} {name}({vec}, {vec}, i32, {vec}, {_MASK[lanes]}{', i32' if rounding else ''})")
+        self.declares.add(f"declare {vec} {name}({vec}, {vec}, i32, {vec}, {MASK[lanes]}{', i32' if rounding else ''})")
         r = self.emit(indent, f"call {vec} {name}({vec} {a}, {vec} {b}, i32 5, {vec} zeroinitializer, "
-                              f"{_MASK[lanes]} -1{rounding})")
+                              f"{MASK[lanes]} -1{rounding})")
         nan = self.emit(indent, f"fcmp uno {vec} {a}, {b}")
         either = self.emit(indent, f"fadd {vec} {a}, {b}")
         return self.emit(indent, f"select <{lanes} x i1> {nan}, {vec} {either}, {vec} {r}")
 
     def vector_max(self, indent: str, a: str, b: str, lanes: int, elem: str) -> str | None:
-        """``llvm.maximum`` of two vectors of ``lanes``, in native pieces; None when the width is
-        not a multiple of 128 bits or the pieces are not a power of two."""
-        bits = _ELEMENT[elem][1]
-        if (lanes * bits) % 128:
-            return self._padded_max(indent, a, b, lanes, elem)
-        native = min(512, max(w for w in (128, 256, 512) if (lanes * bits) % w == 0)) // bits
-        if lanes == native:
-            return self.native_max(indent, a, b, lanes, elem)
-        pieces = lanes // native
-        if pieces & (pieces - 1):
-            return None  # joined pairwise: a power of two of pieces (48 f32 lanes stay LLVM's)
-        parts = [self.native_max(indent, self.piece(indent, a, lanes, elem, i, native),
-                                 self.piece(indent, b, lanes, elem, i, native), native, elem)
-                 for i in range(0, lanes, native)]
-        return self.concat(indent, parts, native, elem)
-
-    def _padded_max(self, indent: str, a: str, b: str, lanes: int, elem: str) -> str | None:
-        """``llvm.maximum`` of two vectors whose width is not a multiple of 128 bits (a row of 3 or
-        15 f32, the rows' maxima of a transposed tile): both widened with poison lanes to the next
-        power of two of lanes of 128 bits or more, combined there, the result's first ``lanes``
-        lanes kept (the poison lanes are never read)."""
-        bits = _ELEMENT[elem][1]
-        padded = max(128 // bits, 1 << (lanes - 1).bit_length())
-        mask = ", ".join([f"i32 {i}" for i in range(lanes)] + ["i32 poison"] * (padded - lanes))
-        wide = [self.emit(indent, f"shufflevector <{lanes} x {elem}> {v}, <{lanes} x {elem}> poison, "
-                                  f"<{padded} x i32> <{mask}>") for v in (a, b)]
-        m = self.vector_max(indent, wide[0], wide[1], padded, elem)
-        return None if m is None else self.piece(indent, m, padded, elem, 0, lanes)
+        """``llvm.maximum`` of two vectors of ``lanes``, in native pieces (widened first when the
+        width is not a multiple of 128 bits: ``VectorWriter.elementwise``); None when the pieces
+        are not a power of two."""
+        return self.elementwise(indent, [a, b], lanes, elem,
+                                lambda ind, ops, n, el: self.native_max(ind, ops[0], ops[1], n, el))
 
     def reduce_max(self, indent: str, v: str, lanes: int, elem: str) -> str | None:
         """``llvm.vector.reduce.fmaximum`` of ``v``: a power of two of lanes by halving while the
@@ -135,7 +81,7 @@ class _Writer:
         pieces (``_fold_pieces``).  Then within one 128-bit vector: its upper lanes moved down by a
         shuffle and combined, until lane 0 holds the maximum (the other lanes are not read), and
         the lanes of less than 128 bits that no piece took combined with it one by one."""
-        bits = _ELEMENT[elem][1]
+        bits = ELEMENT[elem][1]
         if lanes * bits < 128:
             return None
         whole, rest = v, lanes
@@ -172,7 +118,7 @@ class _Writer:
         many of 512 bits as fit, then one of 256 and one of 128 where they fit): the 512-bit pieces
         combined pairwise, then each narrower piece with the result so far halved to its width.
         Returns (that native vector, its lanes, the lanes left over: fewer than 128 bits)."""
-        bits = _ELEMENT[elem][1]
+        bits = ELEMENT[elem][1]
         acc: str | None = None
         acc_lanes = start = 0
         for width in (512, 256, 128):
@@ -195,7 +141,7 @@ class _Writer:
 
     def scalar_max(self, indent: str, a: str, b: str, elem: str) -> str:
         """``llvm.maximum`` of two scalars, in lane 0 of a 128-bit vector."""
-        lanes = 128 // _ELEMENT[elem][1]
+        lanes = 128 // ELEMENT[elem][1]
         vec = f"<{lanes} x {elem}>"
         va = self.emit(indent, f"insertelement {vec} poison, {elem} {a}, i32 0")
         vb = self.emit(indent, f"insertelement {vec} poison, {elem} {b}, i32 0")

@@ -7,7 +7,8 @@ into a ``linalg.generic`` body).  Operands may be scalars or vectors.
 
 exp: Cody-Waite reduction x = n ln2 + r (|r| <= ln2/2), 1 + r + r^2 P(r) with P a near-minimax
 polynomial (degree 4 for f32, 9 for f64: ``_EXP_F32``, ``_EXP_F64``), scaling by 2^n in two halves so that subnormal results and
-overflow to +inf come out right; NaN propagates, exp(-inf) = 0, exp(+inf) = +inf.
+overflow to +inf come out right (two multiplies marked for a target that scales in one instruction:
+``TextEmitter.scale``); NaN propagates, exp(-inf) = 0, exp(+inf) = +inf.
 log: musl/fdlibm: reduce to x = 2^k (1+f) with 1+f in [sqrt2/2, sqrt2), s = f/(2+f), a polynomial
 in s^2; subnormal inputs are pre-scaled; log(0) = log(-0) = -inf, log(x<0) = NaN, log(+inf) = +inf.
 Float constants are emitted as exact bit patterns, so the text is deterministic and exact.
@@ -21,7 +22,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 __all__ = ["Emitter", "TextEmitter", "exp_text", "log_text", "build_exp", "build_log", "FloatFormat", "F32", "F64",
-           "vector_ops"]
+           "vector_ops", "SCALE_MARK", "EXP_SHIFT"]
+
+SCALE_MARK = "afn"
+"""The fast-math flag on exp's two scaling multiplies (``TextEmitter.scale``)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,11 @@ class Emitter:
     def to_int_bits(self, a: Any) -> Any: raise NotImplementedError     # bitcast float -> int
     def from_int_bits(self, a: Any) -> Any: raise NotImplementedError   # bitcast int -> float
 
+    def scale(self, y: Any, s1: Any, s2: Any) -> Any:
+        """``y * s1 * s2``, where ``s1 * s2`` is exp's 2^n: two multiplies, which an emitter may
+        mark for a target that scales by a power of two in one instruction."""
+        return self.fbin("mulf", self.fbin("mulf", y, s1), s2)
+
 
 def _poly(e: Emitter, x: Any, coeffs: list[float]) -> Any:
     """Horner with fused multiply-adds; ``coeffs`` from the highest degree down."""
@@ -85,6 +94,11 @@ _EXP_F32 = [0.0013751407386735082, 0.008368915878236294, 0.04166953265666962, 0.
 _EXP_F64 = [2.50246452096493e-08, 2.7631125446226205e-07, 2.755750728541229e-06, 2.480149034623507e-05,
             0.00019841269597118904, 0.0013888888946678828, 0.008333333333451433, 0.04166666666651632,
             0.16666666666666483, 0.5000000000000012]
+
+
+EXP_SHIFT = {f.name: 2.0 ** f.mant + 2 * (f.bias + 1) for f in (F32, F64)}
+"""2^mant + 2 (bias + 1): exp's ``t = x / ln2 + EXP_SHIFT`` holds ``n`` in its low mantissa bits and
+``t - EXP_SHIFT`` is ``n`` exactly (``build_exp``)."""
 
 
 def build_exp(e: Emitter, x: Any) -> Any:
@@ -106,7 +120,7 @@ def build_exp(e: Emitter, x: Any) -> Any:
     # sum lies in [2^mant, 2^(mant+1)) for every n of the clamped range, where the spacing of the
     # format is 1, so the FMA's one rounding is the rounding to the nearest integer; t - shift is n
     # exactly, and t's bits are what ``_halves_of_pow2`` reads (no floor, no separate add)
-    shift = e.fconst(2.0 ** f.mant + 2 * (f.bias + 1))
+    shift = e.fconst(EXP_SHIFT[f.name])
     t = e.fma(xs, e.fconst(1.0 / math.log(2.0)), shift)
     n = e.fbin("subf", t, shift)
     r = e.fma(n, e.fconst(-ln2_hi), xs)
@@ -114,7 +128,7 @@ def build_exp(e: Emitter, x: Any) -> Any:
     q = _poly(e, r, coeffs)
     y = e.fbin("addf", e.fma(q, e.fbin("mulf", r, r), r), e.fconst(1.0))
     s1, s2 = _halves_of_pow2(e, e.to_int_bits(t))
-    return e.fbin("mulf", e.fbin("mulf", y, s1), s2)
+    return e.scale(y, s1, s2)
 
 
 def _halves_of_pow2(e: Emitter, bits: Any) -> tuple[Any, Any]:
@@ -270,6 +284,14 @@ class TextEmitter(Emitter):
 
     def from_int_bits(self, a: str) -> str:
         return self._emit(f"arith.bitcast {a} : {self.ity} to {self.ty}")
+
+    def scale(self, y: str, s1: str, s2: str) -> str:
+        """The two multiplies marked ``fastmath<afn>`` (``SCALE_MARK``), the one place where this
+        library writes that flag, so that a backend whose target scales by a power of two in one
+        instruction finds them (AVX-512's ``vscalef``: ``cpu.scalef``).  The flag allows nothing
+        else: it licenses approximating library functions, and a multiply calls none."""
+        a = self._emit(f"arith.mulf {y}, {s1} fastmath<{SCALE_MARK}> : {self.ty}")
+        return self._emit(f"arith.mulf {a}, {s2} fastmath<{SCALE_MARK}> : {self.ty}")
 
 
 def _text(build: Callable[[Emitter, Any], Any], x: str, ty: str, prefix: str) -> tuple[list[str], str]:

@@ -1,0 +1,88 @@
+"""Vector code written into LLVM IR text: fresh names, lanes picked and joined by ``shufflevector``,
+and an operation of the native widths (128, 256, 512 bits) applied to vectors of any width.
+
+Why: the rewrites of AVX-512 kernels (``range_max``, ``scalef``) replace a generic LLVM operation by
+an x86 intrinsic, which exists only at the native widths, while MLIR's vectors have the widths of
+the schedule's tiles (32 doubles, 15 floats).  The writer is shared so that both cut and widen
+vectors alike.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+__all__ = ["ELEMENT", "MASK", "VectorWriter"]
+
+ELEMENT = {"float": ("ps", 32), "double": ("pd", 64)}
+"""LLVM element type -> (the x86 intrinsics' suffix, bits)."""
+MASK = {2: "i8", 4: "i8", 8: "i8", 16: "i16"}
+"""Lanes of a native vector -> the type of an AVX-512 intrinsic's lane mask."""
+
+
+class VectorWriter:
+    """Lines of an expansion with fresh names (``prefix``: one MLIR's translation never writes, so
+    that the function's numbered values keep their numbers) and the declarations they need."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.n = 0
+        self.lines: list[str] = []
+        self.declares: set[str] = set()
+
+    def fresh(self) -> str:
+        self.n += 1
+        return f"{self.prefix}{self.n}"
+
+    def emit(self, indent: str, text: str) -> str:
+        name = self.fresh()
+        self.lines.append(f"{indent}{name} = {text}")
+        return name
+
+    def piece(self, indent: str, v: str, lanes: int, elem: str, start: int, count: int) -> str:
+        """Lanes ``start .. start + count`` of ``v`` (of ``lanes``) as a vector of ``count``."""
+        if start == 0 and count == lanes:
+            return v
+        mask = ", ".join(f"i32 {start + i}" for i in range(count))
+        return self.emit(indent, f"shufflevector <{lanes} x {elem}> {v}, <{lanes} x {elem}> poison, "
+                                 f"<{count} x i32> <{mask}>")
+
+    def concat(self, indent: str, parts: list[str], count: int, elem: str) -> str:
+        """The pieces (each of ``count`` lanes) side by side, pairwise."""
+        while len(parts) > 1:
+            joined = []
+            for a, b in zip(parts[::2], parts[1::2]):
+                mask = ", ".join(f"i32 {i}" for i in range(2 * count))
+                joined.append(self.emit(indent, f"shufflevector <{count} x {elem}> {a}, <{count} x {elem}> {b}, "
+                                                f"<{2 * count} x i32> <{mask}>"))
+            parts, count = joined, 2 * count
+        return parts[0]
+
+    def widen(self, indent: str, v: str, lanes: int, padded: int, elem: str) -> str:
+        """``v`` with poison lanes after its ``lanes``, ``padded`` in all."""
+        mask = ", ".join([f"i32 {i}" for i in range(lanes)] + ["i32 poison"] * (padded - lanes))
+        return self.emit(indent, f"shufflevector <{lanes} x {elem}> {v}, <{lanes} x {elem}> poison, "
+                                 f"<{padded} x i32> <{mask}>")
+
+    def elementwise(self, indent: str, operands: list[str], lanes: int, elem: str,
+                    native: Callable[[str, list[str], int, str], str]) -> str | None:
+        """``native(indent, operands, native_lanes, elem)`` (an elementwise operation on vectors of
+        one native width) applied to ``operands`` of ``lanes``: cut into the widest native pieces,
+        or, when the width is not a multiple of 128 bits (a tile's rows of 3 or 15 floats), widened
+        with poison lanes to the next power of two of lanes of 128 bits or more first (the poison
+        lanes are never read).  None when the pieces are not a power of two (they join pairwise)."""
+        bits = ELEMENT[elem][1]
+        if (lanes * bits) % 128:
+            padded = max(128 // bits, 1 << (lanes - 1).bit_length())
+            wide = [self.widen(indent, v, lanes, padded, elem) for v in operands]
+            r = self.elementwise(indent, wide, padded, elem, native)
+            return None if r is None else self.piece(indent, r, padded, elem, 0, lanes)
+        width = min(512, max(w for w in (128, 256, 512) if (lanes * bits) % w == 0))
+        count = width // bits
+        if count == lanes:
+            return native(indent, operands, lanes, elem)
+        pieces = lanes // count
+        if pieces & (pieces - 1):
+            return None  # joined pairwise: a power of two of pieces (48 f32 lanes stay LLVM's)
+        parts = [native(indent, [self.piece(indent, v, lanes, elem, i, count) for v in operands], count, elem)
+                 for i in range(0, lanes, count)]
+        return self.concat(indent, parts, count, elem)
