@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-__all__ = ["ELEMENT", "MASK", "VectorWriter"]
+__all__ = ["ELEMENT", "MASK", "VectorWriter", "per_function", "with_declares"]
 
 ELEMENT = {"float": ("ps", 32), "double": ("pd", 64)}
 """LLVM element type -> (the x86 intrinsics' suffix, bits)."""
@@ -86,3 +86,27 @@ class VectorWriter:
         parts = [native(indent, [self.piece(indent, v, lanes, elem, i, count) for v in operands], count, elem)
                  for i in range(0, lanes, count)]
         return self.concat(indent, parts, count, elem)
+
+
+def per_function(llvm_ir: str, rewrite: Callable[[list[str]], list[str]], wanted: Callable[[str], bool]) -> str:
+    """``llvm_ir`` with the lines of each function whose text ``wanted`` accepts (its ``define``
+    line to its closing brace) replaced by ``rewrite`` of them: SSA names are a function's own.
+    The module is cut at its ``define`` lines by string searches (a kernel's module is megabytes,
+    and a Python loop over its lines cost milliseconds)."""
+    parts = ("\n" + llvm_ir).split("\ndefine ")
+    functions = []
+    for part in parts[1:]:
+        part = "define " + part
+        end = part.find("\n}")
+        end = len(part) if end < 0 else end + 2
+        body, rest = part[:end], part[end:]
+        functions.append(("\n".join(rewrite(body.split("\n"))) if wanted(body) else body) + rest)
+    return "\n".join([parts[0]] + functions)[1:]
+
+
+def with_declares(llvm_ir: str, original: str, declares: set[str]) -> str:
+    """``llvm_ir`` followed by the ``declares`` (sorted: the text is deterministic) that
+    ``original`` does not have already."""
+    present = {d[d.find("@"):d.find("(")] for d in original.split("\ndeclare ")[1:]}
+    missing = sorted(d for d in declares if d[d.find("@"):d.find("(")] not in present)
+    return llvm_ir + ("\n" + "\n".join(missing) + "\n" if missing else "")

@@ -32,8 +32,9 @@ it rebuilds as a balanced tree (``%mind.maxtree.N``); the maxima are the same bi
 from __future__ import annotations
 
 import re
+from collections import Counter
 
-from .llvm_vectors import ELEMENT, MASK, VectorWriter
+from .llvm_vectors import ELEMENT, MASK, VectorWriter, per_function, with_declares
 
 __all__ = ["rewrite_maximum", "balance_maximum_trees"]
 
@@ -194,44 +195,29 @@ def balance_maximum_trees(llvm_ir: str) -> str:
     commutative, NaNs and signed zeros included, so every order gives the same bits."""
     if "@llvm.maximum.v" not in llvm_ir:
         return llvm_ir
-    lines = llvm_ir.split("\n")
-    out: list[str] = []
     w = _Writer("%mind.maxtree.")
-    start = None
-    for i, line in enumerate(lines):
-        if line.startswith("define "):
-            start = i
-        elif line.startswith("}") and start is not None:
-            body = lines[start:i + 1]
-            chained = sum(1 for x in body if "@llvm.maximum.v" in x) > 2  # a tree to rebalance needs 3
-            out.extend(_balanced_function(body, w) if chained else body)
-            start = None
-        elif start is None:
-            out.append(line)
-    if start is not None:
-        out.extend(lines[start:])
-    return "\n".join(out)
+    # a tree to rebalance has three calls or more
+    return per_function(llvm_ir, lambda body: _balanced_function(body, w),
+                        lambda body: body.count("@llvm.maximum.v") > 2)
 
 
 def _balanced_function(lines: list[str], w: _Writer) -> list[str]:
     """``balance_maximum_trees`` on one function's lines (SSA names are the function's own)."""
-    uses: dict[str, int] = {}
+    # every occurrence of a name but its definition is a use (one scan of the text, not of each line)
+    uses = Counter(_NAME.findall("\n".join(lines)))
     calls: dict[str, tuple[int, int, str, str, str]] = {}  # result -> (line, block, type, a, b)
     block = 0
     for i, line in enumerate(lines):
-        _, eq, rest = line.partition(" = ")
-        for name in _NAME.findall(rest if eq else line):
-            uses[name] = uses.get(name, 0) + 1
-        if _LABEL.match(line):
+        if line[:1] not in ("", " ") and _LABEL.match(line):
             block += 1
-        m = _VECTOR_MAX.match(line)
+        m = _VECTOR_MAX.match(line) if "@llvm.maximum.v" in line else None
         if m:
             calls[m.group(2)] = (i, block, f"<{m.group(3)} x {m.group(4)}>", m.group(5), m.group(6))
 
     def inner(name: str, blk: int, ty: str) -> tuple[int, int, str, str, str] | None:
         """The call defining ``name`` when it is an inner node of a tree in block ``blk``."""
         c = calls.get(name)
-        return c if c is not None and uses.get(name) == 1 and c[1] == blk and c[2] == ty else None
+        return c if c is not None and uses[name] == 2 and c[1] == blk and c[2] == ty else None
 
     def leaves(root: tuple[int, int, str, str, str], absorbed: list[int]) -> tuple[list[str], int]:
         """The leaves of the tree under ``root``'s call, left to right, and its depth (a stack, not
@@ -298,8 +284,6 @@ def rewrite_maximum(llvm_ir: str) -> str:
     w = _Writer()
     out: list[str] = []
     for line in llvm_ir.split("\n"):
-        expanded = _expand(w, line)
+        expanded = _expand(w, line) if "maximum" in line else None  # a regular expression on every line cost ms
         out.extend([line] if expanded is None else expanded)
-    present = set(re.findall(r"^declare [^\n]*?(@[\w.]+)\(", llvm_ir, flags=re.M))
-    declares = sorted(d for d in w.declares if re.search(r"(@[\w.]+)\(", d).group(1) not in present)
-    return "\n".join(out) + ("\n" + "\n".join(declares) + "\n" if declares else "")
+    return with_declares("\n".join(out), llvm_ir, w.declares)

@@ -23,38 +23,46 @@ from __future__ import annotations
 import re
 
 from ..linalg.mathlib import EXP_SHIFT, F32, F64, SCALE_MARK
-from .llvm_vectors import ELEMENT, MASK, VectorWriter
+from .llvm_vectors import ELEMENT, MASK, VectorWriter, per_function, with_declares
 
 __all__ = ["rewrite_exp_scaling"]
 
 _NAME = r"%[-\w.$]+"
 _MARKED = re.compile(rf"^(\s*)({_NAME}) = fmul {SCALE_MARK} <(\d+) x (float|double)> ({_NAME}), ({_NAME})\s*$")
-_DEF = re.compile(rf"^\s*({_NAME}) = (.*)$")
 _EXTRACT = re.compile(rf"^extractvalue \[.*\] ({_NAME}), (\d+(?:, \d+)*)$")
 _INSERT = re.compile(rf"^insertvalue \[.*\] (poison|undef|{_NAME}), <[^>]*> ({_NAME}), (\d+(?:, \d+)*)$")
 _FORMATS = {"float": F32, "double": F64}
 
 
 class _Function:
-    """One function's definitions by name, with MLIR's aggregate wrapping seen through."""
+    """One function's lines, each definition looked up when asked for (back from the marked
+    multiply, which follows every value it depends on; a kernel's module is megabytes of text, and
+    indexing every line cost more than the rest of the rewrite), with MLIR's aggregate wrapping
+    seen through."""
 
     def __init__(self, lines: list[str]) -> None:
-        self.defs: dict[str, str] = {}
-        for line in lines:
-            m = _DEF.match(line)
-            if m:
-                self.defs[m.group(1)] = m.group(2).strip()
+        self.lines = lines
+        self.at = len(lines)  # the definitions asked for are above this line
+        self.found: dict[str, str] = {}
+
+    def definition(self, name: str) -> str:
+        """The right-hand side of ``name``'s definition ("" for a parameter)."""
+        if name not in self.found:
+            head = f"  {name} = "
+            self.found[name] = next((self.lines[i][len(head):].strip() for i in range(self.at - 1, -1, -1)
+                                     if self.lines[i].startswith(head)), "")
+        return self.found[name]
 
     def value(self, name: str) -> str:
         """``name``, or the vector it is an ``extractvalue`` of (following the ``insertvalue``s
         that built the aggregate)."""
         for _ in range(64):  # an aggregate of n-D vectors has a few rows
-            m = _EXTRACT.match(self.defs.get(name, ""))
+            m = _EXTRACT.match(self.definition(name))
             if m is None:
                 return name
             agg, index = m.group(1), m.group(2)
             while True:
-                ins = _INSERT.match(self.defs.get(agg, ""))
+                ins = _INSERT.match(self.definition(agg))
                 if ins is None:
                     return name
                 if ins.group(3) == index:
@@ -66,7 +74,7 @@ class _Function:
     def operand(self, name: str, pattern: str) -> str | None:
         """The value ``pattern`` (a regular expression with one group, the operand) matches in the
         definition of ``name`` (seen through aggregates)."""
-        m = re.match(pattern, self.defs.get(self.value(name), ""))
+        m = re.match(pattern, self.definition(self.value(name)))
         return None if m is None else self.value(m.group(1))
 
     def exponent_source(self, s1: str, lanes: int, elem: str) -> str | None:
@@ -95,10 +103,12 @@ def _scalef(w: VectorWriter, indent: str, operands: list[str], lanes: int, elem:
 
 def _rewrite_function(lines: list[str], w: VectorWriter) -> list[str]:
     fn = _Function(lines)
-    marked = {m.group(2): m for m in map(_MARKED.match, lines) if m}
+    mark = f"fmul {SCALE_MARK} "
+    marked = {m.group(2): m for m in (_MARKED.match(x) for x in lines if mark in x) if m}
     out: list[str] = []
-    for line in lines:
-        m = _MARKED.match(line)
+    for i, line in enumerate(lines):
+        m = _MARKED.match(line) if mark in line else None
+        fn.at = i
         first = marked.get(fn.value(m.group(5))) if m else None
         t = first and fn.exponent_source(first.group(6), int(m.group(3)), m.group(4))
         if not t:
@@ -124,20 +134,6 @@ def rewrite_exp_scaling(llvm_ir: str) -> str:
     if f"fmul {SCALE_MARK} " not in llvm_ir:
         return llvm_ir
     w = VectorWriter("%mind.scalef.")
-    lines = llvm_ir.split("\n")
-    out: list[str] = []
-    start = None
-    for i, line in enumerate(lines):
-        if line.startswith("define "):
-            start = i
-        elif line.startswith("}") and start is not None:
-            body = lines[start:i + 1]
-            out.extend(_rewrite_function(body, w) if any(f"fmul {SCALE_MARK} " in x for x in body) else body)
-            start = None
-        elif start is None:
-            out.append(line)
-    if start is not None:
-        out.extend(lines[start:])
-    present = set(re.findall(r"^declare [^\n]*?(@[\w.]+)\(", llvm_ir, flags=re.M))
-    declares = sorted(d for d in w.declares if re.search(r"(@[\w.]+)\(", d).group(1) not in present)
-    return "\n".join(out) + ("\n" + "\n".join(declares) + "\n" if declares else "")
+    out = per_function(llvm_ir, lambda body: _rewrite_function(body, w),
+                       lambda body: f"fmul {SCALE_MARK} " in body)
+    return with_declares(out, llvm_ir, w.declares)
