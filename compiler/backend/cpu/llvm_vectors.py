@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-__all__ = ["ELEMENT", "MASK", "VectorWriter", "per_function", "with_declares"]
+__all__ = ["ELEMENT", "MASK", "NAME", "VectorWriter", "per_function", "with_declares"]
+
+NAME = r"%[-\w.$]+"
+"""A local value's name in LLVM IR text (a regular expression)."""
 
 ELEMENT = {"float": ("ps", 32), "double": ("pd", 64)}
 """LLVM element type -> (the x86 intrinsics' suffix, bits)."""

@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from .llvm_vectors import ELEMENT, MASK, VectorWriter, per_function, with_declares
+from .llvm_vectors import ELEMENT, MASK, NAME, VectorWriter, per_function, with_declares
 
 __all__ = ["rewrite_maximum", "balance_maximum_trees"]
 
@@ -180,7 +180,7 @@ def _expand(w: _Writer, line: str) -> list[str] | None:
     return None
 
 
-_NAME = re.compile(r"%[-\w.$]+")
+_NAME = re.compile(NAME)
 _LABEL = re.compile(r"^(?:[-\w.$]+:|define )")
 
 

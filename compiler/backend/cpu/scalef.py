@@ -23,14 +23,13 @@ from __future__ import annotations
 import re
 
 from ..linalg.mathlib import EXP_SHIFT, F32, F64, SCALE_MARK
-from .llvm_vectors import ELEMENT, MASK, VectorWriter, per_function, with_declares
+from .llvm_vectors import ELEMENT, MASK, NAME, VectorWriter, per_function, with_declares
 
 __all__ = ["rewrite_exp_scaling"]
 
-_NAME = r"%[-\w.$]+"
-_MARKED = re.compile(rf"^(\s*)({_NAME}) = fmul {SCALE_MARK} <(\d+) x (float|double)> ({_NAME}), ({_NAME})\s*$")
-_EXTRACT = re.compile(rf"^extractvalue \[.*\] ({_NAME}), (\d+(?:, \d+)*)$")
-_INSERT = re.compile(rf"^insertvalue \[.*\] (poison|undef|{_NAME}), <[^>]*> ({_NAME}), (\d+(?:, \d+)*)$")
+_MARKED = re.compile(rf"^(\s*)({NAME}) = fmul {SCALE_MARK} <(\d+) x (float|double)> ({NAME}), ({NAME})\s*$")
+_EXTRACT = re.compile(rf"^extractvalue \[.*\] ({NAME}), (\d+(?:, \d+)*)$")
+_INSERT = re.compile(rf"^insertvalue \[.*\] (poison|undef|{NAME}), <[^>]*> ({NAME}), (\d+(?:, \d+)*)$")
 _FORMATS = {"float": F32, "double": F64}
 
 
@@ -82,11 +81,11 @@ class _Function:
         ``_halves_of_pow2``), else None."""
         fmt = _FORMATS[elem]
         vec, ivec, ity = f"<{lanes} x {elem}>", f"<{lanes} x i{fmt.bits}>", f"i{fmt.bits}"
-        u = self.operand(s1, rf"^bitcast {re.escape(ivec)} ({_NAME}) to {re.escape(vec)}$")
-        v = u and self.operand(u, rf"^shl {re.escape(ivec)} ({_NAME}), splat \({ity} {fmt.mant}\)$")
-        h = v and self.operand(v, rf"^add {re.escape(ivec)} ({_NAME}), splat \({ity} -1\)$")
-        bits = h and self.operand(h, rf"^lshr {re.escape(ivec)} ({_NAME}), splat \({ity} 1\)$")
-        return bits and self.operand(bits, rf"^bitcast {re.escape(vec)} ({_NAME}) to {re.escape(ivec)}$")
+        u = self.operand(s1, rf"^bitcast {re.escape(ivec)} ({NAME}) to {re.escape(vec)}$")
+        v = u and self.operand(u, rf"^shl {re.escape(ivec)} ({NAME}), splat \({ity} {fmt.mant}\)$")
+        h = v and self.operand(v, rf"^add {re.escape(ivec)} ({NAME}), splat \({ity} -1\)$")
+        bits = h and self.operand(h, rf"^lshr {re.escape(ivec)} ({NAME}), splat \({ity} 1\)$")
+        return bits and self.operand(bits, rf"^bitcast {re.escape(vec)} ({NAME}) to {re.escape(ivec)}$")
 
 
 def _scalef(w: VectorWriter, indent: str, operands: list[str], lanes: int, elem: str) -> str:
