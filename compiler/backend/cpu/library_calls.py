@@ -299,8 +299,7 @@ def batch_parts(isa: str, elem: str, shape: tuple[int, int, int, int], threads: 
 
     best, block = 1, m
     for p in range(2, min(tiles, threads) + 1):
-        per_part = -(-tiles // p)
-        parts = -(-tiles // per_part)
+        parts, per_part = _whole_tile_blocks(tiles, p)
         saved = share(1) - share(parts)
         if per_part >= keep and saved >= share(1) * BATCH_SPLIT_GAIN and share(parts) < share(best) and \
                 saved * gemm_seconds(isa, elem, m, n, k) >= COSTS["region_s"]:
@@ -323,9 +322,15 @@ def _split(isa: str, elem: str, m: int, n: int, k: int, threads: int) -> tuple[s
         return "", 1, 0
     tiles_m, tiles_n = -(-m // g.rows), -(-n // g.width)
     axis, tiles, tile = ("m", tiles_m, g.rows) if tiles_m >= tiles_n else ("n", tiles_n, g.width)
-    per_part = -(-tiles // threads)
-    parts = -(-tiles // per_part)  # no empty block
+    parts, per_part = _whole_tile_blocks(tiles, threads)
     return (axis, parts, per_part * tile) if parts > 1 else ("", 1, 0)
+
+
+def _whole_tile_blocks(tiles: int, wanted: int) -> tuple[int, int]:
+    """(blocks, tiles per block): ``tiles`` cut into at most ``wanted`` blocks of whole tiles, as
+    even as whole tiles allow, none empty (the last one what remains)."""
+    per_block = -(-tiles // wanted)
+    return -(-tiles // per_block), per_block
 
 
 def _helper(name: str, isa: str, elem: str, types: list[str], contiguous: list[bool],

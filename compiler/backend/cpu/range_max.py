@@ -39,14 +39,14 @@ from .llvm_vectors import ELEMENT, MASK, NAME, VectorWriter, per_function, with_
 __all__ = ["rewrite_maximum", "balance_maximum_trees"]
 
 _VECTOR_MAX = re.compile(
-    r"^(\s*)(%[-\w.$]+) = call (?:[a-z ]+ )?<(\d+) x (float|double)> @llvm\.maximum\.v\d+f(?:32|64)\("
-    r"<\d+ x (?:float|double)> (%[-\w.$]+), <\d+ x (?:float|double)> (%[-\w.$]+)\)\s*$")
+    rf"^(\s*)({NAME}) = call (?:[a-z ]+ )?<(\d+) x (float|double)> @llvm\.maximum\.v\d+f(?:32|64)\("
+    rf"<\d+ x (?:float|double)> ({NAME}), <\d+ x (?:float|double)> ({NAME})\)\s*$")
 _SCALAR_MAX = re.compile(
-    r"^(\s*)(%[-\w.$]+) = call (?:[a-z ]+ )?(float|double) @llvm\.maximum\.f(?:32|64)\("
-    r"(?:float|double) (%[-\w.$]+), (?:float|double) (%[-\w.$]+)\)\s*$")
+    rf"^(\s*)({NAME}) = call (?:[a-z ]+ )?(float|double) @llvm\.maximum\.f(?:32|64)\("
+    rf"(?:float|double) ({NAME}), (?:float|double) ({NAME})\)\s*$")
 _REDUCE_MAX = re.compile(
-    r"^(\s*)(%[-\w.$]+) = call (?:[a-z ]+ )?(float|double) @llvm\.vector\.reduce\.fmaximum\.v(\d+)f(?:32|64)\("
-    r"<\d+ x (?:float|double)> (%[-\w.$]+)\)\s*$")
+    rf"^(\s*)({NAME}) = call (?:[a-z ]+ )?(float|double) @llvm\.vector\.reduce\.fmaximum\.v(\d+)f(?:32|64)\("
+    rf"<\d+ x (?:float|double)> ({NAME})\)\s*$")
 
 
 class _Writer(VectorWriter):
