@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import mind
+from mind.compiler.backend.cpu.vector_unit import runs_isa
 
 
 def T(dt: str, *shape: int) -> str:
@@ -128,6 +129,8 @@ def test_batch_parts_even_out_the_threads_shares():
     assert batch_parts("x86-64-v3", "f32", (5, 224, 27, 240), 2) == (1, 224)  # AVX2's tile: 16 columns
 
 
+@pytest.mark.skipif(not runs_isa("x86-64-v4"), reason="the host does not run x86-64-v4 (AVX-512) code: "
+                    "the split is decided and checked with AVX-512's register tiles")
 @pytest.mark.parametrize("shape,transposed,threads", [((5, 224, 240, 27), False, 2), ((3, 32, 243, 80), False, 2),
                                                       ((3, 358, 106, 358), True, 2), ((7, 40, 64, 100), False, 3),
                                                       ((5, 59, 200, 61), True, 3)])
