@@ -705,3 +705,50 @@ def test_short_rows_are_tiled_several_at_a_time(monkeypatch, kind, shape, cpu):
         assert _grouped(seen)
         scripts[rows] = seen
     assert (scripts[1] != scripts[several]) == short
+
+
+def _per_row_program(kind: str, dt: str, shape: tuple[int, ...]) -> str:
+    if kind == "logsumexp":
+        return logsumexp_src(dt, shape)
+    ax, kept = len(shape) - 1, shape[:-1] + (1,)
+    return f"fn f(x: {T(dt, *shape)}) -> {T(dt, *kept)} {{ log(sum(x * x, axes=[{ax}], keepdims=true)) }}"
+
+
+def _with_special_rows(x: np.ndarray) -> np.ndarray:
+    """``x`` with rows holding a NaN, +inf, -inf, only -inf, only zeros, and huge values."""
+    rows = x.reshape(-1, x.shape[-1])
+    rows[1, 3], rows[2, 0], rows[3, -1] = np.nan, np.inf, -np.inf
+    rows[4, :], rows[5, :], rows[6, 1] = -np.inf, 0.0, np.finfo(x.dtype).max / 4
+    return x
+
+
+@pytest.mark.parametrize("cpu", CPUS)
+@pytest.mark.parametrize("kind,dt,shape", [("logsumexp", "f32", (2600, 64)), ("logsumexp", "f64", (1200, 40)),
+                                           ("logsumexp", "f32", (6, 250, 80)), ("log_of_sums", "f32", (2000, 100)),
+                                           ("log_of_sums", "f64", (3, 700, 33))])
+def test_per_row_values_take_a_vector_of_rows(monkeypatch, kind, dt, shape, cpu):
+    """An op of a group over per-row values kept as [R, 1] (a logsumexp's m + log(s), the log of a
+    keepdims row sum) takes a vector of the block's rows per tile, its vectors of [N, 1] cast to
+    [N]: one row per tile computed each row's log alone in scalar code (the log of 51545 row sums
+    took as long as the sums).  The values are the reference's, special ones included, and the bits
+    those of one row per tile."""
+    src = _per_row_program(kind, dt, shape)
+    x = _with_special_rows(_args([shape], dt)[0])
+    modules: list[str] = []
+    with applied_scripts(modules) as seen:
+        got = mind.compile(src, fn="f", threads=2, cpu=cpu, cache=False)(x)
+    assert _grouped(seen)
+    lanes = vector_unit(cpu).lanes(64 if dt == "f64" else 32)
+    tiles = [[int(v) for v in t.split(", ")] for s in seen
+             for t in re.findall(r"= transform\.structured\.tile_using_for %gt\d+d tile_sizes \[([0-9, ]+)\]", s)]
+    assert tiles and all(t[-1] == 0 and t[-2] >= lanes for t in tiles), tiles
+    assert any("drop_unit_dims_with_shape_cast" in s for s in seen)
+    assert modules and not any(re.search(r"(math|arith)\.(?!constant)\w+ .*: vector<\d+x1x", m) for m in modules)
+    want = mind.compile(src, fn="f", backend="reference")(x)
+    tol = 2e-5 if dt == "f32" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)
+    monkeypatch.setattr(fusion_groups, "unit_rows", lambda *a: False)
+    with applied_scripts() as seen:
+        one_row = mind.compile(src, fn="f", threads=2, cpu=cpu, cache=False)(x)
+    assert _grouped(seen) and not any("drop_unit_dims_with_shape_cast" in s for s in seen)
+    np.testing.assert_array_equal(got, one_row)

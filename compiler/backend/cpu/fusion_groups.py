@@ -38,7 +38,7 @@ from .vector_unit import VectorUnit
 __all__ = ["L2_SHARE", "MIN_BLOCKS", "MIN_BLOCK_BYTES", "SMALL_BLOCK_BYTES", "Group", "GroupPlan", "find_groups",
            "block_rows", "row_tile", "group_section", "plan_groups", "unblock_sums", "group_work", "GROUP_BODY_OPS",
            "consumer_kind", "short_rows", "reduction_tile", "ROW_VECTORS_TO_GROUP", "worth_grouping",
-           "horizontal_reductions", "carried_row_tile", "masked_cover"]
+           "horizontal_reductions", "carried_row_tile", "masked_cover", "unit_rows"]
 
 L2_SHARE = 2
 """A block's live rows take at most 1/L2_SHARE of L2: the rest holds the next block's prefetched
@@ -73,8 +73,7 @@ divisor of the block's rows up to this).  Why: a row of a few vectors does not a
 loop and horizontal reduction, and several rows side by side are independent chains (a softmax
 over 165x3x48 f32 gained most); rows of 4 vectors and longer gained nothing.  A block of such rows
 (whole vectors) is one tile (``block_rows``).  An op over the per-row results (``[R, 1]``, a
-logsumexp's ``m + log(s)``) keeps one row per tile (``docs/backend-cpu.md``, Measurements: short
-rows in fusion groups)."""
+logsumexp's ``m + log(s)``) takes a vector of rows instead (``unit_rows``)."""
 
 _GROUP_OPS = ("linalg.generic", "linalg.fill", "tensor.expand_shape")
 
@@ -361,6 +360,17 @@ _MASKED = """\
 """
 
 
+_UNIT_DIMS = """\
+    %{v} = transform.structured.match ops{{["func.func"]}} in %root : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %{v} {{
+      transform.apply_patterns.vector.drop_unit_dims_with_shape_cast
+      transform.apply_patterns.vector.drop_inner_most_unit_dims_from_xfer_ops
+    }} : !transform.any_op
+"""
+"""The vectors of ``unit_rows``' tiles (``vector<16x1xf32>``) as vectors of their rows (``vector<16xf32>``):
+the LLVM lowering unrolls a vector of two dimensions into one vector per row of it, here one lane each."""
+
+
 _HORIZONTAL = """\
     transform.apply_patterns to {forall} {{
       transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
@@ -434,7 +444,10 @@ def group_section(group: Group, tags: Sequence[int | None], unit: VectorUnit,
         s += horizontal_reductions(f"gh{g}", forall)
     # masked transfers (rows without a whole-vector divisor) as transfers with a mask operand,
     # which the target's vector lowering turns into masked loads and stores
-    return s + rest + _MASKED.format(v=f"gm{g}")
+    s += rest + _MASKED.format(v=f"gm{g}")
+    if any(unit_rows(op, block, partial) for op, _ in fused):
+        s += _UNIT_DIMS.format(v=f"gu{g}")
+    return s
 
 
 def row_tile(n: int, lanes: int) -> tuple[int, bool]:
@@ -496,6 +509,21 @@ def per_row_tile(n: int, lanes: int) -> tuple[int, bool]:
     if n < 2 * lanes:
         return n, False
     return lanes, n % lanes != 0
+
+
+def unit_rows(op: Any, block: dict[int, int], partial: frozenset[int] | set[int] = frozenset()) -> bool:
+    """Whether ``op`` of a block is elementwise over per-row values kept as ``[..., R, 1]`` (a
+    logsumexp's ``m + log(s)``, the ``log`` of a ``keepdims`` row sum): its innermost loop has one
+    iteration and the loop above it runs over the block's rows (whole blocks: a partial one keeps
+    one row per tile).  Such an op takes ``per_row_tile``'s vector of rows per tile
+    (``_UNIT_DIMS``), where one row per tile computed each row's ``log`` alone, in scalar code: the
+    ``log`` of the row sums of 51545x64 f32 took as long as the sums (``docs/backend-cpu.md``,
+    Measurements)."""
+    loops = generic_loops(op) if op.name == "linalg.generic" else None
+    if loops is None or len(loops[0]) < 2 or any(k != "parallel" for k in loops[1]):
+        return False
+    rows = len(loops[0]) - 2
+    return loops[0][-1] == 1 and rows in block and rows not in partial
 
 
 def _masked_vectors(n: int, lanes: int) -> int:
@@ -571,6 +599,14 @@ def _inner_section(name: str, handle: str, op: Any, block: dict[int, int], unit:
         if rows and len(ranges) - 2 in block and len(ranges) - 2 not in partial and \
                 1 < ranges[-1] <= SHORT_ROW_VECTORS * unit.lanes(tile_bits(op)):
             rows[-1] = largest_divisor_at_most(ranges[-2], ROWS_PER_SHORT_TILE)
+        if unit_rows(op, block, partial):  # per-row values kept as [R, 1]: a vector of rows
+            t, masked = per_row_tile(ranges[-2], unit.lanes(tile_bits(op)))
+            s = tile_for(f"{name}i", handle, rows[:-1] + [t, 0])
+            if not masked:
+                return s, "", vectorize(f"%{name}i")
+            peel, vec = _peeled(f"{name}i", f"%{name}i_l" + (f"#{len(rows) - 1}" if len(rows) > 1 else ""),
+                                rows[:-1] + [t, 1])
+            return s + peel, "", vec
         if all(k == "parallel" for k in kinds):
             per_row = all(d in block for d in range(len(ranges)))  # over the block's rows alone
             t, masked = (per_row_tile if per_row else elementwise_row_tile)(ranges[-1], unit.lanes(tile_bits(op)))
