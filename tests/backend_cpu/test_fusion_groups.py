@@ -483,8 +483,9 @@ def test_an_f32_norm_sizes_its_f64_square_root_by_f64_lanes(kind, shape, cpu):
     src, shapes = _src(kind, "f32", shape)
     text, name = emit_cpu_mlir(select_function(compile_source(src, "<test>"), "f"), {}, None)
     llvm_ir = mlir_to_llvm_ir(text, name, CpuOptions.resolve(threads=2, cpu=cpu)).llvm_ir
+    # (at most two vectors: a tile of 10 doubles is widened to 16 by exp's vscalef, cpu.scalef)
     widths = [int(n) for n in re.findall(r"<(\d+) x double>", llvm_ir)]
-    assert widths and max(widths) < 2 * vector_unit(cpu).lanes(64)
+    assert widths and max(widths) <= 2 * vector_unit(cpu).lanes(64)
     _compare(src, _args(shapes, "f32"), cpu)
 
 

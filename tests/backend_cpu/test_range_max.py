@@ -89,10 +89,16 @@ def test_the_rewrite_replaces_every_vector_maximum_and_declares_once():
     assert out.count("declare <16 x float> @llvm.x86.avx512.mask.range.ps.512(") == 1
     assert "@llvm.x86.avx512.mask.range.pd.128(" in out  # the reduction's last halving of f64
     assert rewrite_maximum("define void @f() {\n  ret void\n}\n") == "define void @f() {\n  ret void\n}\n"
-    # three native pieces, and an operand that is a constant, stay LLVM's
-    three = "  %r = call <48 x float> @llvm.maximum.v48f32(<48 x float> %x, <48 x float> %y)\n"
+    # an operand that is a constant stays LLVM's
     const = "  %r = call <4 x float> @llvm.maximum.v4f32(<4 x float> %x, <4 x float> zeroinitializer)\n"
-    assert rewrite_maximum(const) == const and rewrite_maximum(three) == three
+    assert rewrite_maximum(const) == const
+    # three native pieces (48 f32) are widened to four, five 128-bit ones (20 f32) to two of 512 bits
+    for lanes, calls in ((48, 4), (20, 2)):
+        line = f"  %r = call <{lanes} x float> @llvm.maximum.v{lanes}f32(<{lanes} x float> %x, <{lanes} x float> %y)\n"
+        out = rewrite_maximum(line)
+        assert "@llvm.maximum" not in out.split("declare")[0]
+        assert out.split("declare")[0].count("@llvm.x86.avx512.mask.range.ps.512(") == calls
+        assert f"<{calls * 16} x i32> <i32 0, " in out and "i32 poison>" in out
     # a width that is not a multiple of 128 bits is widened with poison lanes to a native one
     odd = rewrite_maximum("  %r = call <3 x float> @llvm.maximum.v3f32(<3 x float> %x, <3 x float> %y)\n")
     assert "@llvm.maximum" not in odd.split("declare")[0] and "@llvm.x86.avx512.mask.range.ps.128(" in odd
@@ -170,7 +176,8 @@ def _chain_function(n: int, lanes: int, elem: str, suffix: str) -> str:
 @V4
 @pytest.mark.parametrize("expanded", [True, False], ids=["avx512", "llvm"])
 @pytest.mark.parametrize("dtype,lanes", [(np.float32, 3), (np.float32, 15), (np.float32, 45), (np.float32, 2),
-                                         (np.float32, 16), (np.float64, 3), (np.float64, 5), (np.float64, 1)])
+                                         (np.float32, 16), (np.float32, 20), (np.float32, 48), (np.float64, 3),
+                                         (np.float64, 5), (np.float64, 1), (np.float64, 24)])
 def test_balanced_chains_match_the_spec(dtype, lanes, expanded):
     """16 vectors folded by a chain that is balanced, then (AVX-512) expanded and, where the width is
     not a multiple of 128 bits, widened; or left to LLVM's expansion (the other targets): a NaN or a

@@ -58,7 +58,9 @@ def _scaling(lanes: int, elem: str, wrapped: bool, s1_from_t: bool = True) -> st
 
 @pytest.mark.parametrize("lanes,elem,calls,width", [(16, "float", 1, 512), (32, "double", 4, 512),
                                                     (15, "float", 1, 512), (3, "float", 1, 128),
-                                                    (4, "double", 1, 256)])
+                                                    (4, "double", 1, 256), (20, "float", 2, 512),
+                                                    (48, "float", 4, 512), (40, "float", 4, 512),
+                                                    (24, "double", 4, 512)])
 @pytest.mark.parametrize("wrapped", [False, True])
 def test_the_marked_pair_becomes_vscalef_of_t_less_the_shift(lanes, elem, calls, width, wrapped):
     out = rewrite_exp_scaling(_scaling(lanes, elem, wrapped))
@@ -80,6 +82,24 @@ def test_pairs_that_mathlib_did_not_make_are_left_alone():
     assert rewrite_exp_scaling(plain) == plain
 
 
+def _range_points(dtype: DType, n: int) -> np.ndarray:
+    """Every special value of exp and ``n`` or more points across its whole range (results below the
+    normal range, the last finite ones, overflow), of ``dtype``."""
+    npdt = dtype.numpy
+    info = np.finfo(npdt)
+    lo, hi = (-104.5, 89.5) if dtype == DType.F32 else (-746.5, 710.5)
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, info.smallest_subnormal, lo, hi,
+                np.log(info.max), np.log(info.tiny), np.log(info.smallest_subnormal), info.max, -info.max]
+    rng = np.random.default_rng(13)
+    points = np.concatenate([specials, np.linspace(lo, hi, max(n, 4099) * 4), rng.uniform(lo, hi, n)])
+    return np.concatenate([points, np.log(info.smallest_subnormal) + rng.uniform(-1, 30, n)]).astype(npdt)
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    as_bits = np.uint32 if a.dtype == np.float32 else np.uint64
+    return (a.view(as_bits) == b.view(as_bits)) | (np.isnan(a) & np.isnan(b))
+
+
 def _exp_program(dtype: DType, shape):
     b = FunctionBuilder("main")
     x = b.param("x", TensorType(dtype, shape))
@@ -94,19 +114,41 @@ def test_exp_on_avx512_gives_the_bits_of_the_two_halves(dtype, shape):
     the last finite ones, overflow), x86-64-v4's ``vscalef`` against x86-64-v3's two multiplies."""
     fn = _exp_program(dtype, shape)
     assert "@llvm.x86.avx512.mask.scalef" in emit_stage(fn, "llvm", cpu="x86-64-v4", threads=2)
-    npdt = dtype.numpy
-    info = np.finfo(npdt)
-    lo, hi = (-104.5, 89.5) if dtype == DType.F32 else (-746.5, 710.5)
-    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, info.smallest_subnormal, lo, hi,
-                np.log(info.max), np.log(info.tiny), np.log(info.smallest_subnormal), info.max, -info.max]
     n = int(np.prod(shape))
-    rng = np.random.default_rng(13)
-    points = np.concatenate([specials, np.linspace(lo, hi, max(n, 4099) * 4), rng.uniform(lo, hi, n)])
-    points = np.concatenate([points, np.log(info.smallest_subnormal) + rng.uniform(-1, 30, n)]).astype(npdt)
+    points = _range_points(dtype, n)
     runs = {cpu: compile_function(fn, threads=2, cache=False, cpu=cpu) for cpu in ("x86-64-v4", "x86-64-v3")}
-    as_bits = np.uint32 if dtype == DType.F32 else np.uint64
     for i in range(0, len(points), n):
-        x = np.resize(points[i:i + n], shape).astype(npdt)
+        x = np.resize(points[i:i + n], shape).astype(dtype.numpy)
         a, b = (np.asarray(runs[cpu]([x])[0]) for cpu in runs)
-        same = (a.view(as_bits) == b.view(as_bits)) | (np.isnan(a) & np.isnan(b))
+        same = _same_bits(a, b)
+        assert same.all(), (x[~same], a[~same], b[~same])
+
+
+@V4
+@pytest.mark.parametrize("dtype,shape", [(DType.F32, (64, 20)), (DType.F32, (30, 48)), (DType.F32, (25, 40)),
+                                         (DType.F64, (40, 24))])
+def test_exp_of_rows_of_odd_native_pieces_gives_the_bits_of_the_two_halves(dtype, shape):
+    """``exp(x - m)`` with ``m`` per row keeps the row as its tile: vectors of 20, 40 or 48 floats, 24
+    doubles, whose native pieces are not a power of two (five 128-bit ones, three or five 512-bit
+    ones).  They are widened to a power of two and scaled by ``vscalef`` too (no marked multiply is
+    left), with the bits of x86-64-v3's two multiplies."""
+    import mind
+    ty = str(dtype)
+    rows, cols = shape
+    src = (f"fn f(x: Tensor<{ty}, [{rows}, {cols}]>, m: Tensor<{ty}, [{rows}, 1]>) -> Tensor<{ty}, [{rows}, {cols}]> "
+           "{ exp(x - m) }")
+    llvm_ir = {cpu: emit_stage(mind._function_of(src, "f"), "llvm", cpu=cpu, threads=2)
+               for cpu in ("x86-64-v4", "x86-64-v3")}
+    assert f"x {'float' if dtype == DType.F32 else 'double'}> @llvm.x86.avx512.mask.scalef" in llvm_ir["x86-64-v4"]
+    # every pair's second multiply replaced (the first is then dead)
+    pairs = llvm_ir["x86-64-v3"].count(f"fmul {SCALE_MARK}") // 2
+    assert pairs and llvm_ir["x86-64-v4"].count(f"fmul {SCALE_MARK}") == pairs
+    runs = {cpu: mind.compile(src, fn="f", threads=2, cache=False, cpu=cpu) for cpu in ("x86-64-v4", "x86-64-v3")}
+    points = _range_points(dtype, rows * cols)
+    m = np.zeros((rows, 1), dtype.numpy)
+    m[1], m[2] = np.inf, np.nan
+    for i in range(0, len(points), rows * cols):
+        x = np.resize(points[i:i + rows * cols], shape).astype(dtype.numpy)
+        a, b = (np.asarray(runs[cpu](x, m)) for cpu in runs)
+        same = _same_bits(a, b)
         assert same.all(), (x[~same], a[~same], b[~same])

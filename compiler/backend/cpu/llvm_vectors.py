@@ -67,25 +67,23 @@ class VectorWriter:
                                  f"<{padded} x i32> <{mask}>")
 
     def elementwise(self, indent: str, operands: list[str], lanes: int, elem: str,
-                    native: Callable[[str, list[str], int, str], str]) -> str | None:
+                    native: Callable[[str, list[str], int, str], str]) -> str:
         """``native(indent, operands, native_lanes, elem)`` (an elementwise operation on vectors of
-        one native width) applied to ``operands`` of ``lanes``: cut into the widest native pieces,
-        or, when the width is not a multiple of 128 bits (a tile's rows of 3 or 15 floats), widened
-        with poison lanes to the next power of two of lanes of 128 bits or more first (the poison
-        lanes are never read).  None when the pieces are not a power of two (they join pairwise)."""
+        one native width) applied to ``operands`` of ``lanes``: cut into the widest native pieces
+        when they are a power of two of them (joined pairwise), else widened with poison lanes to
+        the next power of two of lanes of 128 bits or more first (the poison lanes are never read):
+        a tile's rows of 3 or 15 floats (not a multiple of 128 bits), of 20 (five 128-bit pieces:
+        two of 512 bits) or 48 (three of 512: four), which LLVM expands generically otherwise."""
         bits = ELEMENT[elem][1]
-        if (lanes * bits) % 128:
+        width = max((w for w in (512, 256, 128) if (lanes * bits) % w == 0), default=0)
+        pieces = lanes * bits // width if width else 0
+        if not pieces or pieces & (pieces - 1):
             padded = max(128 // bits, 1 << (lanes - 1).bit_length())
             wide = [self.widen(indent, v, lanes, padded, elem) for v in operands]
-            r = self.elementwise(indent, wide, padded, elem, native)
-            return None if r is None else self.piece(indent, r, padded, elem, 0, lanes)
-        width = min(512, max(w for w in (128, 256, 512) if (lanes * bits) % w == 0))
+            return self.piece(indent, self.elementwise(indent, wide, padded, elem, native), padded, elem, 0, lanes)
         count = width // bits
         if count == lanes:
             return native(indent, operands, lanes, elem)
-        pieces = lanes // count
-        if pieces & (pieces - 1):
-            return None  # joined pairwise: a power of two of pieces (48 f32 lanes stay LLVM's)
         parts = [native(indent, [self.piece(indent, v, lanes, elem, i, count) for v in operands], count, elem)
                  for i in range(0, lanes, count)]
         return self.concat(indent, parts, count, elem)

@@ -13,9 +13,9 @@ bit (``tests/backend_cpu/test_range_max.py``).
 
 ``rewrite_maximum`` works on the LLVM IR text of a kernel for an x86-64-v4 target: each vector
 ``llvm.maximum`` of 32- or 64-bit floats whose width is a power of two times 128, 256 or 512 bits
-is split into the widest native pieces (the 256- and 128-bit forms are AVX-512VL's), and a width
-that is not a multiple of 128 bits (a transposed tile's rows of 3 or 15 f32) is widened with poison
-lanes to the next such power of two; each
+is split into the widest native pieces (the 256- and 128-bit forms are AVX-512VL's), and any other
+width (a transposed tile's rows of 3 or 15 f32, not a multiple of 128 bits; a tile's 20 or 48 f32)
+is widened with poison lanes to the next power of two of lanes first; each
 ``llvm.vector.reduce.fmaximum`` becomes a tree of halvings down to 128 bits and then shuffles within
 that vector down to lane 0 (a row that is not a power of two of lanes, 48 f64 or 100 f32, first
 combines its native pieces, and its last lanes of less than 128 bits join at the end); a scalar
@@ -69,10 +69,9 @@ class _Writer(VectorWriter):
         either = self.emit(indent, f"fadd {vec} {a}, {b}")
         return self.emit(indent, f"select <{lanes} x i1> {nan}, {vec} {either}, {vec} {r}")
 
-    def vector_max(self, indent: str, a: str, b: str, lanes: int, elem: str) -> str | None:
+    def vector_max(self, indent: str, a: str, b: str, lanes: int, elem: str) -> str:
         """``llvm.maximum`` of two vectors of ``lanes``, in native pieces (widened first when the
-        width is not a multiple of 128 bits: ``VectorWriter.elementwise``); None when the pieces
-        are not a power of two."""
+        width is not a power of two of native pieces: ``VectorWriter.elementwise``)."""
         return self.elementwise(indent, [a, b], lanes, elem,
                                 lambda ind, ops, n, el: self.native_max(ind, ops[0], ops[1], n, el))
 
@@ -108,10 +107,9 @@ class _Writer(VectorWriter):
         """``v`` of a power of two of native ``lanes`` folded in halves down to ``target`` lanes."""
         while lanes > target:
             half = lanes // 2
-            m = self.vector_max(indent, self.piece(indent, v, lanes, elem, 0, half),
+            v = self.vector_max(indent, self.piece(indent, v, lanes, elem, 0, half),
                                 self.piece(indent, v, lanes, elem, half, half), half, elem)
-            assert m is not None, "halves of a power of two of native pieces"
-            v, lanes = m, half
+            lanes = half
         return v, lanes
 
     def _fold_pieces(self, indent: str, v: str, lanes: int, elem: str) -> tuple[str, int, list[int]]:

@@ -120,9 +120,6 @@ def _rewrite_function(lines: list[str], w: VectorWriter) -> list[str]:
         w.lines = []
         n = w.emit(indent, f"fsub {vec} {t}, splat ({elem} 0x{shift:016X})")
         scaled = w.elementwise(indent, [first.group(5), n], lanes, elem, lambda *a: _scalef(w, *a))
-        if scaled is None:
-            out.append(line)
-            continue
         out.extend(w.lines + [f"{indent}{result} = select i1 true, {vec} {scaled}, {vec} {scaled}"])
     return out
 
