@@ -22,7 +22,8 @@ from typing import Any
 from ..linalg.payload import body_ops, element_bits, for_trips
 from .vector_unit import VectorUnit
 
-__all__ = ["mark_movement_loops", "seat_loop_annotations", "MOVEMENT_BODY_OPS", "FEWEST_PREDICATED_TRIPS"]
+__all__ = ["mark_movement_loops", "seat_loop_annotations", "MOVEMENT_BODY_OPS", "FEWEST_PREDICATED_TRIPS",
+           "fewest_predicated_trips"]
 
 MOVEMENT_BODY_OPS = frozenset({
     "memref.load", "memref.store", "affine.apply", "arith.constant", "arith.addi", "arith.subi",
@@ -33,12 +34,21 @@ MOVEMENT_BODY_OPS = frozenset({
 ANNOTATION = "#llvm.loop_annotation<vectorize = #llvm.loop_vectorize<disable = false>>"
 
 PREDICATED = "#llvm.loop_annotation<vectorize = #llvm.loop_vectorize<disable = false, predicateEnable = true>>"
-"""The annotation of a short copy loop (``FEWEST_PREDICATED_TRIPS`` or more, fewer than a vector):
+"""The annotation of a short copy loop (``fewest_predicated_trips`` or more, fewer than a vector):
 vectorized with its tail folded into masked loads and stores, so that the whole loop is one
 masked vector move instead of a scalar loop."""
 
-FEWEST_PREDICATED_TRIPS = 4
-"""The fewest iterations of a copy loop marked ``PREDICATED`` (see ``mark_movement_loops``)."""
+FEWEST_PREDICATED_TRIPS = {512: 3}
+"""The fewest iterations of a copy loop marked ``PREDICATED`` (see ``mark_movement_loops``), by the
+vector unit's width; 4 for a width not listed (``fewest_predicated_trips``)."""
+
+
+def fewest_predicated_trips(unit: VectorUnit) -> int:
+    """``FEWEST_PREDICATED_TRIPS`` of ``unit``.  Why 3 on AVX-512 and 4 elsewhere: AVX-512's masked
+    load and store are one instruction each under a mask register, and a pad's runs of 3 f32 copied
+    1.25-1.49x faster as one masked move; AVX2's masked store (``vmaskmovps``) is several, and the
+    same runs copied 0.54-0.58x as fast (``docs/backend-cpu.md``, Measurements: short copy runs)."""
+    return FEWEST_PREDICATED_TRIPS.get(unit.bits, 4)
 
 
 def _moves_data(loop: Any) -> bool:
@@ -56,23 +66,24 @@ def _stored_bits(loop: Any) -> int:
 def mark_movement_loops(module: Any, unit: VectorUnit) -> int:
     """Annotate every movement loop of ``module`` (``_moves_data``) that runs at least one vector
     of ``unit`` (or an unknown count) for the loop vectorizer, and every copy loop of
-    ``FEWEST_PREDICATED_TRIPS`` up to a vector for predicated vectorization (``PREDICATED``); the
+    ``fewest_predicated_trips`` up to a vector for predicated vectorization (``PREDICATED``); the
     number annotated.
 
     Why the short copies: a pad or slice whose contiguous runs are a few elements (a pad of
-    [10720, 17, 6] to [10720, 20, 9]) copied each run as a scalar loop, where one masked vector move
-    does.  Why not shorter loops, nor short fills: a forced loop
+    [10720, 17, 6] to [10720, 20, 9], of [2238, 304, 3]) copied each run as a scalar loop, where one
+    masked vector move does.  Why not shorter loops, nor short fills: a forced loop
     LLVM then reshapes (a 2-element fill next to a reduction) and cannot vectorize makes LLVM print
     a remark on stderr (``docs/backend-cpu.md``, Measurements: short copy runs)."""
     from mlir import ir
     loops: list[tuple[Any, str]] = []
+    fewest = fewest_predicated_trips(unit)
 
     def find(op: Any) -> ir.WalkResult:
         if op.name == "scf.for" and _moves_data(op):
             trips = for_trips(op)
             if trips is None or trips >= unit.lanes(_stored_bits(op)):
                 loops.append((op, ANNOTATION))
-            elif trips >= FEWEST_PREDICATED_TRIPS and _loads(op):
+            elif trips >= fewest and _loads(op):
                 loops.append((op, PREDICATED))
         return ir.WalkResult.ADVANCE
 
