@@ -38,9 +38,9 @@ PREDICATED = "#llvm.loop_annotation<vectorize = #llvm.loop_vectorize<disable = f
 vectorized with its tail folded into masked loads and stores, so that the whole loop is one
 masked vector move instead of a scalar loop."""
 
-FEWEST_PREDICATED_TRIPS = {512: 3}
+FEWEST_PREDICATED_TRIPS = {512: 3, 256: 4, 128: 4}
 """The fewest iterations of a copy loop marked ``PREDICATED`` (see ``mark_movement_loops``), by the
-vector unit's width; 4 for a width not listed (``fewest_predicated_trips``)."""
+vector unit's width in bits (``fewest_predicated_trips``)."""
 
 
 def fewest_predicated_trips(unit: VectorUnit) -> int:
@@ -48,7 +48,7 @@ def fewest_predicated_trips(unit: VectorUnit) -> int:
     load and store are one instruction each under a mask register, and a pad's runs of 3 f32 copied
     1.25-1.49x faster as one masked move; AVX2's masked store (``vmaskmovps``) is several, and the
     same runs copied 0.54-0.58x as fast (``docs/backend-cpu.md``, Measurements: short copy runs)."""
-    return FEWEST_PREDICATED_TRIPS.get(unit.bits, 4)
+    return FEWEST_PREDICATED_TRIPS[unit.bits]
 
 
 def _moves_data(loop: Any) -> bool:
