@@ -31,6 +31,10 @@ def pytest_report_header(config):
     return f"hypothesis profile: {PROFILE} (MIND_HYPOTHESIS_PROFILE; max_examples={settings().max_examples})"
 
 
+_PRIVATE_CACHE: list[str] = []
+"""The private cache folder this run made (``pytest_configure``), removed when it ends."""
+
+
 def pytest_configure(config):
     """Compiled kernels go to a private cache for the whole run (never the user's ~/.cache/mind);
     subprocesses started by tests inherit it.  Tests that need their own cache set it themselves."""
@@ -38,6 +42,22 @@ def pytest_configure(config):
         import tempfile
 
         os.environ["MIND_CACHE_DIR"] = tempfile.mkdtemp(prefix="mind-test-cache-")
+        _PRIVATE_CACHE.append(os.environ["MIND_CACHE_DIR"])
+
+
+def pytest_unconfigure(config):
+    """The private cache goes with the run: every run left its folder in the temporary directory.
+    The kernels stored in the background are waited for first, so none is written into a folder
+    being removed."""
+    if not _PRIVATE_CACHE:
+        return
+    import shutil
+
+    engine = sys.modules.get("mind.compiler.backend.cpu.engine")
+    if engine is not None:
+        engine.wait_for_cache_writes(timeout=30)
+    for folder in _PRIVATE_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
