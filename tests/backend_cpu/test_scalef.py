@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from bitwise import same_bits
 
 from mind.compiler.backend.cpu.api import compile_function, emit_stage
 from mind.compiler.backend.cpu.scalef import rewrite_exp_scaling
@@ -95,11 +96,6 @@ def _range_points(dtype: DType, n: int) -> np.ndarray:
     return np.concatenate([points, np.log(info.smallest_subnormal) + rng.uniform(-1, 30, n)]).astype(npdt)
 
 
-def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    as_bits = np.uint32 if a.dtype == np.float32 else np.uint64
-    return (a.view(as_bits) == b.view(as_bits)) | (np.isnan(a) & np.isnan(b))
-
-
 def _exp_program(dtype: DType, shape):
     b = FunctionBuilder("main")
     x = b.param("x", TensorType(dtype, shape))
@@ -120,7 +116,7 @@ def test_exp_on_avx512_gives_the_bits_of_the_two_halves(dtype, shape):
     for i in range(0, len(points), n):
         x = np.resize(points[i:i + n], shape).astype(dtype.numpy)
         a, b = (np.asarray(runs[cpu]([x])[0]) for cpu in runs)
-        same = _same_bits(a, b)
+        same = same_bits(a, b)
         assert same.all(), (x[~same], a[~same], b[~same])
 
 
@@ -150,5 +146,5 @@ def test_exp_of_rows_of_odd_native_pieces_gives_the_bits_of_the_two_halves(dtype
     for i in range(0, len(points), rows * cols):
         x = np.resize(points[i:i + rows * cols], shape).astype(dtype.numpy)
         a, b = (np.asarray(runs[cpu](x, m)) for cpu in runs)
-        same = _same_bits(a, b)
+        same = same_bits(a, b)
         assert same.all(), (x[~same], a[~same], b[~same])
