@@ -11,13 +11,17 @@ from __future__ import annotations
 
 from typing import Callable
 
-__all__ = ["ELEMENT", "MASK", "NAME", "VectorWriter", "per_function", "with_declares"]
+from ..linalg.mathlib import F32, F64
+
+__all__ = ["ELEMENT", "FORMAT", "MASK", "NAME", "VectorWriter", "per_function", "with_declares"]
 
 NAME = r"%[-\w.$]+"
 """A local value's name in LLVM IR text (a regular expression)."""
 
-ELEMENT = {"float": ("ps", 32), "double": ("pd", 64)}
-"""LLVM element type -> (the x86 intrinsics' suffix, bits)."""
+FORMAT = {"float": F32, "double": F64}
+"""LLVM float type -> its IEEE format (``linalg.mathlib``'s, which the exp that ``scalef`` rewrites uses)."""
+ELEMENT = {name: (suffix, FORMAT[name].bits) for name, suffix in (("float", "ps"), ("double", "pd"))}
+"""LLVM float type -> (the x86 intrinsics' suffix, bits)."""
 MASK = {2: "i8", 4: "i8", 8: "i8", 16: "i16"}
 """Lanes of a native vector -> the type of an AVX-512 intrinsic's lane mask."""
 

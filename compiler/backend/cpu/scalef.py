@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import re
 
-from ..linalg.mathlib import EXP_SHIFT, F32, F64, SCALE_MARK
-from .llvm_vectors import ELEMENT, MASK, NAME, VectorWriter, per_function, with_declares
+from ..linalg.mathlib import EXP_SHIFT, F64, SCALE_MARK
+from .llvm_vectors import ELEMENT, FORMAT, MASK, NAME, VectorWriter, per_function, with_declares
 
 __all__ = ["rewrite_exp_scaling"]
 
 _MARKED = re.compile(rf"^(\s*)({NAME}) = fmul {SCALE_MARK} <(\d+) x (float|double)> ({NAME}), ({NAME})\s*$")
 _EXTRACT = re.compile(rf"^extractvalue \[.*\] ({NAME}), (\d+(?:, \d+)*)$")
 _INSERT = re.compile(rf"^insertvalue \[.*\] (poison|undef|{NAME}), <[^>]*> ({NAME}), (\d+(?:, \d+)*)$")
-_FORMATS = {"float": F32, "double": F64}
 
 
 class _Function:
@@ -79,7 +78,7 @@ class _Function:
     def exponent_source(self, s1: str, lanes: int, elem: str) -> str | None:
         """``t`` when ``s1`` is ``bitcast(shl(add(lshr(bitcast(t), 1), -1), mant))`` (mathlib's
         ``_halves_of_pow2``), else None."""
-        fmt = _FORMATS[elem]
+        fmt = FORMAT[elem]
         vec, ivec, ity = f"<{lanes} x {elem}>", f"<{lanes} x i{fmt.bits}>", f"i{fmt.bits}"
         u = self.operand(s1, rf"^bitcast {re.escape(ivec)} ({NAME}) to {re.escape(vec)}$")
         v = u and self.operand(u, rf"^shl {re.escape(ivec)} ({NAME}), splat \({ity} {fmt.mant}\)$")
@@ -116,7 +115,7 @@ def _rewrite_function(lines: list[str], w: VectorWriter) -> list[str]:
         indent, result, lanes, elem = m.group(1), m.group(2), int(m.group(3)), m.group(4)
         vec = f"<{lanes} x {elem}>"
         # LLVM writes a float constant, f32 too, as the hex of its f64 value
-        shift = F64.bits_of(EXP_SHIFT[_FORMATS[elem].name])
+        shift = F64.bits_of(EXP_SHIFT[FORMAT[elem].name])
         w.lines = []
         n = w.emit(indent, f"fsub {vec} {t}, splat ({elem} 0x{shift:016X})")
         scaled = w.elementwise(indent, [first.group(5), n], lanes, elem, lambda *a: _scalef(w, *a))
