@@ -15,6 +15,13 @@ The same holds for an elementwise op that the schedule flattened (``transforms._
 its result is its forall's, on a ``collapse_shape`` of its ``tensor.empty``, expanded back;
 ``eliminate-empty-tensors`` does not look through the reshapes, so the op wrote a temporary, copied
 into the out-parameter.  The chain walks through reshapes and forall results too.
+
+A chain's reshapes may end in another shape than they began: an elementwise op with a per-row
+operand (``x - m``, m of [R, 1]) runs over [R, 1, C], the frontend's view of x, and its result is
+collapsed to [R, C].  Its root is then the out-parameter seen through the chain's reshapes undone
+(``_undo``), a view of the same buffer: without it, each call allocated a temporary of the result's
+size and copied it out, and such an op ran at half the speed of ``x - v`` with v of [C]
+(``docs/backend-cpu.md``, Measurements: results through reshapes).
 """
 
 from __future__ import annotations
@@ -35,17 +42,21 @@ def _tied_out(forall: Any, result: Any) -> Any | None:
     return outs[result.result_number] if len(outs) == len(forall.results) else None
 
 
-def _chain_root(value: Any) -> Any | None:
+def _chain_root(value: Any) -> tuple[Any, list[Any]] | None:
     """The ``tensor.empty`` that ``value`` is built on through ``tensor.insert_slice`` destinations,
     reshapes (``tensor.expand_shape``/``collapse_shape``) and ``scf.forall`` results (their tied
     ``shared_outs``), if the chain holds its one use, and each insertion's destination is otherwise
-    read only by ``tensor.extract_slice`` (the inits of the boxes inserted next); else None."""
+    read only by ``tensor.extract_slice`` (the inits of the boxes inserted next), with the chain's
+    reshapes from ``value``'s end to the root's; else None."""
     from mlir import ir
+    reshapes: list[Any] = []
     while isinstance(value, ir.OpResult):
         owner = value.owner
         if owner.name == "tensor.empty":
-            return owner if len(owner.operands) == 0 and len(list(value.uses)) == 1 else None
+            return (owner, reshapes) if len(owner.operands) == 0 and len(list(value.uses)) == 1 else None
         if owner.name in _RESHAPES or owner.name == "scf.forall":
+            if owner.name in _RESHAPES:
+                reshapes.append(owner)
             value = owner.operands[0] if owner.name in _RESHAPES else _tied_out(owner, value)
             if value is None or len(list(value.uses)) != 1:
                 return None
@@ -61,11 +72,31 @@ def _chain_root(value: Any) -> Any | None:
 
 
 def _same_shape(tensor_type: Any, memref_type: Any) -> bool:
-    """Whether a root of ``tensor_type`` can be the out-parameter of ``memref_type``."""
+    """Whether a value of ``tensor_type`` can be the out-parameter of ``memref_type``."""
     from mlir import ir
     shape = static_shape(tensor_type)
     return shape is not None and shape == static_shape(memref_type) and \
         ir.ShapedType(tensor_type).element_type == ir.ShapedType(memref_type).element_type
+
+
+_UNDONE_BY = {"tensor.collapse_shape": "tensor.expand_shape", "tensor.expand_shape": "tensor.collapse_shape"}
+"""The reshape that takes a reshape's result back to its operand's shape, with its reassociation."""
+
+
+def _undo(value: Any, reshapes: list[Any], before: Any) -> Any:
+    """``value`` (of the chain's end type) taken back through ``reshapes`` (from that end to the
+    root, each of a static source shape) to the root's type, each undone by ``_UNDONE_BY`` right
+    before the op ``before``."""
+    from mlir import ir
+    for reshape in reshapes:
+        source = reshape.operands[0].type
+        name = _UNDONE_BY[reshape.name]
+        attributes = {"reassociation": reshape.attributes["reassociation"]}
+        if name == "tensor.expand_shape":
+            attributes["static_output_shape"] = ir.DenseI64ArrayAttr.get(static_shape(source))
+        value = ir.Operation.create(name, results=[source], operands=[value], attributes=attributes,
+                                    loc=reshape.location, ip=ir.InsertionPoint(before)).results[0]
+    return value
 
 
 def place_result_roots(module: Any) -> int:
@@ -79,15 +110,18 @@ def place_result_roots(module: Any) -> int:
         if "restrict" not in op.attributes or "writable" not in op.attributes:
             continue
         source, dest = op.operands[0], op.operands[1]
-        root = _chain_root(source)
-        if root is None or not isinstance(dest.type, ir.MemRefType) or not _same_shape(root.results[0].type, dest.type):
-            continue  # (a reshape on the chain may have changed the shape: that root is not the result's)
+        chain = _chain_root(source)
+        if chain is None or not isinstance(dest.type, ir.MemRefType) or not _same_shape(source.type, dest.type):
+            continue
+        root, reshapes = chain
+        if any(static_shape(r.operands[0].type) is None for r in reshapes):
+            continue
         with root.location:
             tensor = ir.Operation.create(
-                "bufferization.to_tensor", results=[root.results[0].type], operands=[dest],
+                "bufferization.to_tensor", results=[source.type], operands=[dest],
                 attributes={"restrict": ir.UnitAttr.get(), "writable": ir.UnitAttr.get()},
-                ip=ir.InsertionPoint(root))
-        root.results[0].replace_all_uses_with(tensor.results[0])
+                ip=ir.InsertionPoint(root)).results[0]
+            root.results[0].replace_all_uses_with(_undo(tensor, reshapes, root))
         root.erase()
         placed += 1
     return placed
