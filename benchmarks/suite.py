@@ -8,8 +8,8 @@
     python benchmarks/suite.py --holdout random  # held-out programs at shapes drawn from a new seed
                                                  # (printed; --holdout SEED repeats a draw); writes suite-holdout.json
 
-Each *kind* of program (elementwise chains, row and column reductions, softmax / log-softmax, layer
-and RMS norm, attention, 2-D and batched matmul, conv2d by stride, dilation, padding and channels,
+Each *kind* of program (elementwise chains, elementwise ops with operands broadcast per row or per
+channel, row and column reductions, softmax / log-softmax, layer and RMS norm, attention, 2-D and batched matmul, conv2d by stride, dilation, padding and channels,
 transposes, pads, gather, an MLP and a small CNN forward and train step; f32 and f64) runs at two
 sizes: ``S``, whose operands fit in one core's L2 (2 MiB here), and ``L``, whose operands do not.
 The shapes are chosen as a user would write them (odd and aligned), not for MIND.
@@ -41,6 +41,7 @@ Ratios are peer time / MIND time (> 1: MIND is faster); the last rows give their
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -63,15 +64,32 @@ ISA_ENV: dict[str, dict[str, str]] = {
 }
 """The environment that holds the peers to one ISA (``--isa``): read by the libraries as they load."""
 
-ISA = sys.argv[sys.argv.index("--isa") + 1] if "--isa" in sys.argv[:-1] else "host"
-HOLDOUT = sys.argv[sys.argv.index("--holdout") + 1] if "--holdout" in sys.argv[:-1] else None
+
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    """The command line (the module docstring's); read when the file runs as a script, before numpy
+    loads, since ``--isa`` sets the peers' environment."""
+    p = argparse.ArgumentParser(prog="benchmarks/suite.py", description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=__doc__.split("\n\n")[1])
+    p.add_argument("--quick", action="store_true", help="a shorter timing budget; writes no results file")
+    p.add_argument("--only", metavar="WORD", help="the workloads whose name contains WORD; writes no results file")
+    p.add_argument("--name", help="the results file's name (benchmarks/results/NAME.json)")
+    p.add_argument("--isa", default="host", choices=list(ISA_ENV), help="the ISA MIND and every peer are held to")
+    p.add_argument("--holdout", metavar="SEED", help="held-out programs drawn from SEED (a non-negative integer, "
+                   "or 'random' for a new one, printed)")
+    p.add_argument("--child-cold", nargs=2, metavar=("WORKLOAD", "IMPL"), help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.holdout == "random":
+        a.holdout = str(int.from_bytes(os.urandom(3), "little"))
+    if a.holdout is not None and not a.holdout.isdigit():
+        p.error("--holdout: a non-negative integer seed, or 'random'")
+    return a
+
+
+ARGS = _arguments(sys.argv[1:]) if __name__ == "__main__" else _arguments([])
+ISA: str = ARGS.isa
+HOLDOUT: str | None = ARGS.holdout
 """The seed of the held-out set (``--holdout SEED``; ``random`` draws one), or None for the suite."""
-if HOLDOUT == "random":
-    HOLDOUT = str(int.from_bytes(os.urandom(3), "little"))
-if HOLDOUT is not None and not HOLDOUT.isdigit():
-    sys.exit("--holdout: a non-negative integer seed, or 'random'")
-if ISA not in ISA_ENV:
-    sys.exit(f"--isa: one of {', '.join(ISA_ENV)}")
 os.environ.update(ISA_ENV[ISA])  # before numpy: OpenBLAS picks its kernels when it loads
 
 import numpy as np  # noqa: E402 - after the ISA's environment
@@ -339,6 +357,24 @@ def conv(n: int, h: int, ci: int, co: int, k: int, stride: int = 1, padding: str
                     flops=2.0 * n * oh * oh * co * k * k * ci)
 
 
+BROADCASTS = {
+    "row_affine": ("(x - m) * s", lambda shape: shape[:-1] + (1,)),
+    "channel_affine": ("x * m + s", lambda shape: shape[1:-1] + (1,)),
+}
+"""Elementwise ops with two operands broadcast along a unit dim: a per-row shift and scale (m and s
+of [R, 1], statistics kept by the caller) and a per-channel one over [N, C, HW] (m and s of [C, 1],
+a batch norm at inference)."""
+
+
+def broadcast(kind: str, *shape: int) -> Workload:
+    expr, operand_shape = BROADCASTS[kind]
+    v = operand_shape(shape)
+    src = f"fn f(x: {T('f32', *shape)}, m: {T('f32', *v)}, s: {T('f32', *v)}) -> {T('f32', *shape)} {{ {expr} }}"
+    peer = (lambda o, x, m, s: (x - m) * s) if kind == "row_affine" else (lambda o, x, m, s: x * m + s)
+    return Workload(f"{kind}_f32_{'x'.join(map(str, shape))}", src, "f",
+                    _gen(_normal(*shape), _normal(*v), _normal(*v)), peer)
+
+
 def transpose(r: int, c: int) -> Workload:
     return Workload(f"transpose_f32_{r}x{c}", f"fn f(x: {T('f32', r, c)}) -> {T('f32', c, r)} {{ transpose(x) }}",
                     "f", _gen(_normal(r, c)), lambda o, x: o.transpose(x))
@@ -458,6 +494,8 @@ def workloads() -> list[Workload]:
         conv(1, 16, 64, 128, 3, 2, "valid"), conv(8, 56, 64, 128, 3, 2, "valid"),
         conv(1, 32, 16, 16, 3, 1, "same", 2), conv(4, 64, 32, 32, 3, 1, "same", 2),
         conv(1, 28, 64, 64, 1), conv(8, 56, 64, 256, 1),
+        broadcast("row_affine", 256, 500), broadcast("row_affine", 4096, 1000),
+        broadcast("channel_affine", 4, 32, 1000), broadcast("channel_affine", 16, 64, 1024),
         transpose(256, 512), transpose(2048, 2048),
         pad(256, 500, 1), pad(2000, 2000, 3),
         gather(1000, 64, 512), gather(50000, 256, 8192),
@@ -587,6 +625,9 @@ def holdout(seed: int) -> list[Workload]:
                         "f", _gen(_normal(a, b, c)), lambda o, x: o.pad(x, [tuple(p) for p in pads])))
     out.append(gather(sh.extent(100, 100000), sh.extent(8, 300), sh.extent(16, 8192)))
     out.append(mlp(sh.extent(8, 512), sh.extent(16, 1024), sh.extent(16, 1024), sh.extent(2, 100), True))
+    # drawn last, so that a seed's earlier programs are those it drew before these were added
+    out.append(broadcast("row_affine", *sh.matrix()))
+    out.append(broadcast("channel_affine", *sh.cube()))
     return out
 
 
@@ -864,18 +905,15 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def main(argv: list[str]) -> None:
-    quick = "--quick" in argv
-    only = argv[argv.index("--only") + 1] if "--only" in argv else None
-    name = argv[argv.index("--name") + 1] if "--name" in argv else \
-        "suite" + ("" if HOLDOUT is None else "-holdout") + ("" if ISA == "host" else f"-{ISA}")
+def main(args: argparse.Namespace) -> None:
+    name = args.name or "suite" + ("" if HOLDOUT is None else "-holdout") + ("" if ISA == "host" else f"-{ISA}")
     with tempfile.TemporaryDirectory(prefix="mind-suite-cache-") as cache:
         os.environ["MIND_CACHE_DIR"] = cache  # every compile cold
-        result = run(only, budget=0.15 if quick else 0.5)
+        result = run(args.only, budget=0.15 if args.quick else 0.5)
     text = render(result)
     print(text)
     result["table"] = text
-    if not quick and only is None:
+    if not args.quick and args.only is None:
         path = os.path.join(ROOT, "benchmarks", "results", f"{os.path.basename(name)}.json")
         with open(path + ".tmp", "w") as f:
             json.dump(result, f, indent=1)
@@ -884,7 +922,7 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--child-cold"]:
-        print(json.dumps(child_cold(sys.argv[2], sys.argv[3])))
+    if ARGS.child_cold:
+        print(json.dumps(child_cold(*ARGS.child_cold)))
     else:
-        main(sys.argv[1:])
+        main(ARGS)
