@@ -11,8 +11,9 @@
 Each *kind* of program (elementwise chains, elementwise ops with operands broadcast per row or per
 channel, row and column reductions, softmax / log-softmax, layer and RMS norm, attention, 2-D and
 batched matmul, conv2d by stride, dilation, padding and channels, transposes, pads, gather, an MLP
-and a small CNN forward and train step; f32 and f64) runs at two sizes: ``S``, whose operands fit in one core's L2 (2 MiB here), and ``L``, whose operands do not.
-The shapes are chosen as a user would write them (odd and aligned), not for MIND.
+and a small CNN forward and train step; f32 and f64) runs at two sizes: ``S``, whose operands fit in
+one core's L2 (2 MiB here), and ``L``, whose operands do not. The shapes are chosen as a user would
+write them (odd and aligned), not for MIND.
 
 Everything runs in this one process, at the same thread count (the CPU count: numpy's OpenBLAS,
 torch's intra-op pool and XLA use every core by default; MIND chooses its own threads, at most the CPU
