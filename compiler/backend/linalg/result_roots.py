@@ -103,7 +103,8 @@ def place_result_roots(module: Any) -> int:
     """For each ``materialize_in_destination`` into a ``restrict writable`` out-parameter whose
     source is a chain of ``tensor.insert_slice`` on a ``tensor.empty`` (``_chain_root``), that
     ``tensor.empty`` becomes ``to_tensor`` of the out-parameter (what ``eliminate-empty-tensors``
-    would make it, earlier).  Returns how many were placed."""
+    would make it, earlier), seen through the chain's reshapes undone (``_undo``) where they change
+    its shape.  Returns how many were placed."""
     from mlir import ir
     placed = 0
     for op in ops_named(module, "bufferization.materialize_in_destination"):
