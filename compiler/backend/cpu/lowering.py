@@ -22,6 +22,7 @@ from ..linalg.masked_tails import forward_masked_tails
 from ..linalg.payload import splats_as_fills, untie_shared_inits
 from ..linalg.pipeline import PipelineError, bufferize, prefusion
 from ..linalg.recompute import recompute_cheap_producers
+from ..linalg.block_in_place import write_blocks_in_place
 from ..linalg.result_roots import place_result_roots
 from ..linalg.schedule import largest_loop_work
 from ..linalg.transform_script import apply_script
@@ -214,6 +215,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         script = cpu_schedule(module, min_work, skip, unit, threads)
                         if script is not None:
                             apply_script(module, script)
+                            write_blocks_in_place(module)  # a block's intermediate in its output rows
                             forward_masked_tails(module)
                             scheduled = True
                             untie_shared_inits(module)
