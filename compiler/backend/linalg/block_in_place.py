@@ -23,16 +23,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .payload import ops_named
+from .payload import as_operation, defined_by, ops_named
 
 __all__ = ["write_blocks_in_place"]
 
 _SLICE_PLACE = ("static_offsets", "static_sizes", "static_strides")
 """The attributes that, with the dynamic operands, say where a slice op reads or writes."""
-
-
-def _op(x: Any) -> Any:
-    return x.operation if hasattr(x, "operation") else x
 
 
 def _dynamic(op: Any) -> list[Any]:
@@ -47,33 +43,27 @@ def _same_place(a: Any, b: Any) -> bool:
         len(_dynamic(a)) == len(_dynamic(b)) and all(x == y for x, y in zip(_dynamic(a), _dynamic(b)))
 
 
-def _owner(value: Any, name: str) -> Any | None:
-    """The op named ``name`` that defines ``value``, else None."""
-    from mlir import ir
-    return _op(value.owner) if isinstance(value, ir.OpResult) and _op(value.owner).name == name else None
-
-
 def _inside(op: Any, ancestor: Any) -> bool:
     """Whether ``op`` is nested in ``ancestor``'s regions."""
     parent = op.parent
     while parent is not None:
-        if _op(parent) == ancestor:
+        if as_operation(parent) == ancestor:
             return True
-        parent = _op(parent).parent
+        parent = as_operation(parent).parent
     return False
 
 
 def _top_level(op: Any, forall: Any) -> Any:
     """The op of the forall's block that holds ``op``."""
-    while _op(op.parent) != forall:
-        op = _op(op.parent)
+    while as_operation(op.parent) != forall:
+        op = as_operation(op.parent)
     return op
 
 
 def _only_read(value: Any) -> bool:
     """Whether every use of ``value`` reads it: a ``vector.transfer_read`` or a slice only read."""
     for use in value.uses:
-        user = _op(use.owner)
+        user = as_operation(use.owner)
         if use.operand_number != 0:
             return False
         if user.name == "tensor.extract_slice":
@@ -86,7 +76,7 @@ def _only_read(value: Any) -> bool:
 
 def _yields(block: Any, value: Any) -> bool:
     """Whether ``block`` (an ``scf.for`` body) yields ``value`` as its one result."""
-    terminator = _op(list(block.operations)[-1])
+    terminator = as_operation(list(block.operations)[-1])
     return terminator.name == "scf.yield" and len(terminator.operands) == 1 and terminator.operands[0] == value
 
 
@@ -95,16 +85,16 @@ def _carried(block: Any, loop: Any) -> Any | None:
     carries: its own iteration argument when each loop from ``block`` up to ``loop`` starts on the
     iteration argument of the loop above it and has one; else None."""
     from mlir import ir
-    owner = _op(block.owner)
+    owner = as_operation(block.owner)
     if owner.name != "scf.for" or len(owner.results) != 1:
         return None
     argument = block.arguments[1]
     while owner != loop:
         init = owner.operands[3]
-        if not isinstance(init, ir.BlockArgument) or _op(init.owner.owner).name != "scf.for" or \
-                init.arg_number != 1 or not _inside(owner, _op(init.owner.owner)):
+        if not isinstance(init, ir.BlockArgument) or as_operation(init.owner.owner).name != "scf.for" or \
+                init.arg_number != 1 or not _inside(owner, as_operation(init.owner.owner)):
             return None
-        owner = _op(init.owner.owner)
+        owner = as_operation(init.owner.owner)
     return argument
 
 
@@ -114,7 +104,7 @@ def _written_only(value: Any) -> bool:
     Why: the loop's start becomes the intermediate, so a loop that read its start (an accumulation)
     would read the intermediate's values where it read the output's."""
     for use in value.uses:
-        user, n = _op(use.owner), use.operand_number
+        user, n = as_operation(use.owner), use.operand_number
         ok = (user.name in ("vector.transfer_write", "tensor.insert_slice") and n == 1) or \
             (user.name == "scf.for" and n == 3 and len(user.results) == 1 and
              _written_only(user.regions[0].blocks[0].arguments[1]) and _written_only(user.results[0])) or \
@@ -129,7 +119,7 @@ def _reads(op: Any) -> list[Any]:
     """The transfer reads of ``op``'s result (through slices of it)."""
     out = []
     for use in op.results[0].uses:
-        user = _op(use.owner)
+        user = as_operation(use.owner)
         out += [user] if user.name == "vector.transfer_read" else _reads(user)
     return out
 
@@ -151,7 +141,7 @@ def _matched_read(user: Any, loop: Any) -> Any | None:
         rank = ir.ShapedType(user.operands[0].type).rank
         read_mask = user.operands[2 + rank] if len(user.operands) == 3 + rank else None
         for op in block.operations:
-            op = _op(op)
+            op = as_operation(op)
             if op.name != "vector.transfer_write" or op.operands[1] != carried or not user.is_before_in_block(op):
                 continue
             write_mask = op.operands[2 + rank] if len(op.operands) == 3 + rank else None
@@ -166,20 +156,20 @@ def _matched_read(user: Any, loop: Any) -> Any | None:
         return None
     reads = _reads(user)
     for op in block.operations:
-        op = _op(op)
+        op = as_operation(op)
         if op.name != "tensor.extract_slice" or op == user or not _same_place(op, user):
             continue
         current = op.operands[0]
-        inner = _owner(current, "scf.for")
+        inner = defined_by(current, "scf.for")
         if current != carried and (inner is None or inner.block != block or inner.operands[3] != carried):
             continue  # a slice of neither the carried value nor a nested loop's result started on it
         for use in op.results[0].uses:
-            write = _op(use.owner)
+            write = as_operation(use.owner)
             if write.name != "vector.transfer_write" or use.operand_number != 1 or \
                     not all(r.block == block and r.is_before_in_block(write) for r in reads):
                 continue
             for wuse in write.results[0].uses:
-                insert = _op(wuse.owner)
+                insert = as_operation(wuse.owner)
                 if insert.name == "tensor.insert_slice" and wuse.operand_number == 0 and \
                         insert.operands[1] == current and _same_place(insert, op) and \
                         _yields(block, insert.results[0]):
@@ -191,17 +181,17 @@ def _rewrite(forall: Any, consumer: Any, out_slice: Any) -> bool:
     """Write one intermediate of ``forall``'s block in place (see the module docstring)."""
     body = forall.regions[0].blocks[0]
     for producer in body.operations:
-        producer = _op(producer)
+        producer = as_operation(producer)
         if producer.name != "scf.for" or len(producer.results) != 1 or producer == consumer:
             continue
-        empty = _owner(producer.operands[3], "tensor.empty")
+        empty = defined_by(producer.operands[3], "tensor.empty")
         result = producer.results[0]
         if empty is None or len(empty.operands) or empty.results[0].type != out_slice.results[0].type or \
                 len(list(empty.results[0].uses)) != 1 or not producer.is_before_in_block(consumer):
             continue
         plan, used_inside = [], False
         for use in result.uses:
-            user = _op(use.owner)
+            user = as_operation(use.owner)
             if _inside(user, consumer):
                 matched = _matched_read(user, consumer) if use.operand_number == 0 else None
                 if matched is None:
@@ -237,8 +227,8 @@ def _defined_before(value: Any, op: Any, forall: Any) -> bool:
     from mlir import ir
     body = forall.regions[0].blocks[0]
     if isinstance(value, ir.BlockArgument):
-        return value.owner == body or _inside(forall, _op(value.owner.owner))
-    definer = _op(value.owner)
+        return value.owner == body or _inside(forall, as_operation(value.owner.owner))
+    definer = as_operation(value.owner)
     if definer.block == body:
         return definer.is_before_in_block(op)
     return not _inside(definer, forall)
@@ -249,20 +239,20 @@ def write_blocks_in_place(module: Any) -> int:
     (the module docstring); returns how many were."""
     done = 0
     for forall in ops_named(module, "scf.forall"):
-        forall = _op(forall)
+        forall = as_operation(forall)
         body = forall.regions[0].blocks[0]
-        terminator = _op(list(body.operations)[-1])
+        terminator = as_operation(list(body.operations)[-1])
         if terminator.name != "scf.forall.in_parallel":
             continue
         for insert in terminator.regions[0].blocks[0].operations:
-            insert = _op(insert)
+            insert = as_operation(insert)
             if insert.name != "tensor.parallel_insert_slice":
                 continue
-            consumer = _owner(insert.operands[0], "scf.for")
-            if consumer is None or _op(consumer.parent) != forall or len(consumer.results) != 1 or \
+            consumer = defined_by(insert.operands[0], "scf.for")
+            if consumer is None or as_operation(consumer.parent) != forall or len(consumer.results) != 1 or \
                     not _written_only(consumer.regions[0].blocks[0].arguments[1]):
                 continue
-            out_slice = _owner(consumer.operands[3], "tensor.extract_slice")
+            out_slice = defined_by(consumer.operands[3], "tensor.extract_slice")
             if out_slice is None or out_slice.operands[0] != insert.operands[1] or \
                     not _same_place(out_slice, insert) or len(list(out_slice.results[0].uses)) != 1:
                 continue

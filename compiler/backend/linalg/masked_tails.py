@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .payload import constant_index, ops_named
+from .payload import constant_index, defined_by, ops_named
 
 __all__ = ["forward_masked_tails"]
 
@@ -52,12 +52,6 @@ def _plain(op: Any) -> bool:
         perm == ir.AffineMap.get_identity(len(tensor.type.shape))
 
 
-def _op(v: Any, name: str) -> Any | None:
-    from mlir import ir
-    owner = v.owner if isinstance(v, ir.OpResult) else None
-    return owner if owner is not None and owner.name == name else None
-
-
 def _zero_offset_slice(op: Any) -> bool:
     """An ``extract_slice``/``insert_slice`` at static zero offsets with unit strides."""
     from mlir import ir
@@ -69,7 +63,7 @@ def _zero_offset_slice(op: Any) -> bool:
 def _whole_write(v: Any, vector_type: Any) -> Any | None:
     """The vector ``v`` was written from, when ``v`` is a whole unmasked ``transfer_write`` of a
     vector of ``vector_type``."""
-    w = _op(v, "vector.transfer_write")
+    w = defined_by(v, "vector.transfer_write")
     if w is None or not _plain(w):
         return None
     _, _, vector, mask = _parts(w)
@@ -88,22 +82,22 @@ def forward_masked_tails(module: Any) -> int:
         vtype = read.results[0].type
         with read.location, ir.InsertionPoint(read):
             if mask is not None:
-                cut = _op(source, "tensor.extract_slice")
+                cut = defined_by(source, "tensor.extract_slice")
                 v = _whole_write(cut.operands[0], vtype) if cut is not None and _zero_offset_slice(cut) else None
                 if v is None:
                     continue
                 pad = ir.Operation.create("vector.broadcast", results=[vtype], operands=[padding]).results[0]
                 new = ir.Operation.create("arith.select", results=[vtype], operands=[mask, v, pad]).results[0]
             else:
-                insert = _op(source, "tensor.insert_slice")
+                insert = defined_by(source, "tensor.insert_slice")
                 if insert is None or not _zero_offset_slice(insert):
                     continue
-                tail = _op(insert.operands[0], "vector.transfer_write")
+                tail = defined_by(insert.operands[0], "vector.transfer_write")
                 v = _whole_write(insert.operands[1], vtype)
                 if tail is None or v is None or not _plain(tail):
                     continue
                 slot, _, u, tail_mask = _parts(tail)
-                cut = _op(slot, "tensor.extract_slice")
+                cut = defined_by(slot, "tensor.extract_slice")
                 if tail_mask is None or u.type != vtype or cut is None or not _zero_offset_slice(cut) or \
                         cut.operands[0] != insert.operands[1] or \
                         cut.attributes["static_sizes"] != insert.attributes["static_sizes"]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-__all__ = ["DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
+__all__ = ["as_operation", "defined_by", "DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
            "element_bits", "compute_bits", "tile_bits", "generic_loops", "increasing", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "product", "splats_as_fills",
            "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips", "ops_named", "static_bytes",
@@ -47,13 +47,26 @@ INIT_ATTR = "mind.init"
 """The unique attribute ``untie_shared_inits`` puts on every ``tensor.empty``."""
 
 
+def as_operation(op: Any) -> Any:
+    """The ``ir.Operation`` of ``op``, which the bindings hand out as an operation or as a typed view
+    of one (so that comparisons and ``parent`` chains see one kind)."""
+    return op.operation if hasattr(op, "operation") else op
+
+
+def defined_by(value: Any, name: str) -> Any | None:
+    """The operation called ``name`` that defines ``value``, else None (a block argument, another op)."""
+    from mlir import ir
+    if not isinstance(value, ir.OpResult):
+        return None
+    owner = as_operation(value.owner)
+    return owner if owner.name == name else None
+
+
 def constant_index(value: Any) -> int | None:
     """The integer ``value`` holds when an ``arith.constant`` defines it, else None (a block
     argument, a computed value)."""
     from mlir import ir
-    owner = value.owner
-    if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
-        owner = owner.operation
+    owner = as_operation(value.owner)
     if getattr(owner, "name", None) != "arith.constant":
         return None
     try:
@@ -266,7 +279,7 @@ def row_reads(op: Any) -> bool:
             if owner == block:
                 raise LookupError  # a block argument: varies with every loop
             return None
-        owner = owner.operation if hasattr(owner, "operation") else owner
+        owner = as_operation(owner)
         return owner if owner.parent == body else None
 
     def varies(v: Any) -> bool:

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .payload import body_ops, element_bits, generic_inputs, generic_loops, ops_named, product, static_shape
+from .payload import (as_operation, body_ops, element_bits, generic_inputs, generic_loops, ops_named, product,
+                      static_shape)
 
 __all__ = ["recompute_cheap_producers", "MAX_BODY_OPS"]
 
@@ -74,7 +75,7 @@ def _uses(value: Any) -> list[tuple[Any, int]]:
     out = []
     for use in value.uses:
         owner = use.owner
-        out.append((owner.operation if hasattr(owner, "operation") else owner, use.operand_number))
+        out.append((as_operation(owner), use.operand_number))
     return out
 
 
@@ -84,7 +85,7 @@ def recompute_cheap_producers(module: Any) -> int:
     from mlir import ir
     copies = 0
     for op in ops_named(module, "linalg.generic"):
-        op = op.operation if hasattr(op, "operation") else op
+        op = as_operation(op)
         users = _uses(op.results[0])
         if len(users) < 2 or not _cheap(op) or not _reads_only(op, users):
             continue
