@@ -427,7 +427,7 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
     tiles = choose_elementwise_tiles(ranges, kinds, bits, unit, masked=True, threads=threads)
     order: list[int] = []
     if all(k == "parallel" for k in kinds) and len(ranges) >= 2:
-        plane = _transpose_plane(op)
+        plane = transpose_plane(op)
         if plane is not None:
             tiles = _transpose_tiles(ranges, plane, bits, unit)
             if _streams_transposed(op, ranges, plane, unit, threads):
@@ -627,7 +627,7 @@ def _streams_transposed(op: Any, ranges: Sequence[int], plane: tuple[int, int], 
         size > unit.l2_bytes * max(1, threads)
 
 
-def _transpose_plane(op: Any) -> tuple[int, int] | None:
+def transpose_plane(op: Any) -> tuple[int, int] | None:
     """(the loop along an operand's contiguous axis, the innermost loop: the result's) of a generic
     that reads an operand transposed (``_moves_inner_dim``), else None."""
     from mlir import ir
