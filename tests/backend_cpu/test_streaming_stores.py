@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from mind.compiler.backend.cpu.api import compile_function, emit_stage
+from mind.calling import run_reference
+from mind.compiler.backend.cpu import lowering
 from mind.compiler.backend.cpu.streaming_stores import (STREAMING_ATTR, STREAMING_RESULT_BYTES,
-                                                          stream_marked_results)
+                                                          TRANSPOSED_STREAMING_BYTES, stream_marked_results)
 from mind.compiler.backend.cpu.vector_unit import runs_isa
 from mind.compiler.backend.linalg.context import Diagnostics, new_context, parse
 from mind.compiler.frontend.api import compile_source
@@ -55,11 +57,11 @@ def _misaligned(shape: tuple[int, ...], dtype: type) -> np.ndarray:
     ("i32", (1024, 2048), (1, 0), "", 16),
 ])
 def test_large_transposes_stream_their_result(dt, shape, perm, tail, stores):
-    """A transpose of at least ``STREAMING_RESULT_BYTES`` into the out-parameter: its tile's writes
+    """A transpose of at least ``TRANSPOSED_STREAMING_BYTES`` into the out-parameter: its tile's writes
     are non-temporal stores (one per row of the 16 x 16 or 8 x 8 tile) and each thread fences them;
     the results are exact on 1 and 2 threads, in a fresh output, an aligned ``out=`` and one that
     is not aligned (whose writes take the ordinary stores)."""
-    assert int(np.prod(shape)) * np.dtype(NP[dt]).itemsize >= STREAMING_RESULT_BYTES
+    assert STREAMING_RESULT_BYTES > int(np.prod(shape)) * np.dtype(NP[dt]).itemsize >= TRANSPOSED_STREAMING_BYTES
     src = _transpose(dt, shape, perm, tail)
     assert _streaming(src, V4) == (stores, 1)
     if not runs_isa(V4):
@@ -78,17 +80,62 @@ def test_large_transposes_stream_their_result(dt, shape, perm, tail, stores):
             np.testing.assert_array_equal(out, want)
 
 
+_SOFTMAX = "fn f(x: {t}) -> {t} {{ softmax(x, axis=-1) }}"
+_RMS_NORM = "fn f(x: {t}) -> {t} {{ x / sqrt(mean(x * x, axis=-1, keepdims=true) + 0.00001) }}"
+_CHAIN = "fn f(x: {t}) -> {t} {{ exp(x * 0.5) * 2.0 + 1.0 }}"
+
+
+@pytest.mark.parametrize("dt,shape,program", [
+    ("f32", (4096, 1024), _SOFTMAX), ("f64", (2048, 1024), _SOFTMAX), ("f32", (4096, 1024), _RMS_NORM),
+    ("f32", (64, 64, 1024), _CHAIN),
+])
+def test_large_results_written_whole_stream(dt, shape, program, monkeypatch):
+    """Any result of at least ``STREAMING_RESULT_BYTES`` in rows of whole lines, written and never
+    read back by its kernel, streams: the softmax's block then keeps its exps in its own buffer (its
+    output rows are not read back: one allocation more than without streaming).  Bits as without
+    streaming, on 1 and 2 threads, in an aligned and a misaligned output; within the reference's
+    bound."""
+    assert int(np.prod(shape)) * np.dtype(NP[dt]).itemsize >= STREAMING_RESULT_BYTES
+    src = program.format(t=T(dt, shape))
+    fn = compile_source(src).functions[0]
+    stores, fences = _streaming(src, V4)
+    assert stores >= 1 and fences == 1
+    allocations = len(re.findall(r"@__mind_alloc\(", emit_stage(fn, "llvm", threads=2, cpu=V4)))
+    monkeypatch.setattr(lowering, "mark_streaming_results", lambda module, unit: 0)
+    plain = compile_source(src + " ").functions[0]
+    if program == _SOFTMAX:
+        assert len(re.findall(r"@__mind_alloc\(", emit_stage(plain, "llvm", threads=2, cpu=V4))) == allocations - 1
+    if not runs_isa(V4):
+        pytest.skip(f"this host does not run {V4} code")
+    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(NP[dt])
+    x.flat[::97] = np.inf
+    x.flat[7::103] = np.nan
+    want = compile_function(plain, threads=2, cpu=V4, cache=False)([x])[0]
+    np.testing.assert_allclose(want, run_reference(fn, [x])[0], rtol=2e-6 if dt == "f32" else 1e-14, atol=0)
+    for threads in (1, 2):
+        run = compile_function(fn, threads=threads, cpu=V4, cache=False)
+        np.testing.assert_array_equal(run([x])[0], want)
+        out = _misaligned(want.shape, NP[dt])
+        run([x], out=[out])
+        np.testing.assert_array_equal(out, want)
+
+
 @pytest.mark.parametrize("src,cpu", [
     (_transpose("f32", (1024, 1024), (1, 0)), V4),                    # 4 MiB: the result stays in cache
     (_transpose("f64", (1500, 1500), (1, 0)), V4),                    # result rows of 12000 bytes
     (_transpose("f32", (2056, 1024), (1, 0)), V4),                    # rows of 8224 bytes
     (_transpose("f32", (2048, 2048), (1, 0)), "x86-64-v3"),           # AVX2: a vector is half a line
-    (f"fn f(x: {T('f32', (2048, 2048))}) -> {T('f32', (2048, 2048))} {{ x * 2.0 + 1.0 }}", V4),
+    (_SOFTMAX.format(t=T("f32", (4096, 1024))), "x86-64-v3"),
+    (f"fn f(x: {T('f32', (2048, 1024))}) -> {T('f32', (2048, 1024))} {{ x * 2.0 + 1.0 }}", V4),  # 8 MiB
+    (_SOFTMAX.format(t=T("f32", (4096, 1000))), V4),                  # rows of 4000 bytes
     (f"fn f(x: {T('f32', (2048, 2048))}) -> {T('f32', (2048,))} {{ sum(transpose(x), axis=1) }}", V4),
+    (f"fn f(a: {T('f32', (2048, 256))}, b: {T('f32', (256, 2048))}) -> {T('f32', (2048, 2048))} "
+     f"{{ matmul(a, b) }}", V4),                                       # the GEMM's C, read and written
 ])
 def test_other_kernels_keep_ordinary_stores(src, cpu):
-    """Small transposes, rows that are not whole lines, AVX2 code, elementwise ops and a transpose
-    that is not the result take no streaming stores and no fence."""
+    """Small results, rows that are not whole lines, AVX2 code, a result the transpose does not
+    write, and a matmul's result (which the GEMM reads back) take no streaming stores and no
+    fence."""
     assert _streaming(src, cpu) == (0, 0)
 
 
@@ -96,9 +143,12 @@ _LOOPS = """\
 func.func @f(%a: memref<64x64xf32>, %b: memref<64x64xf32>, %m: vector<16xi1>) attributes {{{attr}}} {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
   %c16 = arith.constant 16 : index
   %c64 = arith.constant 64 : index
+  %f0 = arith.constant 0.0 : f32
   %v = arith.constant dense<1.0> : vector<16xf32>
+  %w = arith.constant dense<1.0> : vector<32xf32>
   %h = arith.constant dense<1.0> : vector<8xf32>
   scf.for %i = %c0 to %c64 step %c16 {{
     %s = memref.subview %b[%i, 0] [16, 64] [1, 1] : memref<64x64xf32> to memref<16x64xf32, strided<[64, 1], offset: ?>>
@@ -107,19 +157,22 @@ func.func @f(%a: memref<64x64xf32>, %b: memref<64x64xf32>, %m: vector<16xi1>) at
     vector.transfer_write %v, %s[%c1, %c0], %m {{in_bounds = [true]}} : vector<16xf32>, memref<16x64xf32, strided<[64, 1], offset: ?>>
     vector.transfer_write %v, %s[%c1, %c0] : vector<16xf32>, memref<16x64xf32, strided<[64, 1], offset: ?>>
     vector.transfer_write %h, %s[%c1, %c0] {{in_bounds = [true]}} : vector<8xf32>, memref<16x64xf32, strided<[64, 1], offset: ?>>
-    vector.transfer_write %v, %a[%i, %c0] {{in_bounds = [true]}} : vector<16xf32>, memref<64x64xf32>
+    vector.transfer_write %w, %s[%c2, %c0] {{in_bounds = [true]}} : vector<32xf32>, memref<16x64xf32, strided<[64, 1], offset: ?>>
+    %r = vector.transfer_read %a[%i, %c16], %f0 {{in_bounds = [true]}} : memref<64x64xf32>, vector<16xf32>
+    vector.transfer_write %r, %a[%i, %c0] {{in_bounds = [true]}} : vector<16xf32>, memref<64x64xf32>
   }}
   return
 }}
 """
 
 
-@pytest.mark.parametrize("attr,turned", [(f"{STREAMING_ATTR} = [1]", 2), (f"{STREAMING_ATTR} = [0]", 1), ("", 0)])
+@pytest.mark.parametrize("attr,turned", [(f"{STREAMING_ATTR} = [1]", 3), (f"{STREAMING_ATTR} = [0]", 0), ("", 0)])
 def test_only_whole_vector_writes_into_a_marked_parameter_stream(attr, turned):
-    """In hand-written loops: the two unmasked in-bounds writes of a whole line into the marked
-    parameter's view become aligned non-temporal stores under an alignment test, with one fence
-    after the loop; the masked write, the one that may run out of bounds, the half-line vector and
-    the writes into another parameter stay as they are.  The attribute is cleared."""
+    """In hand-written loops: the three unmasked in-bounds writes of whole lines (one and two) into
+    the marked parameter's view become aligned non-temporal stores under an alignment test, with
+    one fence after the loop; the masked write, the one that may run out of bounds, the half-line
+    vector and the writes into another parameter stay as they are.  A marked parameter that the
+    kernel also reads keeps its ordinary writes.  The attribute is cleared."""
     ctx = new_context()
     diags = Diagnostics(ctx)
     try:
@@ -135,6 +188,6 @@ def test_only_whole_vector_writes_into_a_marked_parameter_stream(attr, turned):
     assert text.count("nontemporal = true") == turned
     assert text.count("alignment = 64") == turned
     assert text.count("scf.if") == turned
-    assert text.count("vector.transfer_write") == 6  # the ordinary path of each turned write kept
+    assert text.count("vector.transfer_write") == 7  # the ordinary path of each turned write kept
     assert text.count('"llvm.x86.sse.sfence"') == (1 if turned else 0)
     assert body[body.index("scf.for") + 1] == ("llvm.call_intrinsic" if turned else "func.return")

@@ -33,7 +33,7 @@ from .pipeline import loops_to_llvm, lower_to_llvm, to_loops
 from .range_max import balance_maximum_trees, rewrite_maximum
 from .reversed_loops import thread_reversed_generics
 from .scalef import rewrite_exp_scaling
-from .streaming_stores import mark_streaming_results, stream_marked_results
+from .streaming_stores import mark_streaming_results, stream_marked_results, streams_into
 from .runtime import link_runtime
 from .transforms import MIN_SCHEDULE_WORK, schedule as cpu_schedule
 from .vector_unit import vector_unit
@@ -217,7 +217,8 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         if script is not None:
                             mark_streaming_results(module, unit)  # before the script: the ops whole
                             apply_script(module, script)
-                            write_blocks_in_place(module)  # a block's intermediate in its output rows
+                            # a block's intermediate in its output rows, unless those rows stream
+                            write_blocks_in_place(module, keep=streams_into)
                             forward_masked_tails(module)
                             scheduled = True
                             untie_shared_inits(module)

@@ -33,34 +33,43 @@ from ..linalg.payload import as_operation, defined_by, element_bits, product, st
 from .transforms import transpose_plane
 from .vector_unit import CACHE_LINE_BYTES, VectorUnit
 
-__all__ = ["mark_streaming_results", "stream_marked_results", "STREAMING_RESULT_BYTES", "STREAMING_ATTR"]
+__all__ = ["mark_streaming_results", "stream_marked_results", "streams_into", "STREAMING_RESULT_BYTES",
+           "TRANSPOSED_STREAMING_BYTES", "STREAMING_ATTR"]
 
-STREAMING_RESULT_BYTES = 8 << 20
-"""The smallest result whose transposing writes stream past the cache (8 MiB).  Measured on a Zen 4
-host with a 32 MB L3 (new / old on two threads): 4-6 MiB results 0.80-0.92x, 8-9 MiB 0.98-1.01x,
-12-16 MiB 1.47-2.39x; on one thread 1.07-1.95x from 4 MiB up."""
+STREAMING_RESULT_BYTES = 16 << 20
+"""The smallest result whose writes stream past the cache (16 MiB, half the 32 MB L3 of the Zen 4
+host it was measured on: with its operand such a result does not stay in that cache between
+calls).  Below it a result written whole stayed in the last-level cache for the next call, and
+ordinary stores were as fast or faster (``docs/backend-cpu.md``, Measurements)."""
+
+TRANSPOSED_STREAMING_BYTES = 8 << 20
+"""The same for a transpose's result (8 MiB), whose ordinary stores cost more: each tile writes a
+line in each of a vector's worth of rows a whole row apart.  Measured on the same host (new / old,
+two threads): 4-6 MiB results 0.80-0.92x, 8-9 MiB 0.98-1.13x, 12-16 MiB 1.47-2.39x; on one thread
+1.07-1.95x from 4 MiB up."""
 
 STREAMING_ATTR = "mind.streaming_results"
 """The function attribute listing the out-parameters (argument numbers) that take streaming stores."""
 
 
 def _streams(op: Any, unit: VectorUnit) -> bool:
-    """Whether the generic ``op`` is a transpose whose result is large enough to stream, in rows of
-    whole cache lines (else every other row's tiles start mid-line) of vectors that are one line."""
-    if op.operation.name != "linalg.generic" or len(op.results) != 1:
-        return False
-    if any(str(k) != "#linalg.iterator_type<parallel>" for k in op.attributes["iterator_types"]):
+    """Whether the result of the linalg op ``op`` is large enough to stream (a transpose's from
+    ``TRANSPOSED_STREAMING_BYTES``, any other's from ``STREAMING_RESULT_BYTES``), in rows of whole
+    cache lines (else every other row's tiles start mid-line) of vectors of whole lines."""
+    if not op.operation.name.startswith("linalg.") or len(op.results) != 1:
         return False
     shape = static_shape(op.results[0].type)
-    bits = element_bits(op.results[0].type)
-    if not shape or transpose_plane(op) is None or unit.bits // 8 != CACHE_LINE_BYTES:
+    if not shape or unit.bits // 8 != CACHE_LINE_BYTES:
         return False
-    return product(shape) * bits // 8 >= STREAMING_RESULT_BYTES and shape[-1] * bits // 8 % CACHE_LINE_BYTES == 0
+    bits = element_bits(op.results[0].type)
+    transposes = op.operation.name == "linalg.generic" and transpose_plane(op) is not None
+    least = TRANSPOSED_STREAMING_BYTES if transposes else STREAMING_RESULT_BYTES
+    return product(shape) * bits // 8 >= least and shape[-1] * bits // 8 % CACHE_LINE_BYTES == 0
 
 
 def mark_streaming_results(module: Any, unit: VectorUnit) -> int:
-    """Mark each out-parameter that a streaming transpose (``_streams``) writes whole, by
-    ``bufferization.materialize_in_destination`` of the generic's own result; the number marked."""
+    """Mark each out-parameter that a linalg op whose result streams (``_streams``) writes whole,
+    by ``bufferization.materialize_in_destination`` of the op's own result; the number marked."""
     from mlir import ir
     marked = 0
     for func in module.body.operations:
@@ -72,7 +81,7 @@ def mark_streaming_results(module: Any, unit: VectorUnit) -> int:
             if op.operation.name != "bufferization.materialize_in_destination":
                 continue
             source, dest = op.operands[0], op.operands[1]
-            producer = defined_by(source, "linalg.generic")
+            producer = source.owner if isinstance(source, ir.OpResult) else None
             if producer is None or not isinstance(dest, ir.BlockArgument) or dest.owner != entry:
                 continue
             if _streams(producer.opview, unit):
@@ -82,6 +91,33 @@ def mark_streaming_results(module: Any, unit: VectorUnit) -> int:
             func.attributes[STREAMING_ATTR] = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, a) for a in sorted(args)])
             marked += len(args)
     return marked
+
+
+def _marked(func: Any) -> set[int]:
+    """The argument numbers ``STREAMING_ATTR`` lists on the function ``func`` (none if absent)."""
+    from mlir import ir
+    if STREAMING_ATTR not in func.attributes:
+        return set()
+    return {ir.IntegerAttr(a).value for a in ir.ArrayAttr(func.attributes[STREAMING_ATTR])}
+
+
+def streams_into(op: Any) -> bool:
+    """Whether a result of ``op`` (a scheduled block) is materialized in a marked out-parameter:
+    ``linalg.block_in_place`` then leaves the block's output rows alone, since a block that reads
+    its output rows back would keep them from streaming."""
+    from mlir import ir
+    op = as_operation(op)
+    func = op.parent
+    while as_operation(func).name != "func.func":
+        func = as_operation(func).parent
+    marked = _marked(as_operation(func))
+    for result in op.results:
+        for use in result.uses:
+            owner = as_operation(use.owner)
+            dest = owner.operands[1] if owner.name == "bufferization.materialize_in_destination" else None
+            if isinstance(dest, ir.BlockArgument) and dest.arg_number in marked:
+                return True
+    return False
 
 
 def _root_argument(value: Any) -> Any | None:
@@ -97,13 +133,13 @@ def _root_argument(value: Any) -> Any | None:
 
 
 def _whole_vector_write(write: Any) -> bool:
-    """An unmasked write of one vector of a cache line, in bounds, along the memref's last axis."""
+    """An unmasked write of a vector of whole cache lines, in bounds, along the memref's last axis."""
     from mlir import ir
     op = write.opview
     if op.mask is not None or len(op.indices) + 2 != len(write.operands):
         return False
     vtype = ir.VectorType(op.valueToStore.type)
-    if vtype.rank != 1 or vtype.shape[0] * element_bits(vtype) // 8 != CACHE_LINE_BYTES:
+    if vtype.rank != 1 or vtype.shape[0] * element_bits(vtype) // 8 % CACHE_LINE_BYTES:
         return False
     if not all(ir.BoolAttr(b).value for b in op.in_bounds):
         return False
@@ -111,6 +147,26 @@ def _whole_vector_write(write: Any) -> bool:
     strides, _ = mtype.get_strides_and_offset()
     amap = ir.AffineMapAttr(op.attributes["permutation_map"]).value
     return strides[-1] == 1 and amap == ir.AffineMap.get_minor_identity(amap.n_dims, 1)
+
+
+_WRITES = {"vector.transfer_write": 1, "vector.store": 1, "vector.maskedstore": 1, "memref.store": 1,
+           "memref.copy": 1}
+"""Ops that write into a memref operand, and that operand's position: the only uses besides views
+that a streamed parameter may have."""
+
+
+def _written_only(value: Any) -> bool:
+    """Whether every use of the memref ``value``, and of the views of it, writes into it: a result
+    the kernel reads back (a block's intermediate kept in its output rows, a GEMM's C) would read
+    from memory what a streaming store sent past the cache."""
+    for use in value.uses:
+        owner = as_operation(use.owner)
+        if owner.name == "memref.subview" and use.operand_number == 0:
+            if not _written_only(owner.results[0]):
+                return False
+        elif _WRITES.get(owner.name) != use.operand_number:
+            return False
+    return True
 
 
 def _aligned(write: Any) -> Any:
@@ -149,7 +205,7 @@ def stream_marked_results(module: Any) -> int:
         func = as_operation(func)
         if func.name != "func.func" or STREAMING_ATTR not in func.attributes:
             continue
-        marked = {ir.IntegerAttr(a).value for a in ir.ArrayAttr(func.attributes[STREAMING_ATTR])}
+        marked = _marked(func)
         del func.attributes[STREAMING_ATTR]
         entry = func.regions[0].blocks[0]
         writes: list[Any] = []
@@ -162,6 +218,8 @@ def stream_marked_results(module: Any) -> int:
             return ir.WalkResult.ADVANCE
 
         func.walk(find)
+        read = {n for n in marked if not _written_only(entry.arguments[n])}
+        writes = [w for w in writes if _root_argument(w.opview.base).arg_number not in read]
         if writes:
             module.context.dialects["llvm"]  # loaded for the fence: a context may not have it yet
         nests: list[Any] = []

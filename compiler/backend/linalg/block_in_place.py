@@ -21,7 +21,7 @@ value: the results are bit-identical.  Target-neutral; MLIR is imported inside f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .payload import as_operation, defined_by, ops_named
 
@@ -234,12 +234,15 @@ def _defined_before(value: Any, op: Any, forall: Any) -> bool:
     return not _inside(definer, forall)
 
 
-def write_blocks_in_place(module: Any) -> int:
+def write_blocks_in_place(module: Any, keep: Callable[[Any], bool] | None = None) -> int:
     """Write each qualifying intermediate of each ``scf.forall`` block in the block's output slice
-    (the module docstring); returns how many were."""
+    (the module docstring), except in the blocks ``keep`` returns True for (a target whose output
+    rows are better left write-only); returns how many were."""
     done = 0
     for forall in ops_named(module, "scf.forall"):
         forall = as_operation(forall)
+        if keep is not None and keep(forall):
+            continue
         body = forall.regions[0].blocks[0]
         terminator = as_operation(list(body.operations)[-1])
         if terminator.name != "scf.forall.in_parallel":
