@@ -1,28 +1,33 @@
-"""Streaming (non-temporal) stores for the results of large transposes.
+"""Streaming (non-temporal) stores for large results that a kernel writes and never reads back.
 
-Why: a transposing copy's tile writes one cache line in each of a vector's worth of result rows, the
-rows a whole result row apart.  With ordinary stores each of those lines is first read from memory
-for ownership, and the reads of many concurrent strided streams are neither prefetched nor cheap
-in the TLB: on a 2048x2048 f32 transpose a third of the copy bandwidth was left.  A non-temporal
-store writes the whole line without reading it (the write-combining buffers collect the line's
-vector), so the kernel moves the operand once and the result once: 2048x2048 f32 1.5-2.1x on two
-threads, 2.0-2.2x on one (``docs/backend-cpu.md``, Measurements: "Streaming stores for large
-transposes").  Below ``STREAMING_RESULT_BYTES`` the result of one call is still in the last-level
-cache when the next op (or the next call) reads it, and ordinary stores were as fast or faster.
+Why: with ordinary stores each line of a result is first read from memory for ownership, then
+written back: a third more traffic for a result that leaves the cache anyway.  A non-temporal store
+writes the whole line without reading it (the write-combining buffers collect the line).  It matters
+most for a transpose, whose tiles write one line in each of a vector's worth of result rows a whole
+row apart (many strided streams of reads for ownership that the prefetchers do not follow): the
+2048x2048 f32 transpose ran 1.5-2.6x faster on two threads; an RMS norm of 4096x1024 1.4-1.9x, a
+log-softmax of 8192x512 1.2-1.3x (``docs/backend-cpu.md``, Measurements: "Streaming stores for large
+results").  Below the thresholds the result of one call was still in the last-level cache when the
+next call read it, and ordinary stores were as fast or faster.
 
 Two steps, around bufferization:
 
-* ``mark_streaming_results`` (on the fused tensors, the schedule's ops still whole): a transposing
-  generic whose result is written straight into an out-parameter of at least
-  ``STREAMING_RESULT_BYTES``, with result rows of whole cache lines, on a vector unit whose vector is
-  a cache line, marks that parameter (``STREAMING_ATTR`` on the function: the parameters' numbers).
+* ``mark_streaming_results`` (on the fused tensors, the schedule's ops still whole): a linalg op
+  whose own result is written straight into an out-parameter, of at least ``STREAMING_RESULT_BYTES``
+  (a transpose: ``TRANSPOSED_STREAMING_BYTES``), with rows of whole cache lines, on a vector unit
+  whose vector is a cache line, marks that parameter (``STREAMING_ATTR`` on the function: the
+  parameters' numbers).  ``streams_into`` tells ``linalg.block_in_place`` to leave such a block's
+  output rows write-only.
 * ``stream_marked_results`` (on the loops, between ``pipeline.to_loops`` and
-  ``pipeline.loops_to_llvm``): every unmasked, in-bounds write of one whole vector into a marked
-  parameter becomes an ``scf.if`` on the address: a non-temporal store aligned to the vector when
-  the address is (x86's ``movntps`` faults on any other), the ordinary write otherwise (an ``out=``
-  array of the caller's, aligned to 16 bytes, takes that path and gets the same bits).  Then an
-  ``sfence`` after each loop nest that holds such stores, inside the parallel region: non-temporal
-  stores are weakly ordered, and the fence makes them visible before the thread joins.
+  ``pipeline.loops_to_llvm``): in a marked parameter that the kernel only writes, every unmasked,
+  in-bounds write of whole lines becomes, under an ``scf.if`` on the address (one per run of writes
+  with only pure ops between them), a non-temporal store aligned to a line (x86's ``movntps``
+  faults on any other address); the ordinary write otherwise (an ``out=`` array of the caller's,
+  which NumPy aligns to 16 bytes, takes that path and gets the same bits).  Then an ``sfence``
+  after each loop nest that holds such stores, inside the parallel region: non-temporal stores are
+  weakly ordered, and the fence makes them visible before the thread joins.  The ops are built
+  generically (``_op``), without the dialects' Python modules, whose import a cold compile would
+  pay.
 """
 
 from __future__ import annotations
@@ -132,20 +137,31 @@ def _root_argument(value: Any) -> Any | None:
         value = view.operands[0]
 
 
-def _whole_vector_write(write: Any) -> bool:
+class _Write:
+    """A ``vector.transfer_write`` read through its generic operands (its value, its memref, one index
+    per memref dim, an optional mask): the backends walk the bufferized loops without the dialects'
+    Python modules (``linalg.context``), whose import a cold compile would pay."""
+
+    def __init__(self, op: Any) -> None:
+        from mlir import ir
+        self.op = as_operation(op)
+        operands = list(self.op.operands)
+        self.value, self.base = operands[0], operands[1]
+        rank = ir.ShapedType(self.base.type).rank
+        self.indices = operands[2:2 + rank]
+        self.masked = len(operands) > 2 + rank
+
+
+def _whole_vector_write(write: _Write) -> bool:
     """An unmasked write of a vector of whole cache lines, in bounds, along the memref's last axis."""
     from mlir import ir
-    op = write.opview
-    if op.mask is not None or len(op.indices) + 2 != len(write.operands):
+    vtype = ir.VectorType(write.value.type)
+    if write.masked or vtype.rank != 1 or vtype.shape[0] * element_bits(vtype) // 8 % CACHE_LINE_BYTES:
         return False
-    vtype = ir.VectorType(op.valueToStore.type)
-    if vtype.rank != 1 or vtype.shape[0] * element_bits(vtype) // 8 % CACHE_LINE_BYTES:
+    if not all(ir.BoolAttr(b).value for b in ir.ArrayAttr(write.op.attributes["in_bounds"])):
         return False
-    if not all(ir.BoolAttr(b).value for b in op.in_bounds):
-        return False
-    mtype = ir.MemRefType(op.base.type)
-    strides, _ = mtype.get_strides_and_offset()
-    amap = ir.AffineMapAttr(op.attributes["permutation_map"]).value
+    strides, _ = ir.MemRefType(write.base.type).get_strides_and_offset()
+    amap = ir.AffineMapAttr(write.op.attributes["permutation_map"]).value
     return strides[-1] == 1 and amap == ir.AffineMap.get_minor_identity(amap.n_dims, 1)
 
 
@@ -169,21 +185,38 @@ def _written_only(value: Any) -> bool:
     return True
 
 
-def _aligned(write: Any) -> Any:
-    """An i1: the write's first element sits on a cache line (built before ``write``)."""
+def _op(name: str, operands: list[Any], results: list[Any] | None = None,
+        attributes: dict[str, Any] | None = None, regions: int = 0) -> Any:
+    """A generic operation at the current insertion point (see ``_Write``)."""
     from mlir import ir
-    from mlir.dialects import arith, memref
-    op = write.opview
+    return ir.Operation.create(name, results=results or [], operands=operands, attributes=attributes or {},
+                               regions=regions)
+
+
+def _aligned(write: _Write) -> Any:
+    """An i1: the write's first element sits on a cache line (built before the write): the view's
+    aligned pointer plus (its offset + the indices times its strides) elements, low bits zero."""
+    from mlir import ir
     index = ir.IndexType.get()
-    meta = memref.ExtractStridedMetadataOp(op.base)
-    linear = meta.offset
-    for i, stride in zip(op.indices, meta.strides):
-        linear = arith.addi(linear, arith.muli(i, stride))
-    pointer = memref.extract_aligned_pointer_as_index(op.base)
-    elem = arith.constant(index, element_bits(ir.MemRefType(op.base.type).element_type) // 8)
-    address = arith.addi(pointer, arith.muli(linear, elem))
-    low = arith.andi(address, arith.constant(index, CACHE_LINE_BYTES - 1))
-    return arith.cmpi(arith.CmpIPredicate.eq, low, arith.constant(index, 0))
+    rank = len(write.indices)
+
+    def constant(v: int) -> Any:
+        return _op("arith.constant", [], [index], {"value": ir.IntegerAttr.get(index, v)}).results[0]
+
+    def arith(name: str, a: Any, b: Any) -> Any:
+        return _op(f"arith.{name}", [a, b], [index]).results[0]
+
+    mtype = ir.MemRefType(write.base.type)
+    buffer = ir.MemRefType.get([], mtype.element_type, memory_space=mtype.memory_space)
+    meta = _op("memref.extract_strided_metadata", [write.base], [buffer] + [index] * (1 + 2 * rank)).results
+    linear = meta[1]
+    for i, stride in zip(write.indices, list(meta)[2 + rank:]):
+        linear = arith("addi", linear, arith("muli", i, stride))
+    pointer = _op("memref.extract_aligned_pointer_as_index", [write.base], [index]).results[0]
+    address = arith("addi", pointer, arith("muli", linear, constant(element_bits(mtype.element_type) // 8)))
+    low = arith("andi", address, constant(CACHE_LINE_BYTES - 1))
+    eq = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)
+    return _op("arith.cmpi", [low, constant(0)], [ir.IntegerType.get_signless(1)], {"predicate": eq}).results[0]
 
 
 def _top_level(op: Any, stop: set[str]) -> Any:
@@ -194,12 +227,47 @@ def _top_level(op: Any, stop: set[str]) -> Any:
     return op
 
 
+_PURE_PREFIXES = ("arith.", "math.", "vector.extract", "vector.shuffle", "vector.from_elements",
+                  "vector.to_elements", "vector.broadcast", "vector.insert", "vector.fma", "vector.bitcast",
+                  "vector.shape_cast")
+"""Ops without memory effects that may stand between two writes of one group (``_groups``)."""
+
+
+def _groups(writes: list[_Write]) -> list[list[_Write]]:
+    """The writes in runs that one alignment test covers: writes of one block with nothing but pure
+    ops (``_PURE_PREFIXES``) between them, so that the earlier ones can move down to the last (a
+    transposed tile's 16 rows: one branch instead of 16, less code for LLVM to compile).  One pass
+    over each block that holds writes."""
+    by_op = {w.op: w for w in writes}
+    blocks: list[Any] = []
+    for w in writes:
+        if not any(w.op.block == b for b in blocks):
+            blocks.append(w.op.block)
+    groups: list[list[_Write]] = []
+    for block in blocks:
+        run: list[_Write] = []
+        for op in block.operations:
+            op = as_operation(op)
+            write = by_op.get(op)
+            if write is not None:
+                run.append(write)
+            elif run and not op.name.startswith(_PURE_PREFIXES):
+                groups.append(run)
+                run = []
+        if run:
+            groups.append(run)
+    return groups
+
+
+_FENCE = 'llvm.call_intrinsic "llvm.x86.sse.sfence"() : () -> ()'
+"""An ``sfence``: the stores before it are globally visible before any store after it."""
+
+
 def stream_marked_results(module: Any) -> int:
     """Turn the whole-vector writes into marked out-parameters (``STREAMING_ATTR``) into aligned
     non-temporal stores under a run-time alignment test, and fence each loop nest that holds them;
     the number of writes turned.  Clears the attribute."""
     from mlir import ir
-    from mlir.dialects import llvm, scf, vector
     turned = 0
     for func in module.body.operations:
         func = as_operation(func)
@@ -208,37 +276,47 @@ def stream_marked_results(module: Any) -> int:
         marked = _marked(func)
         del func.attributes[STREAMING_ATTR]
         entry = func.regions[0].blocks[0]
-        writes: list[Any] = []
+        writes: list[_Write] = []
 
         def find(op: Any) -> Any:
-            if op.name == "vector.transfer_write" and _whole_vector_write(op):
-                root = _root_argument(op.opview.base)
-                if root is not None and root.owner == entry and root.arg_number in marked:
-                    writes.append(op)
+            if op.name == "vector.transfer_write":
+                write = _Write(op)
+                root = _root_argument(write.base)
+                if root is not None and root.owner == entry and root.arg_number in marked and \
+                        _whole_vector_write(write):
+                    writes.append(write)
             return ir.WalkResult.ADVANCE
 
         func.walk(find)
         read = {n for n in marked if not _written_only(entry.arguments[n])}
-        writes = [w for w in writes if _root_argument(w.opview.base).arg_number not in read]
+        writes = [w for w in writes if _root_argument(w.base).arg_number not in read]
         if writes:
             module.context.dialects["llvm"]  # loaded for the fence: a context may not have it yet
         nests: list[Any] = []
-        for write in writes:
-            op = write.opview
-            with ir.InsertionPoint(write), write.location:
-                branch = scf.IfOp(_aligned(write), has_else=True)
-            with ir.InsertionPoint(branch.then_block), write.location:
-                vector.StoreOp(op.valueToStore, op.base, list(op.indices), nontemporal=True,
-                               alignment=CACHE_LINE_BYTES)
-                scf.YieldOp([])
-            with ir.InsertionPoint(branch.else_block), write.location:
-                scf.YieldOp([])
-            write.move_before(branch.else_block.operations[0])
+        for group in _groups(writes):
+            last = group[-1].op
+            with ir.InsertionPoint(last), last.location:
+                tests = [_aligned(w) for w in group]
+                test = tests[0]
+                for other in tests[1:]:
+                    test = _op("arith.andi", [test, other], [test.type]).results[0]
+                branch = _op("scf.if", [test], regions=2)
+            store, ordinary = branch.regions[0].blocks.append(), branch.regions[1].blocks.append()
+            with ir.InsertionPoint(store), last.location:
+                for w in group:
+                    _op("vector.store", [w.value, w.base] + w.indices, attributes={
+                        "nontemporal": ir.BoolAttr.get(True),
+                        "alignment": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), CACHE_LINE_BYTES)})
+                _op("scf.yield", [])
+            with ir.InsertionPoint(ordinary), last.location:
+                _op("scf.yield", [])
+            for w in group:
+                w.op.move_before(ordinary.operations[-1])
             nest = _top_level(branch, {"func.func", "omp.parallel"})
             if not any(nest == n for n in nests):
                 nests.append(nest)
-            turned += 1
+            turned += len(group)
         for nest in nests:
             with ir.InsertionPoint.after(nest), nest.location:
-                llvm.CallIntrinsicOp(None, ir.StringAttr.get("llvm.x86.sse.sfence"), [], [], [])
+                ir.InsertionPoint.current.insert(ir.Operation.parse(_FENCE))
     return turned
