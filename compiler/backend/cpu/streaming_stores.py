@@ -60,16 +60,21 @@ STREAMING_ATTR = "mind.streaming_results"
 def _streams(op: Any, unit: VectorUnit) -> bool:
     """Whether the result of the linalg op ``op`` is large enough to stream (a transpose's from
     ``TRANSPOSED_STREAMING_BYTES``, any other's from ``STREAMING_RESULT_BYTES``), in rows of whole
-    cache lines (else every other row's tiles start mid-line) of vectors of whole lines."""
+    cache lines (else every other row's tiles start mid-line).  A transpose only where a vector is
+    a line: its tiles' rows are one vector (AVX2's 32 bytes leave each line to two tiles); other
+    ops' tile rows are several vectors, whole lines on either unit."""
     if not op.operation.name.startswith("linalg.") or len(op.results) != 1:
         return False
     shape = static_shape(op.results[0].type)
-    if not shape or unit.bits // 8 != CACHE_LINE_BYTES:
+    if not shape:
         return False
     bits = element_bits(op.results[0].type)
-    transposes = op.operation.name == "linalg.generic" and transpose_plane(op) is not None
-    least = TRANSPOSED_STREAMING_BYTES if transposes else STREAMING_RESULT_BYTES
-    return product(shape) * bits // 8 >= least and shape[-1] * bits // 8 % CACHE_LINE_BYTES == 0
+    if op.operation.name == "linalg.generic" and transpose_plane(op) is not None:
+        least = TRANSPOSED_STREAMING_BYTES if unit.bits // 8 == CACHE_LINE_BYTES else None
+    else:
+        least = STREAMING_RESULT_BYTES
+    return least is not None and product(shape) * bits // 8 >= least and \
+        shape[-1] * bits // 8 % CACHE_LINE_BYTES == 0
 
 
 def mark_streaming_results(module: Any, unit: VectorUnit) -> int:
