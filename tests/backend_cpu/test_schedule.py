@@ -402,10 +402,13 @@ def _script_and_ir(fn, threads: int = 2, cpu: str = "host") -> tuple[str, str]:
     ("mask", "f32", (97, 11)),         # an i8 result beside f32 operands
     ("gelu", "f32", (81, 857)),        # long rows without a vector-wide divisor (857 is prime)
     ("exp", "f64", (12, 3, 134)),      # 2 x 67: its largest divisor up to 4 vectors is 2
+    ("exp", "f32", (64, 1000)),        # tiles of 50 (3 vectors and a piece); whole tiles divide 64000
+    ("gelu", "f32", (64, 1975)),       # tiles of 25
 ])
 def test_elementwise_ops_over_short_rows_are_flattened(cpu, body, dtype, shape):
     """An elementwise op over contiguous operands whose rows are shorter than two vectors, or have
-    no vector-wide divisor of at most 4 vectors, runs as one loop (``transforms._flat_section``):
+    no vector-wide divisor of at most 4 vectors, or would be tiled in pieces of vectors where whole
+    tiles divide the flat loop, runs as one loop (``transforms._flat_section``):
     its tiles were a row or two (2x4 elements of an ``exp``) or a divisor of its rows (one element
     of a row of 857), now whole vectors.  Its result is written in the out-parameter (``result_roots`` follows the
     reshapes): no temporary, no copy.  Bit for bit against the unflattened plan's and within the
@@ -436,9 +439,10 @@ def test_elementwise_ops_over_short_rows_are_flattened(cpu, body, dtype, shape):
 
 
 def test_rows_of_two_vectors_and_broadcasts_are_not_flattened():
-    """Rows of two vectors and more with a vector-wide divisor keep their plan (1000 f32: tiles of
-    50), and an op with a broadcast operand (its map not an identity: the flattened op would need a
-    gather) too."""
+    """Rows of two vectors and more with a vector-wide divisor keep their plan where whole tiles of 4
+    vectors do not divide the flat loop (30x1000 f32: tiles of 50; flattened, every tile would be
+    masked), and an op with a broadcast operand (its map not an identity: the flattened op would
+    need a gather) too."""
     whole = _fn("func @main(%x: f32[500, 32]) -> (f32[500, 32]) {\n  %0 = exp(%x) : f32[500, 32]\n  return %0\n}\n")
     assert "flatten_elementwise" not in _script_and_ir(
         _fn("func @main(%x: f32[30, 1000]) -> (f32[30, 1000]) {\n  %0 = exp(%x) : f32[30, 1000]\n  return %0\n}\n"))[0]

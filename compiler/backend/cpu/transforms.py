@@ -440,16 +440,21 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
 
 def _flattens(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes: int) -> bool:
     """Whether ``op`` is elementwise over contiguous operands (every map an identity) with rows of
-    fewer than two vectors, or rows that no vector-wide divisor of at most 4 vectors tiles, which
+    fewer than two vectors, or rows that no vector-wide divisor of at most 4 vectors tiles, or rows
+    whose tile would not be whole vectors when whole tiles of 4 vectors divide the flat loop, which
     ``_flat_section`` takes as one loop.  Why: the plan of ``choose_elementwise_tiles`` tiles such an
     op by the largest divisor of its rows up to 4 vectors (two rows of 4 elements per tile for an
-    ``exp`` over [836, 64, 4]; one element for a row of a prime 857), a fraction of a vector, where
-    the op flattened fills whole vectors (``docs/backend-cpu.md``, Measurements: short rows
-    flattened, rows without a divisor flattened)."""
+    ``exp`` over [836, 64, 4]; one element for a row of a prime 857; 50 f32 of a row of 1000, three
+    vectors and a piece), where the op flattened fills whole vectors.  The last rule needs the flat
+    loop divided: a flat loop that whole tiles do not divide has every tile masked, and AVX2's
+    masked loads and stores made that slower (``docs/backend-cpu.md``, Measurements: short rows
+    flattened, rows without a divisor flattened, rows of pieces of vectors flattened)."""
     from mlir import ir
     row = ranges[-1] if ranges else 0
+    tile = largest_divisor_at_most(row, 4 * lanes)
+    pieces = tile % lanes != 0 and product(ranges) % (4 * lanes) == 0
     return len(ranges) >= 2 and all(k == "parallel" for k in kinds) and \
-        (row < 2 * lanes or largest_divisor_at_most(row, 4 * lanes) < lanes) and \
+        (row < 2 * lanes or tile < lanes or pieces) and \
         all(map_kind(ir.AffineMapAttr(a).value) == "identity" for a in op.attributes["indexing_maps"])
 
 
