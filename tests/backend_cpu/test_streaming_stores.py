@@ -192,3 +192,15 @@ def test_only_whole_vector_writes_into_a_marked_parameter_stream(attr, turned, t
     assert text.count("vector.transfer_write") == 7  # the ordinary path of each turned write kept
     assert text.count('"llvm.x86.sse.sfence"') == (1 if turned else 0)
     assert body[body.index("scf.for") + 1] == ("llvm.call_intrinsic" if turned else "func.return")
+
+
+def test_only_x86_code_streams(monkeypatch):
+    """The fence is an SSE instruction: code for the host streams only where the host is x86-64;
+    code for a named x86-64 level streams on any host."""
+    from mind.compiler.backend.cpu import host
+    from mind.compiler.backend.cpu.streaming_stores import targets_x86
+    assert targets_x86(V4) and targets_x86(V3) and targets_x86("generic")
+    monkeypatch.setattr(host, "is_x86_64", lambda: False)
+    assert not targets_x86("host") and targets_x86(V4)
+    monkeypatch.setattr(host, "is_x86_64", lambda: True)
+    assert targets_x86("host")

@@ -43,6 +43,11 @@ def _cpuinfo() -> tuple[str, str]:
     return model, flags
 
 
+def is_x86_64() -> bool:
+    """Whether this machine is x86-64 (Linux or not): what ``cpu="host"`` code is compiled for."""
+    return os.uname().machine in ("x86_64", "AMD64")
+
+
 def cpu_flags() -> frozenset[str]:
     """The x86-64 feature flags the kernel reports (as the OS enables them); none on other machines."""
     if sys.platform != "linux" or os.uname().machine != "x86_64":

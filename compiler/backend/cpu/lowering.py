@@ -33,7 +33,7 @@ from .pipeline import loops_to_llvm, lower_to_llvm, to_loops
 from .range_max import balance_maximum_trees, rewrite_maximum
 from .reversed_loops import thread_reversed_generics
 from .scalef import rewrite_exp_scaling
-from .streaming_stores import mark_streaming_results, stream_marked_results, streams_into
+from .streaming_stores import mark_streaming_results, stream_marked_results, streams_into, targets_x86
 from .runtime import link_runtime
 from .transforms import MIN_SCHEDULE_WORK, schedule as cpu_schedule
 from .vector_unit import vector_unit
@@ -178,7 +178,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
     min_work = 0 if schedule == "all" else MIN_SCHEDULE_WORK
     try:
         # between the first two: the library's calls and the reversals' loops; between the last
-        # two, the large transposes' stores stream and the loops are marked (``mark_movement_loops``)
+        # two, the large results' stores stream and the loops are marked (``mark_movement_loops``)
         pipelines = [bufferize().render(), to_loops(threads).render(), loops_to_llvm(threads).render()]
     except PipelineError as e:
         raise LoweringError("pipeline", str(e)) from None
@@ -215,7 +215,8 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         skip = partial(handled_by_library, isa=library) if library is not None else None
                         script = cpu_schedule(module, min_work, skip, unit, threads)
                         if script is not None:
-                            mark_streaming_results(module, unit)  # before the script: the ops whole
+                            if targets_x86(options.cpu):  # before the script: the ops whole
+                                mark_streaming_results(module, unit)
                             apply_script(module, script)
                             # a block's intermediate in its output rows, unless those rows stream
                             write_blocks_in_place(module, keep=streams_into)

@@ -12,12 +12,12 @@ next call read it, and ordinary stores were as fast or faster.
 
 Two steps, around bufferization:
 
-* ``mark_streaming_results`` (on the fused tensors, the schedule's ops still whole): a linalg op
-  whose own result is written straight into an out-parameter, of at least ``STREAMING_RESULT_BYTES``
-  (a transpose: ``TRANSPOSED_STREAMING_BYTES``), with rows of whole cache lines, on a vector unit
-  whose vector is a cache line, marks that parameter (``STREAMING_ATTR`` on the function: the
-  parameters' numbers).  ``streams_into`` tells ``linalg.block_in_place`` to leave such a block's
-  output rows write-only.
+* ``mark_streaming_results`` (on the fused tensors, the schedule's ops still whole; x86-64 code
+  only, ``targets_x86``: the fence is an SSE instruction): a linalg op whose own result is written
+  straight into an out-parameter, of at least ``STREAMING_RESULT_BYTES`` (a transpose, on a vector
+  unit whose vector is a cache line: ``TRANSPOSED_STREAMING_BYTES``), with rows of whole cache
+  lines, marks that parameter (``STREAMING_ATTR`` on the function: the parameters' numbers).
+  ``streams_into`` tells ``linalg.block_in_place`` to leave such a block's output rows write-only.
 * ``stream_marked_results`` (on the loops, between ``pipeline.to_loops`` and
   ``pipeline.loops_to_llvm``): in a marked parameter that the kernel only writes, every unmasked,
   in-bounds write of whole lines becomes, under an ``scf.if`` on the address (one per run of writes
@@ -35,10 +35,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..linalg.payload import as_operation, defined_by, element_bits, product, static_shape
+from . import host
 from .transforms import transpose_plane
 from .vector_unit import CACHE_LINE_BYTES, VectorUnit
 
-__all__ = ["mark_streaming_results", "stream_marked_results", "streams_into", "STREAMING_RESULT_BYTES",
+__all__ = ["mark_streaming_results", "stream_marked_results", "streams_into", "targets_x86", "STREAMING_RESULT_BYTES",
            "TRANSPOSED_STREAMING_BYTES", "STREAMING_ATTR"]
 
 STREAMING_RESULT_BYTES = 16 << 20
@@ -55,6 +56,12 @@ two threads): 4-6 MiB results 0.80-0.92x, 8-9 MiB 0.98-1.13x, 12-16 MiB 1.47-2.3
 
 STREAMING_ATTR = "mind.streaming_results"
 """The function attribute listing the out-parameters (argument numbers) that take streaming stores."""
+
+
+def targets_x86(cpu: str) -> bool:
+    """Whether code for the options' ``cpu`` is x86-64: a named level or ``"generic"`` always, the
+    host when it is one."""
+    return cpu != "host" or host.is_x86_64()
 
 
 def _streams(op: Any, unit: VectorUnit) -> bool:
