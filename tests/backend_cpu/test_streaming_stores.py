@@ -157,6 +157,7 @@ func.func @f(%a: memref<64x64xf32>, %b: memref<64x64xf32>, %m: vector<16xi1>) at
     vector.transfer_write %v, %s[%c1, %c0] : vector<16xf32>, memref<16x64xf32, strided<[64, 1], offset: ?>>
     vector.transfer_write %h, %s[%c1, %c0] {{in_bounds = [true]}} : vector<8xf32>, memref<16x64xf32, strided<[64, 1], offset: ?>>
     vector.transfer_write %w, %s[%c2, %c0] {{in_bounds = [true]}} : vector<32xf32>, memref<16x64xf32, strided<[64, 1], offset: ?>>
+    vector.maskedstore %b[%i, %c16], %m, %v : memref<64x64xf32>, vector<16xi1>, vector<16xf32>
     %r = vector.transfer_read %a[%i, %c16], %f0 {{in_bounds = [true]}} : memref<64x64xf32>, vector<16xf32>
     vector.transfer_write %r, %a[%i, %c0] {{in_bounds = [true]}} : vector<16xf32>, memref<64x64xf32>
   }}
@@ -170,8 +171,9 @@ func.func @f(%a: memref<64x64xf32>, %b: memref<64x64xf32>, %m: vector<16xi1>) at
 def test_only_whole_vector_writes_into_a_marked_parameter_stream(attr, turned, tests):
     """In hand-written loops: the three unmasked in-bounds writes of whole lines (one and two) into
     the marked parameter's view become aligned non-temporal stores under an alignment test, with
-    one fence after the loop; the masked write, the one that may run out of bounds, the half-line
-    vector and the writes into another parameter stay as they are.  The first two, with nothing but
+    one fence after the loop; the masked writes (a masked transfer and a ``vector.maskedstore``,
+    which the parameter's writes-only check takes for the write it is), the one that may run out of
+    bounds, the half-line vector and the writes into another parameter stay as they are.  The first two, with nothing but
     pure ops between them, share one test (the masked write ends their run).  A marked parameter
     that the kernel also reads keeps its ordinary writes.  The attribute is cleared."""
     ctx = new_context()

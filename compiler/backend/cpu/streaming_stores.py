@@ -177,7 +177,7 @@ def _whole_vector_write(write: _Write) -> bool:
     return strides[-1] == 1 and amap == ir.AffineMap.get_minor_identity(amap.n_dims, 1)
 
 
-_WRITES = {"vector.transfer_write": 1, "vector.store": 1, "vector.maskedstore": 1, "memref.store": 1,
+_WRITES = {"vector.transfer_write": 1, "vector.store": 1, "vector.maskedstore": 0, "memref.store": 1,
            "memref.copy": 1}
 """Ops that write into a memref operand, and that operand's position: the only uses besides views
 that a streamed parameter may have."""
