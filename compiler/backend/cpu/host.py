@@ -44,13 +44,13 @@ def _cpuinfo() -> tuple[str, str]:
 
 
 def is_x86_64() -> bool:
-    """Whether this machine is x86-64 (Linux or not): what ``cpu="host"`` code is compiled for."""
-    return os.uname().machine in ("x86_64", "AMD64")
+    """Whether this machine is x86-64: what ``cpu="host"`` code is compiled for."""
+    return os.uname().machine == "x86_64"
 
 
 def cpu_flags() -> frozenset[str]:
     """The x86-64 feature flags the kernel reports (as the OS enables them); none on other machines."""
-    if sys.platform != "linux" or os.uname().machine != "x86_64":
+    if sys.platform != "linux" or not is_x86_64():
         return frozenset()
     return frozenset(_once("cpuinfo", _cpuinfo)[1].split())
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..linalg.payload import as_operation, defined_by, element_bits, product, static_shape
+from ..linalg.payload import ancestor_under, as_operation, defined_by, element_bits, product, static_shape
 from . import host
 from .transforms import transpose_plane
 from .vector_unit import CACHE_LINE_BYTES, VectorUnit
@@ -124,10 +124,7 @@ def streams_into(op: Any) -> bool:
     its output rows back would keep them from streaming."""
     from mlir import ir
     op = as_operation(op)
-    func = op.parent
-    while as_operation(func).name != "func.func":
-        func = as_operation(func).parent
-    marked = _marked(as_operation(func))
+    marked = _marked(as_operation(ancestor_under(op, lambda p: p.name == "builtin.module")))
     for result in op.results:
         for use in result.uses:
             owner = as_operation(use.owner)
@@ -231,14 +228,6 @@ def _aligned(write: _Write) -> Any:
     return _op("arith.cmpi", [low, constant(0)], [ir.IntegerType.get_signless(1)], {"predicate": eq}).results[0]
 
 
-def _top_level(op: Any, stop: set[str]) -> Any:
-    """The ancestor of ``op`` whose parent is a function or a parallel region (``stop``)."""
-    op = as_operation(op)
-    while as_operation(op.parent).name not in stop:
-        op = as_operation(op.parent)
-    return op
-
-
 _PURE_PREFIXES = ("arith.", "math.", "vector.extract", "vector.shuffle", "vector.from_elements",
                   "vector.to_elements", "vector.broadcast", "vector.insert", "vector.fma", "vector.bitcast",
                   "vector.shape_cast")
@@ -324,7 +313,7 @@ def stream_marked_results(module: Any) -> int:
                 _op("scf.yield", [])
             for w in group:
                 w.op.move_before(ordinary.operations[-1])
-            nest = _top_level(branch, {"func.func", "omp.parallel"})
+            nest = ancestor_under(branch, lambda p: p.name in ("func.func", "omp.parallel"))
             if not any(nest == n for n in nests):
                 nests.append(nest)
             turned += len(group)

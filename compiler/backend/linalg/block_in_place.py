@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .payload import as_operation, defined_by, ops_named
+from .payload import ancestor_under, as_operation, defined_by, ops_named
 
 __all__ = ["write_blocks_in_place"]
 
@@ -51,13 +51,6 @@ def _inside(op: Any, ancestor: Any) -> bool:
             return True
         parent = as_operation(parent).parent
     return False
-
-
-def _top_level(op: Any, forall: Any) -> Any:
-    """The op of the forall's block that holds ``op``."""
-    while as_operation(op.parent) != forall:
-        op = as_operation(op.parent)
-    return op
 
 
 def _only_read(value: Any) -> bool:
@@ -199,7 +192,7 @@ def _rewrite(forall: Any, consumer: Any, out_slice: Any) -> bool:
                     break
                 plan.append((user, matched))
                 used_inside = True
-            elif user == consumer or not _top_level(user, forall).is_before_in_block(consumer) or \
+            elif user == consumer or not ancestor_under(user, lambda p: p == forall).is_before_in_block(consumer) or \
                     use.operand_number != 0 or user.name not in ("vector.transfer_read", "tensor.extract_slice") or \
                     (user.name == "tensor.extract_slice" and not _only_read(user.results[0])):
                 plan = None

@@ -7,9 +7,9 @@ inside the functions only.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-__all__ = ["as_operation", "defined_by", "DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
+__all__ = ["as_operation", "defined_by", "ancestor_under", "DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
            "element_bits", "compute_bits", "tile_bits", "generic_loops", "increasing", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "product", "splats_as_fills",
            "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips", "ops_named", "static_bytes",
@@ -60,6 +60,15 @@ def defined_by(value: Any, name: str) -> Any | None:
         return None
     owner = as_operation(value.owner)
     return owner if owner.name == name else None
+
+
+def ancestor_under(op: Any, is_parent: Callable[[Any], bool]) -> Any:
+    """The operation holding ``op`` (``op`` itself included) whose parent operation ``is_parent``
+    accepts: the op of a loop's block, or of a function's, that a nested op belongs to."""
+    op = as_operation(op)
+    while not is_parent(as_operation(op.parent)):
+        op = as_operation(op.parent)
+    return op
 
 
 def constant_index(value: Any) -> int | None:
