@@ -422,8 +422,12 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
     if rows is not None:
         return elementwise_section(tag, "linalg.generic", ElementwiseTiles(rows, (0,) * len(ranges))) + \
             horizontal_reductions(f"eh{tag}", f"%ep{tag}_f")
-    if _flattens(op, ranges, kinds, unit.lanes(bits)):
-        return _flat_section(tag, product(ranges), unit.lanes(bits))
+    lanes = unit.lanes(bits)
+    if _flattens(op, ranges, kinds, lanes):
+        return _flat_section(tag, product(ranges), lanes)
+    peeled = _peeled_row_tile(op, ranges, kinds, lanes, threads)
+    if peeled:
+        return _peeled_rows(op, tag, ranges, peeled)
     tiles = choose_elementwise_tiles(ranges, kinds, bits, unit, masked=True, threads=threads)
     order: list[int] = []
     if all(k == "parallel" for k in kinds) and len(ranges) >= 2:
@@ -440,22 +444,41 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
 
 def _flattens(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes: int) -> bool:
     """Whether ``op`` is elementwise over contiguous operands (every map an identity) with rows of
-    fewer than two vectors, or rows that no vector-wide divisor of at most 4 vectors tiles, or rows
-    whose tile would not be whole vectors when whole tiles of 4 vectors divide the flat loop, which
-    ``_flat_section`` takes as one loop.  Why: the plan of ``choose_elementwise_tiles`` tiles such an
-    op by the largest divisor of its rows up to 4 vectors (two rows of 4 elements per tile for an
-    ``exp`` over [836, 64, 4]; one element for a row of a prime 857; 50 f32 of a row of 1000, three
-    vectors and a piece), where the op flattened fills whole vectors.  The last rule needs the flat
-    loop divided: a flat loop that whole tiles do not divide has every tile masked, and AVX2's
-    masked loads and stores made that slower (``docs/backend-cpu.md``, Measurements: short rows
-    flattened, rows without a divisor flattened, rows of pieces of vectors flattened)."""
+    fewer than two vectors, or rows that no tile of whole vectors up to 4 vectors divides when whole
+    tiles of 4 vectors divide the flat loop, which ``_flat_section`` takes as one loop.  Why: the plan
+    of ``choose_elementwise_tiles`` tiles such an op by the largest divisor of its rows up to 4
+    vectors (two rows of 4 elements per tile for an ``exp`` over [836, 64, 4]; one element for a row
+    of a prime 857; 50 f32 of a row of 1000, three vectors and a piece), where the op flattened fills
+    whole vectors.  A flat loop that whole tiles do not divide has every tile masked (AVX2's masked
+    loads and stores made that slower): rows of at least two vectors are then peeled instead
+    (``_peeled_row_tile``), shorter ones still flattened (``docs/backend-cpu.md``, Measurements:
+    short rows flattened, rows without a divisor flattened, rows of pieces of vectors flattened,
+    rows of pieces of vectors peeled)."""
     from mlir import ir
     row = ranges[-1] if ranges else 0
     tile = largest_divisor_at_most(row, 4 * lanes)
-    pieces = tile % lanes != 0 and product(ranges) % (4 * lanes) == 0
+    divided = product(ranges) % (4 * lanes) == 0
     return len(ranges) >= 2 and all(k == "parallel" for k in kinds) and \
-        (row < 2 * lanes or tile < lanes or pieces) and \
+        (row < 2 * lanes or (tile % lanes != 0 and divided)) and \
         all(map_kind(ir.AffineMapAttr(a).value) == "identity" for a in op.attributes["indexing_maps"])
+
+
+def _peeled_row_tile(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes: int, threads: int) -> int:
+    """The tile of whole vectors (up to 4) that ``_peeled_rows`` takes along the rows of an
+    elementwise ``op`` whose rows of at least two vectors have a largest divisor up to 4 vectors that
+    is not whole vectors, and that ``_flattens`` did not take, or 0.  Why: tiled by a divisor, such a row was pieces of vectors
+    (25 f32 of a row of 1975: a vector and a piece, every load and store split) or, for a prime
+    length, flattened with every tile masked; peeled, each row is whole tiles and one tail.  Not a
+    transpose (``transpose_plane``: its tiles are squares), nor an op of fewer rows than threads
+    (the rows are what the threads share)."""
+    row = ranges[-1] if ranges else 0
+    if len(ranges) < 2 or any(k != "parallel" for k in kinds) or row < 2 * lanes:
+        return 0
+    if product(ranges[:-1]) < threads:
+        return 0
+    if largest_divisor_at_most(row, 4 * lanes) % lanes == 0 or transpose_plane(op) is not None:
+        return 0
+    return lanes * min(4, row // lanes)
 
 
 def _flat_section(tag: int, total: int, lanes: int) -> str:
@@ -578,21 +601,22 @@ def _plan_row_reads(unit: VectorUnit, op: Any, tag: int, ranges: Sequence[int], 
     if not row_reads(op):
         return None
     if width < lanes <= ranges[-1]:
-        return _peeled_row_reads(op, tag, ranges, lanes * min(4, ranges[-1] // lanes))
+        return _peeled_rows(op, tag, ranges, lanes * min(4, ranges[-1] // lanes), nd_extract=True)
     if width < 2:
         return None
     tiles = ElementwiseTiles((1,) * (len(ranges) - 1) + (width,), (0,) * len(ranges))
     return elementwise_section(tag, "linalg.generic", tiles, nd_extract=True)
 
 
-def _peeled_row_reads(op: Any, tag: int, ranges: Sequence[int], tile: int) -> str:
-    """``_plan_row_reads`` for a row no vector divides (a prime length: 67 f32): the rows on the
-    forall, each row in tiles of ``tile`` (whole vectors) on a loop that is peeled; the whole tiles
-    and the last partial tile (fewer than ``tile`` elements), both of static size once the peeled
-    loop's bounds are folded, are each vectorized with ``vectorize_nd_extract`` as one contiguous
-    read.  Why not a mask: a masked read at a computed index may become a ``vector.gather``; and
-    without a vector-sized divisor the whole row was scalar loops (a 182-row gather of 67 f32:
-    27 µs against NumPy's 7)."""
+def _peeled_rows(op: Any, tag: int, ranges: Sequence[int], tile: int, nd_extract: bool = False) -> str:
+    """Rows that no tile of whole vectors divides: the rows on the forall, each row in tiles of
+    ``tile`` (whole vectors) on a loop that is peeled; the whole tiles and the last partial tile
+    (fewer than ``tile`` elements), both of static size once the peeled loop's bounds are folded,
+    are each vectorized (with ``vectorize_nd_extract`` for ``_plan_row_reads``' gathers, each read
+    one contiguous vector).  Why not a mask: a masked read at a computed index may become a
+    ``vector.gather``, and AVX2's masked loads and stores are slow (``_peeled_row_tile``); without
+    a vector-sized divisor a gather's whole row was scalar loops (a 182-row gather of 67 f32: 27 µs
+    against NumPy's 7)."""
     n = len(ranges)
     name = f"rr{tag}"
     return (match(f"%ew{tag}", "linalg.generic", tag)
@@ -600,7 +624,7 @@ def _peeled_row_reads(op: Any, tag: int, ranges: Sequence[int], tile: int) -> st
             + tile_for(f"{name}t", f"%{name}p", (0,) * (n - 1) + (tile,))
             + peel(name, f"%{name}t_l")
             + canonicalize(f"%{name}p_f")  # the peeled tiles' sizes folded into static shapes
-            + vectorize(f"%{name}_mg", nd_extract=True) + vectorize(f"%{name}_tg", nd_extract=True))
+            + vectorize(f"%{name}_mg", nd_extract) + vectorize(f"%{name}_tg", nd_extract))
 
 
 def _moves_inner_dim(amap: Any) -> bool:
