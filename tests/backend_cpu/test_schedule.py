@@ -396,25 +396,32 @@ def _script_and_ir(fn, threads: int = 2, cpu: str = "host") -> tuple[str, str]:
 @pytest.mark.parametrize("cpu", ["host", "x86-64-v3"])
 @pytest.mark.parametrize("body,dtype,shape", [
     ("exp", "f32", (836, 64, 4)),      # whole vectors: 214016 elements, tiles of 4 vectors
-    ("exp", "f32", (837, 63, 5)),      # a masked last tile
+    ("exp", "f32", (837, 63, 5)),      # whole tiles and a tail
     ("gelu", "f32", (4238, 13)),
     ("exp", "f64", (301, 3)),
     ("mask", "f32", (97, 11)),         # an i8 result beside f32 operands
     ("gelu", "f32", (64, 857)),        # long rows without a vector-wide divisor (857 is prime)
+    ("gelu", "f32", (81, 857)),        # the same, and a tail
     ("exp", "f64", (16, 3, 134)),      # 2 x 67: its largest divisor up to 4 vectors is 2
+    ("exp", "f64", (13, 3, 134)),
     ("exp", "f32", (64, 1000)),        # tiles of 50 (3 vectors and a piece); whole tiles divide 64000
     ("gelu", "f32", (64, 1975)),       # tiles of 25
+    ("gelu", "f32", (61, 1975)),       # tiles of 25 and a tail
+    ("exp", "f32", (1000001,)),        # one dim, 101 x 9901: tiles of one element
+    ("gelu", "f32", (100003,)),        # one dim, prime
+    ("exp", "f64", (20,)),             # one dim, less than a tile
 ])
 def test_elementwise_ops_over_short_rows_are_flattened(cpu, body, dtype, shape):
     """An elementwise op over contiguous operands whose rows are shorter than two vectors, or whose
-    rows' largest divisor of at most 4 vectors is not whole vectors where whole tiles divide the
-    flat loop, runs as one loop (``transforms._flat_section``):
+    rows' largest divisor of at most 4 vectors is not whole vectors (of any rank), runs as one loop
+    (``transforms._flat_section``), split after its last whole tile of 4 vectors where they do not
+    divide it (the whole tiles on the threads, a tail of static size after them; not masked):
     its tiles were a row or two (2x4 elements of an ``exp``) or a divisor of its rows (one element
-    of a row of 857), now whole vectors.  Its result is written in the out-parameter (``result_roots`` follows the
-    reshapes): no temporary, no copy.  Bit for bit against the unflattened plan's and within the
-    reference's bound, 1 and 2 threads."""
+    of a row of 857, or of a vector of 1000001).  Its result is written in the out-parameter (``result_roots`` follows the
+    reshapes and the split's writes): no temporary, no copy.  Bit for bit against the unflattened
+    plan's and within the reference's bound, 1 and 2 threads."""
     from mind.compiler.backend.cpu import transforms
-    from mind.compiler.backend.cpu.vector_unit import runs_isa
+    from mind.compiler.backend.cpu.vector_unit import runs_isa, vector_unit
     if cpu != "host" and not runs_isa(cpu):
         pytest.skip(f"this host does not run {cpu}")
     t = f"Tensor<{dtype}, [{', '.join(map(str, shape))}]>"
@@ -424,6 +431,10 @@ def test_elementwise_ops_over_short_rows_are_flattened(cpu, body, dtype, shape):
     fn = compile_source(f"fn main(x: {t}) -> {out} {{ {expr} }}").functions[0]
     script, ir = _script_and_ir(fn, cpu=cpu)
     assert "flatten_elementwise" in script
+    tile = 4 * vector_unit(cpu).lanes(64 if dtype == "f64" else 32)
+    total = int(np.prod(shape))
+    assert ("transform.structured.split" in script) == (total % tile != 0 and total > tile)
+    assert "vector_sizes" not in script  # no masked tile
     assert "llvm.memcpy" not in ir and "__mind_alloc(" not in ir
     x = np.random.default_rng(len(shape)).standard_normal(shape).astype(dtype.replace("f", "float")) * 3
     got = [compile_function(fn, threads=th, cpu=cpu, cache=False)([x])[0] for th in (1, 2)]
@@ -438,14 +449,11 @@ def test_elementwise_ops_over_short_rows_are_flattened(cpu, body, dtype, shape):
         transforms._flattens = real
 
 
-def test_rows_of_two_vectors_and_broadcasts_are_not_flattened():
-    """Rows of two vectors and more are not flattened where whole tiles of 4 vectors do not divide
-    the flat loop (30x1000 f32; flattened, every tile would be masked: they are peeled, below), nor
-    is an op with a broadcast operand (its map not an identity: the flattened op would need a
-    gather)."""
+def test_rows_of_whole_vectors_and_broadcasts_are_not_flattened():
+    """Rows of two vectors and more whose largest divisor up to 4 vectors is whole vectors keep
+    their tiles (500x32 f32), and an op with a broadcast operand (its map not an identity: the
+    flattened op would need a gather) is not flattened either."""
     whole = _fn("func @main(%x: f32[500, 32]) -> (f32[500, 32]) {\n  %0 = exp(%x) : f32[500, 32]\n  return %0\n}\n")
-    assert "flatten_elementwise" not in _script_and_ir(
-        _fn("func @main(%x: f32[30, 1000]) -> (f32[30, 1000]) {\n  %0 = exp(%x) : f32[30, 1000]\n  return %0\n}\n"))[0]
     bcast = _fn("func @main(%x: f32[500, 4], %y: f32[500, 1]) -> (f32[500, 4]) {\n"
                 "  %0 = sub(%x, %y) : f32[500, 4]\n  return %0\n}\n")
     for fn in (whole, bcast):
@@ -453,12 +461,14 @@ def test_rows_of_two_vectors_and_broadcasts_are_not_flattened():
 
 
 _PEELED_ROWS = {
-    "gelu_prime_rows": ("fn main(x: Tensor<f32, [81, 857]>) -> Tensor<f32, [81, 857]> { x * sigmoid(x * 1.702) }",
-                        [(81, 857)]),
-    "tiles_of_25": ("fn main(x: Tensor<f32, [61, 1975]>) -> Tensor<f32, [61, 1975]> { tanh(x) * x }", [(61, 1975)]),
-    "tiles_of_50": ("fn main(x: Tensor<f32, [30, 1000]>) -> Tensor<f32, [30, 1000]> { exp(x) }", [(30, 1000)]),
-    "f64_3d": ("fn main(x: Tensor<f64, [13, 3, 134]>) -> Tensor<f64, [13, 3, 134]> { exp(x) * 0.5 }",
-               [(13, 3, 134)]),
+    "tiles_of_25": ("fn main(x: Tensor<f32, [61, 1975]>, b: Tensor<f32, [1975]>) -> Tensor<f32, [61, 1975]> "
+                    "{ tanh(x) * b }", [(61, 1975), (1975,)]),
+    "tiles_of_50": ("fn main(x: Tensor<f32, [32, 1000]>, b: Tensor<f32, [1000]>) -> Tensor<f32, [32, 1000]> "
+                    "{ exp(x) * b }", [(32, 1000), (1000,)]),
+    "prime_rows": ("fn main(x: Tensor<f32, [81, 857]>, m: Tensor<f32, [81, 1]>) -> Tensor<f32, [81, 857]> "
+                   "{ sigmoid(x * 1.702) * m }", [(81, 857), (81, 1)]),
+    "f64_3d": ("fn main(x: Tensor<f64, [13, 3, 134]>, g: Tensor<f64, [3, 1]>) -> Tensor<f64, [13, 3, 134]> "
+               "{ exp(x) * g }", [(13, 3, 134), (3, 1)]),
     "row_affine": ("fn main(x: Tensor<f32, [115, 880]>, g: Tensor<f32, [880]>, b: Tensor<f32, [880]>) -> "
                    "Tensor<f32, [115, 880]> { x * g + b }", [(115, 880), (880,), (880,)]),
     "per_row_f64": ("fn main(x: Tensor<f64, [37, 1009]>, m: Tensor<f64, [37, 1]>) -> Tensor<f64, [37, 1009]> "
@@ -469,11 +479,10 @@ _PEELED_ROWS = {
 @pytest.mark.parametrize("cpu", ["host", "x86-64-v3"])
 @pytest.mark.parametrize("name", sorted(_PEELED_ROWS))
 def test_rows_of_pieces_of_vectors_are_peeled(cpu, name):
-    """An elementwise op whose rows of at least two vectors have no whole-vector divisor of at most
-    4 vectors (857, 1975 = 25 x 79, 1000 = 50 x 20 f32; 134 and 1009 f64), where whole tiles do
-    not divide the flat loop or an operand is broadcast, runs each row as whole tiles of vectors on
-    a peeled loop and one tail (``transforms._peeled_rows``): its tiles were pieces of vectors (25
-    elements) or, flattened, every tile masked.  Within a few ULP of the reference (a composite of
+    """An elementwise op with a broadcast operand whose rows of at least two vectors have no
+    whole-vector divisor of at most 4 vectors (857, 1975 = 25 x 79, 1000 = 50 x 20 f32; 134 and
+    1009 f64) runs each row as whole tiles of vectors on a peeled loop and one tail
+    (``transforms._peeled_rows``): its tiles were pieces of vectors (25 elements) or one element.  Within a few ULP of the reference (a composite of
     ``tanh`` or ``sigmoid`` and a product), 1 and 2 threads, and
     bit for bit against the plan without peeling."""
     from mind.compiler.backend.cpu import transforms
@@ -483,7 +492,7 @@ def test_rows_of_pieces_of_vectors_are_peeled(cpu, name):
     src, shapes = _PEELED_ROWS[name]
     fn = compile_source(src).functions[0]
     script, _ = _script_and_ir(fn, cpu=cpu)
-    assert "transform.loop.peel" in script and "flatten_elementwise" not in script
+    assert "transform.loop.peel" in script
     rng = np.random.default_rng(len(name))
     dtype = np.float64 if "f64" in src else np.float32
     args = [(rng.standard_normal(s) * 3).astype(dtype) for s in shapes]
@@ -503,11 +512,11 @@ def test_rows_of_pieces_of_vectors_are_peeled(cpu, name):
 def test_rows_of_pieces_of_vectors_fewer_than_threads_are_not_peeled():
     """The peeled plan puts the rows on the threads: an op of one row keeps the plan that tiles the
     row itself (each thread takes part of it)."""
-    fn = compile_source("fn main(x: Tensor<f32, [1, 8001]>) -> Tensor<f32, [1, 8001]> { tanh(x) }").functions[0]
-    assert "transform.loop.peel" not in _script_and_ir(fn, threads=2)[0]
-    assert "transform.loop.peel" in _script_and_ir(
-        compile_source("fn main(x: Tensor<f32, [2, 8001]>) -> Tensor<f32, [2, 8001]> { tanh(x) }").functions[0],
-        threads=2)[0]
+    def source(rows: int) -> str:
+        return (f"fn main(x: Tensor<f32, [{rows}, 8001]>, b: Tensor<f32, [8001]>) -> Tensor<f32, [{rows}, 8001]> "
+                "{ tanh(x) * b }")
+    assert "transform.loop.peel" not in _script_and_ir(compile_source(source(1)).functions[0], threads=2)[0]
+    assert "transform.loop.peel" in _script_and_ir(compile_source(source(2)).functions[0], threads=2)[0]
 
 
 @pytest.mark.parametrize("cpu", ["host", "x86-64-v3"])

@@ -444,33 +444,31 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
 
 def _flattens(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes: int) -> bool:
     """Whether ``op`` is elementwise over contiguous operands (every map an identity) with rows of
-    fewer than two vectors, or rows that no tile of whole vectors up to 4 vectors divides when whole
-    tiles of 4 vectors divide the flat loop, which ``_flat_section`` takes as one loop.  Why: the plan
-    of ``choose_elementwise_tiles`` tiles such an op by the largest divisor of its rows up to 4
-    vectors (two rows of 4 elements per tile for an ``exp`` over [836, 64, 4]; one element for a row
-    of a prime 857; 50 f32 of a row of 1000, three vectors and a piece), where the op flattened fills
-    whole vectors.  A flat loop that whole tiles do not divide has every tile masked (AVX2's masked
-    loads and stores made that slower): rows of at least two vectors are then peeled instead
-    (``_peeled_row_tile``), shorter ones still flattened (``docs/backend-cpu.md``, Measurements:
-    short rows flattened, rows without a divisor flattened, rows of pieces of vectors flattened,
-    rows of pieces of vectors peeled)."""
+    fewer than two vectors (of two or more dims), or rows whose largest divisor up to 4 vectors is
+    not whole vectors (any rank), which ``_flat_section`` takes as one loop.  Why: the plan of
+    ``choose_elementwise_tiles`` tiles such an op by that divisor (two rows of 4 elements per tile
+    for an ``exp`` over [836, 64, 4]; one element for a row of a prime 857, or for a vector of
+    1000001 = 101 x 9901 elements, which ran 4.4x slower than NumPy; 50 f32 of a row of 1000, three
+    vectors and a piece), where the op flattened fills whole vectors (``docs/backend-cpu.md``,
+    Measurements: short rows flattened, rows without a divisor flattened, rows of pieces of vectors
+    flattened, flat loops split).  An op with a broadcast operand is peeled instead
+    (``_peeled_row_tile``)."""
     from mlir import ir
     row = ranges[-1] if ranges else 0
     tile = largest_divisor_at_most(row, 4 * lanes)
-    divided = product(ranges) % (4 * lanes) == 0
-    return len(ranges) >= 2 and all(k == "parallel" for k in kinds) and \
-        (row < 2 * lanes or (tile % lanes != 0 and divided)) and \
+    return bool(ranges) and all(k == "parallel" for k in kinds) and \
+        ((len(ranges) >= 2 and row < 2 * lanes) or tile % lanes != 0) and \
         all(map_kind(ir.AffineMapAttr(a).value) == "identity" for a in op.attributes["indexing_maps"])
 
 
 def _peeled_row_tile(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes: int, threads: int) -> int:
     """The tile of whole vectors (up to 4) that ``_peeled_rows`` takes along the rows of an
     elementwise ``op`` whose rows of at least two vectors have a largest divisor up to 4 vectors that
-    is not whole vectors, and that ``_flattens`` did not take, or 0.  Why: tiled by a divisor, such a row was pieces of vectors
-    (25 f32 of a row of 1975: a vector and a piece, every load and store split) or, for a prime
-    length, flattened with every tile masked; peeled, each row is whole tiles and one tail.  Not a
-    transpose (``transpose_plane``: its tiles are squares), nor an op of fewer rows than threads
-    (the rows are what the threads share)."""
+    is not whole vectors, and that ``_flattens`` did not take (an operand broadcast: a row scale and
+    shift, a per-row operand), or 0.  Why: tiled by that divisor, such a row was pieces of vectors
+    (25 f32 of a row of 1975: a vector and a piece, every load, store and polynomial split by LLVM);
+    peeled, each row is whole tiles and one tail.  Not a transpose (``transpose_plane``: its tiles
+    are squares), nor an op of fewer rows than threads (the rows are what the threads share)."""
     row = ranges[-1] if ranges else 0
     if len(ranges) < 2 or any(k != "parallel" for k in kinds) or row < 2 * lanes:
         return 0
@@ -484,17 +482,27 @@ def _peeled_row_tile(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes
 def _flat_section(tag: int, total: int, lanes: int) -> str:
     """The op flattened to one loop of ``total`` iterations (``transform.structured.flatten_elementwise``:
     its operands and result collapsed to one dim, the result expanded back), on the threads in tiles
-    of 4 vectors, vectorized with masks where they do not divide ``total``.  The collapsed result is
-    a view of its out-parameter when it is a result (``result_roots``), so nothing is copied."""
+    of 4 vectors.  Where they do not divide ``total`` the loop is split (``transform.structured.split``)
+    after its last whole tile: the whole tiles on the threads, the tail (less than a tile, of static
+    size) vectorized as it is after them.  Why not a masked last tile: the vectorizer masks every
+    tile of a loop that its tile size does not divide, and AVX2's masked loads and stores are
+    several instructions each (``docs/backend-cpu.md``, Measurements: flat loops split).  The
+    collapsed result is a view of its out-parameter when it is a result (``result_roots``; the
+    split's two parts write into it, ``payload.untie_shared_inits`` leaves them one tensor), so
+    nothing is copied."""
     tile = 4 * lanes
     s = match(f"%ew{tag}", "linalg.generic", tag)
     s += (f"    %ef{tag} = transform.structured.flatten_elementwise %ew{tag} : "
           f"(!transform.any_op) -> !transform.any_op\n")
-    s += tile_forall(f"ep{tag}", f"%ef{tag}", [tile])
     if total % tile == 0:
-        return s + vectorize(f"%ep{tag}")
-    return s + f"    transform.structured.vectorize %ep{tag} vector_sizes [{tile}] : !transform.any_op\n" + \
-        _MASKED.format(v=f"em{tag}")
+        return s + tile_forall(f"ep{tag}", f"%ef{tag}", [tile]) + vectorize(f"%ep{tag}")
+    if total < tile:
+        return s + vectorize(f"%ef{tag}")
+    s += (f"    %es{tag} = transform.structured.split %ef{tag} after {total - total % tile} {{dimension = 0}}"
+          f" : !transform.any_op\n"
+          f"    %es{tag}_m, %es{tag}_t = transform.split_handle %es{tag} : "
+          f"(!transform.any_op) -> (!transform.any_op, !transform.any_op)\n")
+    return s + tile_forall(f"ep{tag}", f"%es{tag}_m", [tile]) + vectorize(f"%ep{tag}") + vectorize(f"%es{tag}_t")
 
 
 ROWS_PER_TILE = 4

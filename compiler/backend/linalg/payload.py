@@ -448,7 +448,7 @@ def untie_shared_inits(module: Any, tag_empties: bool = False) -> int:
                 users: dict[Any, Any] = {}
                 for use in op.results[0].uses:
                     users.setdefault(use.owner.operation, use.owner)
-                if len(users) > 1:
+                if len(users) > 1 and not _slice_written_back(op.results[0], list(users.values())):
                     shared.append((op, list(users.values())))
             return ir.WalkResult.ADVANCE
 
@@ -481,6 +481,29 @@ def ops_named(module: Any, name: str) -> list[Any]:
 
     module.operation.walk(visit)
     return found
+
+
+def _slice_written_back(value: Any, users: list[Any]) -> bool:
+    """Whether ``value``'s two users are a ``tensor.extract_slice`` that a ``scf.forall`` computes in
+    (its ``shared_outs``) and the ``tensor.insert_slice`` of that forall's result into ``value`` at
+    the same place: a loop split in two (``transforms._flat_section``'s whole tiles, its tail
+    written after them) computing in a part of its init.  One tensor, written once per element,
+    in place; untied, the forall computed in a temporary copied into the result."""
+    if len(users) != 2:
+        return False
+    extract = next((u for u in users if u.name == "tensor.extract_slice"), None)
+    insert = next((u for u in users if u.name == "tensor.insert_slice"), None)
+    if extract is None or insert is None or insert.operands[1] != value:
+        return False
+    source = insert.operands[0]
+    forall = source.owner
+    if getattr(forall, "name", None) != "scf.forall":
+        return False
+    outs = list(forall.operands)[len(forall.operands) - len(forall.results):]
+    same_place = all(str(extract.attributes[a]) == str(insert.attributes[a])
+                     for a in ("static_offsets", "static_sizes", "static_strides"))
+    return outs[source.result_number] == extract.results[0] and same_place and \
+        len(extract.operands) == 1 and len(insert.operands) == 2
 
 
 def _init_chain(op: Any) -> bool:

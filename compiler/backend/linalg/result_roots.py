@@ -34,6 +34,9 @@ __all__ = ["place_result_roots"]
 
 
 _RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
+_WRITES_INTO = ("tensor.insert_slice", "vector.transfer_write")
+"""Ops that write their first operand into a part of their second (the destination, a chain's link):
+a box inserted, or a split loop's tail (``transforms._flat_section``) written as one vector."""
 
 
 def _tied_out(forall: Any, result: Any) -> Any | None:
@@ -43,31 +46,36 @@ def _tied_out(forall: Any, result: Any) -> Any | None:
 
 
 def _chain_root(value: Any) -> tuple[Any, list[Any]] | None:
-    """The ``tensor.empty`` that ``value`` is built on through ``tensor.insert_slice`` destinations,
-    reshapes (``tensor.expand_shape``/``collapse_shape``) and ``scf.forall`` results (their tied
-    ``shared_outs``), if the chain holds its one use, and each insertion's destination is otherwise
-    read only by ``tensor.extract_slice`` (the inits of the boxes inserted next), with the chain's
-    reshapes from ``value``'s end to the root's; else None."""
+    """The ``tensor.empty`` that ``value`` is built on through the destinations of
+    ``tensor.insert_slice`` and ``vector.transfer_write`` (``_WRITES_INTO``), reshapes
+    (``tensor.expand_shape``/``collapse_shape``) and ``scf.forall`` results (their tied
+    ``shared_outs``), if the chain holds its one use, and each write's destination (the root too)
+    is otherwise read only by ``tensor.extract_slice`` (the inits of the boxes inserted next, or of
+    a split loop's whole tiles), with the chain's reshapes from ``value``'s end to the root's; else
+    None."""
     from mlir import ir
     reshapes: list[Any] = []
+    written = False  # ``value`` is a write's destination, its other uses checked: extract_slices
     while isinstance(value, ir.OpResult):
         owner = value.owner
         if owner.name == "tensor.empty":
-            return (owner, reshapes) if len(owner.operands) == 0 and len(list(value.uses)) == 1 else None
+            return (owner, reshapes) if len(owner.operands) == 0 and (written or len(list(value.uses)) == 1) else None
         if owner.name in _RESHAPES or owner.name == "scf.forall":
             if owner.name in _RESHAPES:
                 reshapes.append(owner)
             value = owner.operands[0] if owner.name in _RESHAPES else _tied_out(owner, value)
             if value is None or len(list(value.uses)) != 1:
                 return None
+            written = False
             continue
-        if owner.name != "tensor.insert_slice":
+        if owner.name not in _WRITES_INTO:
             return None
         value = owner.operands[1]
-        links = [u for u in value.uses if u.owner.name == "tensor.insert_slice" and u.operand_number == 1]
+        links = [u for u in value.uses if u.owner.name in _WRITES_INTO and u.operand_number == 1]
         others = [u for u in value.uses if u.owner.name != "tensor.extract_slice"]
         if len(links) != 1 or len(others) != 1:
             return None
+        written = True
     return None
 
 
