@@ -11,9 +11,9 @@ from typing import Any, Callable, Iterable
 
 __all__ = ["as_operation", "defined_by", "ancestor_under", "DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
            "element_bits", "compute_bits", "tile_bits", "generic_loops", "increasing", "map_kind",
-           "vectorizable_reduction", "op_work", "untie_shared_inits", "product", "splats_as_fills",
-           "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips", "ops_named", "static_bytes",
-           "generic_inputs", "generic_operations", "BODY_OPS", "body_ops"]
+           "vectorizable_reduction", "op_work", "untie_shared_inits", "slice_written_back", "product",
+           "splats_as_fills", "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips", "ops_named",
+           "static_bytes", "generic_inputs", "generic_operations", "BODY_OPS", "body_ops"]
 
 DEFAULT_MAPS = {
     "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, "
@@ -448,7 +448,7 @@ def untie_shared_inits(module: Any, tag_empties: bool = False) -> int:
                 users: dict[Any, Any] = {}
                 for use in op.results[0].uses:
                     users.setdefault(use.owner.operation, use.owner)
-                if len(users) > 1 and not _slice_written_back(op.results[0], list(users.values())):
+                if len(users) > 1 and not slice_written_back(op.results[0], list(users.values())):
                     shared.append((op, list(users.values())))
             return ir.WalkResult.ADVANCE
 
@@ -483,7 +483,7 @@ def ops_named(module: Any, name: str) -> list[Any]:
     return found
 
 
-def _slice_written_back(value: Any, users: list[Any]) -> bool:
+def slice_written_back(value: Any, users: list[Any]) -> bool:
     """Whether ``value``'s two users are a ``tensor.extract_slice`` that a ``scf.forall`` computes in
     (its ``shared_outs``) and the ``tensor.insert_slice`` of that forall's result into ``value`` at
     the same place: a loop split in two (``transforms._flat_section``'s whole tiles, its tail

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .payload import ops_named, static_shape
+from .payload import ops_named, slice_written_back, static_shape
 
 __all__ = ["place_result_roots"]
 
@@ -49,24 +49,25 @@ def _chain_root(value: Any) -> tuple[Any, list[Any]] | None:
     """The ``tensor.empty`` that ``value`` is built on through the destinations of
     ``tensor.insert_slice`` and ``vector.transfer_write`` (``_WRITES_INTO``), reshapes
     (``tensor.expand_shape``/``collapse_shape``) and ``scf.forall`` results (their tied
-    ``shared_outs``), if the chain holds its one use, and each write's destination (the root too)
-    is otherwise read only by ``tensor.extract_slice`` (the inits of the boxes inserted next, or of
-    a split loop's whole tiles), with the chain's reshapes from ``value``'s end to the root's; else
-    None."""
+    ``shared_outs``), if the chain holds its one use (or the root's other use is a slice that a
+    forall computes in and the chain inserts back, ``payload.slice_written_back``: a split loop's
+    whole tiles), and each write's destination is otherwise read only by ``tensor.extract_slice``
+    (the inits of the boxes inserted next), with the chain's reshapes from ``value``'s end to the
+    root's; else None."""
     from mlir import ir
     reshapes: list[Any] = []
-    written = False  # ``value`` is a write's destination, its other uses checked: extract_slices
     while isinstance(value, ir.OpResult):
         owner = value.owner
         if owner.name == "tensor.empty":
-            return (owner, reshapes) if len(owner.operands) == 0 and (written or len(list(value.uses)) == 1) else None
+            users = [u.owner for u in value.uses]
+            alone = len(users) == 1 or slice_written_back(value, users)
+            return (owner, reshapes) if len(owner.operands) == 0 and alone else None
         if owner.name in _RESHAPES or owner.name == "scf.forall":
             if owner.name in _RESHAPES:
                 reshapes.append(owner)
             value = owner.operands[0] if owner.name in _RESHAPES else _tied_out(owner, value)
             if value is None or len(list(value.uses)) != 1:
                 return None
-            written = False
             continue
         if owner.name not in _WRITES_INTO:
             return None
@@ -75,7 +76,6 @@ def _chain_root(value: Any) -> tuple[Any, list[Any]] | None:
         others = [u for u in value.uses if u.owner.name != "tensor.extract_slice"]
         if len(links) != 1 or len(others) != 1:
             return None
-        written = True
     return None
 
 
