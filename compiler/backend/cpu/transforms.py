@@ -424,7 +424,7 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
             horizontal_reductions(f"eh{tag}", f"%ep{tag}_f")
     lanes = unit.lanes(bits)
     if _flattens(op, ranges, kinds, lanes):
-        return _flat_section(tag, product(ranges), lanes)
+        return _flat_section(tag, product(ranges), lanes, flatten=len(ranges) > 1)
     peeled = _peeled_row_tile(op, ranges, kinds, lanes, threads)
     if peeled:
         return _peeled_rows(op, tag, ranges, peeled)
@@ -445,7 +445,8 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
 def _flattens(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes: int) -> bool:
     """Whether ``op`` is elementwise over contiguous operands (every map an identity) with rows of
     fewer than two vectors (of two or more dims), or rows whose largest divisor up to 4 vectors is
-    not whole vectors (any rank), which ``_flat_section`` takes as one loop.  Why: the plan of
+    not whole vectors (any rank; of one dim, a scalar operand too: the loop is flat already), which
+    ``_flat_section`` takes as one loop.  Why: the plan of
     ``choose_elementwise_tiles`` tiles such an op by that divisor (two rows of 4 elements per tile
     for an ``exp`` over [836, 64, 4]; one element for a row of a prime 857, or for a vector of
     1000001 = 101 x 9901 elements, which ran 4.4x slower than NumPy; 50 f32 of a row of 1000, three
@@ -458,7 +459,9 @@ def _flattens(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes: int) 
     tile = largest_divisor_at_most(row, 4 * lanes)
     return bool(ranges) and all(k == "parallel" for k in kinds) and \
         ((len(ranges) >= 2 and row < 2 * lanes) or tile % lanes != 0) and \
-        all(map_kind(ir.AffineMapAttr(a).value) == "identity" for a in op.attributes["indexing_maps"])
+        (len(ranges) == 1 or
+         all(map_kind(ir.AffineMapAttr(a).value) == "identity" for a in op.attributes["indexing_maps"]))
+
 
 
 def _peeled_row_tile(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes: int, threads: int) -> int:
@@ -479,7 +482,7 @@ def _peeled_row_tile(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes
     return lanes * min(4, row // lanes)
 
 
-def _flat_section(tag: int, total: int, lanes: int) -> str:
+def _flat_section(tag: int, total: int, lanes: int, flatten: bool = True) -> str:
     """The op flattened to one loop of ``total`` iterations (``transform.structured.flatten_elementwise``:
     its operands and result collapsed to one dim, the result expanded back), on the threads in tiles
     of 4 vectors.  Where they do not divide ``total`` the loop is split (``transform.structured.split``)
@@ -489,16 +492,19 @@ def _flat_section(tag: int, total: int, lanes: int) -> str:
     several instructions each (``docs/backend-cpu.md``, Measurements: flat loops split).  The
     collapsed result is a view of its out-parameter when it is a result (``result_roots``; the
     split's two parts write into it, ``payload.untie_shared_inits`` leaves them one tensor), so
-    nothing is copied."""
+    nothing is copied.  ``flatten``: False for an op of one loop, which may read a scalar operand
+    (``flatten_elementwise`` takes only identity maps)."""
     tile = 4 * lanes
     s = match(f"%ew{tag}", "linalg.generic", tag)
-    s += (f"    %ef{tag} = transform.structured.flatten_elementwise %ew{tag} : "
-          f"(!transform.any_op) -> !transform.any_op\n")
+    flat = f"%ef{tag}" if flatten else f"%ew{tag}"
+    if flatten:
+        s += (f"    %ef{tag} = transform.structured.flatten_elementwise %ew{tag} : "
+              f"(!transform.any_op) -> !transform.any_op\n")
     if total % tile == 0:
-        return s + tile_forall(f"ep{tag}", f"%ef{tag}", [tile]) + vectorize(f"%ep{tag}")
+        return s + tile_forall(f"ep{tag}", flat, [tile]) + vectorize(f"%ep{tag}")
     if total < tile:
-        return s + vectorize(f"%ef{tag}")
-    s += (f"    %es{tag} = transform.structured.split %ef{tag} after {total - total % tile} {{dimension = 0}}"
+        return s + vectorize(flat)
+    s += (f"    %es{tag} = transform.structured.split {flat} after {total - total % tile} {{dimension = 0}}"
           f" : !transform.any_op\n"
           f"    %es{tag}_m, %es{tag}_t = transform.split_handle %es{tag} : "
           f"(!transform.any_op) -> (!transform.any_op, !transform.any_op)\n")

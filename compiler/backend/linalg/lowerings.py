@@ -381,49 +381,58 @@ def _split_rows(em: Emitter, op: OpApplication, x: TensorValue, outer: tuple[int
     return TensorValue(both, outer + tail, op.elem, op.dtype)
 
 
-def _trailing_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str) -> TensorValue:
-    """``x`` of ``outer + (n,)`` summed over its last axis: rows of ``sum_width`` partial sums through
-    ``_levels_then_last``, then those partial sums; or, when that would leave a run of more than
-    ``SUM_RUN`` rows in a sum of more than ``SUM_RUN`` squared terms, ``_split_sum``."""
+def _trailing_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str,
+                  combine: Callable[[Body, str, str], str] | None = None) -> TensorValue:
+    """``x`` of ``outer + (n,)`` summed (or reduced with ``combine``) over its last axis: rows of
+    ``sum_width`` partial sums through ``_levels_then_last``, then those partial sums; or, when that
+    would leave a run of more than ``SUM_RUN`` rows in a sum of more than ``SUM_RUN`` squared terms,
+    ``_split_sum``."""
+    combine = combine or _add(op.elem)
     outer, n = x.shape[:-1], x.shape[-1]
     if n <= SUM_RUN:
         return TensorValue(_reduce(em, OpApplication(op.name, [x], {**op.attrs, "axes": [len(outer)]}, op.dtype, outer),
-                                   init, _add(op.elem)), outer, op.elem, op.dtype)
+                                   init, combine), outer, op.elem, op.dtype)
     width = sum_width(n, op.dtype.numpy.itemsize)
     left = n // width
     for q in sum_levels(left):
         left //= q
     if left > SUM_RUN and n > SUM_RUN * SUM_RUN and n % _split_run(n):
-        return _split_sum(em, op, x, init)
-    part = _levels_then_last(em, op, x, outer, n // width, (width,) if width > 1 else (), init)
+        return _split_sum(em, op, x, init, combine)
+    part = _levels_then_last(em, op, x, outer, n // width, (width,) if width > 1 else (), init, combine)
     if width == 1:
         return part
-    return _trailing_sum(em, op, part, init)
+    return _trailing_sum(em, op, part, init, combine)
 
 
-def _split_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str) -> TensorValue:
-    """A long sum whose terms have a prime factor above ``SUM_RUN`` (1009 x 997): the first ``k * b``
-    terms (``b`` the power of two with ``k = n / b`` in [64, 128), so that they block into levels of
-    at most ``SUM_RUN`` and are never split again) and the rest (fewer than ``n / 64``) summed on
-    their own, then added.  Why: otherwise one running sum of all n terms, a dependent chain of
-    scalar adds (``docs/backend-cpu.md``, Measurements) and an error growing with n."""
+def _split_sum(em: Emitter, op: OpApplication, x: TensorValue, init: str,
+               combine: Callable[[Body, str, str], str]) -> TensorValue:
+    """A long sum (or reduction by ``combine``) whose terms have a prime factor above ``SUM_RUN``
+    (1009 x 997): the first ``k * b`` terms (``b`` the power of two with ``k = n / b`` in [64, 128),
+    so that they block into levels of at most ``SUM_RUN`` and are never split again) and the rest
+    (fewer than ``n / 64``) reduced on their own, then combined.  Why: otherwise one running sum of
+    all n terms, a dependent chain of scalar adds (``docs/backend-cpu.md``, Measurements) and an
+    error growing with n."""
     outer, n = x.shape[:-1], x.shape[-1]
     b = _split_run(n)
     head = n // b * b
     zeros = [0] * len(outer)
-    first = _trailing_sum(em, op, em.extract_slice(x, zeros + [0], outer + (head,)), init)
-    rest = _trailing_sum(em, op, em.extract_slice(x, zeros + [head], outer + (n - head,)), init)
-    total = em.elementwise(outer, op.elem, [first, rest], lambda body, u, v: _add(op.elem)(body, u, v))
+    first = _trailing_sum(em, op, em.extract_slice(x, zeros + [0], outer + (head,)), init, combine)
+    rest = _trailing_sum(em, op, em.extract_slice(x, zeros + [head], outer + (n - head,)), init, combine)
+    total = em.elementwise(outer, op.elem, [first, rest], lambda body, u, v: combine(body, u, v))
     return TensorValue(total, outer, op.elem, op.dtype)
 
 
 def reduce_max(em: Emitter, op: OpApplication) -> str:
     """A max over a run of adjacent axes followed by others (a column max) of more than ``SUM_RUN``
     terms is blocked as a sum is (``_levels_then_last``): levels of at most ``SUM_RUN`` rows, then
-    the rows left.  The max is exact in any order, so this changes no result; why: the first level
-    is parallel along its blocks of rows, so threads share a max over many rows of few columns (126676x32:
-    one thread streamed all of it) and each block reads whole contiguous rows.  Unit dims are dropped
-    first (``_without_unit_dims``)."""
+    the rows left; a max of every element (a 1-D max, all axes) as a trailing sum is
+    (``_trailing_sum``: rows of partial maxima, a prime count split).  The max is exact in any
+    order, so this changes no result; why: the first level is parallel along its blocks of rows,
+    so threads share a max over many rows of few columns (126676x32: one thread streamed all of it)
+    and each block reads whole contiguous rows; a max of every element was one reduction on one
+    thread, in tiles of a divisor of its length (one element for 1000001 = 101 x 9901: 19x torch
+    eager's time).  Row maxima keep one reduction along the row (the fusion groups' rows).  Unit
+    dims are dropped first (``_without_unit_dims``)."""
     squeezed = _without_unit_dims(em, op, reduce_max)
     if squeezed is not None:
         return squeezed
@@ -439,6 +448,9 @@ def reduce_max(em: Emitter, op: OpApplication) -> str:
         return b.binary(max_, acc, x, elem)
     x = op.xs[0]
     run = _long_run(x.shape, op.attrs["axes"])
+    if run is not None and run[2] == 1 and product(run[0]) == 1:
+        # a max of the whole operand: blocked as a trailing sum is, so that threads share it
+        return em.reshape(_trailing_sum(em, op, em.reshape(x, (run[1],)), init, combine), op.shape).name
     if run is None or run[2] == 1:  # a trailing max: one reduction along the row
         return _reduce(em, op, init, combine)
     outer, count, inner = run
