@@ -167,8 +167,10 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
     Returns (module, signature, scheduled).  The module lives in ``ctx`` (a new context if None).
     ``report`` (a dict) receives ``scalar_work``, the largest work left to scalar loops after the
     schedule (``schedule.largest_loop_work``),
-    ``library_calls``, how many matmuls call the library, and ``fallback``, the stage ("fusion",
-    "schedule") whose failure sent the module down the unfused, unscheduled path.
+    ``library_calls``, how many matmuls call the library, ``ungrouped`` ("schedule") when MLIR
+    rejected the script with fusion groups and the per-op plans were tried instead, and
+    ``fallback``, the stage ("fusion", "schedule") whose failure sent the module down the unfused,
+    unscheduled path.
     The long MLIR calls go through ``linalg.mlir_capi`` and release the GIL.
     """
     from mlir import ir
@@ -196,7 +198,8 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                 sig = read_signature(func_op)
                 _prepare_entry(func_op)
                 scheduled = False
-                if schedule:
+                # a fusion group's script that MLIR rejects: the per-op plans, then scalar loops
+                for grouped in ((True, False) if schedule else ()):
                     try:
                         stage = "fusion"
                         recompute_cheap_producers(module)  # one copy per user, which fusion then fuses
@@ -213,7 +216,7 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                         # cse merged identical inits: unshare them (see untie_shared_inits)
                         untie_shared_inits(module, tag_empties=True)
                         skip = partial(handled_by_library, isa=library) if library is not None else None
-                        script = cpu_schedule(module, min_work, skip, unit, threads)
+                        script = cpu_schedule(module, min_work, skip, unit, threads, grouped)
                         if script is not None:
                             if targets_x86(options.cpu):  # before the script: the ops whole
                                 mark_streaming_results(module, unit)
@@ -225,18 +228,21 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                             untie_shared_inits(module)
                         if report is not None:
                             report["scalar_work"] = largest_loop_work(module, skip)
+                        break
                     except (NameError, TypeError, AssertionError):
                         raise  # a mistake of ours, not a schedule that MLIR rejects: never hidden
-                    except Exception:  # noqa: BLE001 - a schedule that MLIR rejects: use scalar loops
+                    except Exception:  # noqa: BLE001 - a schedule that MLIR rejects: try again, or loops
                         diags.messages.clear()
                         if report is not None:
-                            report["fallback"] = stage
-                        stage = "parse"
+                            report["ungrouped" if grouped and stage == "schedule" else "fallback"] = stage
+                        failed, stage = stage, "parse"
                         module = parse(ctx, mlir_text, stage, diags)
                         _prepare_entry(find_func(module, func_name))
                         scheduled = False
                         if report is not None:
                             report.pop("scalar_work", None)
+                        if not (grouped and failed == "schedule"):
+                            break
                 stage = "lower"
                 splats_as_fills(module)  # the unfused paths' (none left after the schedule's)
                 place_result_roots(module)

@@ -892,14 +892,17 @@ def planners(unit: VectorUnit = AVX512, threads: int = 1) -> dict[str, Any]:
 
 
 def schedule(module: Any, min_work: int = MIN_SCHEDULE_WORK, skip: Any = None,
-             unit: VectorUnit = AVX512, threads: int = 1) -> str | None:
+             unit: VectorUnit = AVX512, threads: int = 1, grouped: bool = True) -> str | None:
     """The CPU's schedule of ``module``: ``linalg.schedule.schedule_module`` with ``planners(unit)``,
-    the reductions fused with their broadcasting consumers (``fusion_groups``) and
+    the reductions fused with their broadcasting consumers (``fusion_groups``; not with
+    ``grouped=False``, the lowering's second try when MLIR rejects a group's script) and
     ``VECTOR_LOWERING`` (``min_work``: the cost model, 0 for every op that has a plan; ``skip``: ops
     left to someone else, the prebuilt GEMM's; ``unit``: the target's vector registers; ``threads``:
     the kernel's)."""
     def plannable(op: Any) -> bool:
         return _plan_generic(unit, threads, op, 0) is not None
+    if not grouped:
+        return schedule_module(module, planners(unit, threads), VECTOR_LOWERING, min_work, skip)
     unblock_sums(module, unit, plannable, skip, min_work)  # the groups' blocked sums, before the walk
     groups = partial(plan_groups, unit, plannable, partial(_inner_tiles, unit, threads))
     return schedule_module(module, planners(unit, threads), VECTOR_LOWERING, min_work, skip, groups)
