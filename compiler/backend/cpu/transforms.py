@@ -463,7 +463,6 @@ def _flattens(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes: int) 
          all(map_kind(ir.AffineMapAttr(a).value) == "identity" for a in op.attributes["indexing_maps"]))
 
 
-
 def _peeled_row_tile(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes: int, threads: int) -> int:
     """The tile of whole vectors (up to 4) that ``_peeled_rows`` takes along the rows of an
     elementwise ``op`` whose rows of at least two vectors have a largest divisor up to 4 vectors that
