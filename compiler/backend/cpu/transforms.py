@@ -478,6 +478,12 @@ def _peeled_row_tile(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes
         return 0
     if largest_divisor_at_most(row, 4 * lanes) % lanes == 0 or transpose_plane(op) is not None:
         return 0
+    return _whole_vector_tile(row, lanes)
+
+
+def _whole_vector_tile(row: int, lanes: int) -> int:
+    """The peeled tile of a row of at least a vector (``_peeled_rows``): the most whole vectors it
+    holds, up to 4."""
     return lanes * min(4, row // lanes)
 
 
@@ -614,7 +620,7 @@ def _plan_row_reads(unit: VectorUnit, op: Any, tag: int, ranges: Sequence[int], 
     if not row_reads(op):
         return None
     if width < lanes <= ranges[-1]:
-        return _peeled_rows(op, tag, ranges, lanes * min(4, ranges[-1] // lanes), nd_extract=True)
+        return _peeled_rows(op, tag, ranges, _whole_vector_tile(ranges[-1], lanes), nd_extract=True)
     if width < 2:
         return None
     tiles = ElementwiseTiles((1,) * (len(ranges) - 1) + (width,), (0,) * len(ranges))

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable
 
 __all__ = ["as_operation", "defined_by", "ancestor_under", "DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
            "element_bits", "compute_bits", "tile_bits", "generic_loops", "increasing", "map_kind",
-           "vectorizable_reduction", "op_work", "untie_shared_inits", "slice_written_back", "product",
+           "vectorizable_reduction", "op_work", "untie_shared_inits", "slice_written_back", "tied_out", "product",
            "splats_as_fills", "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips", "ops_named",
            "static_bytes", "generic_inputs", "generic_operations", "BODY_OPS", "body_ops"]
 
@@ -499,11 +499,17 @@ def slice_written_back(value: Any, users: list[Any]) -> bool:
     forall = source.owner
     if getattr(forall, "name", None) != "scf.forall":
         return False
-    outs = list(forall.operands)[len(forall.operands) - len(forall.results):]
     same_place = all(str(extract.attributes[a]) == str(insert.attributes[a])
                      for a in ("static_offsets", "static_sizes", "static_strides"))
-    return outs[source.result_number] == extract.results[0] and same_place and \
+    return tied_out(forall, source) == extract.results[0] and same_place and \
         len(extract.operands) == 1 and len(insert.operands) == 2
+
+
+def tied_out(forall: Any, result: Any) -> Any | None:
+    """The ``shared_outs`` operand of the ``scf.forall`` ``forall`` tied to its ``result`` (the
+    operands end with them), or None when they do not match its results."""
+    outs = list(forall.operands)[len(forall.operands) - len(forall.results):]
+    return outs[result.result_number] if len(outs) == len(forall.results) else None
 
 
 def _init_chain(op: Any) -> bool:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .payload import ops_named, slice_written_back, static_shape
+from .payload import ops_named, slice_written_back, static_shape, tied_out
 
 __all__ = ["place_result_roots"]
 
@@ -37,12 +37,6 @@ _RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 _WRITES_INTO = ("tensor.insert_slice", "vector.transfer_write")
 """Ops that write their first operand into a part of their second (the destination, a chain's link):
 a box inserted, or a split loop's tail (``transforms._flat_section``) written as one vector."""
-
-
-def _tied_out(forall: Any, result: Any) -> Any | None:
-    """The ``shared_outs`` operand of ``forall`` tied to its ``result`` (the operands end with them)."""
-    outs = list(forall.operands)[len(forall.operands) - len(forall.results):]
-    return outs[result.result_number] if len(outs) == len(forall.results) else None
 
 
 def _chain_root(value: Any) -> tuple[Any, list[Any]] | None:
@@ -65,7 +59,7 @@ def _chain_root(value: Any) -> tuple[Any, list[Any]] | None:
         if owner.name in _RESHAPES or owner.name == "scf.forall":
             if owner.name in _RESHAPES:
                 reshapes.append(owner)
-            value = owner.operands[0] if owner.name in _RESHAPES else _tied_out(owner, value)
+            value = owner.operands[0] if owner.name in _RESHAPES else tied_out(owner, value)
             if value is None or len(list(value.uses)) != 1:
                 return None
             continue
