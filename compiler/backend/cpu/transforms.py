@@ -344,7 +344,8 @@ def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles, nd_extract:
     if not t.masked:
         return s + vectorize(src, nd_extract)
     vector = [r or p or n for p, r, n in zip(t.parallel, t.reduction, ranges)]
-    return s + f"    transform.structured.vectorize {src} vector_sizes {sizes(vector)} : !transform.any_op\n" + \
+    attrs = " {vectorize_nd_extract}" if nd_extract else ""
+    return s + f"    transform.structured.vectorize {src} vector_sizes {sizes(vector)}{attrs} : !transform.any_op\n" + \
         _MASKED.format(v=f"em{tag}")
 
 
@@ -411,8 +412,11 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
     for amap_attr in op.attributes["indexing_maps"]:
         if map_kind(ir.AffineMapAttr(amap_attr).value) is None:
             return _plan_strided(threads, op, tag, ranges, kinds)  # strided or shifted reads (slices): loops
-    if any(block_op.operation.name in _UNSCHEDULED_BODY_OPS for block_op in body_ops(op)):
-        return _plan_row_reads(unit, op, tag, ranges, kinds)
+    reads = {block_op.operation.name for block_op in body_ops(op)} & set(_UNSCHEDULED_BODY_OPS)
+    if reads:
+        rows = _plan_row_reads(unit, op, tag, ranges, kinds)
+        if rows is not None or not _gathers_from_dense(op, kinds):
+            return rows
     if any(k != "parallel" for k in kinds) and not vectorizable_reduction(op):
         return None
     # the widest element type sets the lane count: with the narrowest (an i8 mask), f32 operands of
@@ -423,11 +427,12 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
         return elementwise_section(tag, "linalg.generic", ElementwiseTiles(rows, (0,) * len(ranges))) + \
             horizontal_reductions(f"eh{tag}", f"%ep{tag}_f")
     lanes = unit.lanes(bits)
-    if _flattens(op, ranges, kinds, lanes):
-        return _flat_section(tag, product(ranges), lanes, flatten=len(ranges) > 1)
+    nd_extract = bool(reads)  # element gathers from dense tensors (``_gathers_from_dense``)
+    if "linalg.index" not in reads and _flattens(op, ranges, kinds, lanes):
+        return _flat_section(tag, product(ranges), lanes, flatten=len(ranges) > 1, nd_extract=nd_extract)
     peeled = _peeled_row_tile(op, ranges, kinds, lanes, threads)
     if peeled:
-        return _peeled_rows(op, tag, ranges, peeled)
+        return _peeled_rows(op, tag, ranges, peeled, nd_extract)
     tiles = choose_elementwise_tiles(ranges, kinds, bits, unit, masked=True, threads=threads)
     order: list[int] = []
     if all(k == "parallel" for k in kinds) and len(ranges) >= 2:
@@ -439,7 +444,18 @@ def _plan_generic(unit: VectorUnit, threads: int, op: Any, tag: int) -> str | No
                 tiles = ElementwiseTiles(tuple(tiles.parallel[d] for d in order),
                                          tuple(tiles.reduction[d] for d in order), tiles.masked)
                 ranges = [ranges[d] for d in order]
-    return elementwise_section(tag, "linalg.generic", tiles, ranges=ranges, order=order)
+    return elementwise_section(tag, "linalg.generic", tiles, nd_extract, ranges=ranges, order=order)
+
+
+def _gathers_from_dense(op: Any, kinds: Sequence[str]) -> bool:
+    """Whether the parallel generic ``op``, whose body reads computed indices that are not whole rows
+    (``_plan_row_reads`` took none), reads them only from tensors dense by construction (constants,
+    the function's arguments: ``payload.row_reads`` with ``dense_gathers``): it is then planned as
+    any elementwise op and vectorized with ``vectorize_nd_extract``, those reads as ``vector.gather``
+    (a hardware gather), the others as contiguous or scalar reads.  Why: a table lookup (the
+    argument reduction of ``sin``/``cos``, a gather of elements from a parameter) was scalar loops
+    (``docs/backend-cpu.md``, Measurements: gathers of elements from dense tensors)."""
+    return all(k == "parallel" for k in kinds) and row_reads(op, dense_gathers=True)
 
 
 def _flattens(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes: int) -> bool:
@@ -487,7 +503,7 @@ def _whole_vector_tile(row: int, lanes: int) -> int:
     return lanes * min(4, row // lanes)
 
 
-def _flat_section(tag: int, total: int, lanes: int, flatten: bool = True) -> str:
+def _flat_section(tag: int, total: int, lanes: int, flatten: bool = True, nd_extract: bool = False) -> str:
     """The op flattened to one loop of ``total`` iterations (``transform.structured.flatten_elementwise``:
     its operands and result collapsed to one dim, the result expanded back), on the threads in tiles
     of 4 vectors.  Where they do not divide ``total`` the loop is split (``transform.structured.split``)
@@ -498,7 +514,8 @@ def _flat_section(tag: int, total: int, lanes: int, flatten: bool = True) -> str
     collapsed result is a view of its out-parameter when it is a result (``result_roots``; the
     split's two parts write into it, ``payload.untie_shared_inits`` leaves them one tensor), so
     nothing is copied.  ``flatten``: False for an op of one loop, which may read a scalar operand
-    (``flatten_elementwise`` takes only identity maps)."""
+    (``flatten_elementwise`` takes only identity maps).  ``nd_extract``: the body gathers
+    (``_gathers_from_dense``)."""
     tile = 4 * lanes
     s = match(f"%ew{tag}", "linalg.generic", tag)
     flat = f"%ef{tag}" if flatten else f"%ew{tag}"
@@ -506,14 +523,15 @@ def _flat_section(tag: int, total: int, lanes: int, flatten: bool = True) -> str
         s += (f"    %ef{tag} = transform.structured.flatten_elementwise %ew{tag} : "
               f"(!transform.any_op) -> !transform.any_op\n")
     if total % tile == 0:
-        return s + tile_forall(f"ep{tag}", flat, [tile]) + vectorize(f"%ep{tag}")
+        return s + tile_forall(f"ep{tag}", flat, [tile]) + vectorize(f"%ep{tag}", nd_extract)
     if total < tile:
-        return s + vectorize(flat)
+        return s + vectorize(flat, nd_extract)
     s += (f"    %es{tag} = transform.structured.split {flat} after {total - total % tile} {{dimension = 0}}"
           f" : !transform.any_op\n"
           f"    %es{tag}_m, %es{tag}_t = transform.split_handle %es{tag} : "
           f"(!transform.any_op) -> (!transform.any_op, !transform.any_op)\n")
-    return s + tile_forall(f"ep{tag}", f"%es{tag}_m", [tile]) + vectorize(f"%ep{tag}") + vectorize(f"%es{tag}_t")
+    return s + tile_forall(f"ep{tag}", f"%es{tag}_m", [tile]) + vectorize(f"%ep{tag}", nd_extract) + \
+        vectorize(f"%es{tag}_t", nd_extract)
 
 
 ROWS_PER_TILE = 4

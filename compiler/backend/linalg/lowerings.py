@@ -604,19 +604,24 @@ def gather(em: Emitter, op: OpApplication) -> str:
     if n == 0 or 0 in shape:
         return em.filled(shape, op.elem, zero(op.elem))
     rank, ri = len(shape), len(idx.shape)
+    # A gather of rows (``x`` has axes after ``axis``) reads the index at the loop indices, not as an
+    # operand: a vectorizer then sees every index of ``x`` but the row's own as invariant along the
+    # last loop, and reads a gathered row as one contiguous vector (a block argument counts as
+    # varying: a vector gather).  A gather of elements (the index's axes are the last loops) varies
+    # along the last loop either way; its index is an operand, so that elementwise fusion takes the
+    # index's producer into the gather instead of writing the index out (``sin``'s table lookups).
+    elements = ri >= 1 and axis + ri == rank
+    ins, maps = ([idx], [affine_map(rank, [f"d{axis + j}" for j in range(ri)])]) if elements else ([], [])
 
     def body(b: Body, args: list[str], out: str) -> str:
-        # The index is read at the loop indices (not as an operand): a vectorizer then sees every
-        # index of ``x`` but the row's own as invariant along the last loop, and reads a gathered
-        # row as one contiguous vector (a block argument counts as varying: a vector gather).
         ie = idx.elem
-        picked = b.extract(idx, [b.index(axis + j) for j in range(ri)])
+        picked = args[0] if elements else b.extract(idx, [b.index(axis + j) for j in range(ri)])
         lo, hi = b.const("0", ie), b.const(str(n - 1), ie)
         clamped = b.binary("minsi", b.binary("maxsi", picked, lo, ie), hi, ie)
         i = b.cast("index_cast", clamped, ie, "index")
         ids = [b.index(k) for k in range(rank) if not axis <= k < axis + ri]
         return b.extract(x, ids[:axis] + [i] + ids[axis:])
-    return em.generic(shape, op.elem, [], [], ["parallel"] * rank, body)
+    return em.generic(shape, op.elem, ins, maps, ["parallel"] * rank, body)
 
 
 # ---------------------------------------------------------------------------------- contractions

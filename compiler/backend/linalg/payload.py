@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable
 __all__ = ["as_operation", "defined_by", "ancestor_under", "DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
            "element_bits", "compute_bits", "tile_bits", "generic_loops", "increasing", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "slice_written_back", "tied_out", "product",
-           "splats_as_fills", "MIN_FILL_ELEMENTS", "row_reads", "constant_index", "for_trips", "ops_named",
+           "splats_as_fills", "MIN_FILL_ELEMENTS", "row_reads", "dense_by_construction", "constant_index", "for_trips", "ops_named",
            "static_bytes", "generic_inputs", "generic_operations", "BODY_OPS", "body_ops"]
 
 DEFAULT_MAPS = {
@@ -268,14 +268,18 @@ def vectorizable_reduction(op: Any) -> bool:
     return True
 
 
-def row_reads(op: Any) -> bool:
+def row_reads(op: Any, dense_gathers: bool = False) -> bool:
     """Whether every ``tensor.extract`` in the body of the parallel generic ``op`` reads, in a tile of
     one row of its last loop, either one element (its indices do not vary along that loop) or one
     contiguous row (its last index is that loop's ``linalg.index`` itself, the others do not vary,
     the read tensor's last extent is not 1, for any read): what MLIR 22's vectorizer (``vectorize_nd_extract``)
     turns into a scalar or contiguous read, never a ``vector.gather``.  An index varies if it depends
     on a block argument of the body or on the last loop's index; a body with any other read (a
-    slice fused into a gather, a gather along the last axis) gets False."""
+    slice fused into a gather, a gather along the last axis) gets False.
+
+    ``dense_gathers``: any other read is accepted too when its tensor is dense by construction
+    (``dense_by_construction``): the ``vector.gather`` that the vectorizer makes of it linearizes its
+    indices over the tensor's shape, which is then the buffer's layout."""
     from mlir import ir
     block = op.regions[0].blocks[0]
     last = len(list(op.attributes["iterator_types"])) - 1
@@ -317,6 +321,8 @@ def row_reads(op: Any) -> bool:
         indices = operands[1:]
         if shape is None or not indices:
             continue  # a 0-d read: one element
+        if dense_gathers and dense_by_construction(operands[0]):
+            continue
         if shape[-1] == 1:
             return False  # some versions of the vectorizer gather from any tensor whose last extent is 1
         if any(varies(i) for n, i in zip(shape[:-1], indices[:-1]) if n != 1):
@@ -324,6 +330,20 @@ def row_reads(op: Any) -> bool:
         if varies(indices[-1]) and not (is_last_index(indices[-1]) and shape[-1] != 1):
             return False
     return True
+
+
+def dense_by_construction(tensor: Any) -> bool:
+    """Whether ``tensor`` bufferizes to a dense buffer of its own shape whatever the schedule and
+    the result placement do: a constant (a global) or an argument of the function (its boundary
+    takes identity layouts, ``linalg.pipeline.bufferize``).  Not a computed tensor: its buffer may
+    become a strided view of another (a block written in place, a result placed in a slice of an
+    out-parameter)."""
+    from mlir import ir
+    owner = tensor.owner
+    if isinstance(owner, ir.Block):
+        parent = owner.owner
+        return parent is not None and as_operation(parent).name == "func.func"
+    return as_operation(owner).name == "arith.constant"
 
 
 BODY_OPS = 3
