@@ -19,6 +19,7 @@ from mind.spec.dtypes import DType
 from mind.spec.ops import TensorType
 
 from .emitter import Emitter, TensorValue
+from .joins import find_joins
 from .lowerings import LOWERINGS, OpApplication
 from .mlir_text import ELEM, memref_type, tensor_type
 
@@ -78,8 +79,17 @@ def emit_mlir(fn: Function, shapes: Mapping[str, int] | None = None,
         o = f"%out{j}"
         sig.append(f"{o}: {memref_type(shape, ELEM[dtype])}")
         outs.append((o, shape, ELEM[dtype]))
+    joins, folded = find_joins(fn)
     for op in fn.ops:
+        if id(op.result) in folded:
+            continue  # a pad (or add) of a concatenation, emitted with its root (``joins``)
         dtype, shape = specialize_type(op.result.type, env)
+        join = joins.get(id(op.result))
+        if join is not None:
+            em.emit(f"// {op.op} -> %{op.result.name} (a concatenation)")
+            pieces = [(values[id(x)], lo) for x, lo in join.pieces]
+            values[id(op.result)] = TensorValue(em.join(pieces, values[id(join.fill)], shape), shape, ELEM[dtype], dtype)
+            continue
         lowering = LOWERINGS.get(op.op)
         if lowering is None:
             raise error(E_UNSUPPORTED, f"the cpu backend cannot lower op `{op.op}`")

@@ -9,6 +9,7 @@ names are handed out is part of the text, so the text is a function of the progr
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Sequence
 
 from mind.spec.dtypes import DType
@@ -346,6 +347,26 @@ class Emitter:
         self.emit(f"{placed} = linalg.copy{mark} ins({x.name} : {x.ty}) outs({self.empty(x.shape, x.elem)} : {x.ty}) "
                   f"-> {x.ty}")
         return self._insert(placed, x.ty, r, t, lo, x.shape, steps)
+
+    def join(self, pieces: Sequence[tuple[TensorValue, Sequence[int]]], fill: TensorValue, shape: tuple[int, ...]) -> str:
+        """Disjoint windows of a tensor of ``shape``, each a copy of its operand at its low corner,
+        the rest the rank-0 ``fill`` (a concatenation, ``joins``).  Each copy's init is a fresh tensor
+        that bufferization places in its window, as a pad's (``pad``); windows that cover the whole
+        tensor leave nothing to fill."""
+        elem = fill.elem
+        t = tensor_type(shape, elem)
+        if sum(math.prod(x.shape) for x, _ in pieces) == math.prod(shape):  # disjoint: they cover it
+            r = self.empty(shape, elem)
+        else:
+            value = self.fresh("p")
+            self.emit(f"{value} = tensor.extract {fill.name}[] : {fill.ty}")
+            r = self.filled(shape, elem, scalar=value)
+        for x, lo in pieces:
+            placed = self.fresh("c")
+            self.emit(f"{placed} = linalg.copy ins({x.name} : {x.ty}) outs({self.empty(x.shape, x.elem)} : {x.ty}) "
+                      f"-> {x.ty}")
+            r = self._insert(placed, x.ty, r, t, lo, x.shape, None)
+        return r
 
     def _band(self, x: TensorValue, value: str, lo: Sequence[int], shape: tuple[int, ...], axis: int) -> str:
         """The rows of a pad's result inside its window along the axes before ``axis`` (the last
