@@ -31,8 +31,8 @@ from mind.spec.record import FrozenRecord
 
 from ..linalg.emitter import CONV_OPERAND, WINDOW_COPY
 from ..linalg.payload import (DEFAULT_MAPS, body_ops, element_bits, generic_inputs, generic_loops,
-                              increasing, map_kind, product, row_reads, static_bytes, static_shape, tile_bits,
-                              vectorizable_reduction)
+                              increasing, map_kind, product, row_major_run, row_reads, static_bytes, static_shape,
+                              tile_bits, vectorizable_reduction)
 from ..linalg.schedule import schedule_module
 from ..linalg.transform_script import (canonicalize, largest_divisor_at_most, match, peel, sizes, tile_for,
                                       tile_forall, vectorize)
@@ -469,14 +469,16 @@ def _flattens(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes: int) 
     vectors and a piece), where the op flattened fills whole vectors (``docs/backend-cpu.md``,
     Measurements: short rows flattened, rows without a divisor flattened, rows of pieces of vectors
     flattened, flat loops split).  An op with a broadcast operand is peeled instead
-    (``_peeled_row_tile``)."""
+    (``_peeled_row_tile``), as is one with an operand that is a window of part of its source's rows
+    (``payload.row_major_run``: collapsed, it would be copied)."""
     from mlir import ir
     row = ranges[-1] if ranges else 0
     tile = largest_divisor_at_most(row, 4 * lanes)
     return bool(ranges) and all(k == "parallel" for k in kinds) and \
         ((len(ranges) >= 2 and row < 2 * lanes) or tile % lanes != 0) and \
         (len(ranges) == 1 or
-         all(map_kind(ir.AffineMapAttr(a).value) == "identity" for a in op.attributes["indexing_maps"]))
+         all(map_kind(ir.AffineMapAttr(a).value) == "identity" for a in op.attributes["indexing_maps"])) and \
+        all(row_major_run(v) for v in op.operands)
 
 
 def _peeled_row_tile(op: Any, ranges: Sequence[int], kinds: Sequence[str], lanes: int, threads: int) -> int:

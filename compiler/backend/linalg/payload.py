@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable
 __all__ = ["as_operation", "defined_by", "ancestor_under", "DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
            "element_bits", "compute_bits", "tile_bits", "generic_loops", "increasing", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "slice_written_back", "tied_out", "product",
-           "splats_as_fills", "MIN_FILL_ELEMENTS", "row_reads", "dense_by_construction", "constant_index", "for_trips", "ops_named",
+           "splats_as_fills", "MIN_FILL_ELEMENTS", "row_reads", "dense_by_construction", "row_major_run", "constant_index", "for_trips", "ops_named",
            "static_bytes", "generic_inputs", "generic_operations", "BODY_OPS", "body_ops"]
 
 DEFAULT_MAPS = {
@@ -330,6 +330,30 @@ def row_reads(op: Any, dense_gathers: bool = False) -> bool:
         if varies(indices[-1]) and not (is_last_index(indices[-1]) and shape[-1] != 1):
             return False
     return True
+
+
+def row_major_run(tensor: Any) -> bool:
+    """Whether ``tensor`` is one run of memory in row-major order, so that collapsing it (a flattened
+    loop, ``cpu.transforms._flat_section``) is a view: not a window (``tensor.extract_slice``, through
+    reshapes) that leaves out part of its source's rows, nor one with steps.  Collapsed, such a
+    window bufferizes to a copy into a new buffer (``x[:, 1:] - x[:, :-1]`` over 2000x2000 f32 copied
+    both operands first: 5.0 ms against torch eager's 1.1)."""
+    from mlir import ir
+    op = tensor.owner
+    if isinstance(op, ir.Block):
+        return True
+    op = as_operation(op)
+    if op.name in ("tensor.collapse_shape", "tensor.expand_shape"):
+        return row_major_run(op.operands[0])
+    if op.name != "tensor.extract_slice":
+        return True
+    source = static_shape(op.operands[0].type)
+    window = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    steps = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+    if source is None or any(n < 0 for n in window) or any(st != 1 for st in steps):
+        return False
+    first = next((i for i, n in enumerate(window) if n != 1), len(window))
+    return window[first + 1:] == source[first + 1:] and row_major_run(op.operands[0])
 
 
 def dense_by_construction(tensor: Any) -> bool:
