@@ -253,14 +253,15 @@ def emit_cpu_mlir(fn: Function, env: Mapping[str, int], library: str | None,
                   cpu: str = "x86-64-v4") -> tuple[str, str]:
     """The MLIR text of ``fn`` as the CPU backend compiles it (``emit.emit_mlir``): pads fill only
     their border, matmuls read a transposed lhs or rhs in place where the prebuilt GEMM of
-    ``library`` does (``library_calls.transposed_operands``), and convs are as wide
+    ``library`` does (``library_calls.transposed_operands``; so are the matmuls of several or broadcast
+    batch dims it computes as ``linalg.contract``), and convs are as wide
     as the register blocks of ``cpu``'s vector unit take (``conv_schedule.block_pixels``)."""
     from .conv_schedule import block_pixels
     from .library_calls import transposed_operands  # the GEMM's build side: never imported on a cache hit
     from .vector_unit import vector_unit
     transposed = transposed_operands(library)
     return emit_mlir(fn, env, transposed, pad_border=True, conv_pixels=block_pixels(vector_unit(cpu)),
-                     transposed_rhs=transposed)
+                     transposed_rhs=transposed, contractions=transposed)
 
 
 def emit_stage(module: Module | Function, stage: str, fn: str | None = None, **options: Any) -> str:

@@ -34,7 +34,7 @@ from .thread_cost import COSTS, KernelCost, one_thread_seconds, saving_pays
 from .vector_unit import vector_unit
 
 __all__ = ["eligible_matmul", "handled_by_library", "insert_library_calls", "gemm_seconds", "HELPER_PREFIX",
-           "RANKS", "ELEMENTS", "FORMS", "transposed_operands"]
+           "RANKS", "ELEMENTS", "FORMS", "transposed_operands", "CONTRACT_OP", "contract_form"]
 
 
 HELPER_PREFIX = "__mind_matmul_"
@@ -85,11 +85,17 @@ def eligible_matmul(op: Any, isa: str) -> str | None:
     if op.name == CONV_OP:
         found = conv_gemm(op, isa)
         return None if found is None else found[0]
-    form = _form(op) if op.name in RANKS else None
-    if form is None:
+    if op.name == CONTRACT_OP:
+        contract = contract_form(op)
+        ranks = None if contract is None else \
+            tuple(contract[0] * batched + 2 for batched in (contract[1], contract[2], True))
+    else:
+        form = _form(op) if op.name in RANKS else None
+        ranks = None if form is None else form[0]
+    if ranks is None:
         return None
     operands = list(op.operands)
-    for v, want in zip(operands, form[0]):
+    for v, want in zip(operands, ranks):
         t = v.type
         if not isinstance(t, ir.ShapedType) or not t.has_static_shape or t.rank != want or 0 in t.shape:
             return None
@@ -154,7 +160,42 @@ def _zero_fills_in_front(module: Any) -> list[tuple[Any, Any]]:
 
 def _contraction(op: Any) -> bool:
     """Whether ``op`` is of a kind the library may compute (``eligible_matmul`` says whether it can)."""
-    return op.name in RANKS or op.name == CONV_OP
+    return op.name in RANKS or op.name in (CONV_OP, CONTRACT_OP)
+
+
+CONTRACT_OP = "linalg.contract"
+"""A matmul of several or broadcast batch dims (``linalg.lowerings._contract``)."""
+
+
+def contract_form(op: Any) -> tuple[int, bool, bool] | None:
+    """(batch dims, whether A has them, whether B has them) of a ``linalg.contract`` over loops
+    (batch..., m, n, k) whose A reads (batch..., m, k) or (m, k), B (batch..., k, n) or (k, n) and
+    C is (batch..., m, n), at least one of A and B batched; else None."""
+    from mlir import ir
+    maps = [ir.AffineMapAttr(m).value for m in op.attributes["indexing_maps"]]
+    if len(maps) != 3 or len(list(op.operands)) != 3:
+        return None
+    dims = maps[0].n_dims
+    nb = dims - 3
+    if nb < 1 or any(m.n_dims != dims for m in maps):
+        return None
+
+    def positions(m: Any) -> list[int] | None:
+        out = []
+        for e in m.results:
+            if not isinstance(e, ir.AffineDimExpr):
+                return None
+            out.append(e.position)
+        return out
+    a, b, c = (positions(m) for m in maps)
+    batch = list(range(nb))
+    if c != batch + [nb, nb + 1] or a is None or b is None:
+        return None
+    forms = {(nb, nb + 2): False, tuple(batch + [nb, nb + 2]): True}
+    a_batched, b_batched = forms.get(tuple(a)), {(nb + 2, nb + 1): False, tuple(batch + [nb + 2, nb + 1]): True}.get(tuple(b))
+    if a_batched is None or b_batched is None or not (a_batched or b_batched):
+        return None
+    return nb, a_batched, b_batched
 
 
 def _contiguous_rows(t: Any) -> bool:
@@ -191,6 +232,13 @@ def _transpose(lines: list[str], value: str, src: str, name: str) -> tuple[str, 
 
 def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: list[bool], batched: list[bool],
                     shape: tuple[int, int, int, int], threads: int, accumulate: bool, layout: str = "") -> str:
+    """The private function ``name(A, B, C)`` of ``_batched_lines``."""
+    return _function(name, types, _batched_lines(isa, elem, types, dense, batched, shape, threads, accumulate, layout))
+
+
+def _batched_lines(isa: str, elem: str, types: list[str], dense: list[bool], batched: list[bool],
+                   shape: tuple[int, int, int, int], threads: int, accumulate: bool, layout: str = "",
+                   operands: tuple[str, str, str] = ("%a", "%b", "%c")) -> list[str]:
     """A private function ``name(A, B, C)``: C[i] (+)= A[i] @ B[i] (or @ B, when ``batched[1]`` is
     False: one rhs shared by the batch) for each i of the batch.  A shared rhs: one GEMM over the
     batch's rows (A and C collapsed to ``[B * M, K]`` and ``[B * M, N]``), split by the threaded
@@ -199,10 +247,11 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
     split into blocks of rows (a call each) where the matrices do not share evenly among the
     threads (``batch_parts``); else the matrices in turn, each split by the threaded driver.
     Operands that are not dense row-major go through a dense copy.  ``layout`` "strided_rhs": B is
-    given as ``[N, K]`` matrices, each passed as its ``memref.transpose`` (read in place)."""
+    given as ``[N, K]`` matrices, each passed as its ``memref.transpose`` (read in place).
+    ``operands``: the SSA names of A, B and C (of ``types``)."""
     bsz, m, n, k = shape
     lines: list[str] = []
-    args = ["%a", "%b", "%c"]
+    args = list(operands)
     dims = ((m, k), (n, k) if layout == "strided_rhs" else (k, n), (m, n))
     full = [f"memref<{bsz}x{r}x{c}x{elem}>" if batched[i] else f"memref<{r}x{c}x{elem}>"
             for i, (r, c) in enumerate(dims)]
@@ -228,11 +277,12 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
         lines.append(f"%d1 = memref.cast {args[1]} : {full[1]} to {wanted[1]}")
         lines += _gemm_call(isa, elem, (bsz * m, n, k), threads, layout)
         if not dense[2]:
-            lines.append(f"memref.copy %t2, %c : {full[2]} to {types[2]}")
+            lines.append(f"memref.copy %t2, {operands[2]} : {full[2]} to {types[2]}")
         lines += [f"memref.dealloc %t{i} : {full[i]}" for i in range(3) if not dense[i]]
-        return _function(name, types, lines)
+        return lines
     by_batch = threads > 1 and bsz >= threads
-    parts, block = batch_parts(isa, elem, shape, threads, layout) if by_batch else (1, m)
+    # a shared A (not batched): every unit reads all of it, so the matrices are not split by rows
+    parts, block = batch_parts(isa, elem, shape, threads, layout) if by_batch and batched[0] else (1, m)
     inner = []
     if parts > 1:  # unit %u of the forall: rows [%r0, %r0 + %rows) of matrix %i
         lines += [f"%cp = arith.constant {parts} : index", f"%cblock = arith.constant {block} : index",
@@ -263,9 +313,61 @@ def _batched_helper(name: str, isa: str, elem: str, types: list[str], dense: lis
     for i in range(3):
         if not dense[i]:
             if i == 2:
-                lines.append(f"memref.copy %t2, %c : {full[i]} to {types[2]}")
+                lines.append(f"memref.copy %t2, {operands[2]} : {full[i]} to {types[2]}")
             lines.append(f"memref.dealloc %t{i} : {full[i]}")
-    return _function(name, types, lines)
+    return lines
+
+
+def _contract_helper(name: str, isa: str, elem: str, types: list[str], shapes: list[list[int]],
+                     form: tuple[int, bool, bool], threads: int, accumulate: bool) -> str:
+    """The private function ``name(A, B, C)`` of a ``linalg.contract`` (``contract_form``): its batch
+    dims collapsed into one (each batched operand dense: as it is, cast from a layout of dense
+    strides, or copied into a dense buffer), then ``_batched_lines``'s batch of GEMMs (a shared B:
+    one GEMM over the batch's rows)."""
+    nb, a_batched, b_batched = form
+    flat = 1
+    for d in shapes[2][:nb]:
+        flat *= d
+    m, n, k = shapes[2][-2], shapes[2][-1], shapes[0][-1]
+    lines: list[str] = []
+    names, flat_types, back = [], [], []
+    for i, (arg, t, shape, batched) in enumerate(zip(("%a", "%b", "%c"), types, shapes, (a_batched, b_batched, True))):
+        dense = f"memref<{'x'.join(map(str, shape))}x{elem}>"
+        value = arg
+        if t != dense:
+            value = f"%nd{i}"
+            if _dense_strides(t):
+                lines.append(f"{value} = memref.cast {arg} : {t} to {dense}")
+            else:
+                lines.append(f"{value} = memref.alloc() {{alignment = 64 : i64}} : {dense}")
+                if i < 2 or accumulate:
+                    lines.append(f"memref.copy {arg}, {value} : {t} to {dense}")
+                if i == 2:
+                    back = [f"memref.copy {value}, {arg} : {dense} to {t}", f"memref.dealloc {value} : {dense}"]
+        ty = dense
+        if batched:
+            ty = f"memref<{flat}x{shape[-2]}x{shape[-1]}x{elem}>"
+            groups = ", ".join(map(str, range(nb)))
+            lines.append(f"%fl{i} = memref.collapse_shape {value} [[{groups}], [{nb}], [{nb + 1}]] : {dense} into {ty}")
+            value = f"%fl{i}"
+        names.append(value)
+        flat_types.append(ty)
+    lines += _batched_lines(isa, elem, flat_types, [True, True, True], [a_batched, b_batched, True],
+                            (flat, m, n, k), threads, accumulate, operands=tuple(names))
+    return _function(name, types, lines + back)
+
+
+def _dense_strides(t: Any) -> bool:
+    """Whether the memref type ``t`` has a dense array's strides and offset 0 (whatever its layout's
+    spelling): ``memref.cast`` makes it the identity layout's type."""
+    from mlir import ir
+    mt = ir.MemRefType(ir.Type.parse(t) if isinstance(t, str) else t)
+    strides, offset = mt.get_strides_and_offset()
+    want, step = [], 1
+    for d in reversed(list(mt.shape)):
+        want.insert(0, step)
+        step *= d
+    return offset == 0 and list(strides) == want
 
 
 BATCH_SPLIT_GAIN = 0.1
@@ -415,7 +517,11 @@ def insert_library_calls(module: Any, isa: str, threads: int) -> int:
         name = f"{HELPER_PREFIX}{i}"
         fill = next((f for m, f in fills if m.operation == op.operation), None)
         types = [str(v.type) for v in operands]
-        if op.name == CONV_OP:
+        if op.name == CONTRACT_OP:
+            shapes = [list(ir.ShapedType(v.type).shape) for v in operands]
+            helpers.append(_contract_helper(name, isa, elem, types, shapes, contract_form(op), threads,
+                                            accumulate=fill is None))
+        elif op.name == CONV_OP:
             _, view = conv_gemm(op, isa)
             shapes = [list(ir.ShapedType(v.type).shape) for v in operands]
             call = _gemm_call(isa, elem, (view.m, view.n, view.k), threads)

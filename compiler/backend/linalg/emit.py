@@ -58,12 +58,13 @@ def _concrete_attrs(op: str, attrs: Mapping[str, Any], env: Mapping[str, int]) -
 
 def emit_mlir(fn: Function, shapes: Mapping[str, int] | None = None,
               transposed_lhs: frozenset[str] = frozenset(), pad_border: bool = False,
-              conv_pixels: int = 24, transposed_rhs: frozenset[str] = frozenset()) -> tuple[str, str]:
+              conv_pixels: int = 24, transposed_rhs: frozenset[str] = frozenset(),
+              contractions: frozenset[str] = frozenset()) -> tuple[str, str]:
     """MLIR text of ``fn`` specialized to the symbol values ``shapes``; returns (text, func name).
-    ``transposed_lhs``, ``pad_border``, ``conv_pixels``, ``transposed_rhs``: what the target takes
-    (``Emitter``)."""
+    ``transposed_lhs``, ``pad_border``, ``conv_pixels``, ``transposed_rhs``, ``contractions``: what
+    the target takes (``Emitter``)."""
     env = dict(shapes or {})
-    em = Emitter(transposed_lhs, pad_border, conv_pixels, transposed_rhs)
+    em = Emitter(transposed_lhs, pad_border, conv_pixels, transposed_rhs, contractions)
     name = kernel_name(fn)
     values: dict[int, TensorValue] = {}
     sig: list[str] = []

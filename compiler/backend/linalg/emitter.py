@@ -154,15 +154,19 @@ class Emitter:
     padding fills only its border, box by box (``pad``; the CUDA backend's mapping takes one fill
     of the whole result); ``conv_pixels``: the most output pixels of a conv's register block (the
     target's accumulator registers; ``lowerings.block_width`` widens a conv whose width has no
-    divisor up to it)."""
+    divisor up to it); ``contractions``: the element types whose matmuls of several or broadcast
+    batch dims the target computes as a ``linalg.contract`` (its GEMM takes them, ``lowerings._contract``),
+    where others get one generic over every loop."""
 
     def __init__(self, transposed_lhs: frozenset[str] = frozenset(), pad_border: bool = False,
-                 conv_pixels: int = 24, transposed_rhs: frozenset[str] = frozenset()) -> None:
+                 conv_pixels: int = 24, transposed_rhs: frozenset[str] = frozenset(),
+                 contractions: frozenset[str] = frozenset()) -> None:
         self.lines: list[str] = []
         self.n = 0
         self.reshaped_from: dict[str, TensorValue] = {}  # a reshape's result -> the value it reshapes
         self.transposed_lhs = transposed_lhs
         self.transposed_rhs = transposed_rhs
+        self.contractions = contractions
         self.pad_border = pad_border
         self.conv_pixels = conv_pixels
         self.transposed_from: dict[str, TensorValue] = {}  # a last-two-axes transpose's result -> its operand
@@ -273,13 +277,15 @@ class Emitter:
         return self.generic(shape, x.elem, [x], [in_map], ["parallel"] * len(shape), lambda b, args, o: args[0])
 
     def extract_slice(self, x: TensorValue, offsets: Sequence[int], sizes: Sequence[int],
-                      steps: Sequence[int] | None = None) -> TensorValue:
-        """The window of ``x`` at ``offsets`` of ``sizes`` (unit steps unless ``steps``: a view, no copy)."""
+                      steps: Sequence[int] | None = None, result_shape: tuple[int, ...] | None = None) -> TensorValue:
+        """The window of ``x`` at ``offsets`` of ``sizes`` (unit steps unless ``steps``: a view, no
+        copy); ``result_shape``: ``sizes`` without some of their 1s (a rank-reducing slice)."""
         cut = self.fresh("x")
-        sub = tensor_type(tuple(sizes), x.elem)
+        shape = tuple(sizes) if result_shape is None else result_shape
+        sub = tensor_type(shape, x.elem)
         self.emit(f"{cut} = tensor.extract_slice {x.name}{_slice_attrs(offsets, sizes, steps)} : {x.ty} to {sub}")
         self.sliced_from[cut] = x.name
-        return TensorValue(cut, tuple(sizes), x.elem, x.dtype)
+        return TensorValue(cut, shape, x.elem, x.dtype)
 
     def copied(self, x: TensorValue) -> str:
         """A ``linalg.copy`` of ``x`` into a fresh tensor (which bufferization may place where the

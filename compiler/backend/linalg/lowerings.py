@@ -21,7 +21,7 @@ from .emitter import Body, Emitter, TensorValue
 from .mathlib import exp_text, log_text
 from .transform_script import largest_divisor_at_most
 from .payload import SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS, TRANSPOSED_RHS_MAPS, product
-from .mlir_text import ELEM, affine_map, float_bits, identity_map, is_float, tensor_type, zero
+from .mlir_text import ELEM, affine_map, broadcast_map, float_bits, identity_map, is_float, tensor_type, zero
 
 __all__ = ["OpApplication", "LOWERINGS", "Lowering"]
 
@@ -645,6 +645,8 @@ def matmul(em: Emitter, op: OpApplication) -> str:
     if len(a.shape) == 3 and len(b_.shape) == 2:
         # a batch of matrices times one (a linear layer): the named op with the rhs shared
         return _named_matmul(em, f"linalg.batch_matmul indexing_maps = {SHARED_RHS_MAPS}", a, b_, shape, elem)
+    if elem in em.contractions:
+        return _contract(em, a, b_, shape, elem)
     rank = len(shape)  # broadcast batch dims: a generic whose loops are batch..., m, n, k
     init = em.filled(shape, elem, zero(elem))
     nb = rank - 2
@@ -662,6 +664,43 @@ def matmul(em: Emitter, op: OpApplication) -> str:
                                             operand_map(b_.shape, [f"d{nb + 2}", f"d{nb + 1}"])],
                       ["parallel"] * rank + ["reduction"], body, init=init,
                       out_map=affine_map(rank + 1, [f"d{i}" for i in range(rank)]))
+
+
+def _contract(em: Emitter, a: TensorValue, b: TensorValue, shape: tuple[int, ...], elem: str) -> str:
+    """A matmul of several batch dims, or of batch dims that broadcast (``[B, H, M, K] @ [B, H, K, N]``,
+    ``[B, 1, M, K] @ [1, H, K, N]``, ``[M, K] @ [B, K, N]``), as one ``linalg.contract`` over loops
+    (batch..., m, n, k): a named op, which elementwise fusion leaves whole (``_named_matmul``), for a
+    target whose GEMM takes it (``Emitter.contractions``).  Its maps must be projected permutations:
+    an operand whose batch dims are all 1 is its matrix (a rank-reducing ``extract_slice``, a view),
+    one that broadcasts along some of them is copied out to the result's batch dims first (its
+    matrices repeated: batch x rows x cols elements, where the product costs that times the other
+    operand's columns).  Why: as one generic over every loop, a 4-D attention product ran at 0.37x
+    torch eager's speed, a broadcast one at 0.14x (``docs/backend-cpu.md``, Measurements: batch dims
+    of any number)."""
+    batch = tuple(shape[:-2])
+    nb, rank = len(batch), len(shape)
+
+    def operand(x: TensorValue, last2: list[str]) -> tuple[TensorValue, str]:
+        own = tuple(x.shape[:-2])
+        if all(n == 1 for n in own):
+            if own:
+                x = em.extract_slice(x, (0,) * len(x.shape), x.shape, result_shape=tuple(x.shape[-2:]))
+            return x, affine_map(rank + 1, last2)
+        if (1,) * (nb - len(own)) + own != batch:
+            full = batch + tuple(x.shape[-2:])
+            copied = em.generic(full, elem, [x], [broadcast_map(x.shape, full)], ["parallel"] * rank,
+                                lambda body, args, out: args[0])
+            x = TensorValue(copied, full, elem, x.dtype)
+        return x, affine_map(rank + 1, [f"d{j}" for j in range(nb)] + last2)
+    lhs, lmap = operand(a, [f"d{nb}", f"d{nb + 2}"])
+    rhs, rmap = operand(b, [f"d{nb + 2}", f"d{nb + 1}"])
+    init = em.filled(shape, elem, zero(elem))
+    r = em.fresh("mm")
+    t = tensor_type(shape, elem)
+    omap = affine_map(rank + 1, [f"d{j}" for j in range(rank)])
+    em.emit(f"{r} = linalg.contract indexing_maps = [{lmap}, {rmap}, {omap}] ins({lhs.name}, {rhs.name} : "
+            f"{lhs.ty}, {rhs.ty}) outs({init} : {t}) -> {t}")
+    return r
 
 
 def _named_matmul(em: Emitter, name: str, a: TensorValue, b: TensorValue, shape: tuple[int, ...], elem: str) -> str:
