@@ -188,16 +188,25 @@ def reduce_pio2(em: Em, ax: Value, narrow: bool) -> tuple[Value, Value]:
     by 2^(-24·i0) (exact), which puts every product below 2^80.  ``narrow``: ax is an f32 value (24
     significant bits), so ax·C is exact as it is; otherwise ax is split into two 26-bit halves."""
     C = chunks()
-    e = em("mul", em("log", ax), em.c(_INV_LN2))
-    lim = em.c(2000.0)
-    e = em("select", em.cmp(e, lim, "gt"), lim, em("select", em.lt(e, em.neg(lim)), em.neg(lim), e))
-    e = em("convert", e, dtype=DType.I64)
     # ax's last bit is 2^(E - 23) (narrow) or 2^(E - 52): the product with c_i is a multiple of 4
     # for i < (E - 25) / 24 or (E - 54) / 24; two bits to spare for the estimate of E
     bias, window, n_exact = (27, 6, 3) if narrow else (56, 10, 4)
     i64 = DType.I64
-    i0 = em("div", em("sub", e, em.c(bias, i64)), em.c(CHUNK_BITS, i64))
-    i0 = em("select", em.lt(i0, em.c(0, i64)), em.c(0, i64), i0)
+    if narrow:
+        # below 2^128, i0 = (E - bias) // 24 is at most 4: four compares give it from the exact E,
+        # where an f64 log of every element cost a fifth of sin's time (docs/backend-cpu.md,
+        # Measurements: gathers of elements from dense tensors)
+        i0 = None
+        for j in range(1, 5):
+            step = em("convert", em.cmp(ax, em.c(2.0 ** (bias + CHUNK_BITS * j)), "ge"), dtype=i64)
+            i0 = step if i0 is None else em("add", i0, step)
+    else:
+        e = em("mul", em("log", ax), em.c(_INV_LN2))
+        lim = em.c(2000.0)
+        e = em("select", em.cmp(e, lim, "gt"), lim, em("select", em.lt(e, em.neg(lim)), em.neg(lim), e))
+        e = em("convert", e, dtype=DType.I64)
+        i0 = em("div", em("sub", e, em.c(bias, i64)), em.c(CHUNK_BITS, i64))
+        i0 = em("select", em.lt(i0, em.c(0, i64)), em.c(0, i64), i0)
     scale = em("gather", em.table([2.0 ** (-CHUNK_BITS * i) for i in range(len(C) - window)]), i0, axis=0)
     xs = em("mul", ax, scale)
     if narrow:

@@ -38,3 +38,17 @@ def test_native_math_builtins_are_as_accurate_as_documented():
         np.testing.assert_array_equal(fl, np.floor(x))
         np.testing.assert_array_equal(ro, np.round(x))
     assert np.signbit(s[x.size - 7])  # sin(-0) = -0
+
+
+def test_sin_and_cos_of_f32_arguments_at_every_window_start():
+    """An f32 argument's window into 2/π starts at chunk i0 = (E - 27) // 24, which four compares of
+    |x| with 2^51, 2^75, 2^99 and 2^123 give (``builtins_math.reduce_pio2``): arguments just below,
+    at and above every power of two from 2^40 on are within an ulp of f64's values."""
+    src = """fn f(x: Tensor<f32, [N]>) -> (Tensor<f32, [N]>, Tensor<f32, [N]>) { (sin(x), cos(x)) }"""
+    f = mind.compile(src, backend="cpu")
+    mags = [np.ldexp(np.float32(m), k) for k in range(40, 128) for m in (1 - 2.0 ** -24, 1.0, 1 + 2.0 ** -23)]
+    x = np.array([s * v for v in mags for s in (1, -1)], np.float32)
+    s, c = f(x)
+    for got, want in ((s, _f32_exact(np.sin, x)), (c, _f32_exact(np.cos, x))):
+        ulps = np.abs(got.astype(np.float64) - want) / np.spacing(np.abs(want))
+        assert np.isfinite(got).all() and ulps.max() <= 1, ulps.max()
