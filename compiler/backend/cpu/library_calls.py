@@ -170,7 +170,7 @@ CONTRACT_OP = "linalg.contract"
 def contract_form(op: Any) -> tuple[int, bool, bool] | None:
     """(batch dims, whether A has them, whether B has them) of a ``linalg.contract`` over loops
     (batch..., m, n, k) whose A reads (batch..., m, k) or (m, k), B (batch..., k, n) or (k, n) and
-    C is (batch..., m, n), at least one of A and B batched; else None."""
+    C is (batch..., m, n) (its batch dims all 1 when neither A nor B has them); else None."""
     from mlir import ir
     maps = [ir.AffineMapAttr(m).value for m in op.attributes["indexing_maps"]]
     if len(maps) != 3 or len(list(op.operands)) != 3:
@@ -193,7 +193,7 @@ def contract_form(op: Any) -> tuple[int, bool, bool] | None:
         return None
     forms = {(nb, nb + 2): False, tuple(batch + [nb, nb + 2]): True}
     a_batched, b_batched = forms.get(tuple(a)), {(nb + 2, nb + 1): False, tuple(batch + [nb + 2, nb + 1]): True}.get(tuple(b))
-    if a_batched is None or b_batched is None or not (a_batched or b_batched):
+    if a_batched is None or b_batched is None:
         return None
     return nb, a_batched, b_batched
 
