@@ -73,7 +73,8 @@ _BATCHES = [  # several batch dims, broadcast ones, a matrix times a batch, dims
     ((2, 3, 16, 8), (2, 3, 8, 24)), ((4, 1, 6, 9), (1, 3, 9, 5)), ((7, 5), (3, 5, 6)), ((3, 4, 5, 6), (6, 7)),
     ((2, 1, 3, 4, 5), (3, 5, 2)), ((1, 1, 4, 5), (2, 3, 5, 6)), ((2, 3, 4, 5), (1, 3, 5, 6)),
     ((5, 1, 2, 3), (4, 3, 7)), ((1, 2, 9, 4), (4, 3)),
-    ((7, 5), (1, 5, 6)), ((1, 1, 4, 5), (1, 5, 3))]  # batch dims all 1: one GEMM (autodiff's gather VJP)
+    ((7, 5), (1, 5, 6)), ((1, 1, 4, 5), (1, 5, 3)),  # batch dims all 1: one GEMM (autodiff's gather VJP)
+    ((3, 4, 5), (1, 1, 5, 6)), ((2, 1, 3, 4, 5), (1, 3, 5, 6))]  # fewer batch dims than the result's
 
 
 @pytest.mark.parametrize("dt", ["f32", "f64"])
@@ -200,6 +201,41 @@ def test_batched_matmul_split_by_rows_is_exact(shape, transposed, threads, monke
     assert np.array_equal(split, one)
     want = np.matmul(x.astype(np.float64), (y.transpose(0, 2, 1) if transposed else y).astype(np.float64))
     np.testing.assert_allclose(one, want, rtol=1e-4, atol=1e-4)
+
+
+def test_every_contraction_form_is_one_the_library_takes():
+    """Every pair of batch shapes the emitter writes as a ``linalg.contract`` (ranks 2-5, dims of 1
+    and more, broadcast both ways, fewer batch dims than the result's) is one ``contract_form`` and
+    ``eligible_matmul`` accept: a contraction they did not take would be scalar loops (the one-hot
+    ``[n, m] @ [1, m, q]`` once was, 1.2 s)."""
+    import itertools
+
+    from mlir import ir
+
+    from mind.compiler.backend.cpu.api import emit_cpu_mlir
+    from mind.compiler.backend.cpu.library_calls import eligible_matmul
+    from mind.compiler.backend.linalg.context import new_context
+    from mind.compiler.frontend.api import compile_source
+
+    batches = [(), (1,), (3,), (1, 1), (2, 1), (1, 3), (2, 3), (1, 1, 1), (2, 1, 3), (1, 2, 3)]
+    seen = 0
+    for ba, bb in itertools.product(batches, batches):
+        try:
+            out = np.broadcast_shapes(ba, bb)
+        except ValueError:
+            continue
+        if not out:
+            continue
+        src = f"fn f(a: {T('f32', *ba, 4, 5)}, b: {T('f32', *bb, 5, 6)}) -> {T('f32', *out, 4, 6)} {{ matmul(a, b) }}"
+        text, _ = emit_cpu_mlir(compile_source(src).functions[0], {}, "x86-64-v4")
+        with new_context(), ir.Location.unknown():
+            module = ir.Module.parse(text)
+            found: list = []
+            module.operation.walk(lambda op: (found.append(op) if op.name in (
+                "linalg.matmul", "linalg.batch_matmul", "linalg.contract") else None, ir.WalkResult.ADVANCE)[1])
+            assert len(found) == 1 and eligible_matmul(found[0], "x86-64-v4") == "f32", (ba, bb)
+            seen += found[0].name == "linalg.contract"
+    assert seen > 50
 
 
 @pytest.mark.parametrize("threads", [1, 2])

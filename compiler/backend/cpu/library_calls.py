@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..linalg.payload import DEFAULT_MAPS, SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS, TRANSPOSED_RHS_MAPS
+from ..linalg.payload import DEFAULT_MAPS, SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS, TRANSPOSED_RHS_MAPS, static_shape
 from mind.spec.dtypes import DType
 
 from .conv_gemm import CONV_OP, conv_gemm, conv_helper
@@ -87,8 +87,9 @@ def eligible_matmul(op: Any, isa: str) -> str | None:
         return None if found is None else found[0]
     if op.name == CONTRACT_OP:
         contract = contract_form(op)
-        ranks = None if contract is None else \
-            tuple(contract[0] * batched + 2 for batched in (contract[1], contract[2], True))
+        ranks = None if contract is None else (contract[1] + 2, contract[2] + 2, contract[0] + 2)
+        if contract is not None and not _unread_loops_of_one(op, contract):
+            ranks = None
     else:
         form = _form(op) if op.name in RANKS else None
         ranks = None if form is None else form[0]
@@ -106,6 +107,14 @@ def eligible_matmul(op: Any, isa: str) -> str | None:
     if elem not in ELEMENTS:
         return None
     return elem
+
+
+def _unread_loops_of_one(op: Any, form: tuple[int, int, int]) -> bool:
+    """Whether every batch loop that A or B, reading some, does not read has extent 1 (the batch an
+    operand's own batch dims collapse into is then the result's)."""
+    nb, *reads = form
+    c = static_shape(op.operands[2].type)
+    return c is not None and all(d == 1 for n in reads if n for d in c[:nb - n])
 
 
 def _transposed_type(t: Any) -> str:
@@ -167,10 +176,12 @@ CONTRACT_OP = "linalg.contract"
 """A matmul of several or broadcast batch dims (``linalg.lowerings._contract``)."""
 
 
-def contract_form(op: Any) -> tuple[int, bool, bool] | None:
-    """(batch dims, whether A has them, whether B has them) of a ``linalg.contract`` over loops
-    (batch..., m, n, k) whose A reads (batch..., m, k) or (m, k), B (batch..., k, n) or (k, n) and
-    C is (batch..., m, n) (its batch dims all 1 when neither A nor B has them); else None."""
+def contract_form(op: Any) -> tuple[int, int, int] | None:
+    """(batch dims, how many of them A reads, how many B reads) of a ``linalg.contract`` over loops
+    (batch..., m, n, k) whose A reads (trailing batch loops..., m, k), B (trailing batch loops..., k,
+    n) and C (batch..., m, n); else None.  A batch loop an operand does not read must have extent 1
+    where it reads any (``eligible_matmul`` checks); one that reads none is a matrix shared by the
+    batch."""
     from mlir import ir
     maps = [ir.AffineMapAttr(m).value for m in op.attributes["indexing_maps"]]
     if len(maps) != 3 or len(list(op.operands)) != 3:
@@ -188,14 +199,17 @@ def contract_form(op: Any) -> tuple[int, bool, bool] | None:
             out.append(e.position)
         return out
     a, b, c = (positions(m) for m in maps)
-    batch = list(range(nb))
-    if c != batch + [nb, nb + 1] or a is None or b is None:
+    if c != list(range(nb)) + [nb, nb + 1] or a is None or b is None:
         return None
-    forms = {(nb, nb + 2): False, tuple(batch + [nb, nb + 2]): True}
-    a_batched, b_batched = forms.get(tuple(a)), {(nb + 2, nb + 1): False, tuple(batch + [nb + 2, nb + 1]): True}.get(tuple(b))
-    if a_batched is None or b_batched is None:
+
+    def reads(p: list[int], last2: list[int]) -> int | None:
+        """How many trailing batch loops ``p`` reads before ``last2``, None if not of that form."""
+        n = len(p) - 2
+        return n if n >= 0 and p == list(range(nb - n, nb)) + last2 else None
+    na, nb_ = reads(a, [nb, nb + 2]), reads(b, [nb + 2, nb + 1])
+    if na is None or nb_ is None:
         return None
-    return nb, a_batched, b_batched
+    return nb, na, nb_
 
 
 def _contiguous_rows(t: Any) -> bool:
@@ -319,19 +333,19 @@ def _batched_lines(isa: str, elem: str, types: list[str], dense: list[bool], bat
 
 
 def _contract_helper(name: str, isa: str, elem: str, types: list[str], shapes: list[list[int]],
-                     form: tuple[int, bool, bool], threads: int, accumulate: bool) -> str:
+                     form: tuple[int, int, int], threads: int, accumulate: bool) -> str:
     """The private function ``name(A, B, C)`` of a ``linalg.contract`` (``contract_form``): its batch
     dims collapsed into one (each batched operand dense: as it is, cast from a layout of dense
     strides, or copied into a dense buffer), then ``_batched_lines``'s batch of GEMMs (a shared B:
     one GEMM over the batch's rows)."""
-    nb, a_batched, b_batched = form
+    nb, a_dims, b_dims = form
     flat = 1
     for d in shapes[2][:nb]:
         flat *= d
     m, n, k = shapes[2][-2], shapes[2][-1], shapes[0][-1]
     lines: list[str] = []
     names, flat_types, back = [], [], []
-    for i, (arg, t, shape, batched) in enumerate(zip(("%a", "%b", "%c"), types, shapes, (a_batched, b_batched, True))):
+    for i, (arg, t, shape, own) in enumerate(zip(("%a", "%b", "%c"), types, shapes, (a_dims, b_dims, nb))):
         dense = f"memref<{'x'.join(map(str, shape))}x{elem}>"
         value = arg
         if t != dense:
@@ -345,14 +359,14 @@ def _contract_helper(name: str, isa: str, elem: str, types: list[str], shapes: l
                 if i == 2:
                     back = [f"memref.copy {value}, {arg} : {dense} to {t}", f"memref.dealloc {value} : {dense}"]
         ty = dense
-        if batched:
+        if own:  # its batch dims (those it lacks are 1) collapse into the result's batch
             ty = f"memref<{flat}x{shape[-2]}x{shape[-1]}x{elem}>"
-            groups = ", ".join(map(str, range(nb)))
-            lines.append(f"%fl{i} = memref.collapse_shape {value} [[{groups}], [{nb}], [{nb + 1}]] : {dense} into {ty}")
+            groups = ", ".join(map(str, range(own)))
+            lines.append(f"%fl{i} = memref.collapse_shape {value} [[{groups}], [{own}], [{own + 1}]] : {dense} into {ty}")
             value = f"%fl{i}"
         names.append(value)
         flat_types.append(ty)
-    lines += _batched_lines(isa, elem, flat_types, [True, True, True], [a_batched, b_batched, True],
+    lines += _batched_lines(isa, elem, flat_types, [True, True, True], [a_dims > 0, b_dims > 0, True],
                             (flat, m, n, k), threads, accumulate, operands=tuple(names))
     return _function(name, types, lines + back)
 

@@ -691,7 +691,8 @@ def _contract(em: Emitter, a: TensorValue, b: TensorValue, shape: tuple[int, ...
             copied = em.generic(full, elem, [x], [broadcast_map(x.shape, full)], ["parallel"] * rank,
                                 lambda body, args, out: args[0])
             x = TensorValue(copied, full, elem, x.dtype)
-        return x, affine_map(rank + 1, [f"d{j}" for j in range(nb)] + last2)
+        # the trailing batch loops (a leading loop it lacks has extent 1)
+        return x, affine_map(rank + 1, [f"d{j}" for j in range(nb - len(x.shape) + 2, nb)] + last2)
     lhs, lmap = operand(a, [f"d{nb}", f"d{nb + 2}"])
     rhs, rmap = operand(b, [f"d{nb + 2}", f"d{nb + 1}"])
     init = em.filled(shape, elem, zero(elem))
