@@ -207,7 +207,8 @@ def test_every_contraction_form_is_one_the_library_takes():
     """Every pair of batch shapes the emitter writes as a ``linalg.contract`` (ranks 2-5, dims of 1
     and more, broadcast both ways, fewer batch dims than the result's) is one ``contract_form`` and
     ``eligible_matmul`` accept: a contraction they did not take would be scalar loops (the one-hot
-    ``[n, m] @ [1, m, q]`` once was, 1.2 s)."""
+    ``[n, m] @ [1, m, q]`` once was, 1.2 s), one whose maps did not fit its operands would not parse
+    (``[3, 4, 5] @ [1, 1, 5, 6]`` once did not); and each compiled, at two threads, matches NumPy."""
     import itertools
 
     from mlir import ir
@@ -235,6 +236,10 @@ def test_every_contraction_form_is_one_the_library_takes():
                 "linalg.matmul", "linalg.batch_matmul", "linalg.contract") else None, ir.WalkResult.ADVANCE)[1])
             assert len(found) == 1 and eligible_matmul(found[0], "x86-64-v4") == "f32", (ba, bb)
             seen += found[0].name == "linalg.contract"
+        rng = np.random.default_rng(len(ba) * 7 + len(bb))
+        x, y = rng.standard_normal((*ba, 4, 5)), rng.standard_normal((*bb, 5, 6))
+        got = mind.compile(src.replace("f32", "f64"), threads=2)(x, y)
+        np.testing.assert_allclose(got, np.matmul(x, y), rtol=1e-13, atol=1e-13, err_msg=str((ba, bb)))
     assert seen > 50
 
 
