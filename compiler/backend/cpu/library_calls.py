@@ -224,15 +224,9 @@ def _dense(t: Any) -> bool:
     written out (``strided<[1, 1, 1]>``: a transposed slice of extent 1) is not that type, and the
     helper's text would not parse: it goes through the copy, as any other view."""
     from mlir import ir
-    mt = ir.MemRefType(t)
-    if not isinstance(mt.layout, ir.AffineMapAttr):
+    if not isinstance(ir.MemRefType(t).layout, ir.AffineMapAttr):
         return False  # a strided<...> layout, even with dense strides
-    strides, offset = mt.get_strides_and_offset()
-    want, step = [], 1
-    for d in reversed(list(mt.shape)):
-        want.insert(0, step)
-        step *= d
-    return offset == 0 and list(strides) == want
+    return _dense_strides(t)
 
 
 def _transpose(lines: list[str], value: str, src: str, name: str) -> tuple[str, str]:
