@@ -114,3 +114,15 @@ def test_near_misses_keep_their_adds(near_miss):
     _check(fn)
     text, _ = emit_mlir(fn, {})
     assert "(a concatenation)" not in text and "arith.addf" in text
+
+
+def test_a_concatenation_of_symbolic_extents_is_one_tensor_for_each_call_shape():
+    """The windows are compared at the call's extents (``emit_mlir`` specializes the symbols), so a
+    concatenation along a static axis of operands with a symbolic batch is one tensor too."""
+    fn = _program("f32", [("B", 10), ("B", 7)], ("B", 17), "concat([x0, x1], axis=1)")
+    text, _ = emit_mlir(fn, {"B": 5})
+    assert "(a concatenation)" in text and "arith.addf" not in text
+    run = compile_function(fn, threads=1, cache=False)
+    for rows in (5, 9):
+        x, y = (np.random.default_rng(rows).standard_normal((rows, n)).astype(np.float32) for n in (10, 7))
+        assert run([x, y])[0].tobytes() == np.concatenate([x, y], axis=1).tobytes()

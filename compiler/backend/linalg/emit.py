@@ -80,7 +80,7 @@ def emit_mlir(fn: Function, shapes: Mapping[str, int] | None = None,
         o = f"%out{j}"
         sig.append(f"{o}: {memref_type(shape, ELEM[dtype])}")
         outs.append((o, shape, ELEM[dtype]))
-    joins, folded = find_joins(fn)
+    joins, folded = find_joins(fn, lambda v: specialize_type(v.type, env)[1])
     for op in fn.ops:
         if id(op.result) in folded:
             continue  # a pad (or add) of a concatenation, emitted with its root (``joins``)

@@ -16,7 +16,7 @@ filled with the identity (``Emitter.join``).
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -50,18 +50,21 @@ def _is_identity(value: np.ndarray, dtype: DType) -> bool:
     return dtype is not DType.BOOL and int(v) == 0
 
 
-def _disjoint(a: Sequence[tuple[Value, tuple[int, ...]]], b: Sequence[tuple[Value, tuple[int, ...]]]) -> bool:
+Shape = Callable[[Value], tuple[int, ...]]
+
+
+def _disjoint(a: Sequence[tuple[Value, tuple[int, ...]]], b: Sequence[tuple[Value, tuple[int, ...]]],
+              shape: Shape) -> bool:
     """Whether no window of ``a`` overlaps a window of ``b`` (separated along some axis)."""
     def apart(x: Value, lo: tuple[int, ...], y: Value, lo2: tuple[int, ...]) -> bool:
-        return any(l1 + n1 <= l2 or l2 + n2 <= l1
-                   for l1, n1, l2, n2 in zip(lo, x.type.shape, lo2, y.type.shape))
+        return any(l1 + n1 <= l2 or l2 + n2 <= l1 for l1, n1, l2, n2 in zip(lo, shape(x), lo2, shape(y)))
     return all(apart(x, lo, y, lo2) for x, lo in a for y, lo2 in b)
 
 
-def find_joins(fn: Function) -> tuple[dict[int, Join], set[int]]:
+def find_joins(fn: Function, shape: Shape) -> tuple[dict[int, Join], set[int]]:
     """The add trees of ``fn`` to emit as joins: (the root add's result id -> its ``Join``, the ids
-    of the results folded into them, which are not emitted).  Shapes must be static (``emit_mlir``
-    asks only then)."""
+    of the results folded into them, which are not emitted).  ``shape``: a value's extents with the
+    function's symbols given values (``emit_mlir`` specializes a function per call shape)."""
     users: dict[int, int] = {}
     for op in fn.ops:
         for v in op.operands:
@@ -74,12 +77,9 @@ def find_joins(fn: Function) -> tuple[dict[int, Join], set[int]]:
     folded: set[int] = set()
     for op in fn.ops:
         result = op.result
-        if not all(type(d) is int for d in result.type.shape):
-            continue
         if op.op == "pad":
             x, value = op.operands
-            static = all(type(d) is int for d in x.type.shape)
-            if static and not any(op.attrs["interior"]) and id(value) in consts and \
+            if not any(op.attrs["interior"]) and id(value) in consts and \
                     _is_identity(np.asarray(consts[id(value)]), result.type.dtype):
                 partial[id(result)] = Join(value, ((x, tuple(int(n) for n in op.attrs["lo"])),))
         elif op.op == "add":
@@ -87,7 +87,7 @@ def find_joins(fn: Function) -> tuple[dict[int, Join], set[int]]:
             ja, jb = partial.get(id(a)), partial.get(id(b))
             if ja is None or jb is None or a is b or users[id(a)] != 1 or users[id(b)] != 1:
                 continue
-            if not _same_constant(consts, ja.fill, jb.fill) or not _disjoint(ja.pieces, jb.pieces):
+            if not _same_constant(consts, ja.fill, jb.fill) or not _disjoint(ja.pieces, jb.pieces, shape):
                 continue
             join = Join(ja.fill, ja.pieces + jb.pieces)
             partial[id(result)] = join
