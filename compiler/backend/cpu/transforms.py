@@ -344,8 +344,7 @@ def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles, nd_extract:
     if not t.masked:
         return s + vectorize(src, nd_extract)
     vector = [r or p or n for p, r, n in zip(t.parallel, t.reduction, ranges)]
-    attrs = " {vectorize_nd_extract}" if nd_extract else ""
-    return s + f"    transform.structured.vectorize {src} vector_sizes {sizes(vector)}{attrs} : !transform.any_op\n" + \
+    return s + f"    transform.structured.vectorize {src} vector_sizes {sizes(vector)} : !transform.any_op\n" + \
         _MASKED.format(v=f"em{tag}")
 
 
