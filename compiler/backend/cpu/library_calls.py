@@ -356,7 +356,8 @@ def _contract_helper(name: str, isa: str, elem: str, types: list[str], shapes: l
         if own:  # its batch dims (those it lacks are 1) collapse into the result's batch
             ty = f"memref<{flat}x{shape[-2]}x{shape[-1]}x{elem}>"
             groups = ", ".join(map(str, range(own)))
-            lines.append(f"%fl{i} = memref.collapse_shape {value} [[{groups}], [{own}], [{own + 1}]] : {dense} into {ty}")
+            lines.append(f"%fl{i} = memref.collapse_shape {value} [[{groups}], [{own}], [{own + 1}]] : "
+                         f"{dense} into {ty}")
             value = f"%fl{i}"
         names.append(value)
         flat_types.append(ty)

@@ -89,7 +89,8 @@ def emit_mlir(fn: Function, shapes: Mapping[str, int] | None = None,
         if join is not None:
             em.emit(f"// {op.op} -> %{op.result.name} (a concatenation)")
             pieces = [(values[id(x)], lo) for x, lo in join.pieces]
-            values[id(op.result)] = TensorValue(em.join(pieces, values[id(join.fill)], shape), shape, ELEM[dtype], dtype)
+            joined = em.join(pieces, values[id(join.fill)], shape)
+            values[id(op.result)] = TensorValue(joined, shape, ELEM[dtype], dtype)
             continue
         lowering = LOWERINGS.get(op.op)
         if lowering is None:
