@@ -288,7 +288,8 @@ def _batched_lines(isa: str, elem: str, types: list[str], dense: list[bool], bat
             lines.append(f"memref.copy %t2, {operands[2]} : {full[2]} to {types[2]}")
         lines += [f"memref.dealloc %t{i} : {full[i]}" for i in range(3) if not dense[i]]
         return lines
-    by_batch = threads > 1 and bsz >= threads
+    by_batch = threads > 1 and bsz >= threads and \
+        saving_pays(bsz * gemm_seconds(isa, elem, m, n, k), 1, threads, BATCH_FORK_GAIN)
     # a shared A (not batched): every unit reads all of it, so the matrices are not split by rows
     parts, block = batch_parts(isa, elem, shape, threads, layout) if by_batch and batched[0] else (1, m)
     inner = []
@@ -377,6 +378,11 @@ def _dense_strides(t: Any) -> bool:
         want.insert(0, step)
         step *= d
     return offset == 0 and list(strides) == want
+
+
+BATCH_FORK_GAIN = 1.0
+"""How many forks and joins the threads must save a batched matmul (its GEMMs' one-thread time,
+``gemm_seconds``) to run its matrices on the threads: one."""
 
 
 BATCH_SPLIT_GAIN = 0.1
