@@ -50,6 +50,14 @@ class DType(enum.Enum):
     def unit_roundoff(self) -> float:
         return 2.0 ** -self.mantissa_bits
 
+    @property
+    def add_identity(self) -> float | int | bool:
+        """The value e with ``x + e == x`` for every x, bit for bit: -0.0 for floats (+0.0 is not:
+        -0.0 + +0.0 is +0.0), 0 for integers; for bool, False (the identity of ``or``).  What a
+        concatenation pads with (``frontend.builtins.concat_tensors``), so that adding its pads is
+        the join (``backend.linalg.joins``)."""
+        return -0.0 if self.is_float else (False if self is DType.BOOL else 0)
+
 
 for _d in DType:
     _d.is_float = _d in (DType.F32, DType.F64)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from mind.runtime.memref import ArgSpec, Signature
+from mind.runtime.memref import ArgSpec, Signature, row_major_strides
 
 __all__ = ["c_header", "C_TYPES"]
 
@@ -20,19 +20,11 @@ C_TYPES: dict[str, str] = {"float32": "float", "float64": "double", "int32": "in
 """The C element type of each element type at the kernel boundary (a bool is one byte, 0 or 1)."""
 
 
-def _strides(shape: tuple[int, ...]) -> list[int]:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return strides[::-1]
-
-
 def _descriptor(var: str, pointer: str, spec: ArgSpec) -> str:
     rank = len(spec.shape)
     fields = [f"(void *){pointer}", f"(void *){pointer}", "0"]
     if rank:
-        fields += ["{" + ", ".join(str(n) for n in spec.shape) + "}", "{" + ", ".join(map(str, _strides(spec.shape))) + "}"]
+        fields += ["{" + ", ".join(str(n) for n in spec.shape) + "}", "{" + ", ".join(map(str, row_major_strides(spec.shape))) + "}"]
     return f"    mind_memref_{rank} {var} = {{{', '.join(fields)}}};"
 
 

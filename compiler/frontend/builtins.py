@@ -732,7 +732,7 @@ def concat_tensors(a: Args, xs: list[Value], nodes: list[Any], axis: int) -> Val
         return xs[0]
     total = sum(sizes)
     dt = first.dtype
-    fill = E.const(False if dt is DType.BOOL else (-0.0 if dt.is_float else 0), dt)
+    fill = E.const(dt.add_identity, dt)
     out = None
     offset = 0
     for v, s in zip(xs, sizes):

@@ -32,6 +32,7 @@ import numpy as np
 from mind.diagnostics import MindError, error
 
 from .artifact import PLAN, Checked
+from .memref import row_major_strides
 
 __all__ = ["device", "unavailable", "Device", "Program", "DeviceArray", "CudaArtifact", "Binder", "bind_device_arguments",
            "cap_ptx_version", "ptx_version_for_driver"]
@@ -232,7 +233,7 @@ def _device_ref(a: Any) -> _DeviceRef | None:
         shape = tuple(int(n) for n in cai["shape"])
         dtype = np.dtype(cai["typestr"])
         strides = cai.get("strides")
-        if strides is not None and tuple(strides) != _c_strides(shape, dtype.itemsize):
+        if strides is not None and tuple(strides) != row_major_strides(shape, dtype.itemsize):
             raise error("E6009", "a device array argument is not C-contiguous", help="pass a contiguous copy")
         stream = cai.get("stream")
         return _DeviceRef(int(cai["data"][0]), dtype, shape, a, stream if stream not in (None, 0) else None)
@@ -243,7 +244,7 @@ def _device_ref(a: Any) -> _DeviceRef | None:
         get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
         t = _DLTensor.from_address(get(capsule, b"dltensor"))
         shape = tuple(t.shape[i] for i in range(t.ndim))
-        if t.strides and tuple(t.strides[i] for i in range(t.ndim)) != _c_strides(shape, 1):  # in elements
+        if t.strides and tuple(t.strides[i] for i in range(t.ndim)) != row_major_strides(shape, 1):  # in elements
             raise error("E6009", "a DLPack device argument is not C-contiguous", help="pass a contiguous copy")
         name = _DL_CODES.get((t.code, t.bits))
         if name is None or t.lanes != 1:
@@ -251,15 +252,6 @@ def _device_ref(a: Any) -> _DeviceRef | None:
                                  f"{t.bits} bits)")
         return _DeviceRef(int(t.data or 0) + int(t.byte_offset), np.dtype(name), shape, (a, capsule))
     return None
-
-
-def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    """The strides of a C-contiguous array of ``shape`` with elements of ``itemsize``."""
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
 
 
 class Binder:

@@ -23,11 +23,22 @@ from typing import Any, Sequence
 import numpy as np
 
 __all__ = ["ArgSpec", "Signature", "ELEMENT_TYPES", "descriptor_type", "ArgBinder", "data_pointer", "AbiError",
-           "shares_memory", "check_array"]
+           "shares_memory", "check_array", "row_major_strides"]
 
 # MLIR element type -> numpy dtype name
 ELEMENT_TYPES: dict[str, str] = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64",
                                  "i8": "bool"}
+
+
+def row_major_strides(shape: Sequence[int], itemsize: int = 1) -> tuple[int, ...]:
+    """The strides of a dense row-major (C-contiguous) array of ``shape``, in units of ``itemsize``
+    (elements when 1): what every kernel argument's descriptor holds, and what a buffer must have to
+    be read as dense."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
 
 
 class AbiError(ValueError):
@@ -206,12 +217,9 @@ class ArgBinder:
         for i, spec in enumerate(sig.inputs + sig.outputs):
             what = f"input {i}" if i < self.n_inputs else f"output {i - self.n_inputs}"
             rank = len(spec.shape)
-            strides, step = [0] * rank, 1
-            for k in range(rank - 1, -1, -1):
-                strides[k] = step
-                step *= spec.shape[k]
+            strides = row_major_strides(spec.shape)
             specs.append((spec, what))
-            nbytes[words] = step * np.dtype(spec.dtype).itemsize
+            nbytes[words] = (strides[0] * spec.shape[0] if rank else 1) * np.dtype(spec.dtype).itemsize
             quick.append((np.dtype(spec.dtype), tuple(spec.shape), words))
             layout.append((words, (*spec.shape, *strides)))
             words += 3 + 2 * rank  # allocated, aligned, offset (0), sizes, strides: 8 bytes each

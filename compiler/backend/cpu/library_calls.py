@@ -24,7 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..linalg.payload import DEFAULT_MAPS, SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS, TRANSPOSED_RHS_MAPS, static_shape
+from ..linalg.payload import (DEFAULT_MAPS, SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS, TRANSPOSED_RHS_MAPS, product,
+                              static_shape)
+from mind.runtime.memref import row_major_strides
 from mind.spec.dtypes import DType
 
 from .conv_gemm import CONV_OP, conv_gemm, conv_helper
@@ -334,9 +336,7 @@ def _contract_helper(name: str, isa: str, elem: str, types: list[str], shapes: l
     strides, or copied into a dense buffer), then ``_batched_lines``'s batch of GEMMs (a shared B:
     one GEMM over the batch's rows)."""
     nb, a_dims, b_dims = form
-    flat = 1
-    for d in shapes[2][:nb]:
-        flat *= d
+    flat = product(shapes[2][:nb])
     m, n, k = shapes[2][-2], shapes[2][-1], shapes[0][-1]
     lines: list[str] = []
     names, flat_types, back = [], [], []
@@ -373,11 +373,7 @@ def _dense_strides(t: Any) -> bool:
     from mlir import ir
     mt = ir.MemRefType(ir.Type.parse(t) if isinstance(t, str) else t)
     strides, offset = mt.get_strides_and_offset()
-    want, step = [], 1
-    for d in reversed(list(mt.shape)):
-        want.insert(0, step)
-        step *= d
-    return offset == 0 and list(strides) == want
+    return offset == 0 and tuple(strides) == row_major_strides(mt.shape)
 
 
 BATCH_FORK_GAIN = 1.0

@@ -42,12 +42,10 @@ class Join(FrozenRecord):
 
 
 def _is_identity(value: np.ndarray, dtype: DType) -> bool:
-    """Whether the scalar ``value`` is ``dtype``'s exact additive identity: -0.0 (not +0.0:
-    -0.0 + +0.0 is +0.0), or 0 for integers."""
-    v = value.reshape(-1)[0]
-    if dtype.is_float:
-        return bool(v == 0 and np.signbit(v))
-    return dtype is not DType.BOOL and int(v) == 0
+    """Whether the scalar ``value`` is, bit for bit, ``dtype``'s additive identity
+    (``DType.add_identity``; not for bool, whose concatenations are ``select``s)."""
+    want = np.asarray(dtype.add_identity, dtype=dtype.numpy)
+    return dtype.is_numeric and np.asarray(value, dtype=dtype.numpy).reshape(-1)[:1].tobytes() == want.tobytes()
 
 
 Shape = Callable[[Value], tuple[int, ...]]
