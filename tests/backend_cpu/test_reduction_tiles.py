@@ -331,3 +331,50 @@ def test_streaming_column_blocks_give_every_thread_as_many():
         assert got == want and outer * got % threads == 0, (outer, threads, got)
     # a block's accumulators still fit STREAM_BLOCK_BYTES: 20000 f32 columns are 5 blocks of 4000
     assert _column_blocks([3, 120, 20000], kinds, 32, 2) == 5
+
+
+PRODUCTS = [
+    "fn f(x: Tensor<f32, [300, 512]>, y: Tensor<f32, [300, 512]>) -> Tensor<f32, [512]> { sum(x * y, axis=0) }",
+    "fn f(x: Tensor<f32, [40000]>, y: Tensor<f32, [40000]>) -> Tensor<f32, []> { sum(x * y) }",
+    "fn f(x: Tensor<f64, [24, 130, 37]>) -> Tensor<f64, [24, 37]> { sum(x * x, axis=1) }",
+    "fn f(x: Tensor<i32, [200, 300]>, y: Tensor<i32, [200, 300]>) -> Tensor<i32, [300]> { sum(x * y, axis=0) }",
+    "fn f(x: Tensor<f32, [50000]>) -> Tensor<f32, []> { sum(exp(x)) }",
+    "fn f(x: Tensor<f32, [700, 96]>) -> Tensor<f32, [96]> { mean(sigmoid(x) * x, axis=0) }",
+    "fn f(x: Tensor<f32, [333, 129]>, y: Tensor<f32, [333, 1]>) -> Tensor<f32, [129]> { sum(x * y, axis=0) }",
+]
+
+
+@pytest.mark.parametrize("threads, cpu", THREADS_AND_CPUS)
+@pytest.mark.parametrize("src", PRODUCTS, ids=lambda s: s[s.index("{") + 2:-2])
+def test_a_reduction_of_a_product_over_outer_axes_multiplies_whole_vectors(src, threads, cpu):
+    """A reduction over an outer axis (or a blocked full sum's first level) of a product, or of an op
+    that ends in one (``exp``, ``sigmoid(x) * x``), multiplies whole vectors.  MLIR's
+    ``reduction_to_contract`` patterns, once applied to every kernel, made each such tile a
+    ``vector.contract`` that the contraction lowering took apart lane by lane (64 one- or two-lane
+    multiplies per tile: a dot of 8M f32 1.5x slower, ``sum(exp(x))`` 3.3x, ``sum(x * y, axis=0)``
+    1.5-2.8x); now only a matmul's register block is a contraction (``matmul_section``)."""
+    import mind
+    from mind.compiler.backend.cpu.engine import mlir_to_llvm_ir
+    from mind.compiler.backend.cpu.options import CpuOptions
+    from mind.compiler.backend.linalg.emit import emit_mlir
+    from mind.compiler.frontend.api import compile_source
+
+    fn = select_function(compile_source(src, "<test>"), "f")
+    cpu_ = None if cpu == "host" else cpu
+    options = CpuOptions.resolve(threads=threads, cpu=cpu_ or "host", schedule="all")
+    llvm_ir = mlir_to_llvm_ir(*emit_mlir(fn, {}), options).llvm_ir
+    narrow = re.findall(r"= (?:fmul|mul)\b[^<\n]*(?:<[12] x (?:float|double|i32)>|\b(?:float|double|i32) %)", llvm_ir)
+    assert len(narrow) <= 1, narrow[:4]
+    rng = np.random.default_rng(7)
+    args = []
+    for p in fn.params:
+        shape, dt = p.type.shape, p.type.dtype
+        args.append(rng.integers(-9, 9, shape).astype(dt.numpy) if not dt.is_float
+                    else rng.standard_normal(shape).astype(dt.numpy))
+    got = mind.compile(src, fn="f", threads=threads, cpu=cpu_ or "host", cache=False, schedule="all")(*args)
+    want = mind.compile(src, fn="f", backend="reference")(*args)
+    if np.asarray(want).dtype.kind == "i":
+        np.testing.assert_array_equal(got, want)
+    else:
+        scale = float(np.max(np.abs(want))) or 1.0
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale)

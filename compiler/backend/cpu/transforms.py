@@ -287,7 +287,7 @@ def matmul_section(tag: int, t: MatmulTiles) -> str:
     s += tile_for(f"mk{tag}", f"%mm{tag}", zb + [0, 0, t.k])
     s += tile_forall(f"mp{tag}", f"%mk{tag}", b + [t.par_m, t.par_n])
     s += tile_for(f"mr{tag}", f"%mp{tag}", b + [t.reg_m, t.reg_n, 1])
-    s += vectorize(f"%mr{tag}")
+    s += vectorize(f"%mr{tag}", contraction=True)
     return s
 
 
@@ -348,13 +348,16 @@ def elementwise_section(tag: int, op_name: str, t: ElementwiseTiles, nd_extract:
         _MASKED.format(v=f"em{tag}")
 
 
+# No `reduction_to_contract` here: a matmul's register block is vectorized as a vector.contract by
+# its section (`create_named_contraction`), and nothing else should be one: those patterns made every
+# reduction of a product over an outer axis (a dot, `sum(x * y, axis=0)`, a sum of `exp`) a contract
+# that the contraction lowering took apart lane by lane (docs/backend-cpu.md, Schedules).
 # The transposes are lowered last, after a canonicalization: a row statistic broadcast along the
 # rows of a tile of several rows is a broadcast and a transpose, which folds there to a splat per row;
 # lowered with the transfers, it became shuffles of the whole tile (docs/backend-cpu.md, Measurements).
 VECTOR_LOWERING = """\
     %func = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %func {
-      transform.apply_patterns.vector.reduction_to_contract
       transform.apply_patterns.vector.transfer_permutation_patterns
     } : !transform.any_op
     transform.apply_patterns to %func {

@@ -55,10 +55,14 @@ def tile_forall(res: str, src: str, tiles: Sequence[int]) -> str:
             f" : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n")
 
 
-def vectorize(handle: str, nd_extract: bool = False) -> str:
+def vectorize(handle: str, nd_extract: bool = False, contraction: bool = False) -> str:
     """``nd_extract``: the payload reads computed indices (``tensor.extract``), which the vectorizer
-    then vectorizes too (``payload.row_reads`` says when that is safe)."""
-    attrs = " {vectorize_nd_extract}" if nd_extract else ""
+    then vectorizes too (``payload.row_reads`` says when that is safe).  ``contraction``: the payload
+    is a matrix product (a GEMM's register block), vectorized as one ``vector.contract`` of its two
+    operands' tiles, which the lowering turns into outer products."""
+    flags = [name for name, on in (("vectorize_nd_extract", nd_extract), ("create_named_contraction", contraction))
+             if on]
+    attrs = f" {{{', '.join(flags)}}}" if flags else ""
     return f"    transform.structured.vectorize {handle}{attrs} : !transform.any_op\n"
 
 
