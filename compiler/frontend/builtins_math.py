@@ -354,6 +354,26 @@ def int_power(em: Em, x: Value, n: int) -> Value:
     return em("div", em.c(1, dt), result) if n < 0 else result
 
 
+FLOAT_LITERAL_POWERS = {DType.F32: range(-4, 5), DType.F64: range(-1, 5)}
+"""``pow(x, y)`` with y a float literal of one of these integral values (``pow(x, 2.0)``,
+``pow(x, -1.0)``) multiplies (``wide_int_power``) instead of taking ``exp(y·log|x|)``: some 100
+f64 operations an element for what is one multiply, and less accurate.  Larger powers keep ``exp``
+and ``log`` (a product of n factors is off by up to n - 1 roundings), and so do f64's negative
+powers beyond -1: x^n would overflow where x^-n is a subnormal."""
+
+
+def wide_int_power(em: Em, x: Value, n: int) -> Value:
+    """x**n for a float x and a small constant integer n (``FLOAT_LITERAL_POWERS``), the products
+    taken in f64 and rounded once to x's dtype: an f32 result within one ULP (as ``pow_values``),
+    an f64 one within |n| - 1 ULP, one more for a negative n (its roundings).  The special values are the
+    multiplications' (C99's pow on each: pow(x, ±0) = 1 even for NaN, pow(±0, -n) = ±inf by n's
+    parity, pow(±inf, n), NaN stays NaN)."""
+    dt = x.type.dtype
+    wide = x if dt is DType.F64 else em("convert", x, dtype=DType.F64)
+    y = int_power(em, wide, n)
+    return y if dt is DType.F64 else em("convert", y, dtype=dt)
+
+
 def pow_values(em: Em, x: Value, y: Value) -> Value:
     """x**y for floats: |x|**y = exp(y·log|x|) in f64, the sign for negative x and an odd integer
     y, and C99's special cases (pow(x, ±0) = 1, pow(1, y) = 1, pow(-1, ±inf) = 1, NaN for a
@@ -419,6 +439,8 @@ def b_pow(a: Args) -> Any:
     x, y = E.pair(base, expo, off)
     if x is POISON or y is POISON:
         raise _Poisoned()
+    if type(expo) is Lit and expo.kind == "float" and expo.value in FLOAT_LITERAL_POWERS.get(x.type.dtype, ()):
+        return wide_int_power(em, x, int(expo.value))
     if not x.type.dtype.is_float:
         raise a.fail("E2005", f"`pow` of {x.type} needs a float tensor or a constant integer exponent",
                      "y", "`cast(x, f32)` first, or write the exponent as an integer literal")

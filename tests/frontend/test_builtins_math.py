@@ -158,6 +158,40 @@ def test_integer_literal_powers_multiply():
     assert {op.op for op in f.ops} <= {"mul", "div", "const", "select"}
 
 
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+def test_small_integral_float_literal_powers_multiply(dt):
+    """``pow(x, 2.0)`` and the other float literals of an integral value from -4 (f64: -1) to 4 are
+    products in f64 rounded once (``wide_int_power``), not ``exp(y·log|x|)``: within one f32 ULP,
+    |y| - 1 f64 ULPs (one more for -1), C99's special values; 5.0, 2.5 and f64's -2.0 keep exp and log
+    (the f64 x⁻² of 1.2e154 is a subnormal where x² overflows)."""
+    t = DTYPES[dt]
+    powers = [-4.0, -3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0, 4.0] if dt == "f32" else [-1.0, 0.0, 1.0, 2.0, 3.0, 4.0]
+    outs = ", ".join([f"Tensor<{dt}, [N]>"] * len(powers))
+    body = ", ".join(f"pow(x, {p!r})" for p in powers)
+    f = compile_source(f"fn f(x: Tensor<{dt}, [N]>) -> ({outs}) {{ ({body}) }}", "t.mind").functions[0]
+    assert {op.op for op in f.ops} <= {"mul", "div", "const", "select", "convert"}
+    rng = np.random.default_rng(11)
+    x = np.concatenate([edge_values(t), [1e-20, -3e-15, 7e30], rng.uniform(-30, 30, 300),
+                        rng.uniform(0.999, 1.001, 50)]).astype(t)
+    got = run_reference(f, [x])
+    mpmath.mp.prec = 200
+    for p, g in zip(powers, got):
+        with np.errstate(all="ignore"):
+            want = np.power(x.astype(np.float64), p).astype(t)
+        special = ~np.isfinite(want) | (want == 0) | ~np.isfinite(x) | (x == 0)
+        same = (g == want) | (np.isnan(g) & np.isnan(want))
+        assert same[special].all(), (p, x[~same & special], g[~same & special])
+        np.testing.assert_array_equal(np.signbit(g[want == 0]), np.signbit(want[want == 0]))
+        bound = 1 if dt == "f32" else max(1, abs(p) - 1 + (p < 0))
+        for gv, xv in zip(g[~special], x[~special]):
+            exact = mpmath.power(mpmath.mpf(float(xv)), int(p))
+            ulp = float(np.spacing(abs(t(float(exact)))))
+            assert float(abs(mpmath.mpf(float(gv)) - exact)) / ulp <= bound, (p, xv, gv)
+    for other in ("5.0", "2.5") + (("-2.0",) if dt == "f64" else ()):
+        g = compile_source(f"fn f(x: Tensor<{dt}, [N]>) -> Tensor<{dt}, [N]> {{ pow(x, {other}) }}", "t.mind")
+        assert "exp" in {op.op for op in g.functions[0].ops}
+
+
 def test_sign_and_clip():
     src = """fn f(x: Tensor<f32, [6]>) -> (Tensor<f32, [6]>, Tensor<f32, [6]>, Tensor<i32, [6]>) {
     (sign(x), clip(x, -1.0, 2.0), sign(cast(x, i32)))
