@@ -631,6 +631,10 @@ def matmul(em: Emitter, op: OpApplication) -> str:
     shape, elem = op.shape, op.elem
     if a.shape[-1] == 0 or 0 in shape:
         return em.filled(shape, elem, zero(elem))
+    if shape[-1] == 1 or a.shape[-1] == 1:
+        products = _vector_product(em, op)
+        if products is not None:
+            return products
     source = em.transposed_from.get(a.name)
     if len(shape) == 2 and source is not None and elem in em.transposed_lhs:
         return _named_matmul(em, f"linalg.matmul indexing_maps = {TRANSPOSED_LHS_MAPS}", source, b_, shape, elem)
@@ -664,6 +668,44 @@ def matmul(em: Emitter, op: OpApplication) -> str:
                                             operand_map(b_.shape, [f"d{nb + 2}", f"d{nb + 1}"])],
                       ["parallel"] * rank + ["reduction"], body, init=init,
                       out_map=affine_map(rank + 1, [f"d{i}" for i in range(rank)]))
+
+
+def _vector_product(em: Emitter, op: OpApplication) -> str | None:
+    """A matmul of one column (N = 1: a matrix times a vector, a dot) as the sum of the elementwise
+    products of each row of ``a`` with ``b``'s column (``reduce_sum``: blocked, vectorized along
+    the rows, threaded across them); one of one term (K = 1: an outer product) as the products.
+    Then + 0 (floats): a matmul's sum starts at +0, so a column of -0 products is +0, as the
+    reference's.  Why: such a product reads each element of ``a`` once, where a GEMM packs and
+    blocks for reuse there is none of (a matrix-vector product of 4096² f32 0.8x torch eager's
+    speed, a dot of 8M 0.17x; docs/backend-cpu.md, Schedules, "Vector products").  None (the
+    matmul's other lowerings) for a batch of columns that are not a reshaped batch of vectors:
+    their slice is read lane by lane, through a constant index."""
+    a, b = op.xs
+    shape, elem = op.shape, op.elem
+    suffix = "f" if is_float(elem) else "i"
+
+    def plus_zero(body: Body, x: str) -> str:
+        return body.binary("addf", x, body.const(zero(elem), elem), elem) if suffix == "f" else x
+    if a.shape[-1] == 1:
+        return em.elementwise(shape, elem, [a, b],
+                              lambda body, x, y: plus_zero(body, body.binary("mul" + suffix, x, y, elem)))
+    k = a.shape[-1]
+    # b's column as a vector [..., K]: the vector b was reshaped from, or a rank-reducing slice (a
+    # view: a reshape of a parameter would be pushed into the products by fusion, which then
+    # could not follow the sum's view of them and wrote them out)
+    column = em.reshaped_from.get(b.name)
+    if column is None or column.shape != tuple(b.shape[:-1]):
+        if len(b.shape) > 2:
+            return None
+        column = em.extract_slice(b, (0, 0), b.shape, result_shape=(k,))
+    row = em.reshape(column, tuple(b.shape[:-2]) + (1, k))  # read along the rows of a
+    terms_shape = tuple(shape[:-1]) + (k,)
+    terms = em.elementwise(terms_shape, elem, [a, row], lambda body, x, y: body.binary("mul" + suffix, x, y, elem))
+    total = reduce_sum(em, OpApplication("reduce_sum", [TensorValue(terms, terms_shape, elem, op.dtype)],
+                                         {"axes": [len(shape) - 1], "keepdims": True}, op.dtype, shape))
+    if suffix == "i":
+        return total
+    return em.elementwise(shape, elem, [TensorValue(total, shape, elem, op.dtype)], plus_zero)
 
 
 def _contract(em: Emitter, a: TensorValue, b: TensorValue, shape: tuple[int, ...], elem: str) -> str:
