@@ -141,3 +141,59 @@ def test_interchanged_transposes_are_exact(cpu, dt, shape, perm):
         run = compile_function(mind._function_of(src, "f"), threads=threads, cpu=cpu, cache=False)
         np.testing.assert_array_equal(run([x])[0], x.transpose(perm))
         assert next(iter(run._kernels.values())).scheduled
+
+
+UNIT_AXES = [
+    # (input shape, permutation, expression around the transpose)
+    ((2048, 1), (1, 0), "transpose(sum(y * y, axis=1, keepdims=true))"),        # a statistic as a row
+    ((8, 1, 64, 1), (1, 0, 3, 2), "transpose(y * 2.0, permutation=[1, 0, 3, 2])"),  # units moved around
+    ((5, 1, 7), (1, 0, 2), "transpose(exp(y), permutation=[1, 0, 2])"),
+]
+
+
+@pytest.mark.parametrize("shape,perm,expr", UNIT_AXES, ids=lambda v: str(v))
+def test_a_transpose_of_unit_axes_of_a_computed_value_is_a_view(shape, perm, expr):
+    """Only unit axes move: the same elements in the same order, a reshape (no transposing copy);
+    as a copy, its unit axis became a loop of its readers and fusion made the GEMM of a pairwise
+    distance a generic again (1024x2048 by 128: 3x slower)."""
+    from mind.calling import select_function
+    from mind.compiler.backend.linalg.emit import emit_mlir
+    from mind.compiler.frontend.api import compile_source
+    y_shape = (2048, 128) if "sum" in expr else shape
+    out = tuple(shape[p] for p in perm)
+    src = f"fn f(y: {T('f32', *y_shape)}) -> {T('f32', *out)} {{ {expr} }}"
+    fn = select_function(compile_source(src, "<test>"), "f")
+    text = emit_mlir(fn, {})[0]
+    lowered = text.split("// transpose", 1)[1].split("\n  //", 1)[0]  # the transpose's own lines
+    assert "linalg.generic" not in lowered, lowered
+    y = np.random.default_rng(3).standard_normal(y_shape).astype(np.float32)
+    want = mind.compile(src, backend="reference")(y)
+    for opts in ({"threads": 1}, {"threads": 2, "schedule": "all"}):
+        np.testing.assert_allclose(mind.compile(src, cache=False, **opts)(y), want, rtol=1e-6, atol=1e-6)
+
+
+def test_a_pairwise_distance_keeps_its_gemm():
+    import mind as m
+    from mind.compiler.backend.cpu.api import emit_stage
+    src = (f"fn f(x: {T('f32', 64, 32)}, y: {T('f32', 96, 32)}) -> {T('f32', 64, 96)} {{\n"
+           "  sum(x * x, axis=1, keepdims=true) + transpose(sum(y * y, axis=1, keepdims=true))"
+           " - 2.0 * matmul(x, transpose(y))\n}")
+    llvm_ir = emit_stage(m._function_of(src, "f"), "llvm", threads=1)
+    assert "call void @mind_gemm" in llvm_ir
+    rng = np.random.default_rng(4)
+    x, y = rng.standard_normal((64, 32)).astype(np.float32), rng.standard_normal((96, 32)).astype(np.float32)
+    np.testing.assert_allclose(m.compile(src, cache=False)(x, y), m.compile(src, backend="reference")(x, y),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_a_transpose_of_unit_axes_of_a_parameter_stays_a_copy():
+    # a reshape of a parameter is pushed into its readers by fusion, which then loop over its unit
+    # axis (y - transpose(x) of x [512, 1]: 2.5x slower); the copy is a tile per vector
+    from mind.calling import select_function
+    from mind.compiler.backend.linalg.emit import emit_mlir
+    from mind.compiler.frontend.api import compile_source
+    src = f"fn f(x: {T('f32', 512, 1)}, y: {T('f32', 256, 512)}) -> {T('f32', 256, 512)} {{ y - transpose(x) }}"
+    assert "(d1, d0)" in emit_mlir(select_function(compile_source(src, "<test>"), "f"), {})[0]
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((512, 1)).astype(np.float32), rng.standard_normal((256, 512)).astype(np.float32)
+    np.testing.assert_array_equal(mind.compile(src, cache=False)(x, y), y - x.T)

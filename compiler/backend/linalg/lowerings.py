@@ -503,7 +503,17 @@ def swaps_last_two(perm: Sequence[int]) -> bool:
 
 
 def transpose(em: Emitter, op: OpApplication) -> str:
+    """A transposing copy; a reshape (a view) when only unit axes move (``[N, 1]`` to ``[1, N]``, a
+    keepdims statistic turned into a row) and the value is computed: the elements keep their
+    order.  Why: as a copy, its unit axis became a loop of the ops that read it, and fusion pushed
+    the reshapes that make it one into the GEMM's result (a matmul made a generic again, 3x
+    slower: docs/backend-cpu.md, Schedules, "Transposes of unit axes").  A parameter keeps the
+    copy: a reshape of it is pushed into its readers, which then loop over its unit axis."""
     perm = tuple(op.attrs["permutation"])
+    x = op.xs[0]
+    moved = [a for a in perm if x.shape[a] != 1]
+    if moved == sorted(moved) and em.reshaped_from.get(x.name, x).name not in em.params:
+        return em.reshape(x, op.shape).name
     inverse = [0] * len(perm)
     for k, p in enumerate(perm):
         inverse[p] = k
