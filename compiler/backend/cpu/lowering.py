@@ -22,6 +22,7 @@ from ..linalg.masked_tails import forward_masked_tails
 from ..linalg.payload import splats_as_fills, untie_shared_inits
 from ..linalg.pipeline import PipelineError, bufferize, prefusion
 from ..linalg.recompute import recompute_cheap_producers
+from ..linalg.sealed_contractions import seal_contractions, unseal_contractions
 from ..linalg.block_in_place import write_blocks_in_place
 from ..linalg.result_roots import place_result_roots
 from ..linalg.schedule import largest_loop_work
@@ -203,7 +204,9 @@ def lower_to_llvm_dialect(mlir_text: str, func_name: str, options: LoweringOptio
                     try:
                         stage = "fusion"
                         recompute_cheap_producers(module)  # one copy per user, which fusion then fuses
+                        seal_contractions(module, func_name)  # fusion would make them generics
                         run_pipeline(ctx, prefusion().render(), module, stage, diags)
+                        unseal_contractions(module, func_name)
                         # The pass manager does not verify between passes (_pass_manager), and
                         # elementwise fusion can compose maps into an op whose loop ranges disagree
                         # with an operand's extent (its loops then run past a buffer): such a module
