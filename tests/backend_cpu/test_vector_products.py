@@ -96,3 +96,18 @@ def test_signed_zeros_and_non_finite_products(dt):
         np.testing.assert_array_equal(mv, rmv)
         np.testing.assert_array_equal(outer, router)
         assert not np.signbit(mv[0]) and not np.signbit(outer[0, 0])  # -0 products sum to +0
+
+
+def test_a_transposed_matrix_times_a_column_keeps_the_gemm():
+    """``xᵀ g`` (a linear layer's weight gradient for one output): the GEMM reads x's columns in
+    place; as products fused into a sum, x was read across its rows (a logistic regression's
+    gradient over 4096x784 4.8x slower)."""
+    from mind.compiler.backend.cpu.api import emit_stage
+    src = (f"fn f(w: {T('f32', 784, 1)}, x: {T('f32', 512, 784)}, y: {T('f32', 512, 1)}) -> {T('f32', 784, 1)} "
+           "{ grad(|w| sum((sigmoid(matmul(x, w)) - y) * (sigmoid(matmul(x, w)) - y)))(w) }")
+    llvm_ir = emit_stage(mind._function_of(src, "f"), "llvm", threads=2)
+    assert "call void @mind_gemm" in llvm_ir
+    rng = np.random.default_rng(9)
+    w, x, y = (rng.standard_normal(s).astype(np.float32) * 0.1 for s in ((784, 1), (512, 784), (512, 1)))
+    np.testing.assert_allclose(mind.compile(src, fn="f", cache=False)(w, x, y),
+                               mind.compile(src, fn="f", backend="reference")(w, x, y), rtol=1e-4, atol=1e-5)

@@ -688,8 +688,9 @@ def _vector_product(em: Emitter, op: OpApplication) -> str | None:
     reference's.  Why: such a product reads each element of ``a`` once, where a GEMM packs and
     blocks for reuse there is none of (a matrix-vector product of 4096² f32 0.8x torch eager's
     speed, a dot of 8M 0.17x; docs/backend-cpu.md, Schedules, "Vector products").  None (the
-    matmul's other lowerings) for a batch of columns that are not a reshaped batch of vectors:
-    their slice is read lane by lane, through a constant index."""
+    matmul's other lowerings) for a batch of columns that are not a reshaped batch of vectors
+    (their slice is read lane by lane, through a constant index) and for an ``a`` that is a
+    transpose (``xᵀ g``, a gradient: fused into the sum, ``x`` was read across its rows)."""
     a, b = op.xs
     shape, elem = op.shape, op.elem
     suffix = "f" if is_float(elem) else "i"
@@ -700,6 +701,8 @@ def _vector_product(em: Emitter, op: OpApplication) -> str | None:
         return em.elementwise(shape, elem, [a, b],
                               lambda body, x, y: plus_zero(body, body.binary("mul" + suffix, x, y, elem)))
     k = a.shape[-1]
+    if a.name in em.transposed_from:
+        return None  # its rows are columns of what it transposes: the GEMM reads those in place
     # b's column as a vector [..., K]: the vector b was reshaped from, or a rank-reducing slice (a
     # view: a reshape of a parameter would be pushed into the products by fusion, which then
     # could not follow the sum's view of them and wrote them out)
