@@ -366,3 +366,16 @@ def test_kernels_share_one_module():
     plan = compile_program(_fn(), {}, CudaOptions.resolve({}, environ={})).plan
     launches = {tuple(s["launch"]) for s in plan["steps"] if "launch" in s}
     assert plan["modules"] == ["mind_gemm_f32", "mind_kernels"] and len(launches) == 5
+
+
+@pytest.mark.parametrize("body, out", [("matmul(reshape(x, [96, 48]), w)", "[96, 40]"),
+                                       ("reshape(matmul(reshape(x, [96, 48]), w), [4, 24, 40])", "[4, 24, 40]")])
+def test_a_matmul_next_to_a_reshape_launches_the_gemm(body, out):
+    """Sealed from elementwise fusion (``linalg.sealed_contractions``), a matmul next to a reshape
+    stays the named op the GEMM takes; fusion had made it a generic, a loop nest of its own."""
+    from mind.compiler.frontend.api import compile_source
+    from mind.calling import select_function
+
+    src = f"fn f(x: Tensor<f32, [4, 24, 48]>, w: Tensor<f32, [48, 40]>) -> Tensor<f32, {out}> {{ {body} }}"
+    plan = compile_program(select_function(compile_source(src, "t"), "f"), {}, CudaOptions.resolve({}, environ={})).plan
+    assert "mind_gemm_f32" in plan["modules"], plan["modules"]

@@ -24,6 +24,7 @@ from mind.runtime.memref import Signature
 from ..linalg.context import Diagnostics, LoweringError, find_func, new_context, parse, run_pipeline
 from ..linalg.payload import constant_index, untie_shared_inits
 from ..linalg.pipeline import PipelineError, bufferize, prefusion
+from ..linalg.sealed_contractions import seal_contractions, unseal_contractions
 from .library_gemm import GemmLaunch, insert_gemm_calls, library_ptx
 from .options import GRID_YZ_MAX, CudaOptions
 from .pipeline import PTX_TARGET, gpu_mapping, to_parallel_loops, to_ptx
@@ -461,7 +462,9 @@ def _to_loops(st: _Stages, mlir_text: str, func_name: str, sig: Signature, optio
         raise LoweringError("verify", "the module does not verify", st.diags.messages)
     _read_only_inputs(find_func(module, func_name))
     try:
+        seal_contractions(module, func_name)  # fusion would make them generics, which the GEMM does not take
         st.run(pipelines[0], module, "fusion")
+        unseal_contractions(module, func_name)
         if not module.operation.verify():
             raise LoweringError(st.stage, "elementwise fusion made an invalid module")
     except LoweringError:  # as on the cpu: the unfused module instead

@@ -8,8 +8,9 @@ is unflattened or split into heads (``reshape(matmul(x, w), [B, S, H, D / H])``)
 target's GEMM for a generic contraction: 0.02-0.08x torch eager's speed
 (``docs/backend-cpu.md``, Schedules, "Contractions sealed from fusion").  A named op is the emitter's
 decision to keep a contraction whole (``lowerings._named_matmul``); no fusion into it is meant, and
-a call is opaque to fusion, so the reshapes stay views around it.  Target-neutral; the CPU lowering
-seals right before ``prefusion`` and unseals right after.  MLIR is imported inside functions only.
+a call is opaque to fusion, so the reshapes stay views around it.  Target-neutral: the CPU and
+CUDA lowerings seal right before ``prefusion`` and unseal right after.  MLIR is imported inside
+functions only.
 """
 
 from __future__ import annotations
