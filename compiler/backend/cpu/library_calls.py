@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..linalg.payload import (DEFAULT_MAPS, SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS, TRANSPOSED_RHS_MAPS, product,
-                              static_shape)
+from ..linalg.payload import (CONTRACT_OP, DEFAULT_MAPS, SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS, TRANSPOSED_RHS_MAPS,
+                              product, static_shape)
 from mind.runtime.memref import row_major_strides
 from mind.spec.dtypes import DType
 
@@ -172,10 +172,6 @@ def _zero_fills_in_front(module: Any) -> list[tuple[Any, Any]]:
 def _contraction(op: Any) -> bool:
     """Whether ``op`` is of a kind the library may compute (``eligible_matmul`` says whether it can)."""
     return op.name in RANKS or op.name in (CONV_OP, CONTRACT_OP)
-
-
-CONTRACT_OP = "linalg.contract"
-"""A matmul of several or broadcast batch dims (``linalg.lowerings._contract``)."""
 
 
 def contract_form(op: Any) -> tuple[int, int, int] | None:

@@ -20,7 +20,7 @@ from .conv_phases import AxisPhase, axis_phases, phase_padding
 from .emitter import Body, Emitter, TensorValue
 from .mathlib import exp_text, log_text
 from .transform_script import largest_divisor_at_most
-from .payload import SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS, TRANSPOSED_RHS_MAPS, product
+from .payload import CONTRACT_OP, SHARED_RHS_MAPS, TRANSPOSED_LHS_MAPS, TRANSPOSED_RHS_MAPS, product
 from .mlir_text import ELEM, affine_map, broadcast_map, float_bits, identity_map, is_float, tensor_type, zero
 
 __all__ = ["OpApplication", "LOWERINGS", "Lowering"]
@@ -754,7 +754,7 @@ def _contract(em: Emitter, a: TensorValue, b: TensorValue, shape: tuple[int, ...
     r = em.fresh("mm")
     t = tensor_type(shape, elem)
     omap = affine_map(rank + 1, [f"d{j}" for j in range(rank)])
-    em.emit(f"{r} = linalg.contract indexing_maps = [{lmap}, {rmap}, {omap}] ins({lhs.name}, {rhs.name} : "
+    em.emit(f"{r} = {CONTRACT_OP} indexing_maps = [{lmap}, {rmap}, {omap}] ins({lhs.name}, {rhs.name} : "
             f"{lhs.ty}, {rhs.ty}) outs({init} : {t}) -> {t}")
     return r
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-__all__ = ["as_operation", "defined_by", "ancestor_under", "DEFAULT_MAPS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
+__all__ = ["as_operation", "defined_by", "ancestor_under", "DEFAULT_MAPS", "CONTRACT_OP", "NAMED_CONTRACTIONS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
            "element_bits", "compute_bits", "tile_bits", "generic_loops", "increasing", "map_kind",
            "vectorizable_reduction", "op_work", "untie_shared_inits", "slice_written_back", "tied_out", "product",
            "splats_as_fills", "MIN_FILL_ELEMENTS", "row_reads", "dense_by_construction", "row_major_run", "constant_index", "for_trips", "ops_named",
@@ -22,6 +22,12 @@ DEFAULT_MAPS = {
                            "affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]",
 }
 """The indexing maps of the plain named contractions, as MLIR prints them."""
+
+CONTRACT_OP = "linalg.contract"
+"""A matmul of several or broadcast batch dims (``lowerings._contract``)."""
+
+NAMED_CONTRACTIONS = (*DEFAULT_MAPS, CONTRACT_OP)
+"""Every named contraction the emitter writes (``lowerings``): the ops a target's GEMM takes whole."""
 
 SHARED_RHS_MAPS = ("[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, "
                    "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]")

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CONTRACTIONS", "seal_contractions", "unseal_contractions"]
+from .payload import NAMED_CONTRACTIONS
 
-CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul", "linalg.contract")
-"""The named contractions the emitter writes (``lowerings``) and the targets' GEMMs take."""
+__all__ = ["seal_contractions", "unseal_contractions"]
 
 _PREFIX = "__mind_sealed_"
 
@@ -33,7 +32,7 @@ def seal_contractions(module: Any, func_name: str) -> int:
 
     from .context import find_func
     entry = find_func(module, func_name)
-    ops = [op for op in entry.regions[0].blocks[0].operations if op.operation.name in CONTRACTIONS]
+    ops = [op for op in entry.regions[0].blocks[0].operations if op.operation.name in NAMED_CONTRACTIONS]
     for n, op in enumerate(ops):
         op = op.operation
         operands = list(op.operands)
