@@ -99,7 +99,7 @@ VARIANTS: dict[str, dict[str, GemmShape]] = {
                                     pack_unaligned=16, prefetch_rows=16),
                   "f64": GemmShape("f64", 8, 6, vectors=4, k_slab=512, n_block=32, late_c=True, a_block=1 << 20,
                                     pack_unaligned=16, prefetch_rows=16)},
-    "x86-64-v3": {"f32": GemmShape("f32", 8, 6), "f64": GemmShape("f64", 4, 6)},
+    "x86-64-v3": {"f32": GemmShape("f32", 8, 6, k_slab=256), "f64": GemmShape("f64", 4, 6, k_slab=256)},
 }
 """Per instruction set of ``kernel_library.ISAS`` and element type: the register tile and blocks.
 
@@ -113,9 +113,12 @@ A of a matmul of thousands of rows in L2 across the column blocks, at the price 
 per row block; from 16 row tiles a B whose rows start off the 64-byte grid (NumPy's arrays
 usually do) is packed, since every zmm load of it spans two lines (``docs/backend-cpu.md``,
 Measurements: the GEMM on Intel); a B read in place is prefetched 16 rows ahead (``_prefetch_b``).
-AVX2: 6 rows x 2 ymm = 12 of its 16 registers, slabs of 128, C read first, no row blocks, no
-packing for alignment, no prefetching (none of the four measured faster: a ymm load off the grid
-spans two lines only every other time; the prefetches slowed matrices of 20-100 rows there)."""
+AVX2: 6 rows x 2 ymm = 12 of its 16 registers, slabs of 256 (on an AVX2-only Zen 3 a pass over C
+per 128 k held a tall matrix's FMAs: 8192x256x256 1.27x, f64 4096x256x256 1.14x, none slower),
+blocks of 128 (a packed block of 128 KiB), C read first (late, it gained 1-5 % on large matrices
+and lost 5-10 % on 128x192x128 and 200x300x250 on two threads), no row blocks, no packing for
+alignment, no prefetching (none measured faster: a ymm load off the grid spans two lines only
+every other time; the prefetches slowed matrices of 20-100 rows there)."""
 
 
 LAYOUTS = ("", "strided_lhs", "strided_rhs")
