@@ -27,10 +27,11 @@ class Knob(FrozenRecord):
     """One option: ``name`` (its keyword), ``default``, ``valid`` (is a keyword value valid),
     ``expects`` (the valid values, for the diagnostic), ``about`` (what it does), and optionally its
     environment variable ``env`` with ``from_env`` (a table from the text of each valid setting to
-    its value, or a function of the text raising ``ValueError``) and ``shown_default`` (the default
-    in words, where its value does not say it)."""
+    its value, or a function of the text raising ``ValueError``), ``shown_default`` (the default
+    in words, where its value does not say it) and ``advice`` (the help line for a refused value,
+    where it depends on the value or the machine; else "use" ``expects``)."""
 
-    __slots__ = ("name", "default", "valid", "expects", "about", "env", "from_env", "shown_default")
+    __slots__ = ("name", "default", "valid", "expects", "about", "env", "from_env", "shown_default", "advice")
 
     name: str
     default: Any
@@ -40,13 +41,14 @@ class Knob(FrozenRecord):
     env: str | None
     from_env: Mapping[str, Any] | Callable[[str], Any] | None
     shown_default: str
+    advice: Callable[[Any], str] | None
 
     def __init__(self, name: str, default: Any, valid: Callable[[Any], bool], expects: str, about: str, *,
                  env: str | None = None, from_env: Mapping[str, Any] | Callable[[str], Any] | None = None,
-                 shown_default: str = "") -> None:
+                 shown_default: str = "", advice: Callable[[Any], str] | None = None) -> None:
         for field, value in (("name", name), ("default", default), ("valid", valid), ("expects", expects),
                              ("about", about), ("env", env), ("from_env", from_env),
-                             ("shown_default", shown_default or repr(default))):
+                             ("shown_default", shown_default or repr(default)), ("advice", advice)):
             object.__setattr__(self, field, value)
 
     def value(self, keywords: Mapping[str, Any], environ: Mapping[str, str]) -> Any:
@@ -55,7 +57,7 @@ class Knob(FrozenRecord):
         if given is not None:
             if not self.valid(given):
                 raise error(E_SETTING, f"invalid value {given!r} for option `{self.name}`",
-                            help=f"use {self.expects}")
+                            help=self.advice(given) if self.advice else f"use {self.expects}")
             return given
         text = environ.get(self.env, "") if self.env else ""
         if text == "":

@@ -68,6 +68,30 @@ def test_a_bad_keyword_is_a_usage_error(clean_env, name):
     assert d.code == "E7002" and f"`{name}`" in d.message and d.help
 
 
+@pytest.mark.parametrize("flags", ["avx512", None])
+def test_a_level_the_host_does_not_run_is_refused_with_what_it_lacks(clean_env, monkeypatch, flags):
+    """On a host without AVX-512 (its flags dropped here) x86-64-v4 is refused, the help naming the
+    missing flags and only the levels the host runs; an unknown level lists those levels too."""
+    from mind.compiler.backend.cpu import host
+    from mind.compiler.backend.cpu.vector_unit import runs_isa
+    if not runs_isa("x86-64-v3"):
+        pytest.skip("this host does not run x86-64-v3 code")
+    model, all_flags = host._once("cpuinfo", host._cpuinfo)
+    kept = " ".join(f for f in all_flags.split() if not (flags and f.startswith(flags)))
+    monkeypatch.setitem(host._FACTS, "cpuinfo", (model, kept))
+    asked = "x86-64-v4" if flags else "x86-64-v5"
+    with pytest.raises(MindError) as info:
+        CpuOptions.resolve(cpu=asked)
+    d = info.value.diagnostics[0]
+    assert d.code == "E7002" and repr(asked) in d.message
+    if flags:
+        assert d.help.startswith("this host does not run x86-64-v4 code (it lacks avx512bw, avx512cd, avx512dq, "
+                                 "avx512f, avx512vl): use 'host', 'generic' or 'x86-64-v3'"), d.help
+    else:
+        assert d.help == {True: "use 'host', 'generic', 'x86-64-v4' or 'x86-64-v3'",
+                          False: "use 'host', 'generic' or 'x86-64-v3'"}[runs_isa("x86-64-v4")], d.help
+
+
 def test_an_unknown_option_is_a_usage_error(clean_env):
     with pytest.raises(MindError) as info:
         mind.compile(IR, threds=2)

@@ -10,9 +10,11 @@ import pytest
 from mind.calling import run_reference
 from mind.compiler.backend.cpu.api import compile_function
 from mind.compiler.frontend.api import compile_source
+from mind.compiler.backend.cpu.kernel_library import ISAS
 from mind.compiler.backend.cpu.options import CpuOptions
 from mind.ir.parser import parse_module
 from mind.calling import select_function
+from levels import HOST_LEVELS, needs_level
 
 
 def _fn(text: str):
@@ -182,19 +184,27 @@ def test_train_step_under_the_cost_model(monkeypatch):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * max(1.0, float(np.max(np.abs(w)))))
 
 
-def test_matmul_register_block_lowers_to_a_compact_inner_loop():
+@pytest.mark.parametrize("cpu", ISAS)
+def test_matmul_register_block_lowers_to_a_compact_inner_loop(cpu):
     """Per-op ``vectorize`` leaves matmul as broadcast + mul + multi_reduction; without the
     reduction-to-contract patterns its 8x32 register block lowered through 256 scalar extracts per k
-    (3.5k lines of LLVM IR for one 128x256x512 matmul, 2.5x slower at run time).  Now 8 broadcasts
-    and 8 FMAs on vector<32xf32> per k."""
+    (3.5k lines of LLVM IR for one 128x256x512 matmul, 2.5x slower at run time).  Now one broadcast
+    and one FMA on a register block row per row and k (8 on vector<32xf32> on AVX-512, 4 on
+    vector<16xf32> on AVX2), on each level the host runs."""
     import kernels as K
 
     from mind.compiler.backend.cpu.engine import mlir_to_llvm_ir
+    from mind.compiler.backend.cpu.transforms import choose_matmul_tiles
+    from mind.compiler.backend.cpu.vector_unit import vector_unit
 
-    low = mlir_to_llvm_ir(K.matmul(128, 256, 512), "mm", CpuOptions.resolve(threads=1, schedule=True, matmul="schedule"))
+    needs_level(cpu)
+    options = CpuOptions.resolve(threads=1, schedule=True, matmul="schedule", cpu=cpu)
+    block = choose_matmul_tiles(128, 512, 256, 32, False, vector_unit(cpu))
+    low = mlir_to_llvm_ir(K.matmul(128, 256, 512), "mm", options)
     assert low.scheduled
     assert low.llvm_ir.count("\n") < 1200
-    assert low.llvm_ir.count("@llvm.fmuladd.v32f32(") >= 8
+    assert (block.reg_m, block.reg_n) == {"x86-64-v4": (8, 32), "x86-64-v3": (4, 16)}[cpu]
+    assert low.llvm_ir.count(f"@llvm.fmuladd.v{block.reg_n}f32(") >= block.reg_m
 
 
 def _scalar_work(text: str, **options) -> int:
@@ -305,7 +315,7 @@ def test_an_op_with_a_long_body_counts_its_operations_not_its_iterations():
            "  x / sqrt(mean(x * x, axes=[1], keepdims=true) + 1e-5) * g\n}")
     fn = select(compile_source(src, "<test>"), "f")
     mlir_text, name = emit_mlir(fn, {})
-    for cpu in ("x86-64-v4", "x86-64-v3"):
+    for cpu in HOST_LEVELS:  # the options refuse a level the host cannot run
         options = CpuOptions.resolve(threads=2, cpu=cpu, schedule=True)
         report: dict = {}
         lower_to_llvm_dialect(mlir_text, name, options, report=report)
@@ -421,9 +431,8 @@ def test_elementwise_ops_over_short_rows_are_flattened(cpu, body, dtype, shape):
     reshapes and the split's writes): no temporary, no copy.  Bit for bit against the unflattened
     plan's and within the reference's bound, 1 and 2 threads."""
     from mind.compiler.backend.cpu import transforms
-    from mind.compiler.backend.cpu.vector_unit import runs_isa, vector_unit
-    if cpu != "host" and not runs_isa(cpu):
-        pytest.skip(f"this host does not run {cpu}")
+    from mind.compiler.backend.cpu.vector_unit import vector_unit
+    needs_level(cpu)
     t = f"Tensor<{dtype}, [{', '.join(map(str, shape))}]>"
     bodies = {"exp": (t, "exp(x)"), "gelu": (t, "x * sigmoid(x * 1.702)"),
               "mask": (f"Tensor<bool, [{', '.join(map(str, shape))}]>", "x > 0.0")}
@@ -461,9 +470,7 @@ def test_ops_over_windows_of_part_of_rows_are_not_flattened(cpu, shape, out, exp
     neighbours, the halves of a gated unit) is not flattened: collapsed, each window was copied into
     a new buffer first (``payload.row_major_run``; 2000x2000 f32 neighbours: 8.7 -> 1.8 ms).  Its
     rows are peeled (or tiled) in place; the values are the reference's."""
-    from mind.compiler.backend.cpu.vector_unit import runs_isa
-    if cpu != "host" and not runs_isa(cpu):
-        pytest.skip(f"this host does not run {cpu}")
+    needs_level(cpu)
     t = f"Tensor<f32, [{', '.join(map(str, shape))}]>"
     fn = compile_source(f"fn main(x: {t}) -> Tensor<f32, [{', '.join(map(str, out))}]> {{ {expr} }}").functions[0]
     script, ir = _script_and_ir(fn, cpu=cpu, threads=2)
@@ -488,9 +495,7 @@ def test_ops_of_one_loop_with_a_scalar_operand_are_split(cpu, src, shapes):
     one element (a 100003-element softmax ran 5.5x slower than torch eager).  Within the
     reference's bound, 1 and 2 threads, bit for bit against the plan without it."""
     from mind.compiler.backend.cpu import transforms
-    from mind.compiler.backend.cpu.vector_unit import runs_isa
-    if cpu != "host" and not runs_isa(cpu):
-        pytest.skip(f"this host does not run {cpu}")
+    needs_level(cpu)
     fn = compile_source(src).functions[0]
     script, ir = _script_and_ir(fn, cpu=cpu)
     assert "transform.structured.split" in script and "flatten_elementwise" not in script
@@ -547,9 +552,7 @@ def test_rows_of_pieces_of_vectors_are_peeled(cpu, name):
     ``tanh`` or ``sigmoid`` and a product), 1 and 2 threads, and
     bit for bit against the plan without peeling."""
     from mind.compiler.backend.cpu import transforms
-    from mind.compiler.backend.cpu.vector_unit import runs_isa
-    if cpu != "host" and not runs_isa(cpu):
-        pytest.skip(f"this host does not run {cpu}")
+    needs_level(cpu)
     src, shapes = _PEELED_ROWS[name]
     fn = compile_source(src).functions[0]
     script, _ = _script_and_ir(fn, cpu=cpu)
@@ -598,9 +601,7 @@ def test_results_through_reshapes_are_written_in_place(cpu, src, shapes):
     temporary of the result's size and copied it out, at half the speed or less.  Bit for bit the
     values of the temporary's path, 1 and 2 threads, and against the reference."""
     from mind.compiler.backend.linalg import result_roots
-    from mind.compiler.backend.cpu.vector_unit import runs_isa
-    if cpu != "host" and not runs_isa(cpu):
-        pytest.skip(f"this host does not run {cpu}")
+    needs_level(cpu)
     fn = compile_source(src).functions[0]
     _, ir = _script_and_ir(fn, cpu=cpu)
     assert "llvm.memcpy" not in ir and "__mind_alloc(" not in ir

@@ -14,9 +14,9 @@ from mind.calling import run_reference
 from mind.compiler.backend.cpu import lowering
 from mind.compiler.backend.cpu.streaming_stores import (STREAMING_ATTR, STREAMING_RESULT_BYTES,
                                                           TRANSPOSED_STREAMING_BYTES, stream_marked_results)
-from mind.compiler.backend.cpu.vector_unit import runs_isa
 from mind.compiler.backend.linalg.context import Diagnostics, new_context, parse
 from mind.compiler.frontend.api import compile_source
+from levels import needs_level
 
 NP = {"f32": np.float32, "f64": np.float64, "i32": np.int32}
 V4, V3 = "x86-64-v4", "x86-64-v3"
@@ -33,7 +33,9 @@ def _transpose(dt: str, shape: tuple[int, ...], perm: tuple[int, ...], tail: str
 
 
 def _streaming(src: str, cpu: str) -> tuple[int, int]:
-    """(non-temporal stores, fences) in the kernel's LLVM IR on two threads."""
+    """(non-temporal stores, fences) in the kernel's LLVM IR on two threads (a skip where the host does
+    not run ``cpu``)."""
+    needs_level(cpu)
     llvm_ir = emit_stage(compile_source(src).functions[0], "llvm", threads=2, cpu=cpu)
     return llvm_ir.count("!nontemporal"), len(re.findall(r"call void @llvm\.x86\.sse\.sfence\(\)", llvm_ir))
 
@@ -64,8 +66,6 @@ def test_large_transposes_stream_their_result(dt, shape, perm, tail, stores):
     assert STREAMING_RESULT_BYTES > int(np.prod(shape)) * np.dtype(NP[dt]).itemsize >= TRANSPOSED_STREAMING_BYTES
     src = _transpose(dt, shape, perm, tail)
     assert _streaming(src, V4) == (stores, 1)
-    if not runs_isa(V4):
-        pytest.skip(f"this host does not run {V4} code")
     x = (np.random.default_rng(len(shape)).standard_normal(shape) * 100).astype(NP[dt])
     want = x.transpose(perm) * (2 if tail else 1)
     fn = compile_source(src).functions[0]
@@ -105,8 +105,6 @@ def test_large_results_written_whole_stream(cpu, dt, shape, program, monkeypatch
     plain = compile_source(src + " ").functions[0]
     if program == _SOFTMAX:
         assert len(re.findall(r"@__mind_alloc\(", emit_stage(plain, "llvm", threads=2, cpu=cpu))) == allocations - 1
-    if not runs_isa(cpu):
-        pytest.skip(f"this host does not run {cpu} code")
     x = np.random.default_rng(len(shape)).standard_normal(shape).astype(NP[dt])
     x.flat[::97] = np.inf
     x.flat[7::103] = np.nan

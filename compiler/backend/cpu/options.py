@@ -21,13 +21,13 @@ from mind.spec.record import FrozenRecord
 
 from ..options import Knob, choice, resolve_knobs
 from .cache import KernelCache
-from .host import host_fingerprint, source_fingerprint, toolchain_fingerprint
+from .host import cpu_flags, host_fingerprint, source_fingerprint, toolchain_fingerprint
 from .kernel_library import (ISAS, MATMUL_POLICIES, LibraryError, damaged, gemm_object, object_digest, runs_isa,
                              runtime_object, runtime_target, select_isa)
 from .openmp import ABIS, preferred_abi
 from .pipeline import MAX_THREADS
 from .thread_cost import KernelCost, worth_threads
-from .vector_unit import vector_unit
+from .vector_unit import LEVEL_FLAGS, vector_unit
 
 __all__ = ["CpuOptions", "KNOBS"]
 
@@ -38,6 +38,17 @@ def _thread_count(v: Any) -> bool:
 
 def _cpu_level(v: Any) -> bool:
     return v in ("host", "generic") or (v in ISAS and runs_isa(v))
+
+
+def _cpu_advice(v: Any) -> str:
+    """The help line for a refused ``cpu``: the levels this host runs, and what it lacks for the one
+    asked for (an AVX2-only host asked for x86-64-v4)."""
+    runs = ["'host'", "'generic'"] + [repr(isa) for isa in ISAS if runs_isa(isa)]
+    use = "use " + ", ".join(runs[:-1]) + " or " + runs[-1]
+    if v in ISAS:
+        lacks = ", ".join(sorted(LEVEL_FLAGS[v] - cpu_flags()))
+        return f"this host does not run {v} code (it lacks {lacks}): {use}"
+    return use
 
 
 def _thread_text(text: str) -> int:
@@ -57,11 +68,11 @@ KNOBS: tuple[Knob, ...] = (
          "has a schedule (\"all\") or none", env="MIND_CPU_SCHEDULE", from_env={"0": False, "1": True, "all": "all"}),
     choice("matmul", MATMUL_POLICIES, "library", "f32/f64 matmuls (2-D and batched) call the prebuilt GEMM where the host runs "
            "one of its variants, or are compiled per program with the transform schedule", env="MIND_CPU_MATMUL"),
-    Knob("cpu", "host", _cpu_level, "'host', 'generic', or a level this host runs: "
-         + ", ".join(repr(isa) for isa in ISAS), "LLVM's target and the vector unit the schedules are sized "
+    Knob("cpu", "host", _cpu_level, "'host', 'generic', or one of "
+         + ", ".join(repr(isa) for isa in ISAS) + " that this host runs", "LLVM's target and the vector unit the schedules are sized "
          "for: the host CPU and its features, portable x86-64 (which never calls the prebuilt GEMM), or an "
          "x86-64 level (x86-64-v3: AVX2, x86-64-v4: AVX-512) and its GEMM; a kernel runs in this process, so "
-         "a level the host cannot run is refused"),
+         "a level the host cannot run is refused", advice=_cpu_advice),
     choice("opt", ("fast", "full"), "fast", "LLVM's optimization: a short pipeline for scheduled kernels and "
            "O2 without unrolling and vectorizers for scalar loops, or O3"),
     Knob("cache", True, lambda v: isinstance(v, (bool, KernelCache)), "True, False or a KernelCache",

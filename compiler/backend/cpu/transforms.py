@@ -32,7 +32,7 @@ from mind.spec.record import FrozenRecord
 from ..linalg.emitter import CONV_OPERAND, WINDOW_COPY
 from ..linalg.payload import (DEFAULT_MAPS, body_ops, element_bits, generic_inputs, generic_loops,
                               increasing, map_kind, product, row_major_run, row_reads, static_bytes, static_shape,
-                              tile_bits, vectorizable_reduction)
+                              reduction_combiners, tile_bits, vectorizable_reduction)
 from ..linalg.schedule import schedule_module
 from ..linalg.transform_script import (canonicalize, largest_divisor_at_most, match, peel, sizes, tile_for,
                                       tile_forall, vectorize)
@@ -574,7 +574,7 @@ def _whole_row_tiles(op: Any, ranges: Sequence[int], kinds: Sequence[str], unit:
         return None
     lanes, row = unit.lanes(bits), product(ranges[first:])
     expanded = unit.maximum_instructions > AVX512.maximum_instructions  # no vrange maximum
-    maximum = any(b.operation.name == "arith.maximumf" for b in body_ops(op))
+    maximum = "arith.maximumf" in reduction_combiners(op)
     fewest = EXPANDED_MAXIMUM_ROW_VECTORS if expanded and maximum else 1
     if not fewest * lanes <= row < ROW_VECTORS_TO_GROUP["reduction"] * lanes:
         return None

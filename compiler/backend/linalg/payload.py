@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable
 
 __all__ = ["as_operation", "defined_by", "ancestor_under", "DEFAULT_MAPS", "CONTRACT_OP", "NAMED_CONTRACTIONS", "SHARED_RHS_MAPS", "TRANSPOSED_LHS_MAPS", "TRANSPOSED_RHS_MAPS", "INIT_ATTR", "static_shape",
            "element_bits", "compute_bits", "tile_bits", "generic_loops", "increasing", "map_kind",
-           "vectorizable_reduction", "op_work", "untie_shared_inits", "slice_written_back", "tied_out", "product",
+           "vectorizable_reduction", "reduction_combiners", "op_work", "untie_shared_inits", "slice_written_back", "tied_out", "product",
            "splats_as_fills", "MIN_FILL_ELEMENTS", "row_reads", "dense_by_construction", "row_major_run", "constant_index", "for_trips", "ops_named",
            "static_bytes", "generic_inputs", "generic_operations", "BODY_OPS", "body_ops"]
 
@@ -272,6 +272,16 @@ def vectorizable_reduction(op: Any) -> bool:
         if len(other) != 1 or (hash(other[0]) not in varying and hash(other[0]) not in inputs):
             return False
     return True
+
+
+def reduction_combiners(op: Any) -> tuple[str, ...]:
+    """The names of the ops that yield a generic's results (its reductions' combiners: ``arith.addf``
+    for a sum, ``arith.maximumf`` for a max).  Why not any op of the body: what fusion put into a
+    reduction's body (an ``exp``'s clamp is a ``maximumf``) must not change how its rows are
+    reduced, or a kernel's bits would depend on what was fused (``hoist``)."""
+    from mlir import ir
+    yield_op = list(op.regions[0].blocks[0].operations)[-1]
+    return tuple("" if isinstance(v.owner, ir.Block) else v.owner.name for v in yield_op.operands)
 
 
 def row_reads(op: Any, dense_gathers: bool = False) -> bool:
