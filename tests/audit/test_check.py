@@ -145,3 +145,40 @@ def test_a_manifest_in_another_form_is_reported(copy):
 def test_a_folder_that_is_no_bundle(tmp_path):
     rep = check_bundle(str(tmp_path))
     assert not rep.ok and rep.problems[0][0] == "manifest.json"
+
+
+@pytest.fixture(scope="module")
+def compiled_bundle(tmp_path_factory):
+    """A bundle of a surface program (canonicalized) with the CPU backend's differential runs."""
+    pytest.importorskip("mlir.ir")
+    out = str(tmp_path_factory.mktemp("audit-cpu") / "bundle")
+    audit_into(os.path.join(ROOT, "examples", "quickstart.mind"), out, backends=("cpu",))
+    return out
+
+
+# found by a byte-flipping sweep: a changed byte in each of these made the derived files' lookup a
+# KeyError (an id one part of audit.json names that another does not hold, a key the schema did not
+# require) instead of a report; the first was CI's flip of the middle byte of one bundle
+_CROSS_REFERENCES = ['"main/%', '"negative/', '"fn":', '"name": "mind-core-ir"', '"note":', '"end_to_end_max_ulp"',
+                     '"rank_bound"', '"ops_checked"']
+
+
+@pytest.mark.parametrize("which", ["ir", "surface"])
+def test_a_changed_byte_anywhere_in_audit_json_is_reported_never_raised(bundle, compiled_bundle, tmp_path, which):
+    """Byte after byte (a sample of offsets, and each key and id above): the check reports audit.json
+    and never raises (``--check`` without re-solving, for speed; the derived files are rebuilt)."""
+    src = bundle if which == "ir" else compiled_bundle
+    with open(os.path.join(src, "audit.json"), "rb") as fh:
+        data = fh.read()
+    offsets = set(range(0, len(data), max(1, len(data) // 400)))
+    for needle in _CROSS_REFERENCES:
+        at = data.find(needle.encode())
+        if at >= 0:
+            offsets.add(at + 2)  # a letter of the key or id
+    for off in sorted(offsets):
+        dst = str(tmp_path / f"c{off}")
+        shutil.copytree(src, dst)
+        _flip(os.path.join(dst, "audit.json"), off)
+        rep = check_bundle(dst, rerun=False)
+        assert "audit.json" in {f for f, _ in rep.problems}, (off, data[max(0, off - 40):off + 20])
+        shutil.rmtree(dst)

@@ -215,12 +215,35 @@ def check_bundle(folder: str, *, rerun: bool = True) -> CheckReport:
         rep.add("audit.json", f"breaks its schema: {p}")
     if problems:
         return rep
+    dangling = dangling_references(doc)
+    for p in dangling[:20]:
+        rep.add("audit.json", p)
+    if dangling:
+        return rep
     rep.verdict = doc["summary"]["verdict"]
     _check_derived(doc, files, manifest, rep)
     if rerun:
         _check_proofs(doc, files, rep)
         _check_compiled(doc, files, rep)
     return rep
+
+
+def dangling_references(doc: dict[str, Any]) -> list[str]:
+    """What the traceability section of a schema-valid audit.json names that the document does not
+    hold: an obligation its proofs do not list, a case an implementation has no outcome for.  Why
+    here: the schema checks each part's form, not that one part's ids are another's, and the derived
+    files look them up (a changed byte in an id was a ``KeyError``, not a report)."""
+    section = doc["traceability"]
+    ids = {o["id"] for o in doc["proofs"]["obligations"]}
+    outcomes = section["case_outcomes"]
+    found = [f"traceability names implementation {impl!r}, which has no case outcomes"
+             for impl in section["implementations"] if impl not in outcomes]
+    for row in section["labels"]:
+        found += [f"label {row['label']} names obligation {oid!r}, which its proofs do not list"
+                  for oid in row["obligations"] if oid not in ids]
+        found += [f"label {row['label']} names case {cid!r}, which {impl!r} has no outcome for"
+                  for cid in row["cases"] for impl in section["implementations"] if cid not in outcomes.get(impl, {})]
+    return found
 
 
 def _recorded(files: dict[str, bytes], name: str, sha256: str, whose: str, rep: CheckReport) -> bytes | None:
