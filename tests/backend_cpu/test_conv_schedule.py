@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mind.compiler.backend.cpu.api import compile_function
-from mind.compiler.backend.cpu.conv_gemm import ConvGemm, gemm_of_shapes
+from mind.compiler.backend.cpu.conv_gemm import ConvGemm, ConvRows, gemm_of_shapes, rows_of_shapes
 from mind.compiler.backend.cpu.conv_schedule import (ConvTiles, block_cost, choose_conv_tiles, conv_section,
                                                      direct_estimate, most_pixels)
 from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS
@@ -670,3 +670,77 @@ def test_input_dilated_conv_keeps_the_nans_of_zeros_times_infinities(bad):
         want = ref_conv2d(x, w, **attrs)
         assert np.isnan(want).any()
         assert check_op("conv2d", [x, w], attrs, got, want) is None
+
+
+def test_rows_of_shapes_is_the_cost_models_choice():
+    """A stride-1 conv whose W taps are adjacent, of enough channels, is KH matmuls of filter rows
+    where the matmuls are estimated faster than the direct blocks: on AVX2 (whose direct blocks
+    run at ``direct_conv_factor`` times their estimate) a 3x3 conv of 128 channels, with an H
+    dilation too (filter rows 2 input rows apart); on AVX-512 only where the direct blocks are poor
+    (a 7x7 image of 512 channels).  Never for a stride, a W dilation, a 1x1 or whole-window conv
+    (``gemm_of_shapes``) or few channels (the output's pass per filter row dominates)."""
+    v3, v4 = "x86-64-v3", "x86-64-v4"
+    x, w, out = [2, 34, 34, 128], [3, 3, 128, 128], [2, 32, 32, 128]
+    # rows of the padded input up to the last valid pixel: 2*34*34 - 2*34 - 2
+    assert rows_of_shapes(x, w, out, [1, 1], [1, 1], "f32", v3) == \
+        ConvRows(2242, 128, 384, 128, 3, 34, (2, 34, 34), (32, 32))
+    assert rows_of_shapes(x, w, [2, 30, 32, 128], [1, 1], [2, 1], "f64", v3) == \
+        ConvRows(2174, 128, 384, 128, 3, 68, (2, 34, 34), (30, 32))
+    assert rows_of_shapes(x, w, out, [1, 1], [1, 1], "f32", v4) is None
+    assert rows_of_shapes([1, 9, 9, 512], [3, 3, 512, 512], [1, 7, 7, 512], [1, 1], [1, 1], "f32", v4) == \
+        ConvRows(61, 512, 1536, 512, 3, 9, (1, 9, 9), (7, 7))
+    for isa in (v3, v4):
+        assert rows_of_shapes(x, w, [2, 16, 16, 128], [2, 2], [1, 1], "f32", isa) is None
+        assert rows_of_shapes(x, w, [2, 32, 30, 128], [1, 1], [1, 2], "f32", isa) is None
+        assert rows_of_shapes([2, 32, 32, 128], [1, 1, 128, 128], [2, 32, 32, 128], [1, 1], [1, 1], "f32",
+                              isa) is None
+        assert rows_of_shapes([2, 3, 3, 128], [3, 3, 128, 128], [2, 1, 1, 128], [1, 1], [1, 1], "f32", isa) is None
+        assert rows_of_shapes([2, 34, 34, 4], [3, 3, 4, 32], [2, 32, 32, 32], [1, 1], [1, 1], "f32", isa) is None
+
+
+_ROWS_KERNEL = """
+func.func @cv(%xb: tensor<2x{hb}x18x{c}x{e}>, %w: tensor<3x3x{c}x{f}x{e}>, %b: tensor<2x{oh}x16x{f}x{e}>,
+              %out: memref<2x{oh}x16x{f}x{e}>) {{
+  %x = tensor.extract_slice %xb[0, {skip}, 0, 0] [2, 18, 18, {c}] [1, 1, 1, 1] : tensor<2x{hb}x18x{c}x{e}> to tensor<2x18x18x{c}x{e}>
+{init}
+  %r = linalg.conv_2d_nhwc_hwcf {{dilations = dense<[{dh}, 1]> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}}
+    ins(%x, %w : tensor<2x18x18x{c}x{e}>, tensor<3x3x{c}x{f}x{e}>) outs({acc} : tensor<2x{oh}x16x{f}x{e}>) -> tensor<2x{oh}x16x{f}x{e}>
+  bufferization.materialize_in_destination %r in restrict writable %out : (tensor<2x{oh}x16x{f}x{e}>, memref<2x{oh}x16x{f}x{e}>) -> ()
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("elem,accumulate,skip,dh", [("f32", False, 0, 1), ("f32", True, 1, 1), ("f64", True, 0, 2),
+                                                     ("f64", False, 1, 1)])
+def test_convs_as_filter_rows_match_reference(elem, accumulate, skip, dh):
+    """A 3x3 conv of 128 channels on AVX2 runs as three GEMM calls (one per filter row) into the
+    extended output, whose window is the result: from a dense input and from a slice of a larger
+    one (copied dense first), into a zero output and added to the tensor that is its init, with an
+    H dilation too; the reference's values within the GEMM's bound, on 1 and 2 threads."""
+    from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir
+    from mind.compiler.backend.cpu.options import CpuOptions
+    from mind.compiler.backend.cpu.vector_unit import runs_isa
+    if not runs_isa("x86-64-v3"):
+        pytest.skip("this CPU does not run AVX2 code (x86-64-v3)")
+    c = f = 128
+    oh = 18 - 2 * dh
+    out_t = f"tensor<2x{oh}x16x{f}x{elem}>"
+    init = "" if accumulate else (f"  %z = arith.constant 0.0 : {elem}\n  %e0 = tensor.empty() : {out_t}\n"
+                                  f"  %i = linalg.fill ins(%z : {elem}) outs(%e0 : {out_t}) -> {out_t}")
+    text = _ROWS_KERNEL.format(hb=18 + skip, c=c, f=f, e=elem, oh=oh, skip=skip, dh=dh, init=init,
+                               acc="%b" if accumulate else "%i")
+    assert rows_of_shapes([2, 18, 18, c], [3, 3, c, f], [2, oh, 16, f], [1, 1], [dh, 1], elem, "x86-64-v3")
+    options = CpuOptions.resolve(threads=1, cpu="x86-64-v3", cache=False)
+    assert mlir_to_llvm_ir(text, "cv", options).llvm_ir.count(f"call void @mind_gemm_{elem}(") == 3
+    rng = np.random.default_rng(7)
+    xb, w, b = (_data(rng, s, elem) for s in ((2, 18 + skip, 18, c), (3, 3, c, f), (2, oh, 16, f)))
+    attrs = {"strides": (1, 1), "padding": ((0, 0), (0, 0)), "lhs_dilation": (1, 1), "rhs_dilation": (dh, 1)}
+    x = xb[:, skip:]
+    want = ref_conv2d(x.astype(np.float64), w.astype(np.float64), **attrs) + (b if accumulate else 0)
+    scale = ref_conv2d(np.abs(x).astype(np.float64), np.abs(w).astype(np.float64), **attrs) + np.abs(b)
+    eps = np.finfo(_NP[elem]).eps
+    for threads in (1, 2):
+        kern = compile_kernel(text, "cv", CpuOptions.resolve(threads=threads, cpu="x86-64-v3", cache=False))
+        got = kern(xb, w, b)
+        assert np.all(np.abs(got - want) <= (9 * c + 2) * eps * scale), (threads, np.abs(got - want).max())

@@ -479,17 +479,21 @@ def _helper(name: str, isa: str, elem: str, types: list[str], contiguous: list[b
     return _function(name, types, lines)
 
 
-def _gemm_call(isa: str, elem: str, shape: tuple[int, int, int], threads: int, layout: str = "") -> list[str]:
-    """The call of the GEMM on ``%d0 @ %d1 -> %d2`` (``%acc``): the serial one, or the threaded driver
-    with one block of rows or columns per thread (``_split``); ``layout``: the variant of
+def _gemm_call(isa: str, elem: str, shape: tuple[int, int, int], threads: int, layout: str = "",
+               values: tuple[str, str, str, str] = ("%d0", "%d1", "%d2", "%acc"), suffix: str = "") -> list[str]:
+    """The call of the GEMM on ``values`` (``A @ B -> C``, ``accumulate``; by default ``%d0 @ %d1 ->
+    %d2``, ``%acc``): the serial one, or the threaded driver with one block of rows or columns per
+    thread (``_split``), its constants named with ``suffix``; ``layout``: the variant of
     ``gemm_kernel.LAYOUTS`` (which operand may have any strides)."""
     aty, bty, cty = operand_types(elem, layout)
     axis, parts, block = _split(isa, elem, *shape, threads)
+    a, b, c, acc = values
     if not axis:
-        return [f"func.call @{gemm_symbol(elem, layout)}(%d0, %d1, %d2, %acc) : ({aty}, {bty}, {cty}, i1) -> ()"]
-    return [f"%parts = arith.constant {parts} : i32", f"%axis = arith.constant {0 if axis == 'm' else 1} : i32",
-            f"%block = arith.constant {block} : index",
-            f"func.call @{driver_symbol(elem, layout)}(%d0, %d1, %d2, %acc, %parts, %axis, %block) : "
+        return [f"func.call @{gemm_symbol(elem, layout)}({a}, {b}, {c}, {acc}) : ({aty}, {bty}, {cty}, i1) -> ()"]
+    p, x, k = f"%parts{suffix}", f"%axis{suffix}", f"%block{suffix}"
+    return [f"{p} = arith.constant {parts} : i32", f"{x} = arith.constant {0 if axis == 'm' else 1} : i32",
+            f"{k} = arith.constant {block} : index",
+            f"func.call @{driver_symbol(elem, layout)}({a}, {b}, {c}, {acc}, {p}, {x}, {k}) : "
             f"({aty}, {bty}, {cty}, i1, i32, i32, index) -> ()"]
 
 
@@ -531,7 +535,8 @@ def insert_library_calls(module: Any, isa: str, threads: int) -> int:
         elif op.name == CONV_OP:
             _, view = conv_gemm(op, isa)
             shapes = [list(ir.ShapedType(v.type).shape) for v in operands]
-            call = _gemm_call(isa, elem, (view.m, view.n, view.k), threads)
+            def call(values: tuple[str, str, str, str], suffix: str, shape=(view.m, view.n, view.k)) -> list[str]:
+                return _gemm_call(isa, elem, shape, threads, values=values, suffix=suffix)
             helpers.append(_function(name, types, conv_helper(elem, types, shapes, [_dense(v.type) for v in operands],
                                                               view, call, accumulate=fill is None)))
         else:

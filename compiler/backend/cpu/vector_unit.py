@@ -26,23 +26,28 @@ class VectorUnit(FrozenRecord):
     one AVX-512 FMA unit; AVX2 parts have two 256-bit FMA pipes; SSE2 has no FMA), which the thread
     cost model charges a contraction's multiply-adds at; ``maximum_instructions``: the instructions
     of one vector IEEE maximum (NaN if either operand is, +0 above -0): 3 with AVX-512DQ's ``vrange``
-    (``range_max``), 6 as LLVM expands it without (sign blends, ``maxps``, a NaN fix-up)."""
+    (``range_max``), 6 as LLVM expands it without (sign blends, ``maxps``, a NaN fix-up);
+    ``direct_conv_factor``: the direct conv schedule's measured cycles per FMA over its blocks'
+    estimate (``conv_schedule.block_cost``, fitted on AVX-512: 1; AVX2 code on an AVX2-only Zen 3
+    ran at 1.6-2.4x it, the lowest taken), which ``conv_gemm`` weighs the matmuls of a conv against."""
 
-    __slots__ = ("bits", "registers", "l2_bytes", "fma_per_cycle", "maximum_instructions")
+    __slots__ = ("bits", "registers", "l2_bytes", "fma_per_cycle", "maximum_instructions", "direct_conv_factor")
 
     bits: int
     registers: int
     l2_bytes: int
     fma_per_cycle: int
     maximum_instructions: int
+    direct_conv_factor: float
 
     def __init__(self, bits: int, registers: int, l2_bytes: int, fma_per_cycle: int,
-                 maximum_instructions: int) -> None:
+                 maximum_instructions: int, direct_conv_factor: float = 1.0) -> None:
         object.__setattr__(self, "bits", bits)
         object.__setattr__(self, "registers", registers)
         object.__setattr__(self, "l2_bytes", l2_bytes)
         object.__setattr__(self, "fma_per_cycle", fma_per_cycle)
         object.__setattr__(self, "maximum_instructions", maximum_instructions)
+        object.__setattr__(self, "direct_conv_factor", direct_conv_factor)
 
     def lanes(self, elem_bits: int) -> int:
         """Elements of ``elem_bits`` in one register (at least 1)."""
@@ -51,7 +56,7 @@ class VectorUnit(FrozenRecord):
 
 VECTOR_UNITS: dict[str, VectorUnit] = {
     "x86-64-v4": VectorUnit(512, 32, 1 << 20, 1, 3),    # AVX-512: 32 zmm, L2 >= 1 MB, 1 zmm FMA per cycle, vrange
-    "x86-64-v3": VectorUnit(256, 16, 512 << 10, 2, 6),  # AVX2 + FMA: 16 ymm, L2 >= 512 KB, 2 ymm FMAs per cycle
+    "x86-64-v3": VectorUnit(256, 16, 512 << 10, 2, 6, 1.6),  # AVX2 + FMA: 16 ymm, L2 >= 512 KB, 2 ymm FMAs per cycle
     "x86-64": VectorUnit(128, 16, 256 << 10, 1, 6),     # the baseline: SSE2, 16 xmm, L2 >= 256 KB, a mul + an add
 }
 """The unit of each x86-64 level the options may name (``codegen.FIXED_TARGETS``)."""

@@ -1,0 +1,123 @@
+"""Convs with and without the matmuls of filter rows (``conv_gemm.ConvRows``), in one process.
+
+    python benchmarks/conv_rows.py [--cpu LEVEL] [--threads N] [--force]
+        # prints the table, writes benchmarks/results/conv_rows-<cpu>-t<N>.json
+
+Why: whether a conv runs as KH matmuls of filter rows or as the direct schedule's register blocks is
+a cost model's choice (``conv_gemm.rows_of_shapes``: the direct estimate times the vector unit's
+``direct_conv_factor`` against the matmuls'); this is the A/B that fits and checks it.  Each conv is
+compiled twice for the level ``--cpu`` (default: the host's best level), once as the cost model
+chooses ("new") and once with the filter rows refused ("old"); ``--force`` takes the filter rows
+for every conv that can have them (the factor made 100), to see what the cost model leaves.  Stride
+1, "same" padding, f32.  Each figure is the least of 3 medians of repeated calls (wall time), the
+two kernels alternating; the results of the two kernels are compared first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [ROOT]
+
+CONVS = [((2, 32, 32, 128), (3, 3, 128, 128)), ((8, 14, 14, 256), (3, 3, 256, 256)),
+         ((1, 7, 7, 512), (3, 3, 512, 512)), ((2, 32, 32, 64), (5, 5, 64, 64)),
+         ((2, 40, 40, 48), (5, 5, 48, 96)), ((4, 28, 28, 16), (3, 3, 16, 32)),
+         ((8, 28, 28, 128), (3, 3, 128, 128)), ((2, 56, 56, 64), (3, 3, 64, 64)),
+         ((16, 7, 7, 512), (3, 3, 512, 512)), ((4, 14, 14, 128), (3, 3, 128, 256))]
+"""(input NHWC, filter HWCF) of each conv: 3x3 and 5x5, 16 to 512 channels, images of 7 to 56."""
+
+
+def _function(xs: tuple[int, ...], ws: tuple[int, ...]):
+    from mind.calling import select_function
+    from mind.ir.parser import parse_module
+    n, h, w, _ = xs
+    kh, kw, _, f = ws
+    ph, pw = (kh - 1) // 2, (kw - 1) // 2
+    oh, ow = h + 2 * ph - kh + 1, w + 2 * pw - kw + 1
+    t = lambda s: f"f32[{', '.join(map(str, s))}]"  # noqa: E731
+    text = (f"func @main(%x: {t(xs)}, %w: {t(ws)}) -> ({t((n, oh, ow, f))}) {{\n  %0 = conv2d(%x, %w) "
+            f"{{strides = [1, 1], padding = [[{ph}, {ph}], [{pw}, {pw}]], lhs_dilation = [1, 1], "
+            f"rhs_dilation = [1, 1]}} : {t((n, oh, ow, f))}\n  return %0\n}}\n")
+    return select_function(parse_module(text, "conv_rows"), None), (n, oh, ow, f), (ph, pw)
+
+
+def _median(run, args, reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        run(args)
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def measure(cpu: str, threads: int, force: bool) -> list[dict]:
+    from mind.compiler.backend.cpu import conv_gemm
+    from mind.compiler.backend.cpu.api import compile_function
+    choose = conv_gemm.rows_of_shapes
+    unit_of = conv_gemm.vector_unit
+    if force:
+        from mind.compiler.backend.cpu.vector_unit import VectorUnit
+
+        def forced(isa: str) -> VectorUnit:
+            u = unit_of(isa)
+            return VectorUnit(u.bits, u.registers, u.l2_bytes, u.fma_per_cycle, u.maximum_instructions, 100.0)
+        conv_gemm.vector_unit = forced
+    rows = []
+    for xs, ws in CONVS:
+        fn, out, (ph, pw) = _function(xs, ws)
+        n, h, w, c = xs
+        taken = choose([n, h + 2 * ph, w + 2 * pw, c], list(ws), list(out), [1, 1], [1, 1], "f32", cpu) is not None
+        rng = np.random.default_rng(0)
+        args = [rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)]
+        new = compile_function(fn, threads=threads, cpu=cpu, cache=False)
+        new(args)  # compiled at the first call, while the choice is in place
+        conv_gemm.rows_of_shapes = lambda *a: None
+        try:
+            old = compile_function(fn, threads=threads, cpu=cpu, cache=False)
+            old(args)
+        finally:
+            conv_gemm.rows_of_shapes = choose
+        np.testing.assert_allclose(new(args)[0], old(args)[0], rtol=1e-3, atol=1e-3)
+        flops = 2 * int(np.prod(out)) * ws[0] * ws[1] * c
+        reps = max(5, min(200, int(2e10 / flops)))
+        t_old, t_new = [], []
+        for _ in range(3):
+            t_old.append(_median(old, args, reps))
+            t_new.append(_median(new, args, reps))
+        row = {"x": list(xs), "w": list(ws), "rows": taken, "old_ms": min(t_old) * 1e3, "new_ms": min(t_new) * 1e3,
+               "old_gflops": flops / min(t_old) / 1e9, "speedup": min(t_old) / min(t_new)}
+        rows.append(row)
+        print(f"{str(xs):18} {str(ws):18} {'rows' if taken else '-':4} old {row['old_ms']:8.3f} ms "
+              f"({row['old_gflops']:6.1f} GFLOP/s)  new {row['new_ms']:8.3f} ms  old/new {row['speedup']:5.2f}x",
+              flush=True)
+    conv_gemm.vector_unit = unit_of
+    return rows
+
+
+def main() -> None:
+    from mind.compiler.backend.cpu.kernel_library import host_isa
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cpu", default=None, help="an x86-64 level (default: the host's best)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--force", action="store_true", help="filter rows for every conv that can have them")
+    args = ap.parse_args()
+    cpu = args.cpu or host_isa()
+    if cpu is None:
+        sys.exit("this host runs none of the x86-64 levels of the prebuilt GEMM")
+    rows = measure(cpu, args.threads, args.force)
+    name = f"conv_rows-{cpu}-t{args.threads}{'-forced' if args.force else ''}.json"
+    out = os.path.join(ROOT, "benchmarks", "results", name)
+    with open(out, "w", encoding="utf-8") as fh:
+        json.dump({"cpu": cpu, "threads": args.threads, "forced": args.force, "rows": rows}, fh, indent=1)
+    print(f"wrote {os.path.relpath(out, ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
