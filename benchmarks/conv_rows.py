@@ -102,6 +102,7 @@ def measure(cpu: str, threads: int, force: bool) -> list[dict]:
 
 
 def main() -> None:
+    from mind.compiler.backend.cpu.host import host_fingerprint
     from mind.compiler.backend.cpu.kernel_library import host_isa
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cpu", default=None, help="an x86-64 level (default: the host's best)")
@@ -115,7 +116,8 @@ def main() -> None:
     name = f"conv_rows-{cpu}-t{args.threads}{'-forced' if args.force else ''}.json"
     out = os.path.join(ROOT, "benchmarks", "results", name)
     with open(out, "w", encoding="utf-8") as fh:
-        json.dump({"cpu": cpu, "threads": args.threads, "forced": args.force, "rows": rows}, fh, indent=1)
+        json.dump({"cpu": cpu, "threads": args.threads, "forced": args.force, "host": host_fingerprint(),
+                   "rows": rows}, fh, indent=1)
     print(f"wrote {os.path.relpath(out, ROOT)}")
 
 

@@ -20,6 +20,7 @@ from mind.ir.parser import parse_module
 from mind.reference.accuracy import check_op
 from mind.calling import select_function
 from mind.reference.ops import conv2d as ref_conv2d
+from levels import needs_level
 
 _NP = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}
 
@@ -720,9 +721,7 @@ def test_convs_as_filter_rows_match_reference(elem, accumulate, skip, dh):
     H dilation too; the reference's values within the GEMM's bound, on 1 and 2 threads."""
     from mind.compiler.backend.cpu.engine import compile_kernel, mlir_to_llvm_ir
     from mind.compiler.backend.cpu.options import CpuOptions
-    from mind.compiler.backend.cpu.vector_unit import runs_isa
-    if not runs_isa("x86-64-v3"):
-        pytest.skip("this CPU does not run AVX2 code (x86-64-v3)")
+    needs_level("x86-64-v3")
     c = f = 128
     oh = 18 - 2 * dh
     out_t = f"tensor<2x{oh}x16x{f}x{elem}>"

@@ -153,8 +153,8 @@ def rows_of_shapes(xs: list[int], ws: list[int], os_: list[int], strides: list[i
 
 def conv_gemm(op: Any, isa: str) -> tuple[str, ConvGemm | ConvRows] | None:
     """(element type, matmul) of a ``linalg.conv_2d_nhwc_hwcf`` (tensor or memref form) that the GEMM
-    of the library level ``isa`` computes: f32/f64, static non-empty shapes, one of the two kinds;
-    else None."""
+    of the library level ``isa`` computes: f32/f64, static non-empty shapes, one of the two kinds of
+    ``gemm_of_shapes`` or filter rows (``rows_of_shapes``); else None."""
     from mlir import ir
     if op.name != CONV_OP or len(list(op.operands)) != 3:
         return None

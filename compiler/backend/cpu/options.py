@@ -21,13 +21,13 @@ from mind.spec.record import FrozenRecord
 
 from ..options import Knob, choice, resolve_knobs
 from .cache import KernelCache
-from .host import cpu_flags, host_fingerprint, source_fingerprint, toolchain_fingerprint
+from .host import host_fingerprint, source_fingerprint, toolchain_fingerprint
 from .kernel_library import (ISAS, MATMUL_POLICIES, LibraryError, damaged, gemm_object, object_digest, runs_isa,
                              runtime_object, runtime_target, select_isa)
 from .openmp import ABIS, preferred_abi
 from .pipeline import MAX_THREADS
 from .thread_cost import KernelCost, worth_threads
-from .vector_unit import LEVEL_FLAGS, vector_unit
+from .vector_unit import missing_flags, vector_unit
 
 __all__ = ["CpuOptions", "KNOBS"]
 
@@ -46,7 +46,7 @@ def _cpu_advice(v: Any) -> str:
     runs = ["'host'", "'generic'"] + [repr(isa) for isa in ISAS if runs_isa(isa)]
     use = "use " + ", ".join(runs[:-1]) + " or " + runs[-1]
     if v in ISAS:
-        lacks = ", ".join(sorted(LEVEL_FLAGS[v] - cpu_flags()))
+        lacks = ", ".join(sorted(missing_flags(v)))
         return f"this host does not run {v} code (it lacks {lacks}): {use}"
     return use
 

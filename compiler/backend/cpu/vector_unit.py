@@ -76,10 +76,15 @@ LEVEL_FLAGS: dict[str, frozenset[str]] = {
 """The CPU flags of each level above the baseline, best first."""
 
 
+def missing_flags(isa: str) -> frozenset[str]:
+    """The flags of the level ``isa`` of ``LEVEL_FLAGS`` that this machine lacks (the kernel's
+    flags, as the OS enables them): what a refused ``cpu`` option names."""
+    return LEVEL_FLAGS[isa] - host.cpu_flags()
+
+
 def runs_isa(isa: str) -> bool:
-    """Whether this machine runs code of the level ``isa`` of ``LEVEL_FLAGS`` (the kernel's flags,
-    as the OS enables them)."""
-    return LEVEL_FLAGS[isa] <= host.cpu_flags()
+    """Whether this machine runs code of the level ``isa`` of ``LEVEL_FLAGS``."""
+    return not missing_flags(isa)
 
 
 def vector_unit(cpu: str) -> VectorUnit:
