@@ -10,7 +10,9 @@ others: a 5x5 conv, a 7x7 stride-2 stem of 3 channels (batch 1 and 32), 1x1 conv
 stride 2 with dilation 2, odd widths, and the gradients (input and filter, through ``grad``) of
 such convs, whose programs are an input-dilated conv and a large-window conv of transposed operands;
 and channel counts that are not multiples of a vector (output channels 3, 10, 31, 43, 65, 100 from 1,
-3 or 13 input channels: the stems and odd layers of held-out programs, ``lowerings.block_channels``).
+3 or 13 input channels: the stems and odd layers of held-out programs, ``lowerings.block_channels``);
+and 3x3 convs of 256 and 512 channels, whose filters (2.4 to 9.4 MB) do not fit L2
+(``conv_schedule.packed_cost``).
 f32; MIND compiled with ``threads=N`` and torch limited to N threads.  Each figure is the median of
 repeated calls: CPU time of the process with one thread (what the call costs, less sensitive to
 other processes on a shared machine than wall time), wall time with more.
@@ -64,7 +66,8 @@ def workloads() -> list[Any]:
             conv(1, 30, 13, 65, 5, 1, "same"), conv(8, 20, 3, 100, 3, 1, "same"), conv(2, 33, 13, 100, 7, 2, "same"),
             conv(2, 24, 13, 31, 1, 2, "valid"), conv(8, 16, 13, 43, 1, 1, "valid"),
             conv_grad(2, 51, 3, 43, 7, 2, "same"), conv_grad(3, 14, 13, 31, 5, 1, "same"),
-            conv_grad(8, 20, 3, 100, 3, 1, "same")]
+            conv_grad(8, 20, 3, 100, 3, 1, "same"),
+            conv(8, 28, 256, 512, 3, 2, "same"), conv(8, 14, 256, 256, 3, 1, "same"), conv(16, 7, 512, 512, 3, 1, "same")]
 
 
 def _median(f: Callable[[], Any], clock: Callable[[], float], budget: float = 2.0, least: int = 5) -> float:

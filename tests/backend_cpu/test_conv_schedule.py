@@ -11,16 +11,17 @@ import pytest
 
 from mind.compiler.backend.cpu.api import compile_function
 from mind.compiler.backend.cpu.conv_gemm import ConvGemm, ConvRows, gemm_of_shapes, rows_of_shapes
-from mind.compiler.backend.cpu.conv_schedule import (ConvTiles, block_cost, choose_conv_tiles, conv_section,
-                                                     direct_estimate, most_pixels)
-from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS
+from mind.compiler.backend.cpu.conv_schedule import (PACK_MIN_ITERATIONS, ConvTiles, block_cost, choose_conv_tiles,
+                                                     conv_section, direct_estimate, most_pixels, pack_rows,
+                                                     packed_cost)
+from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, vector_unit
 from mind.compiler.backend.linalg.conv_phases import AxisPhase, axis_phases, phase_padding
 from mind.compiler.backend.linalg.lowerings import block_channels, block_width
 from mind.ir.parser import parse_module
 from mind.reference.accuracy import check_op
 from mind.calling import select_function
 from mind.reference.ops import conv2d as ref_conv2d
-from levels import needs_level
+from levels import HOST_LEVELS, needs_level
 
 _NP = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}
 
@@ -64,8 +65,9 @@ def test_tiles_power_of_two_vector_rows():
 def test_tiles_one_vector_takes_up_to_24_pixels():
     # OW = 13 / 26 / 28 with few small divisors: 13 (14) pixels x 1 vector beat 1 x 4 or 2 x 4
     # (4 or 8 accumulators; measured about 4x and 2x faster) and 7 x 1 (fewer than 8 accumulators);
-    # with 8 images, 2 pixels of 4 images x 2 vectors is as fast as 13 x 1 (7.1 ms either way)
-    assert choose_conv_tiles(8, 13, 13, 256, 3, 3, 256) == ConvTiles(ow=13, f=16, c=1)
+    # with 8 images, 2 pixels of 4 images x 2 vectors is as fast as 13 x 1 (7.1 ms either way); a
+    # filter of 1.2 MB (more than AVX-512's L2) packs its slices, 13 x 1 as well
+    assert choose_conv_tiles(1, 13, 13, 256, 3, 3, 128) == ConvTiles(ow=13, f=16, c=1, pack_rows=13)
     assert choose_conv_tiles(1, 26, 26, 128, 3, 3, 128) == ConvTiles(ow=13, f=16, c=1)
     assert choose_conv_tiles(8, 26, 26, 128, 3, 3, 128) == ConvTiles(ow=2, f=32, c=1, n=4)
     assert choose_conv_tiles(8, 24, 24, 16, 3, 3, 32) == ConvTiles(ow=24, f=16, c=1)
@@ -75,10 +77,12 @@ def test_tiles_prefer_more_accumulators_over_wider_f():
     # OW = 7 or 27 has no divisor <= 6: of one image, 7 x 2 (9 x 2) vectors beat 1 x 4 (3 x 4); with
     # images, blocks of 24 accumulators: 1 pixel of 8 images x 2 vectors (0.51 / 0.51 ms against
     # 7 x 2), 3 pixels of 2 images x 4 vectors (2.65 -> 2.39 ms against 9 x 2, stride 2); a filter
-    # of 3 x 3 x 256 x 256 (2.4 MB) streams from L3: 7 pixels of 2 images x 1 vector (3.3 -> 2.5 ms)
+    # of 3 x 3 x 256 x 256 (2.4 MB) does not fit L2: its slices are packed, 1 pixel of 4 images x 2
+    # vectors per block, 7 rows of them per packed slice (7 pixels of 2 images x 1 vector in place:
+    # 5.1 -> 2.5 ms on two threads of an Intel Xeon)
     assert choose_conv_tiles(1, 7, 7, 256, 3, 3, 64) == ConvTiles(ow=7, f=32, c=1)
     assert choose_conv_tiles(8, 7, 7, 256, 3, 3, 64) == ConvTiles(ow=1, f=32, c=1, n=8)
-    assert choose_conv_tiles(8, 7, 7, 256, 3, 3, 256) == ConvTiles(ow=7, f=16, c=1, n=2)
+    assert choose_conv_tiles(8, 7, 7, 256, 3, 3, 256) == ConvTiles(ow=1, f=32, c=1, n=4, pack_rows=7)
     assert choose_conv_tiles(1, 27, 27, 64, 3, 3, 64) == ConvTiles(ow=9, f=32, c=1)
     assert choose_conv_tiles(8, 27, 27, 64, 3, 3, 64) == ConvTiles(ow=3, f=64, c=1, n=2)
     # equal cost and accumulator counts: the wider f wins (4 x 4 over 8 x 2)
@@ -93,7 +97,8 @@ def test_tiles_strided_filter_rows_want_more_pixels():
     assert choose_conv_tiles(8, 28, 28, 128, 3, 3, 128) == ConvTiles(ow=4, f=32, c=1, n=2)
     assert choose_conv_tiles(4, 56, 56, 128, 3, 3, 128) == ConvTiles(ow=8, f=32, c=1)
     assert choose_conv_tiles(8, 56, 56, 256, 1, 1, 64) == ConvTiles(ow=8, f=32, c=1)    # 1x1, 25 % faster
-    assert choose_conv_tiles(4, 12, 12, 256, 3, 3, 256) == ConvTiles(ow=12, f=32, c=1)  # 24 acc. either way
+    # a 2.4 MB filter: packed slices (12 x 2 in place: 6.1 -> 3.1 ms on two threads of an Intel Xeon)
+    assert choose_conv_tiles(4, 12, 12, 256, 3, 3, 256) == ConvTiles(ow=6, f=16, c=1, n=4, pack_rows=12)
     # whole rows (F = 64): 4 x 4 stays (as fast as 7 x 2 or 8 x 2)
     assert choose_conv_tiles(8, 28, 28, 64, 3, 3, 128) == ConvTiles(ow=4, f=64, c=1)
 
@@ -111,6 +116,46 @@ def test_filter_stream_counts_bytes():
     assert block_cost(2, 4, False, vector_bytes=32) == block_cost(4, 4, False) == 0.5
     assert block_cost(2, 4, True, vector_bytes=32) == 3.5 / 4
     assert block_cost(2, 4, True) == 3.5 / 2
+
+
+def test_filter_slices_from_l3_are_packed():
+    # a filter larger than L2 read f of F columns at a time: its rows, a power-of-two stride apart,
+    # miss in L2 and L3 alike (85-92 GFLOP/s on two threads of an Intel Xeon, 206-265 packed)
+    t = choose_conv_tiles(8, 14, 14, 256, 3, 3, 256)
+    assert t.f < 256 and t.pack_rows == 14
+    assert block_cost(16, 1, True, True) == 20.0 / 16 > block_cost(16, 1, False, True)
+    # a filter that fits L2, or a block reading whole rows (F one vector): read in place
+    assert choose_conv_tiles(2, 32, 32, 128, 3, 3, 128).pack_rows == 0
+    assert choose_conv_tiles(1, 8, 8, 16, 3, 3, 4096).pack_rows == 0
+    # AVX2's smaller L2 (512 KB): the 590 KB filter of a 3x3 128 -> 128 conv is packed there
+    assert choose_conv_tiles(2, 32, 32, 128, 3, 3, 128, unit=VECTOR_UNITS["x86-64-v3"]).pack_rows > 0
+    # the packing is paid once per parallel iteration: few pixels per iteration keep the slice in
+    # place (one 7x7 image of 512 channels: the 64-pixel blocks' estimate beats packing 49 pixels)
+    assert choose_conv_tiles(1, 7, 7, 512, 3, 3, 512).pack_rows == 7
+    assert packed_cost(8, 2, 16, 49, 1 << 19, VECTOR_UNITS["x86-64-v4"]) > \
+        packed_cost(8, 2, 16, 784, 1 << 19, VECTOR_UNITS["x86-64-v4"]) == block_cost(8, 2, False) + 16 / 784
+
+
+def test_pack_rows_keep_iterations_for_the_threads():
+    # as many output rows per iteration as leave PACK_MIN_ITERATIONS iterations, else one
+    assert pack_rows(8, 14, 256, 4, 32) == 14                # 2 x 8 slabs: whole images
+    assert pack_rows(1, 16, 64, 1, 32) == 2                  # 2 slabs x 8 row blocks of 2
+    assert pack_rows(1, 7, 64, 1, 64) == 1                   # 7 iterations at most
+    for n, oh, f, tn, tf in [(8, 14, 256, 4, 32), (1, 28, 128, 1, 16), (2, 9, 64, 2, 16), (3, 5, 96, 1, 32)]:
+        rows = pack_rows(n, oh, f, tn, tf)
+        assert oh % rows == 0
+        assert rows == 1 or (n // tn) * (oh // rows) * (f // tf) >= PACK_MIN_ITERATIONS
+
+
+def test_packed_section_text():
+    s = conv_section(2, ConvTiles(2, 32, 1, 4, 14), zero="0.0 : f64")
+    assert "transform.structured.tile_using_forall %cv2 tile_sizes [4, 14, 0, 32]" in s
+    assert "padding_values = [0.0 : f64, 0.0 : f64, 0.0 : f64]" in s and "nofold_flags = [0, 1, 0]" in s
+    assert "transform.structured.fuse %cq2 tile_sizes [4, 1, 2, 0]" in s
+    assert "tile_sizes [0, 0, 0, 0, 1, 1, 1]" in s and "transform.structured.decompose" in s
+    # an epilogue is not fused into a packed conv's blocks; without a fill nothing fuses
+    assert s == conv_section(2, ConvTiles(2, 32, 1, 4, 14), fuse_epilogue=True, zero="0.0 : f64")
+    assert "fuse_into_containing_op" not in conv_section(0, ConvTiles(1, 16, 1, 1, 3), fuse_fill=False)
 
 
 def test_avx2_blocks_fit_the_registers():
@@ -397,6 +442,42 @@ def test_conv_bias_relu_two_threads(dt, xs, ws, pad):
         assert np.all(np.abs(got - want) <= 1e-5 * scale)
     else:
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("cpu", HOST_LEVELS)
+@pytest.mark.parametrize("dt,xs,ws,strides,padding,epilogue,threads", [
+    ("f32", (2, 7, 7, 128), (3, 3, 128, 256), (2, 2), ((1, 1), (1, 1)), False, 2),
+    ("f32", (2, 7, 7, 128), (3, 3, 128, 256), (2, 2), ((1, 1), (1, 1)), True, 1),
+    ("f64", (1, 6, 7, 128), (3, 3, 128, 128), (1, 2), ((0, 0), (0, 0)), False, 2),
+    ("i32", (2, 5, 5, 128), (3, 3, 128, 256), (2, 2), ((0, 1), (1, 0)), True, 2),
+])
+def test_packed_filter_slices_match_reference(cpu, dt, xs, ws, strides, padding, epilogue, threads):
+    # filters of 1.2 MB (more than either level's L2): each parallel iteration packs its slice
+    from mlir import ir
+
+    from mind.compiler.backend.cpu.transforms import schedule
+    from mind.compiler.backend.linalg.emit import emit_mlir
+    needs_level(cpu)
+    fn, out_shape = _conv_fn(xs, ws, dt, strides=strides, padding=padding, epilogue=epilogue)
+    with ir.Context(), ir.Location.unknown():
+        script = schedule(ir.Module.parse(emit_mlir(fn, {})[0]), unit=vector_unit(cpu), threads=threads)
+    assert script is not None and "transform.structured.pad" in script
+    rng = np.random.default_rng(11)
+    x, w, b = _data(rng, xs, dt), _data(rng, ws, dt), _data(rng, (ws[3],), dt)
+    run = compile_function(fn, threads=threads, cpu=cpu)
+    got = run([x, w, b] if epilogue else [x, w])[0]
+    attrs = {"strides": strides, "padding": padding, "lhs_dilation": (1, 1), "rhs_dilation": (1, 1)}
+    want = ref_conv2d(x, w, **attrs)
+    if not epilogue:
+        assert check_op("conv2d", [x, w], attrs, got, want) is None
+        return
+    with np.errstate(over="ignore"):
+        want = np.maximum(want + b, 0)
+    if dt == "i32":
+        np.testing.assert_array_equal(got, want)
+    else:
+        scale = ref_conv2d(np.abs(x), np.abs(w), **attrs) + np.abs(b)
+        assert np.all(np.abs(got - want) <= 1e-5 * scale)
 
 
 def test_schedule_module_tags_the_conv():

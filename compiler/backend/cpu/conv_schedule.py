@@ -31,7 +31,10 @@ and those with the filter row and a broadcast within the registers; a row of 1, 
 vectors, or one narrow vector when F is not a lane multiple (other row lengths are scalarized by
 LLVM), of one image or of the same pixels of several; among those, the block of least estimated
 cycles per FMA (``block_cost``: FMA throughput, FMA latency, loads, filter stream from L2 or L3),
-then the most accumulators, then the fewest images.  Every other case (dynamic shapes, other
+then the most accumulators, then the fewest images.  A block reading ``f`` of ``F`` columns of a
+filter that does not fit L2 may read a packed copy of its slice instead (``packed_cost``,
+``ConvTiles.pack_rows``): each parallel iteration then covers several output rows of one slice and
+copies the slice into a dense buffer first (``_packed_section``).  Every other case (dynamic shapes, other
 element types) returns None: the conv then becomes scalar loops.  Without an epilogue the fill
 writes the output tile itself (no buffer) and its zero stores are kept: they touch the output lines
 early.  ``docs/backend-cpu.md``,
@@ -52,8 +55,9 @@ from .vector_unit import AVX512, VectorUnit
 
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
-__all__ = ["ConvTiles", "block_cost", "block_pixels", "most_pixels", "choose_conv_tiles", "direct_estimate",
-           "conv_section", "plan_conv", "feeds_conv", "CONV_OP"]
+__all__ = ["ConvTiles", "block_cost", "packed_cost", "pack_rows", "PACK_CYCLES_PER_ELEMENT", "PACK_MIN_ITERATIONS",
+           "block_pixels", "most_pixels", "choose_conv_tiles", "direct_estimate", "conv_section", "plan_conv",
+           "feeds_conv", "CONV_OP"]
 
 CONV_OP = "linalg.conv_2d_nhwc_hwcf"
 
@@ -71,24 +75,45 @@ _STREAM_STRIDED_ROWS = 3.5
 # as the whole filter does (a 1x1 conv of 512 channels, f = 8 of F = 512 on AVX2: 8x14x14 images
 # 5.6-6.4 ms by blocks, 4.0 by the GEMM).
 _STREAM_FROM_L3 = 5.0
+# the same for a slice of f < F columns read in place from L3: its rows lie a power-of-two stride
+# apart and miss in L2 as well (the sets again), fitted on 2-thread timings on an Intel Xeon
+# (AVX-512, 2 MiB L2): 3x3 convs of 256 and 512 channels, blocks of 7-16 pixels at 1.5-2.2 cycles
+# per FMA, 16-27 per pixel.  Such a block packs its slice instead (``packed_cost``).
+_STREAM_STRIDED_FROM_L3 = 20.0
 _FITTED_VECTOR_BYTES = 64  # the vectors the stream constants were fitted with (zmm)
+PACK_CYCLES_PER_ELEMENT = 1.0
+"""What packing one element of a filter slice costs (``packed_cost``), in ``block_cost``'s cycles:
+about a cycle, its share of copying the slice's 64-byte row pieces from L3.  The measurements on an
+Intel Xeon (AVX-512, 2 MiB L2; ``docs/backend-cpu.md``, Measurements) bear it out at both ends:
+slices packed once per 392-1568 pixels ran at 240-265 GFLOP/s, packing included, where the same
+blocks in place ran at 78-179, and one packed per 49 pixels (a 7x7 image of 512 channels) ran 1.4x
+slower than the filter rows' matmuls, which this weight leaves that conv."""
+PACK_MIN_ITERATIONS = 16
+"""The parallel iterations a packed conv keeps at least, where its shapes allow (``pack_rows``):
+each packs its own slice, so fewer and larger iterations pack less, but the threads need some to
+share."""
 
 
 class ConvTiles(FrozenRecord):
-    """Register block ``n x ow x f`` of the output (the OH tile is 1) and the channel step ``c``."""
+    """Register block ``n x ow x f`` of the output (the OH tile is 1) and the channel step ``c``;
+    ``pack_rows``: 0 when the blocks read the filter where it lies, else the output rows (of the
+    block's ``n`` images, all of OW) of one parallel iteration, which first packs its ``f``-column
+    slice of the filter into a dense buffer (``packed_cost``)."""
 
-    __slots__ = ("ow", "f", "c", "n")
+    __slots__ = ("ow", "f", "c", "n", "pack_rows")
 
     ow: int
     f: int
     c: int
     n: int
+    pack_rows: int
 
-    def __init__(self, ow: int, f: int, c: int, n: int = 1) -> None:
+    def __init__(self, ow: int, f: int, c: int, n: int = 1, pack_rows: int = 0) -> None:
         _set(self, "ow", ow)
         _set(self, "f", f)
         _set(self, "c", c)
         _set(self, "n", n)
+        _set(self, "pack_rows", pack_rows)
 
 
 def block_cost(ow: int, vecs: int, strided: bool, from_l3: bool = False, vector_bytes: int = 64) -> float:
@@ -101,8 +126,32 @@ def block_cost(ow: int, vecs: int, strided: bool, from_l3: bool = False, vector_
     The stream is bytes per FMA: its constants were fitted with 64-byte vectors (AVX-512), and a
     filter vector of ``vector_bytes`` carries that share of their bytes (an AVX2 vector half)."""
     acc = ow * vecs
-    k = _STREAM_FROM_L3 if from_l3 else _STREAM_STRIDED_ROWS if strided else _STREAM_WHOLE_ROWS
+    k = ((_STREAM_STRIDED_FROM_L3 if strided else _STREAM_FROM_L3) if from_l3
+         else _STREAM_STRIDED_ROWS if strided else _STREAM_WHOLE_ROWS)
     return max(0.5, 2.0 / acc, (ow + vecs) / (2.0 * acc), k * vector_bytes / _FITTED_VECTOR_BYTES / ow)
+
+
+def pack_rows(n: int, oh: int, f: int, t_n: int, t_f: int) -> int:
+    """The output rows of one parallel iteration of a packed conv (``ConvTiles.pack_rows``): the most
+    (a divisor of ``oh``) that still leave ``PACK_MIN_ITERATIONS`` iterations over the images' blocks
+    of ``t_n``, the rows and the filter's ``f / t_f`` slices, else one."""
+    slabs = (n // t_n) * (f // t_f)
+    for rows in range(oh, 0, -1):
+        if oh % rows == 0 and slabs * (oh // rows) >= PACK_MIN_ITERATIONS:
+            return rows
+    return 1
+
+
+def packed_cost(pixels: int, vecs: int, lanes: int, iteration_pixels: int, slice_bytes: int,
+                unit: VectorUnit) -> float:
+    """Estimated cycles per FMA of a register block reading a packed filter slice: the slice is
+    dense, so the block streams whole rows (from L3 only if the slice itself does not fit L2), plus
+    the packing (``PACK_CYCLES_PER_ELEMENT`` per element) spread over the FMAs of the iteration's
+    ``iteration_pixels``, ``iteration_pixels / lanes`` vector FMAs per element.  Why pack: a slice of
+    ``f`` of ``F`` columns read in place is rows a power-of-two stride apart, which fall into a few
+    of the cache's sets and miss as if the whole filter streamed from L3 (``_STREAM_STRIDED_FROM_L3``)."""
+    return (block_cost(pixels, vecs, False, slice_bytes > unit.l2_bytes, unit.bits // 8)
+            + PACK_CYCLES_PER_ELEMENT * lanes / iteration_pixels)
 
 
 def block_pixels(unit: VectorUnit) -> int:
@@ -180,22 +229,32 @@ def _best_block(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int, elem
             for nt in range(1, min(n, cap // owt) + 1):
                 if n % nt:
                     continue
-                cost = block_cost(nt * owt, vecs, ft < f, from_l3, unit.bits // 8)
-                score = (-round(cost, 9), nt * owt * vecs, -nt, ft)
-                if best is None or score > best[0]:
-                    best = (score, ConvTiles(owt, ft, 1, nt))
+                tiles = [(block_cost(nt * owt, vecs, ft < f, from_l3, unit.bits // 8), 0)]
+                if ft < f and from_l3:
+                    rows = pack_rows(n, oh, f, nt, ft)
+                    tiles.append((packed_cost(nt * owt, vecs, lanes, nt * rows * ow,
+                                              kh * kw * c * ft * elem_bits // 8, unit), rows))
+                for cost, rows in tiles:
+                    score = (-round(cost, 9), nt * owt * vecs, -nt, ft, -rows)
+                    if best is None or score > best[0]:
+                        best = (score, ConvTiles(owt, ft, 1, nt, rows))
     assert best is not None
     return best
 
 
-def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, fuse_epilogue: bool = False) -> str:
+def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, fuse_epilogue: bool = False,
+                 zero: str = "0.0 : f32") -> str:
     """The transform-script section scheduling the conv tagged ``tag`` (see the module docstring).
 
     ``fuse_epilogue``: the conv's only user is an elementwise generic (bias, relu, ...); that one is
     tiled by the forall instead, the conv fused into it, and it is vectorized here, next to the
     accumulator, so the conv result never goes through memory twice; the fused fill's zeros are then
-    folded into the accumulator (``_fold_fill_section``: no per-tile buffer).
+    folded into the accumulator (``_fold_fill_section``: no per-tile buffer).  A packed block
+    (``t.pack_rows``) has a section of its own (``_packed_section``; ``zero``: the element type's
+    zero, the padding value of its packing).
     """
+    if t.pack_rows:
+        return _packed_section(tag, t, fuse_fill, zero)
     a = "!transform.any_op"
     cv, fl, cp, cpf, ff, ffl, cr, crl, cd = (f"%cv{tag}", f"%cfl{tag}", f"%cp{tag}", f"%cpf{tag}", f"%cff{tag}",
                                              f"%cffl{tag}", f"%cr{tag}", f"%crl{tag}", f"%cd{tag}")
@@ -225,6 +284,39 @@ def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, fuse_epilogue: 
         s += f"    transform.structured.vectorize %cet{tag} : {a}\n"
     if fuse_fill and fuse_epilogue:
         s += _fold_fill_section(tag, cpf)
+    return s
+
+
+def _packed_section(tag: int, t: ConvTiles, fuse_fill: bool, zero: str) -> str:
+    """The section of a conv whose blocks read a packed filter slice: a parallel iteration per
+    ``t.n`` images x ``t.pack_rows`` output rows x ``t.f`` channels, whose filter slice
+    ``[KH, KW, C, f]`` is copied into a dense buffer (a ``transform.structured.pad`` of no padding,
+    kept by ``nofold``: what bufferizes to an allocation and a copy), then the register blocks of
+    those rows (``transform.structured.fuse``, which brings the fill along), each as in
+    ``conv_section``.  An elementwise epilogue is left to its own section: the output makes one round
+    trip through memory, small beside a conv whose filter needs packing."""
+    a = "!transform.any_op"
+    s = (f"    %cv{tag} = transform.structured.match ops{{[\"{CONV_OP}\"]}} attributes {{{SCHED_ATTR} = {tag} : i64}}"
+         f" in %root : ({a}) -> {a}\n")
+    if fuse_fill:
+        s += f"    %cfl{tag} = transform.get_producer_of_operand %cv{tag}[2] : ({a}) -> {a}\n"
+    s += (f"    %cp{tag}, %cpf{tag} = transform.structured.tile_using_forall %cv{tag} tile_sizes "
+          f"{sizes([t.n, t.pack_rows, 0, t.f])} : ({a}) -> ({a}, {a})\n")
+    if fuse_fill:
+        s += (f"    %cff{tag}, %cffl{tag} = transform.structured.fuse_into_containing_op %cfl{tag} into %cpf{tag}"
+              f" : ({a}, {a}) -> ({a}, {a})\n")
+    s += (f"    %cq{tag}, %cqp{tag}, %cqc{tag} = transform.structured.pad %cp{tag} {{padding_values = [{zero}, {zero}, "
+          f"{zero}], padding_dimensions = [3], nofold_flags = [0, 1, 0], copy_back_op = \"none\"}}"
+          f" : ({a}) -> ({a}, {a}, {a})\n")
+    s += (f"    %ci{tag}, %cil{tag}:3 = transform.structured.fuse %cq{tag} tile_sizes {sizes([t.n, 1, t.ow, 0])}"
+          f" : ({a}) -> ({a}, {a}, {a}, {a})\n")
+    s += (f"    %cr{tag}, %crl{tag}:3 = transform.structured.tile_using_for %ci{tag} tile_sizes "
+          f"{sizes([0, 0, 0, 0, 1, 1, t.c])} : ({a}) -> ({a}, {a}, {a}, {a})\n")
+    s += f"    %cd{tag} = transform.structured.decompose %cr{tag} : ({a}) -> {a}\n"
+    s += f"    transform.structured.vectorize %cd{tag} : {a}\n"
+    if fuse_fill:
+        s += f"    %cfm{tag} = transform.structured.match ops{{[\"linalg.fill\"]}} in %cpf{tag} : ({a}) -> {a}\n"
+        s += f"    transform.structured.vectorize %cfm{tag} : {a}\n"
     return s
 
 
@@ -294,7 +386,8 @@ def plan_conv(unit: VectorUnit, op: Any, tag: int) -> str | None:
         return None
     init = op.operands[2]
     fuse_fill = isinstance(init, ir.OpResult) and init.owner.name == "linalg.fill"
-    return conv_section(tag, t, fuse_fill, fuse_fill and _fusable_epilogue(op))
+    zero = f"{'0.0' if elem.startswith('f') else '0'} : {elem}"
+    return conv_section(tag, t, fuse_fill, fuse_fill and not t.pack_rows and _fusable_epilogue(op), zero)
 
 
 def feeds_conv(op: Any) -> bool:
