@@ -256,12 +256,8 @@ def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, fuse_epilogue: 
     if t.pack_rows:
         return _packed_section(tag, t, fuse_fill, zero)
     a = "!transform.any_op"
-    cv, fl, cp, cpf, ff, ffl, cr, crl, cd = (f"%cv{tag}", f"%cfl{tag}", f"%cp{tag}", f"%cpf{tag}", f"%cff{tag}",
-                                             f"%cffl{tag}", f"%cr{tag}", f"%crl{tag}", f"%cd{tag}")
-    s = (f"    {cv} = transform.structured.match ops{{[\"{CONV_OP}\"]}} attributes {{{SCHED_ATTR} = {tag} : i64}}"
-         f" in %root : ({a}) -> {a}\n")
-    if fuse_fill:
-        s += f"    {fl} = transform.get_producer_of_operand {cv}[2] : ({a}) -> {a}\n"
+    cv, fl, cp, cpf, ff, ffl = (f"%cv{tag}", f"%cfl{tag}", f"%cp{tag}", f"%cpf{tag}", f"%cff{tag}", f"%cffl{tag}")
+    s = _match_section(tag, fuse_fill)
     if fuse_epilogue:
         s += f"    %ce{tag} = transform.get_consumers_of_result {cv}[0] : ({a}) -> {a}\n"
         s += (f"    %cet{tag}, {cpf} = transform.structured.tile_using_forall %ce{tag} tile_sizes "
@@ -274,10 +270,7 @@ def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, fuse_epilogue: 
     if fuse_fill:
         s += (f"    {ff}, {ffl} = transform.structured.fuse_into_containing_op {fl} into {cpf}"
               f" : ({a}, {a}) -> ({a}, {a})\n")
-    s += (f"    {cr}, {crl}:3 = transform.structured.tile_using_for {cp} tile_sizes {sizes([0, 0, 0, 0, 1, 1, t.c])}"
-          f" : ({a}) -> ({a}, {a}, {a}, {a})\n")
-    s += f"    {cd} = transform.structured.decompose {cr} : ({a}) -> {a}\n"
-    s += f"    transform.structured.vectorize {cd} : {a}\n"
+    s += _block_section(tag, cp, t.c)
     if fuse_fill:
         s += f"    transform.structured.vectorize {ff} : {a}\n"
     if fuse_epilogue:
@@ -285,6 +278,27 @@ def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, fuse_epilogue: 
     if fuse_fill and fuse_epilogue:
         s += _fold_fill_section(tag, cpf)
     return s
+
+
+def _match_section(tag: int, fuse_fill: bool) -> str:
+    """The handles ``%cv<tag>`` of the conv tagged ``tag`` and, with ``fuse_fill``, ``%cfl<tag>`` of
+    the fill of its init."""
+    a = "!transform.any_op"
+    s = (f"    %cv{tag} = transform.structured.match ops{{[\"{CONV_OP}\"]}} attributes {{{SCHED_ATTR} = {tag} : i64}}"
+         f" in %root : ({a}) -> {a}\n")
+    if fuse_fill:
+        s += f"    %cfl{tag} = transform.get_producer_of_operand %cv{tag}[2] : ({a}) -> {a}\n"
+    return s
+
+
+def _block_section(tag: int, block: str, c: int) -> str:
+    """One register block's conv (the handle ``block``): the filter window walked one tap and ``c``
+    channels at a time, decomposed to a 1-D conv and vectorized into outer products."""
+    a = "!transform.any_op"
+    return (f"    %cr{tag}, %crl{tag}:3 = transform.structured.tile_using_for {block} tile_sizes "
+            f"{sizes([0, 0, 0, 0, 1, 1, c])} : ({a}) -> ({a}, {a}, {a}, {a})\n"
+            f"    %cd{tag} = transform.structured.decompose %cr{tag} : ({a}) -> {a}\n"
+            f"    transform.structured.vectorize %cd{tag} : {a}\n")
 
 
 def _packed_section(tag: int, t: ConvTiles, fuse_fill: bool, zero: str) -> str:
@@ -296,10 +310,7 @@ def _packed_section(tag: int, t: ConvTiles, fuse_fill: bool, zero: str) -> str:
     ``conv_section``.  An elementwise epilogue is left to its own section: the output makes one round
     trip through memory, small beside a conv whose filter needs packing."""
     a = "!transform.any_op"
-    s = (f"    %cv{tag} = transform.structured.match ops{{[\"{CONV_OP}\"]}} attributes {{{SCHED_ATTR} = {tag} : i64}}"
-         f" in %root : ({a}) -> {a}\n")
-    if fuse_fill:
-        s += f"    %cfl{tag} = transform.get_producer_of_operand %cv{tag}[2] : ({a}) -> {a}\n"
+    s = _match_section(tag, fuse_fill)
     s += (f"    %cp{tag}, %cpf{tag} = transform.structured.tile_using_forall %cv{tag} tile_sizes "
           f"{sizes([t.n, t.pack_rows, 0, t.f])} : ({a}) -> ({a}, {a})\n")
     if fuse_fill:
@@ -310,10 +321,7 @@ def _packed_section(tag: int, t: ConvTiles, fuse_fill: bool, zero: str) -> str:
           f" : ({a}) -> ({a}, {a}, {a})\n")
     s += (f"    %ci{tag}, %cil{tag}:3 = transform.structured.fuse %cq{tag} tile_sizes {sizes([t.n, 1, t.ow, 0])}"
           f" : ({a}) -> ({a}, {a}, {a}, {a})\n")
-    s += (f"    %cr{tag}, %crl{tag}:3 = transform.structured.tile_using_for %ci{tag} tile_sizes "
-          f"{sizes([0, 0, 0, 0, 1, 1, t.c])} : ({a}) -> ({a}, {a}, {a}, {a})\n")
-    s += f"    %cd{tag} = transform.structured.decompose %cr{tag} : ({a}) -> {a}\n"
-    s += f"    transform.structured.vectorize %cd{tag} : {a}\n"
+    s += _block_section(tag, f"%ci{tag}", t.c)
     if fuse_fill:
         s += f"    %cfm{tag} = transform.structured.match ops{{[\"linalg.fill\"]}} in %cpf{tag} : ({a}) -> {a}\n"
         s += f"    transform.structured.vectorize %cfm{tag} : {a}\n"
