@@ -148,13 +148,13 @@ def test_pack_rows_keep_iterations_for_the_threads():
 
 
 def test_packed_section_text():
-    s = conv_section(2, ConvTiles(2, 32, 1, 4, 14), zero="0.0 : f64")
+    s = conv_section(2, ConvTiles(2, 32, 1, 4, 14), pad_value="0.0 : f64")
     assert "transform.structured.tile_using_forall %cv2 tile_sizes [4, 14, 0, 32]" in s
     assert "padding_values = [0.0 : f64, 0.0 : f64, 0.0 : f64]" in s and "nofold_flags = [0, 1, 0]" in s
     assert "transform.structured.fuse %cq2 tile_sizes [4, 1, 2, 0]" in s
     assert "tile_sizes [0, 0, 0, 0, 1, 1, 1]" in s and "transform.structured.decompose" in s
     # an epilogue is not fused into a packed conv's blocks; without a fill nothing fuses
-    assert s == conv_section(2, ConvTiles(2, 32, 1, 4, 14), fuse_epilogue=True, zero="0.0 : f64")
+    assert s == conv_section(2, ConvTiles(2, 32, 1, 4, 14), fuse_epilogue=True, pad_value="0.0 : f64")
     assert "fuse_into_containing_op" not in conv_section(0, ConvTiles(1, 16, 1, 1, 3), fuse_fill=False)
 
 

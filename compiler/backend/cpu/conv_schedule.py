@@ -49,6 +49,7 @@ from typing import Any
 
 from mind.spec.record import FrozenRecord
 
+from ..linalg.mlir_text import zero
 from ..linalg.payload import static_shape
 from ..linalg.transform_script import SCHED_ATTR, largest_divisor_at_most, sizes
 from .vector_unit import AVX512, VectorUnit
@@ -243,18 +244,18 @@ def _best_block(n: int, oh: int, ow: int, f: int, kh: int, kw: int, c: int, elem
 
 
 def conv_section(tag: int, t: ConvTiles, fuse_fill: bool = True, fuse_epilogue: bool = False,
-                 zero: str = "0.0 : f32") -> str:
+                 pad_value: str = "0.0 : f32") -> str:
     """The transform-script section scheduling the conv tagged ``tag`` (see the module docstring).
 
     ``fuse_epilogue``: the conv's only user is an elementwise generic (bias, relu, ...); that one is
     tiled by the forall instead, the conv fused into it, and it is vectorized here, next to the
     accumulator, so the conv result never goes through memory twice; the fused fill's zeros are then
     folded into the accumulator (``_fold_fill_section``: no per-tile buffer).  A packed block
-    (``t.pack_rows``) has a section of its own (``_packed_section``; ``zero``: the element type's
-    zero, the padding value of its packing).
+    (``t.pack_rows``) has a section of its own (``_packed_section``; ``pad_value``: the element
+    type's zero, the padding value of its packing).
     """
     if t.pack_rows:
-        return _packed_section(tag, t, fuse_fill, zero)
+        return _packed_section(tag, t, fuse_fill, pad_value)
     a = "!transform.any_op"
     cv, fl, cp, cpf, ff, ffl = (f"%cv{tag}", f"%cfl{tag}", f"%cp{tag}", f"%cpf{tag}", f"%cff{tag}", f"%cffl{tag}")
     s = _match_section(tag, fuse_fill)
@@ -301,7 +302,7 @@ def _block_section(tag: int, block: str, c: int) -> str:
             f"    transform.structured.vectorize %cd{tag} : {a}\n")
 
 
-def _packed_section(tag: int, t: ConvTiles, fuse_fill: bool, zero: str) -> str:
+def _packed_section(tag: int, t: ConvTiles, fuse_fill: bool, pad_value: str) -> str:
     """The section of a conv whose blocks read a packed filter slice: a parallel iteration per
     ``t.n`` images x ``t.pack_rows`` output rows x ``t.f`` channels, whose filter slice
     ``[KH, KW, C, f]`` is copied into a dense buffer (a ``transform.structured.pad`` of no padding,
@@ -316,9 +317,9 @@ def _packed_section(tag: int, t: ConvTiles, fuse_fill: bool, zero: str) -> str:
     if fuse_fill:
         s += (f"    %cff{tag}, %cffl{tag} = transform.structured.fuse_into_containing_op %cfl{tag} into %cpf{tag}"
               f" : ({a}, {a}) -> ({a}, {a})\n")
-    s += (f"    %cq{tag}, %cqp{tag}, %cqc{tag} = transform.structured.pad %cp{tag} {{padding_values = [{zero}, {zero}, "
-          f"{zero}], padding_dimensions = [3], nofold_flags = [0, 1, 0], copy_back_op = \"none\"}}"
-          f" : ({a}) -> ({a}, {a}, {a})\n")
+    s += (f"    %cq{tag}, %cqp{tag}, %cqc{tag} = transform.structured.pad %cp{tag} {{padding_values = "
+          f"[{pad_value}, {pad_value}, {pad_value}], padding_dimensions = [3], nofold_flags = [0, 1, 0], "
+          f"copy_back_op = \"none\"}} : ({a}) -> ({a}, {a}, {a})\n")
     s += (f"    %ci{tag}, %cil{tag}:3 = transform.structured.fuse %cq{tag} tile_sizes {sizes([t.n, 1, t.ow, 0])}"
           f" : ({a}) -> ({a}, {a}, {a}, {a})\n")
     s += _block_section(tag, f"%ci{tag}", t.c)
@@ -394,8 +395,8 @@ def plan_conv(unit: VectorUnit, op: Any, tag: int) -> str | None:
         return None
     init = op.operands[2]
     fuse_fill = isinstance(init, ir.OpResult) and init.owner.name == "linalg.fill"
-    zero = f"{'0.0' if elem.startswith('f') else '0'} : {elem}"
-    return conv_section(tag, t, fuse_fill, fuse_fill and not t.pack_rows and _fusable_epilogue(op), zero)
+    return conv_section(tag, t, fuse_fill, fuse_fill and not t.pack_rows and _fusable_epilogue(op),
+                        f"{zero(elem)} : {elem}")
 
 
 def feeds_conv(op: Any) -> bool:
