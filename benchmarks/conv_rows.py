@@ -12,7 +12,7 @@ for every conv that can have them (the factor made 100), to see what the cost mo
 1, "same" padding, f32.  Each figure is the least of 3 medians of repeated calls (wall time), the
 two kernels alternating; the results of the two kernels are compared first.  ``--refuse packing``
 is the A/B of the direct blocks' packed filter slices instead (``conv_schedule.packed_cost``): "old"
-refuses them (their packing cost made infinite), and the row's mark says whether the cost model takes
+refuses them (their estimate made infinite), and the row's mark says whether the cost model takes
 them for "new".
 """
 
@@ -69,7 +69,7 @@ def _refusal(refuse: str):
     @contextlib.contextmanager
     def refused():
         module, name, value = ((conv_gemm, "rows_of_shapes", lambda *a: None) if refuse == "rows"
-                               else (conv_schedule, "PACK_CYCLES_PER_ELEMENT", float("inf")))
+                               else (conv_schedule, "packed_cost", lambda *a: float("inf")))
         kept = getattr(module, name)
         setattr(module, name, value)
         try:

@@ -14,7 +14,7 @@ from mind.compiler.backend.cpu.conv_gemm import ConvGemm, ConvRows, gemm_of_shap
 from mind.compiler.backend.cpu.conv_schedule import (PACK_MIN_ITERATIONS, ConvTiles, block_cost, choose_conv_tiles,
                                                      conv_section, direct_estimate, most_pixels, pack_rows,
                                                      packed_cost)
-from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, vector_unit
+from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, VectorUnit, vector_unit
 from mind.compiler.backend.linalg.conv_phases import AxisPhase, axis_phases, phase_padding
 from mind.compiler.backend.linalg.lowerings import block_channels, block_width
 from mind.ir.parser import parse_module
@@ -127,13 +127,30 @@ def test_filter_slices_from_l3_are_packed():
     # a filter that fits L2, or a block reading whole rows (F one vector): read in place
     assert choose_conv_tiles(2, 32, 32, 128, 3, 3, 128).pack_rows == 0
     assert choose_conv_tiles(1, 8, 8, 16, 3, 3, 4096).pack_rows == 0
-    # AVX2's smaller L2 (512 KB): the 590 KB filter of a 3x3 128 -> 128 conv is packed there
-    assert choose_conv_tiles(2, 32, 32, 128, 3, 3, 128, unit=VECTOR_UNITS["x86-64-v3"]).pack_rows > 0
+    # AVX2's smaller L2 (512 KB): the 590 KB filter of a 3x3 128 -> 128 conv is packed there, each
+    # slice for a whole 32x32 image
+    assert choose_conv_tiles(2, 32, 32, 128, 3, 3, 128, unit=VECTOR_UNITS["x86-64-v3"]).pack_rows == 32
     # the packing is paid once per parallel iteration: few pixels per iteration keep the slice in
     # place (one 7x7 image of 512 channels: the 64-pixel blocks' estimate beats packing 49 pixels)
     assert choose_conv_tiles(1, 7, 7, 512, 3, 3, 512).pack_rows == 7
     assert packed_cost(8, 2, 16, 49, 1 << 19, VECTOR_UNITS["x86-64-v4"]) > \
         packed_cost(8, 2, 16, 784, 1 << 19, VECTOR_UNITS["x86-64-v4"]) == block_cost(8, 2, False) + 16 / 784
+
+
+def test_avx2_packs_only_where_the_copy_pays():
+    # packing a slice of 32-byte row pieces cost 14 cycles per element on an AVX2-only Zen 2: packed
+    # per 49 pixels a 3x3 512 -> 32 stride-2 conv ran 2.3 ms against 1.1 in place, and a filter
+    # gradient's 1.5 MB slices packed per 36 pixels 14.7 ms against 7.0; per 1568 pixels (8 images
+    # of 14x14, 256 -> 512) packing still pays: 30 ms against 49 in place
+    avx2, avx512 = VECTOR_UNITS["x86-64-v3"], VECTOR_UNITS["x86-64-v4"]
+    assert avx2.pack_cycles_per_element == 14 * avx512.pack_cycles_per_element
+    assert choose_conv_tiles(4, 7, 7, 32, 3, 3, 512, unit=avx2).pack_rows == 0
+    assert choose_conv_tiles(16, 3, 3, 32, 32, 32, 48, unit=avx2).pack_rows == 0
+    assert choose_conv_tiles(8, 14, 14, 512, 3, 3, 256, unit=avx2).pack_rows == 14
+    cheap = VectorUnit(avx2.bits, avx2.registers, avx2.l2_bytes, avx2.fma_per_cycle, avx2.maximum_instructions,
+                       avx2.direct_conv_factor, avx512.pack_cycles_per_element)
+    assert choose_conv_tiles(4, 7, 7, 32, 3, 3, 512, unit=cheap).pack_rows > 0
+    assert packed_cost(8, 1, 8, 49, 1 << 17, avx2) - packed_cost(8, 1, 8, 49, 1 << 17, cheap) == pytest.approx(13 * 8 / 49)
 
 
 def test_pack_rows_keep_iterations_for_the_threads():
@@ -451,20 +468,24 @@ def test_conv_bias_relu_two_threads(dt, xs, ws, pad):
     ("f64", (1, 6, 7, 128), (3, 3, 128, 128), (1, 2), ((0, 0), (0, 0)), False, 2),
     ("i32", (2, 5, 5, 128), (3, 3, 128, 256), (2, 2), ((0, 1), (1, 0)), True, 2),
 ])
-def test_packed_filter_slices_match_reference(cpu, dt, xs, ws, strides, padding, epilogue, threads):
-    # filters of 1.2 MB (more than either level's L2): each parallel iteration packs its slice
+def test_packed_filter_slices_match_reference(cpu, dt, xs, ws, strides, padding, epilogue, threads, monkeypatch):
+    # filters of 1.2 MB (more than either level's L2): each parallel iteration packs its slice, at
+    # AVX-512's packing cost on every level (AVX2's own packs these small images in place)
     from mlir import ir
 
     from mind.compiler.backend.cpu.transforms import schedule
     from mind.compiler.backend.linalg.emit import emit_mlir
     needs_level(cpu)
+    u = VECTOR_UNITS[cpu]
+    monkeypatch.setitem(VECTOR_UNITS, cpu, VectorUnit(u.bits, u.registers, u.l2_bytes, u.fma_per_cycle,
+                                                     u.maximum_instructions, u.direct_conv_factor, 1.0))
     fn, out_shape = _conv_fn(xs, ws, dt, strides=strides, padding=padding, epilogue=epilogue)
     with ir.Context(), ir.Location.unknown():
         script = schedule(ir.Module.parse(emit_mlir(fn, {})[0]), unit=vector_unit(cpu), threads=threads)
     assert script is not None and "transform.structured.pad" in script
     rng = np.random.default_rng(11)
     x, w, b = _data(rng, xs, dt), _data(rng, ws, dt), _data(rng, (ws[3],), dt)
-    run = compile_function(fn, threads=threads, cpu=cpu)
+    run = compile_function(fn, threads=threads, cpu=cpu, cache=False)
     got = run([x, w, b] if epilogue else [x, w])[0]
     attrs = {"strides": strides, "padding": padding, "lhs_dilation": (1, 1), "rhs_dilation": (1, 1)}
     want = ref_conv2d(x, w, **attrs)

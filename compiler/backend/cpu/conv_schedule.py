@@ -56,7 +56,7 @@ from .vector_unit import AVX512, VectorUnit
 
 _set = object.__setattr__  # FrozenRecord fields are set once, in __init__
 
-__all__ = ["ConvTiles", "block_cost", "packed_cost", "pack_rows", "PACK_CYCLES_PER_ELEMENT", "PACK_MIN_ITERATIONS",
+__all__ = ["ConvTiles", "block_cost", "packed_cost", "pack_rows", "PACK_MIN_ITERATIONS",
            "block_pixels", "most_pixels", "choose_conv_tiles", "direct_estimate", "conv_section", "plan_conv",
            "feeds_conv", "CONV_OP"]
 
@@ -82,13 +82,6 @@ _STREAM_FROM_L3 = 5.0
 # per FMA, 16-27 per pixel.  Such a block packs its slice instead (``packed_cost``).
 _STREAM_STRIDED_FROM_L3 = 20.0
 _FITTED_VECTOR_BYTES = 64  # the vectors the stream constants were fitted with (zmm)
-PACK_CYCLES_PER_ELEMENT = 1.0
-"""What packing one element of a filter slice costs (``packed_cost``), in ``block_cost``'s cycles:
-about a cycle, its share of copying the slice's 64-byte row pieces from L3.  The measurements on an
-Intel Xeon (AVX-512, 2 MiB L2; ``docs/backend-cpu.md``, Measurements) bear it out at both ends:
-slices packed once per 392-1568 pixels ran at 240-265 GFLOP/s, packing included, where the same
-blocks in place ran at 78-179, and one packed per 49 pixels (a 7x7 image of 512 channels) ran 1.4x
-slower than the filter rows' matmuls, which this weight leaves that conv."""
 PACK_MIN_ITERATIONS = 16
 """The parallel iterations a packed conv keeps at least, where its shapes allow (``pack_rows``):
 each packs its own slice, so fewer and larger iterations pack less, but the threads need some to
@@ -147,12 +140,12 @@ def packed_cost(pixels: int, vecs: int, lanes: int, iteration_pixels: int, slice
                 unit: VectorUnit) -> float:
     """Estimated cycles per FMA of a register block reading a packed filter slice: the slice is
     dense, so the block streams whole rows (from L3 only if the slice itself does not fit L2), plus
-    the packing (``PACK_CYCLES_PER_ELEMENT`` per element) spread over the FMAs of the iteration's
+    the packing (``unit.pack_cycles_per_element`` per element) spread over the FMAs of the iteration's
     ``iteration_pixels``, ``iteration_pixels / lanes`` vector FMAs per element.  Why pack: a slice of
     ``f`` of ``F`` columns read in place is rows a power-of-two stride apart, which fall into a few
     of the cache's sets and miss as if the whole filter streamed from L3 (``_STREAM_STRIDED_FROM_L3``)."""
     return (block_cost(pixels, vecs, False, slice_bytes > unit.l2_bytes, unit.bits // 8)
-            + PACK_CYCLES_PER_ELEMENT * lanes / iteration_pixels)
+            + unit.pack_cycles_per_element * lanes / iteration_pixels)
 
 
 def block_pixels(unit: VectorUnit) -> int:

@@ -29,9 +29,16 @@ class VectorUnit(FrozenRecord):
     (``range_max``), 6 as LLVM expands it without (sign blends, ``maxps``, a NaN fix-up);
     ``direct_conv_factor``: the direct conv schedule's measured cycles per FMA over its blocks'
     estimate (``conv_schedule.block_cost``, fitted on AVX-512: 1; AVX2 code on an AVX2-only Zen 3
-    ran at 1.6-2.4x it, the lowest taken), which ``conv_gemm`` weighs the matmuls of a conv against."""
+    ran at 1.6-2.4x it, the lowest taken), which ``conv_gemm`` weighs the matmuls of a conv against;
+    ``pack_cycles_per_element``: what packing one element of a conv's filter slice costs, in
+    ``conv_schedule.block_cost``'s cycles (``conv_schedule.packed_cost``): about a cycle with
+    AVX-512's slices of 64-byte row pieces on an Intel Xeon, where packed blocks ran 1.4-3.2x faster
+    than in place; 14 fitted on an AVX2-only Zen 2, where the slices of 32-byte pieces packed per 49
+    pixels ran 2.1x slower than in place, per 7 pixels 4.2x (the slowest of its class measured, as
+    the unit's other figures are).  Baseline (SSE2) code has no measurement and takes AVX2's."""
 
-    __slots__ = ("bits", "registers", "l2_bytes", "fma_per_cycle", "maximum_instructions", "direct_conv_factor")
+    __slots__ = ("bits", "registers", "l2_bytes", "fma_per_cycle", "maximum_instructions", "direct_conv_factor",
+                 "pack_cycles_per_element")
 
     bits: int
     registers: int
@@ -39,15 +46,18 @@ class VectorUnit(FrozenRecord):
     fma_per_cycle: int
     maximum_instructions: int
     direct_conv_factor: float
+    pack_cycles_per_element: float
 
     def __init__(self, bits: int, registers: int, l2_bytes: int, fma_per_cycle: int,
-                 maximum_instructions: int, direct_conv_factor: float = 1.0) -> None:
+                 maximum_instructions: int, direct_conv_factor: float = 1.0,
+                 pack_cycles_per_element: float = 1.0) -> None:
         object.__setattr__(self, "bits", bits)
         object.__setattr__(self, "registers", registers)
         object.__setattr__(self, "l2_bytes", l2_bytes)
         object.__setattr__(self, "fma_per_cycle", fma_per_cycle)
         object.__setattr__(self, "maximum_instructions", maximum_instructions)
         object.__setattr__(self, "direct_conv_factor", direct_conv_factor)
+        object.__setattr__(self, "pack_cycles_per_element", pack_cycles_per_element)
 
     def lanes(self, elem_bits: int) -> int:
         """Elements of ``elem_bits`` in one register (at least 1)."""
@@ -56,8 +66,8 @@ class VectorUnit(FrozenRecord):
 
 VECTOR_UNITS: dict[str, VectorUnit] = {
     "x86-64-v4": VectorUnit(512, 32, 1 << 20, 1, 3),    # AVX-512: 32 zmm, L2 >= 1 MB, 1 zmm FMA per cycle, vrange
-    "x86-64-v3": VectorUnit(256, 16, 512 << 10, 2, 6, 1.6),  # AVX2 + FMA: 16 ymm, L2 >= 512 KB, 2 ymm FMAs per cycle
-    "x86-64": VectorUnit(128, 16, 256 << 10, 1, 6),     # the baseline: SSE2, 16 xmm, L2 >= 256 KB, a mul + an add
+    "x86-64-v3": VectorUnit(256, 16, 512 << 10, 2, 6, 1.6, 14.0),  # AVX2 + FMA: 16 ymm, L2 >= 512 KB, 2 ymm FMAs
+    "x86-64": VectorUnit(128, 16, 256 << 10, 1, 6, 1.0, 14.0),  # the baseline: SSE2, 16 xmm, L2 >= 256 KB, mul + add
 }
 """The unit of each x86-64 level the options may name (``codegen.FIXED_TARGETS``)."""
 
