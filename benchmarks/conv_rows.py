@@ -99,8 +99,7 @@ def measure(cpu: str, threads: int, force: bool, refuse: str = "rows") -> list[d
         from mind.compiler.backend.cpu.vector_unit import VectorUnit
 
         def forced(isa: str) -> VectorUnit:
-            u = unit_of(isa)
-            return VectorUnit(u.bits, u.registers, u.l2_bytes, u.fma_per_cycle, u.maximum_instructions, 100.0)
+            return unit_of(isa).replaced(direct_conv_factor=100.0)
         conv_gemm.vector_unit = forced
     rows = []
     for xs, ws in CONVS:

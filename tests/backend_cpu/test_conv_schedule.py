@@ -14,7 +14,7 @@ from mind.compiler.backend.cpu.conv_gemm import ConvGemm, ConvRows, gemm_of_shap
 from mind.compiler.backend.cpu.conv_schedule import (PACK_MIN_ITERATIONS, ConvTiles, block_cost, choose_conv_tiles,
                                                      conv_section, direct_estimate, most_pixels, pack_rows,
                                                      packed_cost)
-from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, VectorUnit, vector_unit
+from mind.compiler.backend.cpu.vector_unit import VECTOR_UNITS, vector_unit
 from mind.compiler.backend.linalg.conv_phases import AxisPhase, axis_phases, phase_padding
 from mind.compiler.backend.linalg.lowerings import block_channels, block_width
 from mind.ir.parser import parse_module
@@ -147,10 +147,11 @@ def test_avx2_packs_only_where_the_copy_pays():
     assert choose_conv_tiles(4, 7, 7, 32, 3, 3, 512, unit=avx2).pack_rows == 0
     assert choose_conv_tiles(16, 3, 3, 32, 32, 32, 48, unit=avx2).pack_rows == 0
     assert choose_conv_tiles(8, 14, 14, 512, 3, 3, 256, unit=avx2).pack_rows == 14
-    cheap = VectorUnit(avx2.bits, avx2.registers, avx2.l2_bytes, avx2.fma_per_cycle, avx2.maximum_instructions,
-                       avx2.direct_conv_factor, avx512.pack_cycles_per_element)
+    cheap = avx2.replaced(pack_cycles_per_element=avx512.pack_cycles_per_element)
+    assert cheap.direct_conv_factor == avx2.direct_conv_factor and cheap.bits == avx2.bits
     assert choose_conv_tiles(4, 7, 7, 32, 3, 3, 512, unit=cheap).pack_rows > 0
-    assert packed_cost(8, 1, 8, 49, 1 << 17, avx2) - packed_cost(8, 1, 8, 49, 1 << 17, cheap) == pytest.approx(13 * 8 / 49)
+    difference = packed_cost(8, 1, 8, 49, 1 << 17, avx2) - packed_cost(8, 1, 8, 49, 1 << 17, cheap)
+    assert difference == pytest.approx(13 * 8 / 49)
 
 
 def test_pack_rows_keep_iterations_for_the_threads():
@@ -476,9 +477,7 @@ def test_packed_filter_slices_match_reference(cpu, dt, xs, ws, strides, padding,
     from mind.compiler.backend.cpu.transforms import schedule
     from mind.compiler.backend.linalg.emit import emit_mlir
     needs_level(cpu)
-    u = VECTOR_UNITS[cpu]
-    monkeypatch.setitem(VECTOR_UNITS, cpu, VectorUnit(u.bits, u.registers, u.l2_bytes, u.fma_per_cycle,
-                                                     u.maximum_instructions, u.direct_conv_factor, 1.0))
+    monkeypatch.setitem(VECTOR_UNITS, cpu, VECTOR_UNITS[cpu].replaced(pack_cycles_per_element=1.0))
     fn, out_shape = _conv_fn(xs, ws, dt, strides=strides, padding=padding, epilogue=epilogue)
     with ir.Context(), ir.Location.unknown():
         script = schedule(ir.Module.parse(emit_mlir(fn, {})[0]), unit=vector_unit(cpu), threads=threads)
@@ -845,3 +844,16 @@ def test_convs_as_filter_rows_match_reference(elem, accumulate, skip, dh):
         kern = compile_kernel(text, "cv", CpuOptions.resolve(threads=threads, cpu="x86-64-v3", cache=False))
         got = kern(xb, w, b)
         assert np.all(np.abs(got - want) <= (9 * c + 2) * eps * scale), (threads, np.abs(got - want).max())
+
+
+def test_replaced_unit_keeps_the_fields_it_does_not_name():
+    # conv_rows.py --force and the packing tests vary one figure of a level's unit; every other
+    # figure, the packing cost added after the factor included, must stay the level's
+    avx2 = VECTOR_UNITS["x86-64-v3"]
+    forced = avx2.replaced(direct_conv_factor=100.0)
+    assert forced.direct_conv_factor == 100.0 and avx2.direct_conv_factor == 1.6
+    assert [getattr(forced, k) for k in avx2.__slots__ if k != "direct_conv_factor"] == \
+        [getattr(avx2, k) for k in avx2.__slots__ if k != "direct_conv_factor"]
+    assert avx2.replaced() == avx2
+    with pytest.raises(TypeError):
+        avx2.replaced(vector_bits=512)

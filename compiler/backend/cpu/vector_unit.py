@@ -59,6 +59,12 @@ class VectorUnit(FrozenRecord):
         object.__setattr__(self, "direct_conv_factor", direct_conv_factor)
         object.__setattr__(self, "pack_cycles_per_element", pack_cycles_per_element)
 
+    def replaced(self, **changes: float) -> "VectorUnit":
+        """This unit with the named fields changed: what a benchmark or test that varies one figure
+        builds, so that the figures it does not name keep this unit's values (a copy spelled field by
+        field drops any field added later)."""
+        return VectorUnit(**{**{name: getattr(self, name) for name in self.__slots__}, **changes})
+
     def lanes(self, elem_bits: int) -> int:
         """Elements of ``elem_bits`` in one register (at least 1)."""
         return max(1, self.bits // max(8, elem_bits))
