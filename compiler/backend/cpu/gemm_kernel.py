@@ -47,7 +47,8 @@ class GemmShape(FrozenRecord):
     A's slab one row block reads (``_row_block``; 0: one block of every row), and
     ``pack_unaligned``: the row tiles from which a B whose rows are off the vectors' grid is packed
     (``_packs``; 0: never for that reason), ``prefetch_rows``: how many rows ahead a tile that reads
-    B in place prefetches it (``_prefetch_b``; 0: never).
+    B in place prefetches it (``_prefetch_b``; 0: never), ``k_unroll``: how many k steps one
+    iteration of a tile's k loop takes where the tile reads the packed block (``_k_loops``).
 
     Why these fields: the tile decides how many loads and address computations each FMA shares
     (a broadcast of A per row and k, a load of B per vector and k), the slab how often a tile's
@@ -56,7 +57,7 @@ class GemmShape(FrozenRecord):
     slab is read from beyond L2: once per column block, unless the rows of a block fit there."""
 
     __slots__ = ("elem", "lanes", "rows", "vectors", "k_slab", "n_block", "late_c", "a_block", "pack_unaligned",
-                 "prefetch_rows")
+                 "prefetch_rows", "k_unroll")
 
     elem: str
     lanes: int
@@ -68,19 +69,21 @@ class GemmShape(FrozenRecord):
     a_block: int
     pack_unaligned: int
     prefetch_rows: int
+    k_unroll: int
 
     def __init__(self, elem: str, lanes: int, rows: int, vectors: int = 2, k_slab: int = 128,
                  n_block: int = 128, late_c: bool = False, a_block: int = 0,
-                 pack_unaligned: int = 0, prefetch_rows: int = 0) -> None:
+                 pack_unaligned: int = 0, prefetch_rows: int = 0, k_unroll: int = 1) -> None:
         if (elem not in ("f32", "f64") or lanes < 1 or rows < 1 or vectors < 1 or n_block < 1
                 or n_block % (vectors * lanes) or k_slab < lanes or k_slab % lanes  # whole runs of k per slab
-                or a_block < 0 or pack_unaligned < 0 or prefetch_rows < 0
+                or a_block < 0 or pack_unaligned < 0 or prefetch_rows < 0 or k_unroll < 1
                 or lanes & (lanes - 1)):  # shuffle stages
             raise ValueError(f"unsupported GEMM variant {elem}/{lanes} lanes/{rows}x{vectors} tile/"
                              f"{k_slab}x{n_block} block")
         for name, value in (("elem", elem), ("lanes", lanes), ("rows", rows), ("vectors", vectors),
                             ("k_slab", k_slab), ("n_block", n_block), ("late_c", late_c), ("a_block", a_block),
-                            ("pack_unaligned", pack_unaligned), ("prefetch_rows", prefetch_rows)):
+                            ("pack_unaligned", pack_unaligned), ("prefetch_rows", prefetch_rows),
+                            ("k_unroll", k_unroll)):
             _set(self, name, value)
 
     @property
@@ -96,9 +99,9 @@ class GemmShape(FrozenRecord):
 
 VARIANTS: dict[str, dict[str, GemmShape]] = {
     "x86-64-v4": {"f32": GemmShape("f32", 16, 6, vectors=4, k_slab=512, n_block=64, late_c=True, a_block=1 << 20,
-                                    pack_unaligned=16, prefetch_rows=16),
+                                    pack_unaligned=16, prefetch_rows=16, k_unroll=4),
                   "f64": GemmShape("f64", 8, 6, vectors=4, k_slab=512, n_block=32, late_c=True, a_block=1 << 20,
-                                    pack_unaligned=16, prefetch_rows=16)},
+                                    pack_unaligned=16, prefetch_rows=16, k_unroll=4)},
     "x86-64-v3": {"f32": GemmShape("f32", 8, 6, k_slab=256), "f64": GemmShape("f64", 4, 6, k_slab=256)},
 }
 """Per instruction set of ``kernel_library.ISAS`` and element type: the register tile and blocks.
@@ -112,7 +115,9 @@ what those passes still cost; row blocks of at most 1 MiB of A (half this host's
 A of a matmul of thousands of rows in L2 across the column blocks, at the price of packing B once
 per row block; from 16 row tiles a B whose rows start off the 64-byte grid (NumPy's arrays
 usually do) is packed, since every zmm load of it spans two lines (``docs/backend-cpu.md``,
-Measurements: the GEMM on Intel); a B read in place is prefetched 16 rows ahead (``_prefetch_b``).
+Measurements: the GEMM on Intel); a B read in place is prefetched 16 rows ahead (``_prefetch_b``);
+the tiles that read the packed block take 4 k steps per iteration (``k_unroll``: the scalar
+arithmetic of a step's addresses and of the loop took FMA slots; 2 and 8 steps were slower).
 AVX2: 6 rows x 2 ymm = 12 of its 16 registers, slabs of 256 (on an AVX2-only Zen 3 a pass over C
 per 128 k held a tall matrix's FMAs: 8192x256x256 1.27x, f64 4096x256x256 1.14x, none slower),
 blocks of 128 (a packed block of 128 KiB), C read first (late, it gained 1-5 % on large matrices
@@ -195,8 +200,10 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
     """One register tile of ``rows`` x ``vectors`` vectors at (i, j): accumulate over k in [kb, ke)
     from C's values (or zeros: ``%load_c``), store C.  With ``g.late_c`` the accumulators start
     from zeros and C's values are added after the k loop, its lines prefetched when the tile
-    starts: the loads of C then wait on nothing (a C of megabytes misses L2 at every slab, and the
-    first slab's stores need the lines too), where reading C first held the FMAs until it came.
+    starts where they will be read (``%load_c``): the loads of C then wait on nothing (a C of
+    megabytes misses L2 at every slab), where reading C first held the FMAs until it came.  A C
+    the tile only writes is not prefetched: with a short k loop (a 1x1 conv's K of 64) the
+    prefetches for writing held the loop, 8-15 % of its time.
 
     ``masked``: only the first ``width_left`` columns exist (fewer than the tile's width); the tile
     has as many vectors as they need (``_edge``), so only its last vector is masked: the others are
@@ -227,41 +234,39 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
     types = ", ".join([vty] * n_acc)
     every = [(r, v) for r in range(rows) for v in range(vectors)]
     if g.late_c:
-        if not masked:  # C's lines on their way to L2 while the k loop runs (for writing: the first slab only stores)
-            for r, v in every:
-                t.line(f"memref.prefetch %C[{row_idx[r]}, {cols[v]}], write, locality<2>, data : {mty}")
+        if not masked:  # C's lines on their way while the k loop runs, where they will be read after it
+            with t.block("scf.if %load_c"):
+                for r, v in every:
+                    t.line(f"memref.prefetch %C[{row_idx[r]}, {cols[v]}], write, locality<2>, data : {mty}")
         acc0 = [t.op(f"arith.constant dense<0.0> : {vty}", "z")] * n_acc
     else:
         acc0 = _if_load_c(t, vty, n_acc, lambda: [load("%C", row_idx[r], v) for r, v in every], "init",
                           lambda: [t.op(f"arith.constant dense<0.0> : {vty}", "z")] * n_acc)
-    accs = [f"%acc{n}" for n in range(n_acc)]
-    results = t.fresh("res")
-    iters = ", ".join(f"{a} = {x}" for a, x in zip(accs, acc0))
-    t.line(f"{results}:{len(accs)} = scf.for %k = {kb} to {ke} step {one} iter_args({iters}) -> ({types}) {{")
-    t.depth += 1
-    if panel:
-        kk = t.op(f"arith.subi %k, {kb} : index", "kk")
-        bs = []
-        for v in range(vectors):
-            at = f"%Bp[{panel}, {kk}, {t.index(v * g.lanes)}]"
-            bs.append(t.op(f"vector.maskedload {at}, {masks[v]}, {zero} : {packed_type(g)}, {mask_ty}, {vty} into {vty}"
-                           if masks[v] else f"vector.load {at} : {packed_type(g)}, {vty}", "ld"))
-    else:
-        bs = [load("%B", "%k", v) for v in range(vectors)]
-        if g.prefetch_rows and not masked:
-            _prefetch_b(t, g, cols, ke, one)
-    new: list[str] = []
-    kk = t.op(f"arith.subi %k, {kb} : index", "kk") if t.a_view else ""
-    for r in range(rows):
-        a = t.op(f"memref.load {t.a_view}[{t.index(r)}, {kk}] : {packed_a_type(g)}" if t.a_view
-                 else f"memref.load %A[{row_idx[r]}, %k] : {t.a_type}", "a")
-        av = t.op(f"vector.broadcast {a} : {g.elem} to {vty}", "av")
-        for v in range(vectors):
-            new.append(t.op(f"vector.fma {av}, {bs[v]}, {accs[vectors * r + v]} : {vty}", "f"))
-    t.line(f"scf.yield {', '.join(new)} : {types}")
-    t.depth -= 1
-    t.line("}")
-    sums = [f"{results}#{n}" for n in range(n_acc)]
+    def step(k: str, accs: list[str]) -> list[str]:
+        """One k step's loads and FMAs on the accumulators ``accs``: the new accumulators."""
+        if panel:
+            kk = t.op(f"arith.subi {k}, {kb} : index", "kk")
+            bs = []
+            for v in range(vectors):
+                at = f"%Bp[{panel}, {kk}, {t.index(v * g.lanes)}]"
+                bs.append(t.op(f"vector.maskedload {at}, {masks[v]}, {zero} : {packed_type(g)}, {mask_ty}, {vty} into {vty}"
+                               if masks[v] else f"vector.load {at} : {packed_type(g)}, {vty}", "ld"))
+        else:
+            bs = [load("%B", k, v) for v in range(vectors)]
+            if g.prefetch_rows and not masked:
+                _prefetch_b(t, g, k, cols, ke, one)
+        new: list[str] = []
+        kk = t.op(f"arith.subi {k}, {kb} : index", "kk") if t.a_view else ""
+        for r in range(rows):
+            a = t.op(f"memref.load {t.a_view}[{t.index(r)}, {kk}] : {packed_a_type(g)}" if t.a_view
+                     else f"memref.load %A[{row_idx[r]}, {k}] : {t.a_type}", "a")
+            av = t.op(f"vector.broadcast {a} : {g.elem} to {vty}", "av")
+            for v in range(vectors):
+                new.append(t.op(f"vector.fma {av}, {bs[v]}, {accs[vectors * r + v]} : {vty}", "f"))
+        return new
+
+    results = _k_loops(t, vty, acc0, kb, ke, one, g.k_unroll if panel else 1, step)
+    sums = results
     if g.late_c:
         sums = _if_load_c(t, vty, n_acc, lambda: [t.op(f"arith.addf {load('%C', row_idx[r], v)}, {sums[vectors * r + v]} : {vty}",
                                                          "s") for r, v in every], "sum", lambda: sums)
@@ -274,7 +279,44 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
                 t.line(f"vector.store {val}, %C[{row_idx[r]}, {cols[v]}] : {mty}, {vty}")
 
 
-def _prefetch_b(t: _Text, g: GemmShape, cols: list[str], ke: str, one: str) -> None:
+def _k_loops(t: _Text, vty: str, acc0: list[str], kb: str, ke: str, one: str, unroll: int,
+             step: Callable[[str, list[str]], list[str]]) -> list[str]:
+    """A tile's k loop over [kb, ke) from the accumulators ``acc0``: ``g.k_unroll`` steps per
+    iteration while that many are left, then one per iteration; the final accumulators.
+
+    Why unrolled: a step's loads address A's rows by adding the row stride to a pointer, one
+    scalar instruction per row, and the loop's own count, compare and pointer steps come on top; on
+    a core whose two FMA pipes share ports with scalar arithmetic every such instruction issued
+    there takes an FMA's slot.  Unrolled, the steps after the first address their k by a
+    displacement, so the scalar work is shared by ``k_unroll`` steps.  Each element is still summed
+    k ascending, one FMA per step: the values do not depend on it."""
+    types = ", ".join([vty] * len(acc0))
+
+    def loop(lo: str, hi: str, unroll: int, init: list[str]) -> list[str]:
+        accs = [f"%acc{n}" for n in range(len(init))]
+        k = "%k"  # each loop's own region: the name is free in it
+        results = t.fresh("res")
+        iters = ", ".join(f"{a} = {x}" for a, x in zip(accs, init))
+        t.line(f"{results}:{len(accs)} = scf.for {k} = {lo} to {hi} step {t.index(unroll) if unroll > 1 else one} "
+               f"iter_args({iters}) -> ({types}) {{")
+        t.depth += 1
+        now = accs
+        for u in range(unroll):
+            now = step(t.op(f"arith.addi {k}, {t.index(u)} : index", "k") if u else k, now)
+        t.line(f"scf.yield {', '.join(now)} : {types}")
+        t.depth -= 1
+        t.line("}")
+        return [f"{results}#{n}" for n in range(len(init))]
+
+    if unroll == 1:
+        return loop(kb, ke, 1, acc0)
+    span = t.op(f"arith.subi {ke}, {kb} : index", "span")
+    whole = t.op(f"arith.remui {span}, {t.index(unroll)} : index", "rem")
+    mid = t.op(f"arith.subi {ke}, {whole} : index", "kmid")
+    return loop(mid, ke, 1, loop(kb, mid, unroll, acc0))
+
+
+def _prefetch_b(t: _Text, g: GemmShape, k: str, cols: list[str], ke: str, one: str) -> None:
     """In the k loop of a tile that reads B in place (not packed): prefetch the tile's columns of
     the row ``g.prefetch_rows`` ahead (about 200 cycles of k steps, a load from memory's latency;
     the slab's last row at most: the next band reads the slab again), one per cache line.
@@ -283,7 +325,7 @@ def _prefetch_b(t: _Text, g: GemmShape, cols: list[str], ke: str, one: str) -> N
     below 2 KiB, so a matrix of few rows, which does not pack B, missed on every k step of a
     block's first band where B's rows lie farther apart (N > 256 f64, N > 512 f32); nearer rows
     gain a little too (``docs/backend-cpu.md``, Measurements: B prefetched in the GEMM)."""
-    ahead = t.op(f"arith.addi %k, {t.index(g.prefetch_rows)} : index", "kp")
+    ahead = t.op(f"arith.addi {k}, {t.index(g.prefetch_rows)} : index", "kp")
     last = t.op(f"arith.subi {ke}, {one} : index", "kl")
     row = t.op(f"arith.minui {ahead}, {last} : index", "kp")
     per_line = max(1, CACHE_LINE_BYTES // (g.lanes * g.elem_bytes))
