@@ -340,9 +340,10 @@ def test_tiles_that_read_the_packed_block_unroll_k(isa, elem, layout):
 @pytest.mark.parametrize("elem", ["f32", "f64"])
 def test_tiles_that_read_b_in_place_prefetch_its_rows_ahead(isa, elem):
     """A variant with ``prefetch_rows`` prefetches, in the k loop of each whole tile that reads B in
-    place, one line per 64 bytes of the tile's columns ``prefetch_rows`` rows ahead, clamped to the
-    slab's last row; the tiles of a packed block and the masked edge tiles prefetch nothing, nor
-    does a variant without it (AVX2)."""
+    place, one line per 64 bytes of the tile's columns ``prefetch_rows`` rows ahead, unclamped: that
+    loop stops ``prefetch_rows`` steps before the slab's end and a loop without prefetches takes
+    those; the tiles of a packed block and the masked edge tiles prefetch nothing, nor does a
+    variant without it (AVX2)."""
     g = VARIANTS[isa][elem]
     text = gemm_function("g", g)
     loops = text.split("scf.for %k = ")[1:]
@@ -351,11 +352,13 @@ def test_tiles_that_read_b_in_place_prefetch_its_rows_ahead(isa, elem):
     others = [body for body in loops if body not in in_place]
     assert in_place and others
     per_line = max(1, 64 // (g.lanes * g.elem_bytes))
-    for body in in_place:
-        k_body = body.split("scf.yield")[0]
-        assert k_body.count("memref.prefetch %B[") == (g.vectors // per_line if g.prefetch_rows else 0)
-        if g.prefetch_rows:
-            assert f"arith.constant {g.prefetch_rows} : index" in text and "arith.minui %kp" in k_body
+    counts = [body.split("scf.yield")[0].count("memref.prefetch %B[") for body in in_place]
+    assert all("arith.minui" not in body.split("scf.yield")[0] for body in in_place)
+    if g.prefetch_rows:  # a prefetching loop, then the last rows' loop, per tile
+        assert counts == [g.vectors // per_line, 0] * (len(in_place) // 2) and len(in_place) % 2 == 0
+        assert f"arith.constant {g.prefetch_rows} : index" in text and "arith.maxsi" in text
+    else:
+        assert set(counts) == {0}
     assert all("memref.prefetch %B[" not in body.split("scf.yield")[0] for body in others)
 
 

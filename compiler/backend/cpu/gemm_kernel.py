@@ -242,8 +242,9 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
     else:
         acc0 = _if_load_c(t, vty, n_acc, lambda: [load("%C", row_idx[r], v) for r, v in every], "init",
                           lambda: [t.op(f"arith.constant dense<0.0> : {vty}", "z")] * n_acc)
-    def step(k: str, accs: list[str]) -> list[str]:
-        """One k step's loads and FMAs on the accumulators ``accs``: the new accumulators."""
+    def step(k: str, accs: list[str], prefetch: bool) -> list[str]:
+        """One k step's loads and FMAs on the accumulators ``accs`` (and B's prefetches where
+        ``prefetch``): the new accumulators."""
         if panel:
             kk = t.op(f"arith.subi {k}, {kb} : index", "kk")
             bs = []
@@ -253,8 +254,8 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
                                if masks[v] else f"vector.load {at} : {packed_type(g)}, {vty}", "ld"))
         else:
             bs = [load("%B", k, v) for v in range(vectors)]
-            if g.prefetch_rows and not masked:
-                _prefetch_b(t, g, k, cols, ke, one)
+            if prefetch:
+                _prefetch_b(t, g, k, cols)
         new: list[str] = []
         kk = t.op(f"arith.subi {k}, {kb} : index", "kk") if t.a_view else ""
         for r in range(rows):
@@ -265,7 +266,8 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
                 new.append(t.op(f"vector.fma {av}, {bs[v]}, {accs[vectors * r + v]} : {vty}", "f"))
         return new
 
-    results = _k_loops(t, vty, acc0, kb, ke, one, g.k_unroll if panel else 1, step)
+    ahead = 0 if panel or masked else g.prefetch_rows
+    results = _k_loops(t, vty, acc0, kb, ke, one, g.k_unroll if panel else 1, ahead, step)
     sums = results
     if g.late_c:
         sums = _if_load_c(t, vty, n_acc, lambda: [t.op(f"arith.addf {load('%C', row_idx[r], v)}, {sums[vectors * r + v]} : {vty}",
@@ -279,20 +281,27 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
                 t.line(f"vector.store {val}, %C[{row_idx[r]}, {cols[v]}] : {mty}, {vty}")
 
 
-def _k_loops(t: _Text, vty: str, acc0: list[str], kb: str, ke: str, one: str, unroll: int,
-             step: Callable[[str, list[str]], list[str]]) -> list[str]:
-    """A tile's k loop over [kb, ke) from the accumulators ``acc0``: ``g.k_unroll`` steps per
-    iteration while that many are left, then one per iteration; the final accumulators.
+def _k_loops(t: _Text, vty: str, acc0: list[str], kb: str, ke: str, one: str, unroll: int, ahead: int,
+             step: Callable[[str, list[str], bool], list[str]]) -> list[str]:
+    """A tile's k loop over [kb, ke) from the accumulators ``acc0``: ``unroll`` steps per
+    iteration while that many are left, then one per iteration; the final accumulators.  With
+    ``ahead`` (a tile that reads B in place), the steps whose row ``ahead`` rows on is still in the
+    slab prefetch it (``step``'s flag) and the last ``ahead`` steps are a loop of their own that
+    prefetches nothing: the prefetched row is then ``k + ahead`` as it is, an address that steps
+    with B's, where clamping it to the slab's last row cost each step a compare, a select and a
+    multiply.
 
     Why unrolled: a step's loads address A's rows by adding the row stride to a pointer, one
     scalar instruction per row, and the loop's own count, compare and pointer steps come on top; on
     a core whose two FMA pipes share ports with scalar arithmetic every such instruction issued
     there takes an FMA's slot.  Unrolled, the steps after the first address their k by a
-    displacement, so the scalar work is shared by ``k_unroll`` steps.  Each element is still summed
-    k ascending, one FMA per step: the values do not depend on it."""
+    displacement, so the scalar work is shared by ``unroll`` steps.  Only tiles that read the
+    packed block are unrolled: a tile that reads B in place, unrolled by 2 or 4, ran 5-45 % slower
+    (``docs/backend-cpu.md``, Measurements: the GEMM's k loop unrolled).  Each element is still
+    summed k ascending, one FMA per step: the values do not depend on it."""
     types = ", ".join([vty] * len(acc0))
 
-    def loop(lo: str, hi: str, unroll: int, init: list[str]) -> list[str]:
+    def loop(lo: str, hi: str, unroll: int, init: list[str], prefetch: bool = False) -> list[str]:
         accs = [f"%acc{n}" for n in range(len(init))]
         k = "%k"  # each loop's own region: the name is free in it
         results = t.fresh("res")
@@ -302,32 +311,38 @@ def _k_loops(t: _Text, vty: str, acc0: list[str], kb: str, ke: str, one: str, un
         t.depth += 1
         now = accs
         for u in range(unroll):
-            now = step(t.op(f"arith.addi {k}, {t.index(u)} : index", "k") if u else k, now)
+            now = step(t.op(f"arith.addi {k}, {t.index(u)} : index", "k") if u else k, now, prefetch)
         t.line(f"scf.yield {', '.join(now)} : {types}")
         t.depth -= 1
         t.line("}")
         return [f"{results}#{n}" for n in range(len(init))]
 
-    if unroll == 1:
-        return loop(kb, ke, 1, acc0)
-    span = t.op(f"arith.subi {ke}, {kb} : index", "span")
-    whole = t.op(f"arith.remui {span}, {t.index(unroll)} : index", "rem")
-    mid = t.op(f"arith.subi {ke}, {whole} : index", "kmid")
-    return loop(mid, ke, 1, loop(kb, mid, unroll, acc0))
+    def unrolled(lo: str, hi: str, init: list[str], prefetch: bool) -> list[str]:
+        if unroll == 1:
+            return loop(lo, hi, 1, init, prefetch)
+        span = t.op(f"arith.subi {hi}, {lo} : index", "span")
+        whole = t.op(f"arith.remui {span}, {t.index(unroll)} : index", "rem")
+        mid = t.op(f"arith.subi {hi}, {whole} : index", "kmid")
+        return loop(mid, hi, 1, loop(lo, mid, unroll, init, prefetch), prefetch)
+
+    if not ahead:
+        return unrolled(kb, ke, acc0, False)
+    # the steps whose row ``ahead`` is still in the slab prefetch it; the last ``ahead`` do not
+    split = t.op(f"arith.maxsi {kb}, {t.op(f'arith.subi {ke}, {t.index(ahead)} : index', 'kp')} : index", "kp")
+    return loop(split, ke, 1, unrolled(kb, split, acc0, True))
 
 
-def _prefetch_b(t: _Text, g: GemmShape, k: str, cols: list[str], ke: str, one: str) -> None:
+def _prefetch_b(t: _Text, g: GemmShape, k: str, cols: list[str]) -> None:
     """In the k loop of a tile that reads B in place (not packed): prefetch the tile's columns of
     the row ``g.prefetch_rows`` ahead (about 200 cycles of k steps, a load from memory's latency;
-    the slab's last row at most: the next band reads the slab again), one per cache line.
+    only from the steps where that row is in the slab, ``_k_loops``: the next band reads the slab
+    again), one per cache line.
 
     Why: B's rows are a stride apart, and the cores' stride prefetchers follow a load's stride only
     below 2 KiB, so a matrix of few rows, which does not pack B, missed on every k step of a
     block's first band where B's rows lie farther apart (N > 256 f64, N > 512 f32); nearer rows
     gain a little too (``docs/backend-cpu.md``, Measurements: B prefetched in the GEMM)."""
-    ahead = t.op(f"arith.addi {k}, {t.index(g.prefetch_rows)} : index", "kp")
-    last = t.op(f"arith.subi {ke}, {one} : index", "kl")
-    row = t.op(f"arith.minui {ahead}, {last} : index", "kp")
+    row = t.op(f"arith.addi {k}, {t.index(g.prefetch_rows)} : index", "kp")
     per_line = max(1, CACHE_LINE_BYTES // (g.lanes * g.elem_bytes))
     for c in cols[::per_line]:
         t.line(f"memref.prefetch %B[{row}, {c}], read, locality<3>, data : {t.b_type}")
