@@ -242,6 +242,7 @@ def _tile(t: _Text, g: GemmShape, rows: int, vectors: int, masked: bool, i: str,
     else:
         acc0 = _if_load_c(t, vty, n_acc, lambda: [load("%C", row_idx[r], v) for r, v in every], "init",
                           lambda: [t.op(f"arith.constant dense<0.0> : {vty}", "z")] * n_acc)
+
     def step(k: str, accs: list[str], prefetch: bool) -> list[str]:
         """One k step's loads and FMAs on the accumulators ``accs`` (and B's prefetches where
         ``prefetch``): the new accumulators."""
