@@ -302,16 +302,17 @@ def _k_loops(t: _Text, vty: str, acc0: list[str], kb: str, ke: str, one: str, un
     summed k ascending, one FMA per step: the values do not depend on it."""
     types = ", ".join([vty] * len(acc0))
 
-    def loop(lo: str, hi: str, unroll: int, init: list[str], prefetch: bool = False) -> list[str]:
+    def loop(lo: str, hi: str, steps: int, init: list[str], prefetch: bool = False) -> list[str]:
+        """One ``scf.for`` over [lo, hi) taking ``steps`` k steps per iteration: its results."""
         accs = [f"%acc{n}" for n in range(len(init))]
         k = "%k"  # each loop's own region: the name is free in it
         results = t.fresh("res")
         iters = ", ".join(f"{a} = {x}" for a, x in zip(accs, init))
-        t.line(f"{results}:{len(accs)} = scf.for {k} = {lo} to {hi} step {t.index(unroll) if unroll > 1 else one} "
+        t.line(f"{results}:{len(accs)} = scf.for {k} = {lo} to {hi} step {t.index(steps) if steps > 1 else one} "
                f"iter_args({iters}) -> ({types}) {{")
         t.depth += 1
         now = accs
-        for u in range(unroll):
+        for u in range(steps):
             now = step(t.op(f"arith.addi {k}, {t.index(u)} : index", "k") if u else k, now, prefetch)
         t.line(f"scf.yield {', '.join(now)} : {types}")
         t.depth -= 1
@@ -319,6 +320,7 @@ def _k_loops(t: _Text, vty: str, acc0: list[str], kb: str, ke: str, one: str, un
         return [f"{results}#{n}" for n in range(len(init))]
 
     def unrolled(lo: str, hi: str, init: list[str], prefetch: bool) -> list[str]:
+        """[lo, hi) in iterations of ``unroll`` steps, then single steps for the rest."""
         if unroll == 1:
             return loop(lo, hi, 1, init, prefetch)
         span = t.op(f"arith.subi {hi}, {lo} : index", "span")
